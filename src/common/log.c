@@ -1,0 +1,117 @@
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "ejob/error.h"
+#include "ejob/log.h"
+#include "common/util.h"
+
+static atomic_int log_level = -1; /* -1: not yet read from the environment */
+static atomic_int log_format = EJ_LOG_TEXT;
+static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
+static ej_log_sink sink_fn;
+static void *sink_user;
+
+static const char *const level_names[] = {"debug", "info", "warn", "error", "off"};
+
+int ej_log_level_parse(const char *name)
+{
+    if (name == NULL)
+        return -1;
+    for (int i = 0; i < 5; i++)
+        if (strcasecmp(name, level_names[i]) == 0)
+            return i;
+    if (strcasecmp(name, "warning") == 0)
+        return EJ_LOG_WARN;
+    return -1;
+}
+
+ej_log_level ej_log_get_level(void)
+{
+    int level = atomic_load_explicit(&log_level, memory_order_relaxed);
+    if (level < 0) {
+        level = ej_log_level_parse(getenv("EJOB_LOG_LEVEL"));
+        if (level < 0)
+            level = EJ_LOG_INFO;
+        int expected = -1;
+        atomic_compare_exchange_strong(&log_level, &expected, level);
+        level = atomic_load(&log_level);
+    }
+    return (ej_log_level)level;
+}
+
+void ej_log_set_level(ej_log_level level)
+{
+    atomic_store(&log_level, (int)level);
+}
+
+void ej_log_set_format(ej_log_format format)
+{
+    atomic_store(&log_format, (int)format);
+}
+
+void ej_log_set_sink(ej_log_sink sink, void *user)
+{
+    pthread_mutex_lock(&sink_lock);
+    sink_fn = sink;
+    sink_user = user;
+    pthread_mutex_unlock(&sink_lock);
+}
+
+static void write_stderr(ej_log_level level, const char *module, int err, const char *msg)
+{
+    struct timespec ts;
+    struct tm tm;
+    char when[40];
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+    const char *lvl = level_names[level < EJ_LOG_OFF ? level : EJ_LOG_ERROR];
+
+    if (atomic_load(&log_format) == EJ_LOG_JSON) {
+        char *msg_json = ej__json_quote(msg);
+        if (err != 0)
+            fprintf(stderr,
+                    "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"module\":\"%s\",\"msg\":%s,"
+                    "\"error\":\"%s\"}\n",
+                    when, ts.tv_nsec / 1000000, lvl, module, msg_json ? msg_json : "\"\"",
+                    ej_err_name(err));
+        else
+            fprintf(stderr,
+                    "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"module\":\"%s\",\"msg\":%s}\n",
+                    when, ts.tv_nsec / 1000000, lvl, module, msg_json ? msg_json : "\"\"");
+        free(msg_json);
+        return;
+    }
+    if (err != 0)
+        fprintf(stderr, "%s.%03ldZ %-5s [%s] %s (%s)\n", when, ts.tv_nsec / 1000000, lvl, module,
+                msg, ej_strerror(err));
+    else
+        fprintf(stderr, "%s.%03ldZ %-5s [%s] %s\n", when, ts.tv_nsec / 1000000, lvl, module, msg);
+}
+
+void ej_log_write(ej_log_level level, const char *module, int err, const char *fmt, ...)
+{
+    if (level < ej_log_get_level() || level >= EJ_LOG_OFF)
+        return;
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (module == NULL)
+        module = "ejob";
+
+    pthread_mutex_lock(&sink_lock);
+    ej_log_sink fn = sink_fn;
+    void *user = sink_user;
+    if (fn == NULL)
+        write_stderr(level, module, err, buf);
+    pthread_mutex_unlock(&sink_lock);
+    if (fn != NULL)
+        fn(level, module, err, buf, user);
+}

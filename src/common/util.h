@@ -1,0 +1,54 @@
+/* Small helpers every module may use. Internal: not part of the public API. */
+#ifndef EJ_COMMON_UTIL_H
+#define EJ_COMMON_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ejob/common.h"
+
+/* Milliseconds since the epoch (CLOCK_REALTIME). */
+int64_t ej__now_ms(void);
+/* Milliseconds on CLOCK_MONOTONIC, for measuring durations and deadlines. */
+int64_t ej__mono_ms(void);
+/* Sleep for ms milliseconds, restarting after signals. */
+void ej__sleep_ms(int64_t ms);
+
+/* A JSON string literal (with quotes) for s, escaping as Gson does by default
+ * (HTML-safe: = < > & ' become \u003d \u003c \u003e \u0026 \u0027). Caller
+ * frees. NULL on allocation failure. */
+char *ej__json_quote(const char *s);
+
+/* printf into a new heap string. Caller frees. NULL on allocation failure. */
+char *ej__asprintf(const char *fmt, ...) EJ_PRINTF(1, 2);
+
+/* A growable byte buffer, always NUL-terminated after a successful append. */
+typedef struct ej_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    bool failed; /* an append ran out of memory; data holds what fit before */
+} ej_buf;
+
+void ej__buf_init(ej_buf *b);
+void ej__buf_fini(ej_buf *b);
+void ej__buf_append(ej_buf *b, const char *s, size_t n);
+void ej__buf_puts(ej_buf *b, const char *s);
+void ej__buf_printf(ej_buf *b, const char *fmt, ...) EJ_PRINTF(2, 3);
+/* Take ownership of the contents; the buffer is left empty. Caller frees. */
+char *ej__buf_steal(ej_buf *b);
+
+/* Java's String.hashCode() of a UTF-8 string, computed over its UTF-16 code
+ * units with 32-bit wraparound, as Java does. Invalid UTF-8 bytes count as
+ * U+FFFD. */
+int32_t ej__java_string_hash(const char *utf8);
+
+/* The first non-loopback IPv4 address of this host, as ElasticJob 2.1.5's
+ * IpUtils picks it (a public address first, else the last site-local one),
+ * or "127.0.0.1". EJOB_IP in the environment overrides it. Writes at most
+ * len bytes including the NUL. */
+void ej__local_ip(char *out, size_t len);
+
+#endif

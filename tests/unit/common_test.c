@@ -1,0 +1,98 @@
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "ejob/error.h"
+#include "ejob/log.h"
+
+static void test_strerror_own_and_system(void **state)
+{
+    (void)state;
+    assert_string_equal(ej_strerror(0), "success");
+    assert_string_equal(ej_strerror(EJ_ECONNLOSS), "ZooKeeper connection lost");
+    assert_string_equal(ej_err_name(EJ_ENONODE), "EJ_ENONODE");
+    assert_string_equal(ej_err_name(-ENOENT), "ENOENT");
+    assert_string_equal(ej_strerror(-ENOENT), "No such file or directory");
+    assert_string_equal(ej_strerror(-999999), "unknown error");
+}
+
+static void test_java_hash(void **state)
+{
+    (void)state;
+    assert_int_equal(ej__java_string_hash("0"), 48);
+    assert_int_equal(ej__java_string_hash("1"), 49);
+    assert_int_equal(ej__java_string_hash(""), 0);
+    assert_int_equal(ej__java_string_hash("polygenelubricants"), INT32_MIN);
+    assert_int_equal(ej__java_string_hash("GydZG_"), INT32_MIN);
+    assert_int_equal(ej__java_string_hash("DESIGNING WORKHOUSES"), INT32_MIN);
+    assert_int_equal(ej__java_string_hash("hello"), 99162322);
+    /* U+4E2D U+6587 ("Chinese") and an astral code point as a surrogate pair. */
+    assert_int_equal(ej__java_string_hash("\xe4\xb8\xad\xe6\x96\x87"), 0x4E2D * 31 + 0x6587);
+    assert_int_equal(ej__java_string_hash("\xf0\x9f\x98\x80"), 0xD83D * 31 + 0xDE00);
+}
+
+static void test_json_quote_gson_escaping(void **state)
+{
+    (void)state;
+    char *q = ej__json_quote("a=b<c>&'\"\\\n\x01");
+    assert_string_equal(q, "\"a\\u003db\\u003cc\\u003e\\u0026\\u0027\\\"\\\\\\n\\u0001\"");
+    free(q);
+}
+
+static void test_buf(void **state)
+{
+    (void)state;
+    ej_buf b;
+    ej__buf_init(&b);
+    for (int i = 0; i < 1000; i++)
+        ej__buf_printf(&b, "%d,", i);
+    assert_false(b.failed);
+    assert_true(strncmp(b.data, "0,1,2,", 6) == 0);
+    char *s = ej__buf_steal(&b);
+    assert_int_equal(strlen(s), 3890);
+    free(s);
+    assert_null(b.data);
+}
+
+static int seen_level = -1;
+static char seen_msg[64];
+static void capture(ej_log_level level, const char *module, int err, const char *msg, void *user)
+{
+    (void)module;
+    (void)err;
+    (void)user;
+    seen_level = (int)level;
+    strncpy(seen_msg, msg, sizeof(seen_msg) - 1);
+}
+
+static void test_log_level_filters(void **state)
+{
+    (void)state;
+    ej_log_set_sink(capture, NULL);
+    ej_log_set_level(EJ_LOG_WARN);
+    EJ_LOG(EJ_LOG_INFO, "test", 0, "dropped %d", 1);
+    assert_int_equal(seen_level, -1);
+    EJ_LOG(EJ_LOG_ERROR, "test", EJ_ECRON, "kept %d", 2);
+    assert_int_equal(seen_level, EJ_LOG_ERROR);
+    assert_string_equal(seen_msg, "kept 2");
+    assert_int_equal(ej_log_level_parse("WARN"), EJ_LOG_WARN);
+    assert_int_equal(ej_log_level_parse("nope"), -1);
+    ej_log_set_sink(NULL, NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_strerror_own_and_system),
+        cmocka_unit_test(test_java_hash),
+        cmocka_unit_test(test_json_quote_gson_escaping),
+        cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_log_level_filters),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
