@@ -155,6 +155,15 @@ char *ej__json_quote(const char *s)
         case '\'':
             ej__buf_printf(&b, "\\u%04x", c);
             break;
+        case 0xE2:
+            /* Gson also escapes the JavaScript line separators U+2028/U+2029. */
+            if (p[1] == 0x80 && (p[2] == 0xA8 || p[2] == 0xA9)) {
+                ej__buf_printf(&b, "\\u%04x", p[2] == 0xA8 ? 0x2028 : 0x2029);
+                p += 2;
+            } else {
+                ej__buf_append(&b, (const char *)p, 1);
+            }
+            break;
         default:
             if (c < 0x20)
                 ej__buf_printf(&b, "\\u%04x", c);

@@ -42,6 +42,9 @@ static void test_json_quote_gson_escaping(void **state)
     char *q = ej__json_quote("a=b<c>&'\"\\\n\x01");
     assert_string_equal(q, "\"a\\u003db\\u003cc\\u003e\\u0026\\u0027\\\"\\\\\\n\\u0001\"");
     free(q);
+    q = ej__json_quote("a\xe2\x80\xa8" "b\xe2\x80\xa9" "c\xe2\x82\xac");
+    assert_string_equal(q, "\"a\\u2028b\\u2029c\xe2\x82\xac\"");
+    free(q);
 }
 
 static void test_buf(void **state)

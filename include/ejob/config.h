@@ -1,0 +1,365 @@
+/*
+ * Job configuration: the job model (every field of an ElasticJob-Lite 2.1.5
+ * job plus ejob's own), its validation, the JSON of the ZooKeeper `config`
+ * node (byte for byte what ElasticJob 2.1.5 writes), sharding item
+ * parameters, and the daemon's YAML file.
+ *
+ * Thread safety: every function here works only on the memory it is given;
+ * calls on different objects may run on any threads at once. The cron
+ * validator hook is process-wide (set it once at start-up).
+ */
+#ifndef EJOB_CONFIG_H
+#define EJOB_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ejob/common.h"
+
+/* ------------------------------------------------------------------------ */
+/* Constants                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* What ElasticJob 2.1.5 writes as jobClass of every SCRIPT job. */
+#define EJ_CONFIG_SCRIPT_JOB_CLASS "com.dangdang.ddframe.job.api.script.ScriptJob"
+/* Defaults of jobProperties (Java class names, as 2.1.5 writes them). */
+#define EJ_CONFIG_DEFAULT_JOB_EXCEPTION_HANDLER                                                    \
+    "com.dangdang.ddframe.job.executor.handler.impl.DefaultJobExceptionHandler"
+#define EJ_CONFIG_DEFAULT_EXECUTOR_SERVICE_HANDLER                                                 \
+    "com.dangdang.ddframe.job.executor.handler.impl.DefaultExecutorServiceHandler"
+
+/* Size limits checked by ej_job_config_validate (bytes, without the NUL). */
+#define EJ_CONFIG_MAX_JOB_NAME 255 /* jobName */
+#define EJ_CONFIG_MAX_TEXT                                                                         \
+    (64 * 1024) /* description, jobParameter,                                                      \
+                   shardingItemParameters,                                                         \
+                   scriptCommandLine, httpData */
+#define EJ_CONFIG_MAX_SHORT                                                                        \
+    1024                                         /* cron, class names, handler                     \
+                                                    names, timeZone, httpMethod,                   \
+                                                    httpContentType */
+#define EJ_CONFIG_MAX_URI 8192                   /* httpUri */
+#define EJ_CONFIG_MAX_SHARDING_TOTAL_COUNT 65536 /* shardingTotalCount */
+/* Largest `config` node ej_job_config_from_json accepts (ZooKeeper's own
+ * default node limit is just under 1 MiB). */
+#define EJ_CONFIG_MAX_JSON (1024 * 1024)
+/* Largest daemon YAML file accepted. */
+#define EJ_CONFIG_MAX_YAML (16 * 1024 * 1024)
+/* Most jobs one daemon file may define. */
+#define EJ_CONFIG_MAX_DAEMON_JOBS 10000
+/* At most this many messages are kept in an ej_config_errors list; the
+ * last kept one then says how many more were dropped. */
+#define EJ_CONFIG_MAX_ERRORS 100
+
+/* ------------------------------------------------------------------------ */
+/* The job model                                                             */
+/* ------------------------------------------------------------------------ */
+
+typedef enum ej_job_type {
+    EJ_JOB_TYPE_SIMPLE = 0,
+    EJ_JOB_TYPE_DATAFLOW = 1,
+    EJ_JOB_TYPE_SCRIPT = 2,
+    EJ_JOB_TYPE_HTTP = 3, /* ejob's own; Java 2.1.5 instances cannot run it */
+} ej_job_type;
+
+/*
+ * One job's configuration. JSON key names (and 2.1.5 defaults) in comments.
+ *
+ * Ownership: every `char *` member is a heap string owned by the struct and
+ * released by ej_job_config_fini. After ej_job_config_init every string
+ * member is non-NULL except job_properties_extra and extra_json (NULL = none).
+ * Functions here read a NULL string member as "". Replace a string with
+ * ej_job_config_set_str (or free it yourself and store a malloc'd one).
+ */
+struct ej_job_config {
+    char *job_name;                 /* jobName (required, [A-Za-z0-9_.-]+) */
+    char *cron;                     /* cron (required; Quartz syntax) */
+    int sharding_total_count;       /* shardingTotalCount (required, >= 1; init: 1) */
+    char *sharding_item_parameters; /* shardingItemParameters ("", "0=a,1=b") */
+    char *job_parameter;            /* jobParameter ("") */
+    bool failover;                  /* failover (false) */
+    bool misfire;                   /* misfire (true; a JSON without it reads false) */
+    char *description;              /* description ("") */
+    /* jobProperties */
+    char *job_exception_handler;    /* job_exception_handler (DefaultJobExceptionHandler) */
+    char *executor_service_handler; /* executor_service_handler (DefaultExecutorServiceHandler) */
+    char *job_properties_extra;     /* other jobProperties keys: JSON object text, or NULL */
+    ej_job_type job_type;           /* jobType (init: SIMPLE) */
+    char *job_class;                /* jobClass (""; SCRIPT always writes ScriptJob) */
+    bool streaming_process;         /* streamingProcess (false; DATAFLOW only) */
+    char *script_command_line;      /* scriptCommandLine (""; required for SCRIPT) */
+    bool monitor_execution;         /* monitorExecution (true) */
+    int max_time_diff_seconds;      /* maxTimeDiffSeconds (-1 = no check) */
+    int monitor_port;               /* monitorPort (-1 = off) */
+    char *job_sharding_strategy_class; /* jobShardingStrategyClass ("" = average);
+                                          a Java class name or an ejob type name */
+    int reconcile_interval_minutes;    /* reconcileIntervalMinutes (10; < 1 = off) */
+    bool disabled;                     /* disabled (false) */
+    bool overwrite;                    /* overwrite (false) */
+    /* ejob extensions (written to JSON only when set, after the Java keys). */
+    char *time_zone;            /* timeZone ("" = host zone; IANA name) */
+    int64_t script_timeout_ms;  /* scriptTimeoutMilliseconds (0 = none; SCRIPT) */
+    struct ej_http_config {     /* HTTP jobs only */
+        char *uri;              /* httpUri (required for HTTP) */
+        char *method;           /* httpMethod ("GET") */
+        char *data;             /* httpData ("") body for POST/PUT/PATCH/DELETE */
+        int connect_timeout_ms; /* httpConnectTimeoutMilliseconds (3000) */
+        int read_timeout_ms;    /* httpReadTimeoutMilliseconds (5000) */
+        char *content_type;     /* httpContentType ("" = none) */
+    } http;
+    /* Unknown top-level keys of the JSON it was read from, as JSON object
+     * text, written back after all known keys; NULL when none. */
+    char *extra_json;
+};
+
+/*
+ * Fill cfg with the 2.1.5 builder defaults (above). cfg's previous contents
+ * are not freed.
+ * Returns 0, or EJ_ENOMEM (cfg is then safe to pass to ej_job_config_fini).
+ */
+EJ_EXTERN int ej_job_config_init(struct ej_job_config *cfg);
+
+/* Free every string of cfg and zero it. Accepts NULL and a zeroed struct;
+ * calling it twice is safe. */
+EJ_EXTERN void ej_job_config_fini(struct ej_job_config *cfg);
+
+/*
+ * Deep copy src into dst. dst's previous contents are not freed (pass
+ * uninitialised or finalised memory).
+ * Returns 0, or EJ_ENOMEM (dst is then safe to pass to ej_job_config_fini).
+ */
+EJ_EXTERN int ej_job_config_copy(struct ej_job_config *dst, const struct ej_job_config *src);
+
+/* True when a and b describe the same job: every common field equal (NULL
+ * strings equal "", NULL extras equal "{}"), the type-specific fields only
+ * for their type (streaming_process for DATAFLOW, script_command_line and
+ * script_timeout_ms for SCRIPT, http for HTTP), and job_class as written
+ * (always ScriptJob for SCRIPT). */
+EJ_EXTERN bool ej_job_config_equal(const struct ej_job_config *a, const struct ej_job_config *b);
+
+/*
+ * Replace the owned string *field (e.g. &cfg->cron) with a copy of value
+ * (NULL stores ""). Returns 0, or EJ_ENOMEM (the old value is kept).
+ */
+EJ_EXTERN int ej_job_config_set_str(char **field, const char *value);
+
+/* "SIMPLE", "DATAFLOW", "SCRIPT", "HTTP"; "UNKNOWN" for any other value. */
+EJ_EXTERN const char *ej_job_type_name(ej_job_type type);
+
+/* Parse an exact upper-case type name. Returns 0 or EJ_EINVAL. */
+EJ_EXTERN int ej_job_type_parse(const char *name, ej_job_type *out);
+
+/* ------------------------------------------------------------------------ */
+/* Validation                                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Optional cron checker called by validation (this module does not parse
+ * cron; the cron module does). It returns 0 when `cron` is valid in the zone
+ * `time_zone` ("" = host zone), else non-zero with a message in err, which
+ * validation reports as "cron: <message>". Without a checker, validation only
+ * requires cron to be non-blank. Set it once before other threads validate;
+ * NULL removes it.
+ */
+typedef int (*ej_config_cron_check_fn)(const char *cron, const char *time_zone, char *err,
+                                       size_t errlen);
+EJ_EXTERN void ej_config_set_cron_checker(ej_config_cron_check_fn fn);
+
+/* A list of error messages (each a heap string owned by the list). */
+struct ej_config_errors {
+    size_t count;
+    char **messages;
+};
+
+/* Empty list. */
+EJ_EXTERN void ej_config_errors_init(struct ej_config_errors *errs);
+/* Free every message; the list is empty afterwards. Accepts NULL. */
+EJ_EXTERN void ej_config_errors_fini(struct ej_config_errors *errs);
+
+/*
+ * Check cfg against the rules of SPEC section 3. The first problem is
+ * written to err (if err and errlen > 0) as "field: message", e.g.
+ *   shardingTotalCount: must be >= 1, got 0
+ *   jobName: must match [A-Za-z0-9_.-]+, got "a b"
+ *   cron: is required
+ *   scriptCommandLine: is required for SCRIPT jobs
+ *   monitorPort: must be -1 or 0..65535, got 70000
+ *   shardingItemParameters: item 5 >= shardingTotalCount 3
+ *   description: is 70000 bytes, longer than the limit of 65536
+ *   timeZone: unknown time zone "Mars/Base"
+ * Returns 0 when valid, EJ_ECONFIG otherwise.
+ */
+EJ_EXTERN int ej_job_config_validate(const struct ej_job_config *cfg, char *err, size_t errlen);
+
+/*
+ * Like ej_job_config_validate, but appends every problem to errs (same
+ * message format). Returns 0, EJ_ECONFIG (messages added) or EJ_ENOMEM.
+ */
+EJ_EXTERN int ej_job_config_validate_all(const struct ej_job_config *cfg,
+                                         struct ej_config_errors *errs);
+
+/*
+ * Check that name is a time zone of the system's tz database: a TZif file
+ * $TZDIR/name (TZDIR defaults to /usr/share/zoneinfo). "" and NULL are the
+ * host zone and valid. Names with "..", a leading "/" or characters outside
+ * [A-Za-z0-9_+-./] are rejected. Returns 0 or EJ_ECONFIG with
+ * `unknown time zone "NAME"` (or the reason) in err.
+ */
+EJ_EXTERN int ej_config_check_time_zone(const char *name, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------ */
+/* JSON of the ZooKeeper `config` node                                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Serialise cfg exactly as ElasticJob 2.1.5 does: compact, keys in the order
+ *   jobName, jobClass, jobType, cron, shardingTotalCount,
+ *   shardingItemParameters, jobParameter, failover, misfire, description,
+ *   jobProperties{job_exception_handler, executor_service_handler, extras},
+ *   [streamingProcess (DATAFLOW) | scriptCommandLine (SCRIPT)],
+ *   monitorExecution, maxTimeDiffSeconds, monitorPort,
+ *   jobShardingStrategyClass, reconcileIntervalMinutes, disabled, overwrite
+ * with Gson's HTML-safe escaping. Then ejob's keys, only when they apply:
+ *   timeZone (when non-empty), scriptTimeoutMilliseconds (SCRIPT, when != 0),
+ *   httpUri, httpMethod, httpData, httpConnectTimeoutMilliseconds,
+ *   httpReadTimeoutMilliseconds, httpContentType (HTTP jobs, always),
+ * then the preserved unknown keys (extra_json). jobClass of a SCRIPT job is
+ * always EJ_CONFIG_SCRIPT_JOB_CLASS. cfg is not validated here.
+ * Returns a NUL-terminated heap string the caller frees, or NULL when out of
+ * memory.
+ */
+EJ_EXTERN char *ej_job_config_to_json(const struct ej_job_config *cfg);
+
+/*
+ * Parse a `config` node: the Lite adapter's shape or the console's
+ * JobSettings shape, keys in any order, Java 2.1.5's defaults for missing
+ * keys (notably misfire=false, shardingTotalCount=0, monitorExecution=true,
+ * reconcileIntervalMinutes=10), unknown keys kept in extra_json and unknown
+ * jobProperties keys in job_properties_extra. Numbers given as strings ("3")
+ * and strings given as numbers are accepted as Gson does. The result is NOT
+ * validated: call ej_job_config_validate before using it.
+ *
+ * json/len: the bytes (need not be NUL-terminated); at most EJ_CONFIG_MAX_JSON.
+ * cfg: an initialised config; replaced on success (old strings freed),
+ *      untouched on failure.
+ * err: receives e.g. `shardingTotalCount: expected an integer, got "x"`,
+ *      `jobType: is required`, `jobType: unknown job type "FOO"`,
+ *      `JSON syntax error at line 1, column 17: ...`.
+ * Returns 0, EJ_EPARSE (syntax, type or shape error), EJ_EINVAL (NULL
+ * arguments) or EJ_ENOMEM.
+ */
+EJ_EXTERN int ej_job_config_from_json(const char *json, size_t len, struct ej_job_config *cfg,
+                                      char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------ */
+/* Sharding item parameters ("0=a,1=b")                                      */
+/* ------------------------------------------------------------------------ */
+
+struct ej_sharding_param {
+    int item;
+    char *value; /* owned; trimmed */
+};
+
+/* item -> parameter, sorted by item, unique items. */
+struct ej_sharding_params {
+    size_t count;
+    struct ej_sharding_param *entries; /* owned */
+};
+
+/*
+ * Parse exactly as ElasticJob's ShardingItemParameters: NULL or "" gives an
+ * empty map; otherwise split on ',' (Java String.split: trailing empty
+ * pieces dropped), trim each piece (Java trim: chars <= ' '), split on '='
+ * (again dropping trailing empties), require exactly 2 parts, trim both, the
+ * key must be a Java int; the last duplicate wins. Errors (in err):
+ *   Sharding item parameters 'S' format error, should be int=xx,int=xx
+ *   Sharding item parameters key 'K' is not an integer.
+ * No range check against shardingTotalCount (validation does that).
+ * out: uninitialised or finalised; filled on success, left empty on failure
+ * (always safe to fini). Returns 0, EJ_ECONFIG or EJ_ENOMEM.
+ */
+EJ_EXTERN int ej_sharding_params_parse(const char *s, struct ej_sharding_params *out, char *err,
+                                       size_t errlen);
+
+/* The parameter of item, borrowed from p (valid until p is finalised), or
+ * NULL when the item has none. */
+EJ_EXTERN const char *ej_sharding_params_get(const struct ej_sharding_params *p, int item);
+
+/* Free p's entries; p is empty afterwards. Accepts NULL. */
+EJ_EXTERN void ej_sharding_params_fini(struct ej_sharding_params *p);
+
+/* ------------------------------------------------------------------------ */
+/* The daemon's YAML file (SPEC section 3)                                   */
+/* ------------------------------------------------------------------------ */
+
+struct ej_reg_center_config {
+    bool embedded;             /* serverLists missing or "embedded" */
+    char *server_lists;        /* "host:port[,host:port...]"; "" when embedded */
+    char *name_space;          /* namespace (required) */
+    int session_timeout_ms;    /* sessionTimeoutMilliseconds (60000) */
+    int connection_timeout_ms; /* connectionTimeoutMilliseconds (15000) */
+    int base_sleep_time_ms;    /* baseSleepTimeMilliseconds (1000) */
+    int max_sleep_time_ms;     /* maxSleepTimeMilliseconds (3000) */
+    int max_retries;           /* maxRetries (3) */
+    char *digest;              /* "user:password", or NULL for none */
+};
+
+typedef enum ej_tracing_type {
+    EJ_TRACING_NONE = 0, /* no tracing section */
+    EJ_TRACING_SQLITE = 1,
+    EJ_TRACING_POSTGRESQL = 2,
+} ej_tracing_type;
+
+struct ej_tracing_config {
+    ej_tracing_type type;
+    char *url; /* SQLite file path or libpq connection string; NULL when NONE */
+};
+
+/*
+ * The whole daemon file. Each job is a complete ej_job_config: elasticJobType
+ * gives job_type (SCRIPT or HTTP), props give script_command_line,
+ * script_timeout_ms (script.timeout.milliseconds) and http.*,
+ * jobShardingStrategyType is stored as given in job_sharding_strategy_class
+ * (e.g. "AVERAGE", "ROTATE"), the job's key is job_name. Jobs keep file order.
+ * Owned by the struct; free with ej_daemon_config_fini.
+ */
+struct ej_daemon_config {
+    struct ej_reg_center_config reg_center;
+    struct ej_tracing_config tracing;
+    size_t job_count;
+    struct ej_job_config *jobs;
+    int *job_lines; /* 1-based line of each job's key in the file */
+};
+
+/* Defaults (no jobs, embedded registry, no namespace yet). Returns 0 or
+ * EJ_ENOMEM (then safe to fini). */
+EJ_EXTERN int ej_daemon_config_init(struct ej_daemon_config *cfg);
+
+/* Free everything; accepts NULL and a zeroed or finalised struct. */
+EJ_EXTERN void ej_daemon_config_fini(struct ej_daemon_config *cfg);
+
+/*
+ * Load a daemon YAML document. Collects ALL problems, not just the first,
+ * each as "NAME:LINE:COL: message" (1-based), e.g.
+ *   jobs.yaml:7:5: jobs.orderSync: unknown key "shardingTotalCont"
+ *   jobs.yaml:9:26: jobs.orderSync.shardingTotalCount: expected an integer, got "three"
+ *   jobs.yaml:2:3: regCenter.namespace: is required
+ *   jobs.yaml:3:1: YAML syntax error: mapping values are not allowed in this context
+ * Unknown keys are errors; every job then goes through ej_job_config_validate
+ * (errors placed at the offending key, or the job's key).
+ *
+ * text: NUL-terminated YAML. name: what to call the input in messages
+ * (NULL = "<string>"). out: uninitialised or finalised; on success it owns
+ * the result, on failure it is left finalised (safe to fini again).
+ * errs: an initialised list that messages are appended to (may be NULL).
+ * Returns 0, EJ_ECONFIG (errs say why), EJ_ENOMEM, or (load_file) a -errno
+ * from opening/reading path (a message naming the path is added too).
+ */
+EJ_EXTERN int ej_daemon_config_load_string(const char *text, const char *name,
+                                           struct ej_daemon_config *out,
+                                           struct ej_config_errors *errs);
+EJ_EXTERN int ej_daemon_config_load_file(const char *path, struct ej_daemon_config *out,
+                                         struct ej_config_errors *errs);
+
+#endif

@@ -1,0 +1,508 @@
+/* Validation of a job configuration, the error list, the time-zone check. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "config/internal.h"
+#include "ejob/error.h"
+
+/* ------------------------------------------------------------------------ */
+/* Error list                                                                */
+/* ------------------------------------------------------------------------ */
+
+void ej_config_errors_init(struct ej_config_errors *errs)
+{
+    if (errs == NULL)
+        return;
+    errs->count = 0;
+    errs->messages = NULL;
+}
+
+void ej_config_errors_fini(struct ej_config_errors *errs)
+{
+    if (errs == NULL)
+        return;
+    for (size_t i = 0; i < errs->count; i++)
+        free(errs->messages[i]);
+    free(errs->messages);
+    ej_config_errors_init(errs);
+}
+
+static const char too_many_errors[] = "too many errors; the rest are not shown";
+
+int ej__config_errors_add(struct ej_config_errors *errs, const char *fmt, ...)
+{
+    if (errs == NULL)
+        return 0;
+    if (errs->count >= EJ_CONFIG_MAX_ERRORS)
+        return 0;
+    char *msg;
+    if (errs->count == EJ_CONFIG_MAX_ERRORS - 1) {
+        msg = strdup(too_many_errors);
+    } else {
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0)
+            msg = NULL;
+        va_end(ap);
+    }
+    if (msg == NULL)
+        return EJ_ENOMEM;
+    char **grown = realloc(errs->messages, (errs->count + 1) * sizeof(*grown));
+    if (grown == NULL) {
+        free(msg);
+        return EJ_ENOMEM;
+    }
+    errs->messages = grown;
+    errs->messages[errs->count++] = msg;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Field names                                                               */
+/* ------------------------------------------------------------------------ */
+
+static const char *const field_json_names[EJ_CFG_F_COUNT_] = {
+    [EJ_CFG_F_JOB_NAME] = "jobName",
+    [EJ_CFG_F_CRON] = "cron",
+    [EJ_CFG_F_SHARDING_TOTAL_COUNT] = "shardingTotalCount",
+    [EJ_CFG_F_SHARDING_ITEM_PARAMETERS] = "shardingItemParameters",
+    [EJ_CFG_F_JOB_PARAMETER] = "jobParameter",
+    [EJ_CFG_F_DESCRIPTION] = "description",
+    [EJ_CFG_F_JOB_EXCEPTION_HANDLER] = "jobProperties.job_exception_handler",
+    [EJ_CFG_F_EXECUTOR_SERVICE_HANDLER] = "jobProperties.executor_service_handler",
+    [EJ_CFG_F_JOB_PROPERTIES] = "jobProperties",
+    [EJ_CFG_F_JOB_TYPE] = "jobType",
+    [EJ_CFG_F_JOB_CLASS] = "jobClass",
+    [EJ_CFG_F_SCRIPT_COMMAND_LINE] = "scriptCommandLine",
+    [EJ_CFG_F_SCRIPT_TIMEOUT] = "scriptTimeoutMilliseconds",
+    [EJ_CFG_F_MAX_TIME_DIFF_SECONDS] = "maxTimeDiffSeconds",
+    [EJ_CFG_F_MONITOR_PORT] = "monitorPort",
+    [EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS] = "jobShardingStrategyClass",
+    [EJ_CFG_F_TIME_ZONE] = "timeZone",
+    [EJ_CFG_F_HTTP_URI] = "httpUri",
+    [EJ_CFG_F_HTTP_METHOD] = "httpMethod",
+    [EJ_CFG_F_HTTP_DATA] = "httpData",
+    [EJ_CFG_F_HTTP_CONNECT_TIMEOUT] = "httpConnectTimeoutMilliseconds",
+    [EJ_CFG_F_HTTP_READ_TIMEOUT] = "httpReadTimeoutMilliseconds",
+    [EJ_CFG_F_HTTP_CONTENT_TYPE] = "httpContentType",
+    [EJ_CFG_F_EXTRA] = "(unknown keys)",
+};
+
+const char *ej__config_field_json_name(enum ej__cfg_field f)
+{
+    if ((int)f < 0 || f >= EJ_CFG_F_COUNT_)
+        return "?";
+    return field_json_names[f];
+}
+
+/* ------------------------------------------------------------------------ */
+/* Cron checker hook                                                         */
+/* ------------------------------------------------------------------------ */
+
+static _Atomic(ej_config_cron_check_fn) cron_checker;
+
+void ej_config_set_cron_checker(ej_config_cron_check_fn fn)
+{
+    atomic_store(&cron_checker, fn);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Time zones                                                                */
+/* ------------------------------------------------------------------------ */
+
+static bool tz_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (n > EJ_CONFIG_MAX_SHORT || name[0] == '/' || name[n - 1] == '/')
+        return false;
+    for (const char *p = name; *p; p++) {
+        char c = *p;
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '+' || c == '-' || c == '.' || c == '/';
+        if (!ok)
+            return false;
+    }
+    /* Every path component must be a plain name: no "", "." or "..". */
+    const char *comp = name;
+    for (;;) {
+        const char *end = strchr(comp, '/');
+        size_t len = end ? (size_t)(end - comp) : strlen(comp);
+        if (len == 0 || (len == 1 && comp[0] == '.') ||
+            (len == 2 && comp[0] == '.' && comp[1] == '.'))
+            return false;
+        if (end == NULL)
+            break;
+        comp = end + 1;
+    }
+    return strstr(name, "..") == NULL;
+}
+
+int ej_config_check_time_zone(const char *name, char *err, size_t errlen)
+{
+    char shown[96];
+    if (name == NULL || name[0] == '\0')
+        return 0;
+    ej__config_quote_short(name, strlen(name), shown, sizeof(shown));
+    if (!tz_name_ok(name)) {
+        if (err && errlen)
+            snprintf(err, errlen, "invalid time zone name %s", shown);
+        return EJ_ECONFIG;
+    }
+    const char *dir = getenv("TZDIR");
+    if (dir == NULL || dir[0] == '\0')
+        dir = "/usr/share/zoneinfo";
+    char *path = ej__asprintf("%s/%s", dir, name);
+    if (path == NULL) {
+        if (err && errlen)
+            snprintf(err, errlen, "out of memory");
+        return EJ_ENOMEM;
+    }
+    bool found = false;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+        /* Only TZif files are zones: zone.tab, leapseconds ... are not. */
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            char magic[4];
+            found = read(fd, magic, 4) == 4 && memcmp(magic, "TZif", 4) == 0;
+            close(fd);
+        }
+    }
+    free(path);
+    if (!found) {
+        if (err && errlen)
+            snprintf(err, errlen, "unknown time zone %s", shown);
+        return EJ_ECONFIG;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rules                                                                     */
+/* ------------------------------------------------------------------------ */
+
+struct vstate {
+    ej__config_verr_fn fn;
+    void *ctx;
+    int count;
+    bool stop;
+};
+
+static void report(struct vstate *v, enum ej__cfg_field f, const char *fmt, ...) EJ_PRINTF(3, 4);
+
+static void report(struct vstate *v, enum ej__cfg_field f, const char *fmt, ...)
+{
+    if (v->stop)
+        return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    v->count++;
+    if (v->fn(v->ctx, f, msg) != 0)
+        v->stop = true;
+}
+
+static bool is_blank(const char *s)
+{
+    for (; s && *s; s++) {
+        if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r' && *s != '\f' && *s != '\v')
+            return false;
+    }
+    return true;
+}
+
+/* Strict UTF-8: no overlongs, no surrogates, nothing above U+10FFFF. */
+static bool utf8_valid(const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    while (s && *s) {
+        unsigned char c = *s;
+        int n;
+        uint32_t cp;
+        if (c < 0x80) {
+            s++;
+            continue;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            n = 1;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2;
+            cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        for (int i = 1; i <= n; i++) {
+            if ((s[i] & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (s[i] & 0x3F);
+        }
+        if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        s += n + 1;
+    }
+    return true;
+}
+
+/* Length and encoding of one string field. Returns false when reported. */
+static bool check_text(struct vstate *v, enum ej__cfg_field f, const char *s, size_t max)
+{
+    size_t n = strlen(ej__config_str(s));
+    if (n > max) {
+        report(v, f, "is %zu bytes, longer than the limit of %zu", n, max);
+        return false;
+    }
+    if (!utf8_valid(s)) {
+        report(v, f, "must be valid UTF-8");
+        return false;
+    }
+    return true;
+}
+
+static bool has_ctl(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            return true;
+    }
+    return false;
+}
+
+static bool is_json_object_text(const char *s)
+{
+    json_error_t jerr;
+    json_t *j = json_loads(s, 0, &jerr);
+    bool ok = j != NULL && json_is_object(j);
+    json_decref(j);
+    return ok;
+}
+
+static void check_job_name(struct vstate *v, const char *name)
+{
+    char shown[96];
+    name = ej__config_str(name);
+    size_t n = strlen(name);
+    if (n == 0) {
+        report(v, EJ_CFG_F_JOB_NAME, "is required");
+        return;
+    }
+    if (n > EJ_CONFIG_MAX_JOB_NAME) {
+        report(v, EJ_CFG_F_JOB_NAME, "is %zu bytes, longer than the limit of %d", n,
+               EJ_CONFIG_MAX_JOB_NAME);
+        return;
+    }
+    for (const char *p = name; *p; p++) {
+        char c = *p;
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-')) {
+            ej__config_quote_short(name, n, shown, sizeof(shown));
+            report(v, EJ_CFG_F_JOB_NAME, "must match [A-Za-z0-9_.-]+, got %s", shown);
+            return;
+        }
+    }
+    /* "." and ".." cannot be ZooKeeper path components. */
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        report(v, EJ_CFG_F_JOB_NAME, "must not be \".\" or \"..\"");
+}
+
+static void check_cron(struct vstate *v, const struct ej_job_config *cfg)
+{
+    if (is_blank(cfg->cron)) {
+        report(v, EJ_CFG_F_CRON, "is required");
+        return;
+    }
+    if (!check_text(v, EJ_CFG_F_CRON, cfg->cron, EJ_CONFIG_MAX_SHORT))
+        return;
+    ej_config_cron_check_fn fn = atomic_load(&cron_checker);
+    if (fn != NULL) {
+        char msg[256] = "";
+        if (fn(cfg->cron, ej__config_str(cfg->time_zone), msg, sizeof(msg)) != 0)
+            report(v, EJ_CFG_F_CRON, "%s", msg[0] ? msg : "invalid cron expression");
+    }
+}
+
+static int check_params(struct vstate *v, const struct ej_job_config *cfg)
+{
+    if (!check_text(v, EJ_CFG_F_SHARDING_ITEM_PARAMETERS, cfg->sharding_item_parameters,
+                    EJ_CONFIG_MAX_TEXT))
+        return 0;
+    struct ej_sharding_params params;
+    char msg[256];
+    int rc = ej_sharding_params_parse(cfg->sharding_item_parameters, &params, msg, sizeof(msg));
+    if (rc == EJ_ENOMEM)
+        return rc;
+    if (rc != 0) {
+        report(v, EJ_CFG_F_SHARDING_ITEM_PARAMETERS, "%s", msg);
+        return 0;
+    }
+    for (size_t i = 0; i < params.count; i++) {
+        int item = params.entries[i].item;
+        if (item < 0)
+            report(v, EJ_CFG_F_SHARDING_ITEM_PARAMETERS, "item %d is negative", item);
+        else if (cfg->sharding_total_count >= 1 && item >= cfg->sharding_total_count)
+            report(v, EJ_CFG_F_SHARDING_ITEM_PARAMETERS, "item %d >= shardingTotalCount %d", item,
+                   cfg->sharding_total_count);
+    }
+    ej_sharding_params_fini(&params);
+    return 0;
+}
+
+static void check_http(struct vstate *v, const struct ej_http_config *h)
+{
+    static const char *const methods[] = {"GET",   "POST", "PUT",    "DELETE",
+                                          "PATCH", "HEAD", "OPTIONS"};
+    char shown[96];
+    const char *uri = ej__config_str(h->uri);
+    if (is_blank(uri)) {
+        report(v, EJ_CFG_F_HTTP_URI, "is required for HTTP jobs");
+    } else if (check_text(v, EJ_CFG_F_HTTP_URI, uri, EJ_CONFIG_MAX_URI)) {
+        ej__config_quote_short(uri, strlen(uri), shown, sizeof(shown));
+        if (strncasecmp(uri, "http://", 7) != 0 && strncasecmp(uri, "https://", 8) != 0)
+            report(v, EJ_CFG_F_HTTP_URI, "must start with http:// or https://, got %s", shown);
+        else if (has_ctl(uri) || strchr(uri, ' ') != NULL)
+            report(v, EJ_CFG_F_HTTP_URI, "must not contain spaces or control characters, got %s",
+                   shown);
+    }
+    const char *method = ej__config_str(h->method);
+    bool known = false;
+    for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+        known = known || strcmp(method, methods[i]) == 0;
+    if (!known) {
+        ej__config_quote_short(method, strlen(method), shown, sizeof(shown));
+        report(v, EJ_CFG_F_HTTP_METHOD,
+               "must be one of GET, POST, PUT, DELETE, PATCH, HEAD, OPTIONS, got %s", shown);
+    }
+    check_text(v, EJ_CFG_F_HTTP_DATA, h->data, EJ_CONFIG_MAX_TEXT);
+    if (h->connect_timeout_ms < 1)
+        report(v, EJ_CFG_F_HTTP_CONNECT_TIMEOUT, "must be >= 1, got %d", h->connect_timeout_ms);
+    if (h->read_timeout_ms < 1)
+        report(v, EJ_CFG_F_HTTP_READ_TIMEOUT, "must be >= 1, got %d", h->read_timeout_ms);
+    if (check_text(v, EJ_CFG_F_HTTP_CONTENT_TYPE, h->content_type, EJ_CONFIG_MAX_SHORT) &&
+        has_ctl(h->content_type))
+        report(v, EJ_CFG_F_HTTP_CONTENT_TYPE, "must not contain control characters");
+}
+
+int ej__config_validate(const struct ej_job_config *cfg, ej__config_verr_fn fn, void *ctx)
+{
+    struct vstate v = {fn, ctx, 0, false};
+    char msg[256];
+
+    check_job_name(&v, cfg->job_name);
+    check_cron(&v, cfg);
+    if (cfg->sharding_total_count < 1)
+        report(&v, EJ_CFG_F_SHARDING_TOTAL_COUNT, "must be >= 1, got %d",
+               cfg->sharding_total_count);
+    else if (cfg->sharding_total_count > EJ_CONFIG_MAX_SHARDING_TOTAL_COUNT)
+        report(&v, EJ_CFG_F_SHARDING_TOTAL_COUNT, "must be <= %d, got %d",
+               EJ_CONFIG_MAX_SHARDING_TOTAL_COUNT, cfg->sharding_total_count);
+    if (check_params(&v, cfg) == EJ_ENOMEM)
+        return EJ_ENOMEM;
+    check_text(&v, EJ_CFG_F_JOB_PARAMETER, cfg->job_parameter, EJ_CONFIG_MAX_TEXT);
+    check_text(&v, EJ_CFG_F_DESCRIPTION, cfg->description, EJ_CONFIG_MAX_TEXT);
+    check_text(&v, EJ_CFG_F_JOB_EXCEPTION_HANDLER, cfg->job_exception_handler, EJ_CONFIG_MAX_SHORT);
+    check_text(&v, EJ_CFG_F_EXECUTOR_SERVICE_HANDLER, cfg->executor_service_handler,
+               EJ_CONFIG_MAX_SHORT);
+    if (cfg->job_properties_extra != NULL && !is_json_object_text(cfg->job_properties_extra))
+        report(&v, EJ_CFG_F_JOB_PROPERTIES, "extra properties are not a JSON object");
+    if (ej_job_type_parse(ej_job_type_name(cfg->job_type), NULL) != 0)
+        report(&v, EJ_CFG_F_JOB_TYPE, "unknown job type %d", (int)cfg->job_type);
+    check_text(&v, EJ_CFG_F_JOB_CLASS, cfg->job_class, EJ_CONFIG_MAX_SHORT);
+    if (cfg->job_type == EJ_JOB_TYPE_SCRIPT && is_blank(cfg->script_command_line))
+        report(&v, EJ_CFG_F_SCRIPT_COMMAND_LINE, "is required for SCRIPT jobs");
+    else
+        check_text(&v, EJ_CFG_F_SCRIPT_COMMAND_LINE, cfg->script_command_line, EJ_CONFIG_MAX_TEXT);
+    if (cfg->script_timeout_ms < 0)
+        report(&v, EJ_CFG_F_SCRIPT_TIMEOUT, "must be >= 0, got %lld",
+               (long long)cfg->script_timeout_ms);
+    if (cfg->max_time_diff_seconds < -1)
+        report(&v, EJ_CFG_F_MAX_TIME_DIFF_SECONDS, "must be -1 or >= 0, got %d",
+               cfg->max_time_diff_seconds);
+    if (cfg->monitor_port < -1 || cfg->monitor_port > 65535)
+        report(&v, EJ_CFG_F_MONITOR_PORT, "must be -1 or 0..65535, got %d", cfg->monitor_port);
+    check_text(&v, EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS, cfg->job_sharding_strategy_class,
+               EJ_CONFIG_MAX_SHORT);
+    int rc = ej_config_check_time_zone(cfg->time_zone, msg, sizeof(msg));
+    if (rc == EJ_ENOMEM)
+        return rc;
+    if (rc != 0)
+        report(&v, EJ_CFG_F_TIME_ZONE, "%s", msg);
+    if (cfg->job_type == EJ_JOB_TYPE_HTTP)
+        check_http(&v, &cfg->http);
+    if (cfg->extra_json != NULL && !is_json_object_text(cfg->extra_json))
+        report(&v, EJ_CFG_F_EXTRA, "extra keys are not a JSON object");
+    return v.count;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Public entry points                                                       */
+/* ------------------------------------------------------------------------ */
+
+struct first_err {
+    char *buf;
+    size_t len;
+};
+
+static int keep_first(void *ctx, enum ej__cfg_field field, const char *msg)
+{
+    struct first_err *fe = ctx;
+    if (fe->buf != NULL && fe->len > 0)
+        snprintf(fe->buf, fe->len, "%s: %s", ej__config_field_json_name(field), msg);
+    return 1; /* stop at the first */
+}
+
+int ej_job_config_validate(const struct ej_job_config *cfg, char *err, size_t errlen)
+{
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    if (cfg == NULL) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "config: is NULL");
+        return EJ_EINVAL;
+    }
+    struct first_err fe = {err, errlen};
+    int n = ej__config_validate(cfg, keep_first, &fe);
+    if (n < 0)
+        return n;
+    return n == 0 ? 0 : EJ_ECONFIG;
+}
+
+struct all_errs {
+    struct ej_config_errors *errs;
+    int rc;
+};
+
+static int keep_all(void *ctx, enum ej__cfg_field field, const char *msg)
+{
+    struct all_errs *ae = ctx;
+    if (ae->rc == 0)
+        ae->rc = ej__config_errors_add(ae->errs, "%s: %s", ej__config_field_json_name(field), msg);
+    return 0;
+}
+
+int ej_job_config_validate_all(const struct ej_job_config *cfg, struct ej_config_errors *errs)
+{
+    if (cfg == NULL)
+        return EJ_EINVAL;
+    struct all_errs ae = {errs, 0};
+    int n = ej__config_validate(cfg, keep_all, &ae);
+    if (n < 0)
+        return n;
+    if (ae.rc != 0)
+        return ae.rc;
+    return n == 0 ? 0 : EJ_ECONFIG;
+}

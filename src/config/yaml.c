@@ -1,0 +1,1288 @@
+/*
+ * The daemon's YAML file (SPEC section 3), read with libyaml's document
+ * API. Every problem is collected with its file:line:column; nothing stops
+ * at the first one except a YAML syntax error (libyaml cannot go on).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <yaml.h>
+
+#include "common/util.h"
+#include "config/internal.h"
+#include "ejob/error.h"
+
+/* Mapping pairs visited at most: aliases can make a small file describe an
+ * enormous tree, and walking it must stay cheap. */
+#define MAX_VISITS 2000000
+
+/* Problems are gathered with their position, then reported in file order. */
+#define MAX_GATHERED 1000
+
+struct ymsg {
+    size_t line, column, seq;
+    char *text;
+};
+
+struct yctx {
+    yaml_document_t *doc;
+    const char *name;
+    struct ej_config_errors *errs;
+    int nerr;
+    int rc; /* EJ_ENOMEM once an allocation failed */
+    size_t visits;
+    bool too_complex;
+    struct ymsg *msgs;
+    size_t nmsgs;
+};
+
+static void yerr(struct yctx *c, yaml_mark_t m, const char *path, const char *fmt, ...)
+    EJ_PRINTF(4, 5);
+
+static void yerr(struct yctx *c, yaml_mark_t m, const char *path, const char *fmt, ...)
+{
+    char msg[512];
+    c->nerr++;
+    if (c->nmsgs >= MAX_GATHERED || c->too_complex)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (c->msgs == NULL) {
+        c->msgs = calloc(MAX_GATHERED, sizeof(*c->msgs));
+        if (c->msgs == NULL) {
+            c->rc = EJ_ENOMEM;
+            return;
+        }
+    }
+    char *text;
+    if (path != NULL && path[0] != '\0')
+        text = ej__asprintf("%s:%zu:%zu: %s: %s", c->name, m.line + 1, m.column + 1, path, msg);
+    else
+        text = ej__asprintf("%s:%zu:%zu: %s", c->name, m.line + 1, m.column + 1, msg);
+    if (text == NULL) {
+        c->rc = EJ_ENOMEM;
+        return;
+    }
+    c->msgs[c->nmsgs] = (struct ymsg){m.line, m.column, c->nmsgs, text};
+    c->nmsgs++;
+}
+
+static int cmp_ymsg(const void *a, const void *b)
+{
+    const struct ymsg *x = a, *y = b;
+    if (x->line != y->line)
+        return x->line < y->line ? -1 : 1;
+    if (x->column != y->column)
+        return x->column < y->column ? -1 : 1;
+    return x->seq < y->seq ? -1 : (x->seq > y->seq);
+}
+
+/* Hand the gathered messages to the caller's list, in file order. */
+static void flush_messages(struct yctx *c)
+{
+    if (c->msgs == NULL)
+        return;
+    qsort(c->msgs, c->nmsgs, sizeof(*c->msgs), cmp_ymsg);
+    for (size_t i = 0; i < c->nmsgs; i++) {
+        if (ej__config_errors_add(c->errs, "%s", c->msgs[i].text) != 0)
+            c->rc = EJ_ENOMEM;
+        free(c->msgs[i].text);
+    }
+    free(c->msgs);
+    c->msgs = NULL;
+    c->nmsgs = 0;
+}
+
+static yaml_node_t *node(struct yctx *c, int id)
+{
+    return yaml_document_get_node(c->doc, id);
+}
+
+static const char *kind_name(yaml_node_t *n)
+{
+    switch (n->type) {
+    case YAML_MAPPING_NODE:
+        return "a mapping";
+    case YAML_SEQUENCE_NODE:
+        return "a sequence";
+    default:
+        return "a scalar";
+    }
+}
+
+static const char *sval(yaml_node_t *n)
+{
+    return (const char *)n->data.scalar.value;
+}
+
+/* A plain empty, "~" or "null" scalar: the key is treated as absent. */
+static bool is_null(yaml_node_t *n)
+{
+    if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return false;
+    const char *s = sval(n);
+    return s[0] == '\0' || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 ||
+           strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0;
+}
+
+static void shown_scalar(yaml_node_t *n, char *out, size_t outlen)
+{
+    ej__config_quote_short(sval(n), n->data.scalar.length, out, outlen);
+}
+
+/* Count one visited pair; false once the budget is spent (reported once). */
+static bool visit(struct yctx *c, yaml_mark_t m)
+{
+    if (c->too_complex)
+        return false;
+    if (++c->visits > MAX_VISITS) {
+        /* Whatever was found so far is mostly the same few problems seen
+         * through aliases again and again: say only this. */
+        for (size_t i = 0; i < c->nmsgs; i++)
+            free(c->msgs[i].text);
+        c->nmsgs = 0;
+        yerr(c, m, NULL, "document too complex: more than %d mapping entries after aliases",
+             MAX_VISITS);
+        c->too_complex = true;
+        return false;
+    }
+    return true;
+}
+
+/* A scalar value as a string. Returns false (reported) for other nodes and
+ * for scalars holding a NUL. */
+static bool want_scalar(struct yctx *c, yaml_node_t *v, const char *path, const char *what)
+{
+    if (v->type != YAML_SCALAR_NODE) {
+        yerr(c, v->start_mark, path, "expected %s, got %s", what, kind_name(v));
+        return false;
+    }
+    if (strlen(sval(v)) != v->data.scalar.length) {
+        yerr(c, v->start_mark, path, "must not contain NUL characters");
+        return false;
+    }
+    return true;
+}
+
+static bool get_str(struct yctx *c, yaml_node_t *v, const char *path, char **dst)
+{
+    if (is_null(v))
+        return true;
+    if (!want_scalar(c, v, path, "a string"))
+        return false;
+    if (ej_job_config_set_str(dst, sval(v)) != 0) {
+        c->rc = EJ_ENOMEM;
+        return false;
+    }
+    return true;
+}
+
+static bool parse_ll(const char *s, long long min, long long max, long long *out)
+{
+    const char *p = s;
+    if (*p == '+' || *p == '-')
+        p++;
+    if (!isdigit((unsigned char)*p))
+        return false;
+    long long v = 0;
+    bool neg = s[0] == '-';
+    for (; *p; p++) {
+        if (!isdigit((unsigned char)*p))
+            return false;
+        if (v > (INT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (*p - '0');
+    }
+    if (neg)
+        v = -v;
+    if (v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool get_ll(struct yctx *c, yaml_node_t *v, const char *path, long long min, long long max,
+                   long long *dst)
+{
+    char shown[128];
+    if (!want_scalar(c, v, path, "an integer"))
+        return false;
+    if (!parse_ll(sval(v), min, max, dst)) {
+        shown_scalar(v, shown, sizeof(shown));
+        yerr(c, v->start_mark, path, "expected an integer, got %s", shown);
+        return false;
+    }
+    return true;
+}
+
+static bool get_int(struct yctx *c, yaml_node_t *v, const char *path, int *dst)
+{
+    long long x;
+    if (!get_ll(c, v, path, INT32_MIN, INT32_MAX, &x))
+        return false;
+    *dst = (int)x;
+    return true;
+}
+
+static bool get_bool(struct yctx *c, yaml_node_t *v, const char *path, bool *dst)
+{
+    char shown[128];
+    if (!want_scalar(c, v, path, "true or false"))
+        return false;
+    const char *s = sval(v);
+    if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0) {
+        *dst = true;
+        return true;
+    }
+    if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "FALSE") == 0) {
+        *dst = false;
+        return true;
+    }
+    shown_scalar(v, shown, sizeof(shown));
+    yerr(c, v->start_mark, path, "expected true or false, got %s", shown);
+    return false;
+}
+
+/* Iterate a mapping's pairs, checking keys are scalars. Returns the key
+ * text or NULL to skip the pair (reported). */
+static const char *pair_key(struct yctx *c, yaml_node_pair_t *pair, const char *path,
+                            yaml_node_t **k_out, yaml_node_t **v_out)
+{
+    yaml_node_t *k = node(c, pair->key);
+    yaml_node_t *v = node(c, pair->value);
+    if (k == NULL || v == NULL)
+        return NULL;
+    if (!visit(c, k->start_mark))
+        return NULL;
+    if (k->type != YAML_SCALAR_NODE || strlen(sval(k)) != k->data.scalar.length) {
+        yerr(c, k->start_mark, path, "keys must be plain strings, got %s", kind_name(k));
+        return NULL;
+    }
+    *k_out = k;
+    *v_out = v;
+    return sval(k);
+}
+
+/* Index of key in names[] (n entries), or -1. */
+static int key_index(const char *key, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (strcmp(key, names[i]) == 0)
+            return i;
+    }
+    return -1;
+}
+
+/* Report a repeated key; true when key index i was seen already. */
+static bool seen_before(struct yctx *c, bool *seen, int i, yaml_node_t *k, const char *path)
+{
+    char shown[128];
+    if (seen[i]) {
+        shown_scalar(k, shown, sizeof(shown));
+        yerr(c, k->start_mark, path, "duplicate key %s", shown);
+        return true;
+    }
+    seen[i] = true;
+    return false;
+}
+
+static void unknown_key(struct yctx *c, yaml_node_t *k, const char *path)
+{
+    char shown[128];
+    shown_scalar(k, shown, sizeof(shown));
+    yerr(c, k->start_mark, path, "unknown key %s", shown);
+}
+
+/* ------------------------------------------------------------------------ */
+/* regCenter                                                                 */
+/* ------------------------------------------------------------------------ */
+
+enum {
+    RC_SERVER_LISTS,
+    RC_NAMESPACE,
+    RC_SESSION,
+    RC_CONNECTION,
+    RC_BASE_SLEEP,
+    RC_MAX_SLEEP,
+    RC_MAX_RETRIES,
+    RC_DIGEST,
+    RC_COUNT
+};
+static const char *const rc_keys[RC_COUNT] = {
+    "serverLists",
+    "namespace",
+    "sessionTimeoutMilliseconds",
+    "connectionTimeoutMilliseconds",
+    "baseSleepTimeMilliseconds",
+    "maxSleepTimeMilliseconds",
+    "maxRetries",
+    "digest",
+};
+
+static void check_server_lists(struct yctx *c, yaml_mark_t m, const char *list)
+{
+    char shown[128];
+    const char *p = list;
+    if (list[0] == '\0') {
+        yerr(c, m, "regCenter.serverLists", "must not be empty (use \"embedded\" or host:port)");
+        return;
+    }
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        /* ZooKeeper takes an optional chroot after the last server. */
+        const char *slash = memchr(p, '/', n);
+        size_t hn = slash ? (size_t)(slash - p) : n;
+        ej__config_quote_short(p, n, shown, sizeof(shown));
+        bool bad_char = false;
+        for (size_t i = 0; i < hn; i++)
+            bad_char = bad_char || isspace((unsigned char)p[i]) || iscntrl((unsigned char)p[i]);
+        if (hn == 0) {
+            yerr(c, m, "regCenter.serverLists", "empty server in the list");
+        } else if (bad_char) {
+            yerr(c, m, "regCenter.serverLists", "server %s must not contain spaces", shown);
+        } else {
+            /* host, host:port, [v6]:port */
+            const char *colon = NULL;
+            if (p[0] == '[') {
+                const char *rb = memchr(p, ']', hn);
+                if (rb == NULL)
+                    yerr(c, m, "regCenter.serverLists", "server %s: missing ']'", shown);
+                else if ((size_t)(rb - p) + 1 < hn)
+                    colon = rb[1] == ':' ? rb + 1 : rb;
+            } else {
+                colon = memchr(p, ':', hn);
+            }
+            if (colon != NULL) {
+                long long port;
+                char digits[16] = "";
+                size_t dn = hn - (size_t)(colon + 1 - p);
+                if (*colon == ':' && dn > 0 && dn < sizeof(digits)) {
+                    memcpy(digits, colon + 1, dn);
+                    digits[dn] = '\0';
+                }
+                if (*colon != ':' || !parse_ll(digits, 1, 65535, &port) || digits[0] == '+' ||
+                    digits[0] == '-')
+                    yerr(c, m, "regCenter.serverLists", "server %s: port must be 1..65535", shown);
+            }
+        }
+        if (end == NULL)
+            break;
+        p = end + 1;
+    }
+}
+
+static void check_namespace(struct yctx *c, yaml_mark_t m, const char *ns)
+{
+    char shown[128];
+    size_t n = strlen(ns);
+    ej__config_quote_short(ns, n, shown, sizeof(shown));
+    if (n == 0) {
+        yerr(c, m, "regCenter.namespace", "is required");
+        return;
+    }
+    if (n > EJ_CONFIG_MAX_SHORT) {
+        yerr(c, m, "regCenter.namespace", "is %zu bytes, longer than the limit of %d", n,
+             EJ_CONFIG_MAX_SHORT);
+        return;
+    }
+    if (ns[0] == '/' || ns[n - 1] == '/') {
+        yerr(c, m, "regCenter.namespace", "must not start or end with \"/\", got %s", shown);
+        return;
+    }
+    for (const char *p = ns; *p; p++) {
+        if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p)) {
+            yerr(c, m, "regCenter.namespace",
+                 "must not contain spaces or control characters, got %s", shown);
+            return;
+        }
+    }
+    const char *comp = ns;
+    for (;;) {
+        const char *end = strchr(comp, '/');
+        size_t len = end ? (size_t)(end - comp) : strlen(comp);
+        if (len == 0 || (len == 1 && comp[0] == '.') ||
+            (len == 2 && comp[0] == '.' && comp[1] == '.')) {
+            yerr(c, m, "regCenter.namespace", "must not have empty, \".\" or \"..\" parts, got %s",
+                 shown);
+            return;
+        }
+        if (end == NULL)
+            break;
+        comp = end + 1;
+    }
+}
+
+static void load_reg_center(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
+                            struct ej_reg_center_config *rc)
+{
+    const char *path = "regCenter";
+    yaml_mark_t marks[RC_COUNT];
+    bool seen[RC_COUNT] = {false};
+    bool bad[RC_COUNT] = {false};
+    bool set[RC_COUNT] = {false};
+    char full[64];
+
+    if (is_null(map)) {
+        yerr(c, k0->start_mark, "regCenter.namespace", "is required");
+        return;
+    }
+    if (map->type != YAML_MAPPING_NODE) {
+        yerr(c, map->start_mark, path, "expected a mapping, got %s", kind_name(map));
+        return;
+    }
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k, *v;
+        const char *key = pair_key(c, pr, path, &k, &v);
+        if (key == NULL)
+            continue;
+        int i = key_index(key, rc_keys, RC_COUNT);
+        if (i < 0) {
+            unknown_key(c, k, path);
+            continue;
+        }
+        if (seen_before(c, seen, i, k, path))
+            continue;
+        marks[i] = v->start_mark;
+        if (is_null(v))
+            continue;
+        snprintf(full, sizeof(full), "regCenter.%s", rc_keys[i]);
+        bool ok = true;
+        switch (i) {
+        case RC_SERVER_LISTS:
+            ok = get_str(c, v, full, &rc->server_lists);
+            break;
+        case RC_NAMESPACE:
+            ok = get_str(c, v, full, &rc->name_space);
+            break;
+        case RC_SESSION:
+            ok = get_int(c, v, full, &rc->session_timeout_ms);
+            break;
+        case RC_CONNECTION:
+            ok = get_int(c, v, full, &rc->connection_timeout_ms);
+            break;
+        case RC_BASE_SLEEP:
+            ok = get_int(c, v, full, &rc->base_sleep_time_ms);
+            break;
+        case RC_MAX_SLEEP:
+            ok = get_int(c, v, full, &rc->max_sleep_time_ms);
+            break;
+        case RC_MAX_RETRIES:
+            ok = get_int(c, v, full, &rc->max_retries);
+            break;
+        case RC_DIGEST:
+            ok = get_str(c, v, full, &rc->digest);
+            break;
+        }
+        bad[i] = !ok;
+        set[i] = ok;
+    }
+
+    if (set[RC_SERVER_LISTS]) {
+        if (strcmp(rc->server_lists, "embedded") == 0) {
+            rc->embedded = true;
+            rc->server_lists[0] = '\0';
+        } else {
+            rc->embedded = false;
+            check_server_lists(c, marks[RC_SERVER_LISTS], rc->server_lists);
+        }
+    }
+    if (!bad[RC_NAMESPACE])
+        check_namespace(c, set[RC_NAMESPACE] ? marks[RC_NAMESPACE] : k0->start_mark,
+                        ej__config_str(rc->name_space));
+    if (set[RC_SESSION] && rc->session_timeout_ms < 1)
+        yerr(c, marks[RC_SESSION], "regCenter.sessionTimeoutMilliseconds", "must be >= 1, got %d",
+             rc->session_timeout_ms);
+    if (set[RC_CONNECTION] && rc->connection_timeout_ms < 1)
+        yerr(c, marks[RC_CONNECTION], "regCenter.connectionTimeoutMilliseconds",
+             "must be >= 1, got %d", rc->connection_timeout_ms);
+    if (set[RC_BASE_SLEEP] && rc->base_sleep_time_ms < 1)
+        yerr(c, marks[RC_BASE_SLEEP], "regCenter.baseSleepTimeMilliseconds", "must be >= 1, got %d",
+             rc->base_sleep_time_ms);
+    if (set[RC_MAX_SLEEP] && rc->max_sleep_time_ms < rc->base_sleep_time_ms &&
+        rc->base_sleep_time_ms >= 1)
+        yerr(c, marks[RC_MAX_SLEEP], "regCenter.maxSleepTimeMilliseconds",
+             "must be >= baseSleepTimeMilliseconds %d, got %d", rc->base_sleep_time_ms,
+             rc->max_sleep_time_ms);
+    /* Curator caps exponential back-off retries at 29. */
+    if (set[RC_MAX_RETRIES] && (rc->max_retries < 0 || rc->max_retries > 29))
+        yerr(c, marks[RC_MAX_RETRIES], "regCenter.maxRetries", "must be 0..29, got %d",
+             rc->max_retries);
+    if (set[RC_DIGEST] && (strchr(rc->digest, ':') == NULL || rc->digest[0] == ':'))
+        yerr(c, marks[RC_DIGEST], "regCenter.digest", "must be \"user:password\"");
+}
+
+/* ------------------------------------------------------------------------ */
+/* tracing                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void load_tracing(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
+                         struct ej_tracing_config *tr)
+{
+    static const char *const keys[] = {"type", "url"};
+    const char *path = "tracing";
+    bool seen[2] = {false};
+    yaml_node_t *type_node = NULL;
+    yaml_mark_t url_mark = k0->start_mark;
+    bool type_bad = false;
+    char shown[128];
+
+    if (is_null(map))
+        return; /* "tracing:" alone: no tracing */
+    if (map->type != YAML_MAPPING_NODE) {
+        yerr(c, map->start_mark, path, "expected a mapping, got %s", kind_name(map));
+        return;
+    }
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k, *v;
+        const char *key = pair_key(c, pr, path, &k, &v);
+        if (key == NULL)
+            continue;
+        int i = key_index(key, keys, 2);
+        if (i < 0) {
+            unknown_key(c, k, path);
+            continue;
+        }
+        if (seen_before(c, seen, i, k, path))
+            continue;
+        if (i == 0) {
+            if (!is_null(v)) {
+                if (want_scalar(c, v, "tracing.type", "a string"))
+                    type_node = v;
+                else
+                    type_bad = true;
+            }
+        } else {
+            url_mark = v->start_mark;
+            get_str(c, v, "tracing.url", &tr->url);
+        }
+    }
+    if (type_node == NULL) {
+        if (!type_bad)
+            yerr(c, k0->start_mark, "tracing.type", "is required (SQLITE or POSTGRESQL)");
+        return;
+    }
+    if (strcasecmp(sval(type_node), "SQLITE") == 0) {
+        tr->type = EJ_TRACING_SQLITE;
+        if (tr->url == NULL || tr->url[0] == '\0') {
+            if (ej_job_config_set_str(&tr->url, "ejob-trace.db") != 0)
+                c->rc = EJ_ENOMEM;
+        }
+    } else if (strcasecmp(sval(type_node), "POSTGRESQL") == 0) {
+        tr->type = EJ_TRACING_POSTGRESQL;
+        if (tr->url == NULL || tr->url[0] == '\0')
+            yerr(c, url_mark, "tracing.url", "is required for POSTGRESQL");
+    } else {
+        shown_scalar(type_node, shown, sizeof(shown));
+        yerr(c, type_node->start_mark, "tracing.type", "must be SQLITE or POSTGRESQL, got %s",
+             shown);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* jobs                                                                      */
+/* ------------------------------------------------------------------------ */
+
+enum {
+    JK_ELASTIC_JOB_TYPE,
+    JK_CRON,
+    JK_TIME_ZONE,
+    JK_SHARDING_TOTAL_COUNT,
+    JK_SHARDING_ITEM_PARAMETERS,
+    JK_JOB_PARAMETER,
+    JK_FAILOVER,
+    JK_MISFIRE,
+    JK_MONITOR_EXECUTION,
+    JK_MAX_TIME_DIFF_SECONDS,
+    JK_MONITOR_PORT,
+    JK_RECONCILE_INTERVAL_MINUTES,
+    JK_JOB_SHARDING_STRATEGY_TYPE,
+    JK_DESCRIPTION,
+    JK_DISABLED,
+    JK_OVERWRITE,
+    JK_PROPS,
+    JK_COUNT
+};
+static const char *const job_keys[JK_COUNT] = {
+    "elasticJobType",
+    "cron",
+    "timeZone",
+    "shardingTotalCount",
+    "shardingItemParameters",
+    "jobParameter",
+    "failover",
+    "misfire",
+    "monitorExecution",
+    "maxTimeDiffSeconds",
+    "monitorPort",
+    "reconcileIntervalMinutes",
+    "jobShardingStrategyType",
+    "description",
+    "disabled",
+    "overwrite",
+    "props",
+};
+
+enum {
+    PK_SCRIPT_COMMAND_LINE,
+    PK_SCRIPT_TIMEOUT,
+    PK_HTTP_URI,
+    PK_HTTP_METHOD,
+    PK_HTTP_DATA,
+    PK_HTTP_CONNECT_TIMEOUT,
+    PK_HTTP_READ_TIMEOUT,
+    PK_HTTP_CONTENT_TYPE,
+    PK_COUNT
+};
+static const char *const prop_keys[PK_COUNT] = {
+    "script.command.line",
+    "script.timeout.milliseconds",
+    "http.uri",
+    "http.method",
+    "http.data",
+    "http.connect.timeout.milliseconds",
+    "http.read.timeout.milliseconds",
+    "http.content.type",
+};
+
+/* Where each validated field came from in the file. */
+struct job_marks {
+    yaml_mark_t job_key;
+    bool have[EJ_CFG_F_COUNT_];
+    bool bad[EJ_CFG_F_COUNT_];
+    yaml_mark_t at[EJ_CFG_F_COUNT_];
+};
+
+static const char *field_yaml_name(enum ej__cfg_field f)
+{
+    switch (f) {
+    case EJ_CFG_F_JOB_TYPE:
+        return "elasticJobType";
+    case EJ_CFG_F_SCRIPT_COMMAND_LINE:
+        return "props.script.command.line";
+    case EJ_CFG_F_SCRIPT_TIMEOUT:
+        return "props.script.timeout.milliseconds";
+    case EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS:
+        return "jobShardingStrategyType";
+    case EJ_CFG_F_HTTP_URI:
+        return "props.http.uri";
+    case EJ_CFG_F_HTTP_METHOD:
+        return "props.http.method";
+    case EJ_CFG_F_HTTP_DATA:
+        return "props.http.data";
+    case EJ_CFG_F_HTTP_CONNECT_TIMEOUT:
+        return "props.http.connect.timeout.milliseconds";
+    case EJ_CFG_F_HTTP_READ_TIMEOUT:
+        return "props.http.read.timeout.milliseconds";
+    case EJ_CFG_F_HTTP_CONTENT_TYPE:
+        return "props.http.content.type";
+    default:
+        return ej__config_field_json_name(f);
+    }
+}
+
+static void mark_field(struct job_marks *jm, enum ej__cfg_field f, yaml_node_t *v, bool ok)
+{
+    jm->have[f] = true;
+    jm->at[f] = v->start_mark;
+    jm->bad[f] = !ok;
+}
+
+static void load_props(struct yctx *c, yaml_node_t *map, const char *jpath,
+                       struct ej_job_config *cfg, struct job_marks *jm, bool *seen_props)
+{
+    char path[512], full[640];
+    bool seen[PK_COUNT] = {false};
+    snprintf(path, sizeof(path), "%s.props", jpath);
+    if (is_null(map))
+        return;
+    if (map->type != YAML_MAPPING_NODE) {
+        yerr(c, map->start_mark, path, "expected a mapping, got %s", kind_name(map));
+        /* The required props are somewhere in there: do not also say they
+         * are missing. */
+        jm->bad[EJ_CFG_F_SCRIPT_COMMAND_LINE] = true;
+        jm->bad[EJ_CFG_F_HTTP_URI] = true;
+        return;
+    }
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k, *v;
+        const char *key = pair_key(c, pr, path, &k, &v);
+        if (key == NULL)
+            continue;
+        int i = key_index(key, prop_keys, PK_COUNT);
+        if (i < 0) {
+            unknown_key(c, k, path);
+            continue;
+        }
+        if (seen_before(c, seen, i, k, path))
+            continue;
+        if (is_null(v))
+            continue;
+        seen_props[i] = true;
+        snprintf(full, sizeof(full), "%s.%s", path, prop_keys[i]);
+        long long ll;
+        bool ok;
+        switch (i) {
+        case PK_SCRIPT_COMMAND_LINE:
+            ok = get_str(c, v, full, &cfg->script_command_line);
+            mark_field(jm, EJ_CFG_F_SCRIPT_COMMAND_LINE, v, ok);
+            break;
+        case PK_SCRIPT_TIMEOUT:
+            ok = get_ll(c, v, full, INT64_MIN, INT64_MAX, &ll);
+            if (ok)
+                cfg->script_timeout_ms = ll;
+            mark_field(jm, EJ_CFG_F_SCRIPT_TIMEOUT, v, ok);
+            break;
+        case PK_HTTP_URI:
+            ok = get_str(c, v, full, &cfg->http.uri);
+            mark_field(jm, EJ_CFG_F_HTTP_URI, v, ok);
+            break;
+        case PK_HTTP_METHOD:
+            ok = get_str(c, v, full, &cfg->http.method);
+            for (char *p = cfg->http.method; ok && *p; p++)
+                *p = (char)toupper((unsigned char)*p);
+            mark_field(jm, EJ_CFG_F_HTTP_METHOD, v, ok);
+            break;
+        case PK_HTTP_DATA:
+            ok = get_str(c, v, full, &cfg->http.data);
+            mark_field(jm, EJ_CFG_F_HTTP_DATA, v, ok);
+            break;
+        case PK_HTTP_CONNECT_TIMEOUT:
+            ok = get_int(c, v, full, &cfg->http.connect_timeout_ms);
+            mark_field(jm, EJ_CFG_F_HTTP_CONNECT_TIMEOUT, v, ok);
+            break;
+        case PK_HTTP_READ_TIMEOUT:
+            ok = get_int(c, v, full, &cfg->http.read_timeout_ms);
+            mark_field(jm, EJ_CFG_F_HTTP_READ_TIMEOUT, v, ok);
+            break;
+        case PK_HTTP_CONTENT_TYPE:
+            ok = get_str(c, v, full, &cfg->http.content_type);
+            mark_field(jm, EJ_CFG_F_HTTP_CONTENT_TYPE, v, ok);
+            break;
+        }
+    }
+}
+
+struct job_verr {
+    struct yctx *c;
+    const char *jpath;
+    struct job_marks *jm;
+    bool count_bad; /* shardingTotalCount missing or unreadable */
+};
+
+/* Validation problem of one job, placed at the key it concerns. */
+static int job_verr(void *ctx, enum ej__cfg_field f, const char *msg)
+{
+    struct job_verr *jv = ctx;
+    char path[600];
+    /* A field that already failed to parse has been reported. */
+    if (jv->jm->bad[f])
+        return 0;
+    /* Range checks against a count that was not given would mislead. */
+    if (jv->count_bad && f == EJ_CFG_F_SHARDING_ITEM_PARAMETERS && strncmp(msg, "item ", 5) == 0)
+        return 0;
+    yaml_mark_t m = jv->jm->have[f] ? jv->jm->at[f] : jv->jm->job_key;
+    if (f == EJ_CFG_F_JOB_NAME) {
+        yerr(jv->c, m, jv->jpath, "job name %s", msg);
+        return 0;
+    }
+    snprintf(path, sizeof(path), "%s.%s", jv->jpath, field_yaml_name(f));
+    yerr(jv->c, m, path, "%s", msg);
+    return 0;
+}
+
+static void load_job(struct yctx *c, yaml_node_t *k0, yaml_node_t *map, struct ej_job_config *cfg)
+{
+    char jpath[300], full[400], shown[128];
+    bool seen[JK_COUNT] = {false};
+    bool seen_props[PK_COUNT] = {false};
+    struct job_marks jm;
+    bool have_type = false;
+    memset(&jm, 0, sizeof(jm));
+    jm.job_key = k0->start_mark;
+
+    /* The key names the job in every message; cap what is echoed. */
+    snprintf(jpath, sizeof(jpath), "jobs.%.200s", sval(k0));
+    if (ej_job_config_set_str(&cfg->job_name, sval(k0)) != 0) {
+        c->rc = EJ_ENOMEM;
+        return;
+    }
+    if (map->type != YAML_MAPPING_NODE) {
+        if (is_null(map))
+            yerr(c, k0->start_mark, jpath, "expected a mapping, got nothing");
+        else
+            yerr(c, map->start_mark, jpath, "expected a mapping, got %s", kind_name(map));
+        return;
+    }
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k, *v;
+        const char *key = pair_key(c, pr, jpath, &k, &v);
+        if (key == NULL)
+            continue;
+        int i = key_index(key, job_keys, JK_COUNT);
+        if (i < 0) {
+            unknown_key(c, k, jpath);
+            continue;
+        }
+        if (seen_before(c, seen, i, k, jpath))
+            continue;
+        if (i == JK_PROPS) {
+            load_props(c, v, jpath, cfg, &jm, seen_props);
+            continue;
+        }
+        if (is_null(v)) {
+            seen[i] = false; /* an empty value counts as absent */
+            continue;
+        }
+        snprintf(full, sizeof(full), "%s.%s", jpath, job_keys[i]);
+        bool ok = true;
+        switch (i) {
+        case JK_ELASTIC_JOB_TYPE:
+            ok = want_scalar(c, v, full, "SCRIPT or HTTP");
+            if (ok && strcasecmp(sval(v), "SCRIPT") == 0) {
+                cfg->job_type = EJ_JOB_TYPE_SCRIPT;
+                have_type = true;
+            } else if (ok && strcasecmp(sval(v), "HTTP") == 0) {
+                cfg->job_type = EJ_JOB_TYPE_HTTP;
+                have_type = true;
+            } else if (ok) {
+                shown_scalar(v, shown, sizeof(shown));
+                yerr(c, v->start_mark, full, "must be SCRIPT or HTTP in the daemon, got %s", shown);
+                ok = false;
+            }
+            mark_field(&jm, EJ_CFG_F_JOB_TYPE, v, ok);
+            break;
+        case JK_CRON:
+            ok = get_str(c, v, full, &cfg->cron);
+            mark_field(&jm, EJ_CFG_F_CRON, v, ok);
+            break;
+        case JK_TIME_ZONE:
+            ok = get_str(c, v, full, &cfg->time_zone);
+            mark_field(&jm, EJ_CFG_F_TIME_ZONE, v, ok);
+            break;
+        case JK_SHARDING_TOTAL_COUNT:
+            ok = get_int(c, v, full, &cfg->sharding_total_count);
+            mark_field(&jm, EJ_CFG_F_SHARDING_TOTAL_COUNT, v, ok);
+            break;
+        case JK_SHARDING_ITEM_PARAMETERS:
+            ok = get_str(c, v, full, &cfg->sharding_item_parameters);
+            mark_field(&jm, EJ_CFG_F_SHARDING_ITEM_PARAMETERS, v, ok);
+            break;
+        case JK_JOB_PARAMETER:
+            ok = get_str(c, v, full, &cfg->job_parameter);
+            mark_field(&jm, EJ_CFG_F_JOB_PARAMETER, v, ok);
+            break;
+        case JK_FAILOVER:
+            get_bool(c, v, full, &cfg->failover);
+            break;
+        case JK_MISFIRE:
+            get_bool(c, v, full, &cfg->misfire);
+            break;
+        case JK_MONITOR_EXECUTION:
+            get_bool(c, v, full, &cfg->monitor_execution);
+            break;
+        case JK_MAX_TIME_DIFF_SECONDS:
+            ok = get_int(c, v, full, &cfg->max_time_diff_seconds);
+            mark_field(&jm, EJ_CFG_F_MAX_TIME_DIFF_SECONDS, v, ok);
+            break;
+        case JK_MONITOR_PORT:
+            ok = get_int(c, v, full, &cfg->monitor_port);
+            mark_field(&jm, EJ_CFG_F_MONITOR_PORT, v, ok);
+            break;
+        case JK_RECONCILE_INTERVAL_MINUTES:
+            get_int(c, v, full, &cfg->reconcile_interval_minutes);
+            break;
+        case JK_JOB_SHARDING_STRATEGY_TYPE:
+            ok = get_str(c, v, full, &cfg->job_sharding_strategy_class);
+            mark_field(&jm, EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS, v, ok);
+            break;
+        case JK_DESCRIPTION:
+            ok = get_str(c, v, full, &cfg->description);
+            mark_field(&jm, EJ_CFG_F_DESCRIPTION, v, ok);
+            break;
+        case JK_DISABLED:
+            get_bool(c, v, full, &cfg->disabled);
+            break;
+        case JK_OVERWRITE:
+            get_bool(c, v, full, &cfg->overwrite);
+            break;
+        }
+    }
+
+    /* Without elasticJobType an http.uri alone makes an HTTP job. */
+    if (!have_type && !jm.bad[EJ_CFG_F_JOB_TYPE])
+        cfg->job_type = seen_props[PK_HTTP_URI] && !seen_props[PK_SCRIPT_COMMAND_LINE]
+                            ? EJ_JOB_TYPE_HTTP
+                            : EJ_JOB_TYPE_SCRIPT;
+    if (cfg->job_type == EJ_JOB_TYPE_SCRIPT) {
+        if (ej_job_config_set_str(&cfg->job_class, EJ_CONFIG_SCRIPT_JOB_CLASS) != 0)
+            c->rc = EJ_ENOMEM;
+    }
+    /* A type's props that the other type would use are a mistake. */
+    for (int i = 0; i < PK_COUNT; i++) {
+        bool http_prop = i >= PK_HTTP_URI;
+        if (seen_props[i] && !jm.bad[EJ_CFG_F_JOB_TYPE] &&
+            http_prop != (cfg->job_type == EJ_JOB_TYPE_HTTP)) {
+            snprintf(full, sizeof(full), "%s.props", jpath);
+            yerr(c, jm.job_key, full, "%s does not apply to %s jobs", prop_keys[i],
+                 ej_job_type_name(cfg->job_type));
+        }
+    }
+    bool count_bad = jm.bad[EJ_CFG_F_SHARDING_TOTAL_COUNT];
+    if (!jm.have[EJ_CFG_F_SHARDING_TOTAL_COUNT]) {
+        snprintf(full, sizeof(full), "%s.shardingTotalCount", jpath);
+        yerr(c, jm.job_key, full, "is required");
+        count_bad = true;
+        jm.bad[EJ_CFG_F_SHARDING_TOTAL_COUNT] = true;
+    }
+    if (jm.bad[EJ_CFG_F_JOB_TYPE]) {
+        /* The type is unknown: its required props cannot be judged. */
+        jm.bad[EJ_CFG_F_SCRIPT_COMMAND_LINE] = true;
+        jm.bad[EJ_CFG_F_HTTP_URI] = true;
+    }
+    struct job_verr jv = {c, jpath, &jm, count_bad};
+    int rc = ej__config_validate(cfg, job_verr, &jv);
+    if (rc < 0)
+        c->rc = rc;
+}
+
+struct key_ref {
+    const char *key;
+    size_t len;
+    size_t index;
+};
+
+static int cmp_key_ref(const void *a, const void *b)
+{
+    const struct key_ref *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int r = memcmp(x->key, y->key, n);
+    if (r != 0)
+        return r;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return x->index < y->index ? -1 : (x->index > y->index);
+}
+
+static void load_jobs(struct yctx *c, yaml_node_t *map, struct ej_daemon_config *out)
+{
+    const char *path = "jobs";
+    if (is_null(map))
+        return;
+    if (map->type != YAML_MAPPING_NODE) {
+        yerr(c, map->start_mark, path, "expected a mapping of job name to job, got %s",
+             kind_name(map));
+        return;
+    }
+    size_t n = (size_t)(map->data.mapping.pairs.top - map->data.mapping.pairs.start);
+    if (n == 0)
+        return;
+    if (n > EJ_CONFIG_MAX_DAEMON_JOBS) {
+        yerr(c, map->start_mark, path, "defines %zu jobs, more than the limit of %d", n,
+             EJ_CONFIG_MAX_DAEMON_JOBS);
+        return;
+    }
+
+    /* Duplicate job names: sort the keys, compare neighbours. */
+    struct key_ref *refs = calloc(n, sizeof(*refs));
+    bool *dup = calloc(n, sizeof(*dup));
+    out->jobs = calloc(n, sizeof(*out->jobs));
+    out->job_lines = calloc(n, sizeof(*out->job_lines));
+    if (refs == NULL || dup == NULL || out->jobs == NULL || out->job_lines == NULL) {
+        c->rc = EJ_ENOMEM;
+        goto out_free;
+    }
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *k = node(c, map->data.mapping.pairs.start[i].key);
+        refs[i].index = i;
+        if (k != NULL && k->type == YAML_SCALAR_NODE) {
+            refs[i].key = sval(k);
+            refs[i].len = k->data.scalar.length;
+        } else {
+            refs[i].key = "";
+            refs[i].len = 0;
+            refs[i].index = i;
+        }
+    }
+    qsort(refs, n, sizeof(*refs), cmp_key_ref);
+    for (size_t i = 1; i < n; i++) {
+        if (refs[i].len == refs[i - 1].len && refs[i].len > 0 &&
+            memcmp(refs[i].key, refs[i - 1].key, refs[i].len) == 0)
+            dup[refs[i].index] = true;
+    }
+
+    for (size_t i = 0; i < n && c->rc == 0 && !c->too_complex; i++) {
+        yaml_node_t *k, *v;
+        const char *key = pair_key(c, &map->data.mapping.pairs.start[i], path, &k, &v);
+        if (key == NULL)
+            continue;
+        if (dup[i]) {
+            char shown[128];
+            shown_scalar(k, shown, sizeof(shown));
+            yerr(c, k->start_mark, path, "duplicate job %s", shown);
+            continue;
+        }
+        struct ej_job_config *cfg = &out->jobs[out->job_count];
+        if (ej_job_config_init(cfg) != 0) {
+            c->rc = EJ_ENOMEM;
+            break;
+        }
+        out->job_lines[out->job_count] = (int)k->start_mark.line + 1;
+        out->job_count++;
+        load_job(c, k, v, cfg);
+    }
+
+out_free:
+    free(refs);
+    free(dup);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The document                                                              */
+/* ------------------------------------------------------------------------ */
+
+static void load_root(struct yctx *c, struct ej_daemon_config *out)
+{
+    static const char *const keys[] = {"regCenter", "tracing", "jobs"};
+    bool seen[3] = {false};
+    yaml_mark_t start = {0, 0, 0};
+    yaml_node_t *root = yaml_document_get_root_node(c->doc);
+
+    if (root == NULL || is_null(root)) {
+        yerr(c, start, "regCenter.namespace", "is required");
+        return;
+    }
+    if (root->type != YAML_MAPPING_NODE) {
+        yerr(c, root->start_mark, NULL, "expected a mapping at the top level, got %s",
+             kind_name(root));
+        return;
+    }
+    for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k, *v;
+        const char *key = pair_key(c, pr, NULL, &k, &v);
+        if (key == NULL)
+            continue;
+        int i = key_index(key, keys, 3);
+        if (i < 0) {
+            char shown[128];
+            shown_scalar(k, shown, sizeof(shown));
+            yerr(c, k->start_mark, NULL, "unknown top-level key %s", shown);
+            continue;
+        }
+        if (seen_before(c, seen, i, k, NULL))
+            continue;
+        if (i == 0)
+            load_reg_center(c, k, v, &out->reg_center);
+        else if (i == 1)
+            load_tracing(c, k, v, &out->tracing);
+        else
+            load_jobs(c, v, out);
+        if (c->rc != 0)
+            return;
+    }
+    if (!seen[0])
+        yerr(c, start, "regCenter.namespace", "is required");
+}
+
+/* 1-based line and column of a byte offset, for reader errors. */
+static yaml_mark_t mark_at(const char *text, size_t len, size_t offset)
+{
+    yaml_mark_t m = {0, 0, 0};
+    for (size_t i = 0; i < offset && i < len; i++) {
+        if (text[i] == '\n') {
+            m.line++;
+            m.column = 0;
+        } else {
+            m.column++;
+        }
+    }
+    m.index = offset;
+    return m;
+}
+
+static void syntax_error(struct yctx *c, yaml_parser_t *p, const char *text, size_t len)
+{
+    yaml_mark_t m = p->problem_mark;
+    if (p->error == YAML_READER_ERROR)
+        m = mark_at(text, len, p->problem_offset);
+    if (p->error == YAML_MEMORY_ERROR) {
+        c->rc = EJ_ENOMEM;
+        return;
+    }
+    const char *problem = p->problem ? p->problem : "malformed YAML";
+    if (p->context != NULL)
+        yerr(c, m, NULL, "YAML syntax error: %s (%s at line %zu, column %zu)", problem, p->context,
+             p->context_mark.line + 1, p->context_mark.column + 1);
+    else
+        yerr(c, m, NULL, "YAML syntax error: %s", problem);
+}
+
+int ej_daemon_config_init(struct ej_daemon_config *cfg)
+{
+    if (cfg == NULL)
+        return EJ_EINVAL;
+    memset(cfg, 0, sizeof(*cfg));
+    struct ej_reg_center_config *rc = &cfg->reg_center;
+    rc->embedded = true;
+    rc->server_lists = strdup("");
+    rc->name_space = strdup("");
+    rc->session_timeout_ms = 60000;
+    rc->connection_timeout_ms = 15000;
+    rc->base_sleep_time_ms = 1000;
+    rc->max_sleep_time_ms = 3000;
+    rc->max_retries = 3;
+    rc->digest = NULL;
+    cfg->tracing.type = EJ_TRACING_NONE;
+    cfg->tracing.url = NULL;
+    if (rc->server_lists == NULL || rc->name_space == NULL) {
+        ej_daemon_config_fini(cfg);
+        return EJ_ENOMEM;
+    }
+    return 0;
+}
+
+void ej_daemon_config_fini(struct ej_daemon_config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    free(cfg->reg_center.server_lists);
+    free(cfg->reg_center.name_space);
+    free(cfg->reg_center.digest);
+    free(cfg->tracing.url);
+    for (size_t i = 0; i < cfg->job_count; i++)
+        ej_job_config_fini(&cfg->jobs[i]);
+    free(cfg->jobs);
+    free(cfg->job_lines);
+    memset(cfg, 0, sizeof(*cfg));
+}
+
+static int load_text(const char *text, size_t len, const char *name, struct ej_daemon_config *out,
+                     struct ej_config_errors *errs)
+{
+    yaml_parser_t parser;
+    yaml_document_t doc, next;
+    struct yctx c = {&doc, name ? name : "<string>", errs, 0, 0, 0, false, NULL, 0};
+    yaml_mark_t start = {0, 0, 0};
+
+    int rc = ej_daemon_config_init(out);
+    if (rc != 0)
+        return rc;
+    if (len > EJ_CONFIG_MAX_YAML) {
+        yerr(&c, start, NULL, "file is %zu bytes, larger than the limit of %d", len,
+             EJ_CONFIG_MAX_YAML);
+        goto out_flush;
+    }
+    if (!yaml_parser_initialize(&parser)) {
+        rc = EJ_ENOMEM;
+        goto out_fini;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        syntax_error(&c, &parser, text, len);
+        goto out_parser;
+    }
+    load_root(&c, out);
+    yaml_document_delete(&doc);
+    if (c.rc == 0) {
+        /* One document only: a second one is almost surely a mistake. */
+        if (!yaml_parser_load(&parser, &next)) {
+            syntax_error(&c, &parser, text, len);
+        } else {
+            yaml_node_t *r2 = yaml_document_get_root_node(&next);
+            if (r2 != NULL)
+                yerr(&c, r2->start_mark, NULL, "only one YAML document is allowed");
+            yaml_document_delete(&next);
+        }
+    }
+
+out_parser:
+    yaml_parser_delete(&parser);
+out_flush:
+    flush_messages(&c);
+    if (c.rc != 0)
+        rc = c.rc;
+    else if (c.nerr > 0)
+        rc = EJ_ECONFIG;
+out_fini:
+    if (rc != 0)
+        ej_daemon_config_fini(out);
+    return rc;
+}
+
+int ej_daemon_config_load_string(const char *text, const char *name, struct ej_daemon_config *out,
+                                 struct ej_config_errors *errs)
+{
+    if (out == NULL)
+        return EJ_EINVAL;
+    if (text == NULL) {
+        memset(out, 0, sizeof(*out));
+        return EJ_EINVAL;
+    }
+    return load_text(text, strlen(text), name, out, errs);
+}
+
+int ej_daemon_config_load_file(const char *path, struct ej_daemon_config *out,
+                               struct ej_config_errors *errs)
+{
+    if (out == NULL)
+        return EJ_EINVAL;
+    memset(out, 0, sizeof(*out));
+    if (path == NULL)
+        return EJ_EINVAL;
+    int rc = 0;
+    char *text = NULL;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        rc = -errno;
+        ej__config_errors_add(errs, "%s: cannot open: %s", path, strerror(errno));
+        return rc;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        rc = -errno;
+        ej__config_errors_add(errs, "%s: cannot stat: %s", path, strerror(errno));
+        goto out_close;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = EJ_ECONFIG;
+        ej__config_errors_add(errs, "%s: not a regular file", path);
+        goto out_close;
+    }
+    if (st.st_size > EJ_CONFIG_MAX_YAML) {
+        rc = EJ_ECONFIG;
+        ej__config_errors_add(errs, "%s: file is %lld bytes, larger than the limit of %d", path,
+                              (long long)st.st_size, EJ_CONFIG_MAX_YAML);
+        goto out_close;
+    }
+    text = malloc((size_t)st.st_size + 1);
+    if (text == NULL) {
+        rc = EJ_ENOMEM;
+        goto out_close;
+    }
+    size_t n = fread(text, 1, (size_t)st.st_size, f);
+    if (ferror(f)) {
+        rc = -EIO;
+        ej__config_errors_add(errs, "%s: read error", path);
+        goto out_free;
+    }
+    text[n] = '\0';
+    rc = load_text(text, n, path, out, errs);
+
+out_free:
+    free(text);
+out_close:
+    fclose(f);
+    return rc;
+}
