@@ -184,6 +184,37 @@ static bool get_str(struct yctx *c, yaml_node_t *v, const char *path, char **dst
     return true;
 }
 
+/* The three strategies Java ElasticJob 2.1.5 also has are stored under their
+ * Java class names, so Java instances sharing the job can load them. */
+static bool store_java_strategy_name(struct yctx *c, char **field)
+{
+    static const struct {
+        const char *type;
+        const char *stored;
+    } java_names[] = {
+        {"AVERAGE", ""},
+        {"AVG_ALLOCATION", ""},
+        {"ODEVITY", "com.dangdang.ddframe.job.lite.api.strategy.impl."
+                    "OdevitySortByNameJobShardingStrategy"},
+        {"ROTATE", "com.dangdang.ddframe.job.lite.api.strategy.impl."
+                   "RotateServerByNameJobShardingStrategy"},
+        {"ROUND_ROBIN", "com.dangdang.ddframe.job.lite.api.strategy.impl."
+                        "RotateServerByNameJobShardingStrategy"},
+    };
+    if (*field == NULL)
+        return true;
+    for (size_t i = 0; i < sizeof(java_names) / sizeof(java_names[0]); i++) {
+        if (strcasecmp(*field, java_names[i].type) == 0) {
+            if (ej_job_config_set_str(field, java_names[i].stored) != 0) {
+                c->rc = EJ_ENOMEM;
+                return false;
+            }
+            break;
+        }
+    }
+    return true;
+}
+
 static bool parse_ll(const char *s, long long min, long long max, long long *out)
 {
     const char *p = s;
@@ -905,6 +936,8 @@ static void load_job(struct yctx *c, yaml_node_t *k0, yaml_node_t *map, struct e
             break;
         case JK_JOB_SHARDING_STRATEGY_TYPE:
             ok = get_str(c, v, full, &cfg->job_sharding_strategy_class);
+            if (ok)
+                ok = store_java_strategy_name(c, &cfg->job_sharding_strategy_class);
             mark_field(&jm, EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS, v, ok);
             break;
         case JK_DESCRIPTION:

@@ -1270,7 +1270,7 @@ static void test_yaml_spec_example(void **state)
     assert_int_equal(j->max_time_diff_seconds, -1);
     assert_int_equal(j->monitor_port, -1);
     assert_int_equal(j->reconcile_interval_minutes, 10);
-    assert_string_equal(j->job_sharding_strategy_class, "AVERAGE");
+    assert_string_equal(j->job_sharding_strategy_class, "");
     assert_string_equal(j->description, "sync orders");
     assert_false(j->disabled);
     assert_true(j->overwrite);
@@ -1279,6 +1279,33 @@ static void test_yaml_spec_example(void **state)
     ej_daemon_config_fini(&d);
     ej_daemon_config_fini(&d);
     ej_config_errors_fini(&e);
+}
+
+static void test_yaml_strategy_java_names(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"AVERAGE", ""},
+        {"rotate", "com.dangdang.ddframe.job.lite.api.strategy.impl."
+                   "RotateServerByNameJobShardingStrategy"},
+        {"ODEVITY", "com.dangdang.ddframe.job.lite.api.strategy.impl."
+                    "OdevitySortByNameJobShardingStrategy"},
+        {"STICKY", "STICKY"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "regCenter:\n  namespace: ns\njobs:\n  j:\n    cron: \"0/5 * * * * ?\"\n"
+                 "    shardingTotalCount: 2\n    jobShardingStrategyType: %s\n"
+                 "    props:\n      script.command.line: /bin/true\n",
+                 cases[i][0]);
+        struct ej_daemon_config d;
+        struct ej_config_errors e;
+        assert_int_equal(load_yaml(text, &d, &e), 0);
+        assert_string_equal(d.jobs[0].job_sharding_strategy_class, cases[i][1]);
+        ej_daemon_config_fini(&d);
+        ej_config_errors_fini(&e);
+    }
 }
 
 static void test_yaml_http_and_defaults(void **state)
@@ -1319,7 +1346,9 @@ static void test_yaml_http_and_defaults(void **state)
     assert_int_equal(s->job_type, EJ_JOB_TYPE_SCRIPT); /* inferred */
     assert_string_equal(s->script_command_line, "/usr/local/bin/cleanup --all");
     assert_int_equal(s->script_timeout_ms, 600000);
-    assert_string_equal(s->job_sharding_strategy_class, "ROTATE");
+    assert_string_equal(
+        s->job_sharding_strategy_class,
+        "com.dangdang.ddframe.job.lite.api.strategy.impl.RotateServerByNameJobShardingStrategy");
     assert_int_equal(d.job_lines[1], 20);
     ej_daemon_config_fini(&d);
     ej_config_errors_fini(&e);
@@ -1725,6 +1754,7 @@ int main(void)
         cmocka_unit_test(test_time_zone_check),
         cmocka_unit_test(test_sharding_params),
         cmocka_unit_test(test_yaml_spec_example),
+        cmocka_unit_test(test_yaml_strategy_java_names),
         cmocka_unit_test(test_yaml_http_and_defaults),
         cmocka_unit_test(test_yaml_error_file),
         cmocka_unit_test(test_yaml_errors),
