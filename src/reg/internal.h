@@ -1,0 +1,180 @@
+/* Internal interfaces of the registry module (src/reg). Not public. */
+#ifndef EJ_REG_INTERNAL_H
+#define EJ_REG_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <zookeeper/zookeeper.h>
+
+#include "ejob/registry.h"
+
+/* ------------------------------------------------------------------------ */
+/* Pure helpers (reg_util.c), unit-tested.                                   */
+
+/* 0 when path is a valid namespace-relative path (ZooKeeper's rules; a
+ * sequential create may end with '/'), else EJ_EBADPATH with *why set to a
+ * static reason (why may be NULL). */
+int ej__reg_check_path(const char *path, bool sequential, const char **why);
+
+/* Translate a ZooKeeper return code into an ejob code (ZOK -> 0). */
+int ej__reg_from_zk(int zrc);
+
+/* True for ZooKeeper codes that mean "no answer": the request may be retried
+ * once connected again. */
+bool ej__reg_zk_is_connloss(int zrc);
+
+/* Curator ExponentialBackoffRetry.getSleepTimeMs: base * max(1, rnd % (1 <<
+ * (retry + 1))), capped at max_ms. retry counts from 0. */
+int ej__reg_backoff_ms(int base_ms, int max_ms, int retry, uint32_t rnd);
+
+/* Sort n names in place as sort says. */
+void ej__reg_sort_names(char **names, size_t n, ej_reg_sort sort);
+
+/* A NULL-terminated copy of n strings; NULL on allocation failure. */
+char **ej__reg_copy_names(char *const *src, size_t n);
+
+/* Copy a ZooKeeper Stat. */
+void ej__reg_stat_from_zk(struct ej_node_stat *out, const struct Stat *in);
+
+/* Record the calling thread's last error message and return err. */
+int ej__reg_fail(int err, const char *fmt, ...) EJ_PRINTF(2, 3);
+
+/* A thread-local pseudo-random number (for back-off jitter). */
+uint32_t ej__reg_rand(void);
+
+/* ------------------------------------------------------------------------ */
+/* The dispatch queue.                                                        */
+
+struct ej__reg_item;
+/* Runs on the dispatch thread and owns the item: it must free it. */
+typedef void (*ej__reg_item_fn)(ej_registry *reg, struct ej__reg_item *item);
+
+struct ej__reg_item {
+    struct ej__reg_item *next;
+    ej__reg_item_fn run;
+};
+
+/* The context of one ZooKeeper handle (zookeeper_init's context): callbacks
+ * of ZooKeeper's threads find the registry and the handle's generation here.
+ * Freed only after zookeeper_close() returned. */
+struct ej__reg_session {
+    ej_registry *reg;
+    uint64_t gen;
+};
+
+/* A pending one-shot watch (ops.c). */
+struct ej__reg_watch;
+
+/* A tree cache entry of the registry's cache table. */
+struct ej__reg_cache_slot {
+    uint64_t id;
+    ej_tree_cache *cache;
+};
+
+struct ej__reg_listener {
+    ej_reg_state_fn fn;
+    void *user;
+};
+
+struct ej__reg_delayed {
+    struct ej__reg_delayed *next;
+    int64_t due_ms;
+    uint64_t seq;
+    ej_reg_task_fn fn;
+    void *user;
+};
+
+struct ej_registry {
+    /* Options, fixed after create. */
+    char *servers;
+    char *ns;     /* "" or "a/b" */
+    char *prefix; /* "" or "/a/b" */
+    size_t prefix_len;
+    int session_timeout_ms;
+    int connection_timeout_ms;
+    int base_sleep_ms;
+    int max_sleep_ms;
+    int max_retries;
+    char *digest;
+    bool use_creator_acl;
+
+    /* The current handle. Written only by the dispatch thread (and by create
+     * before the thread starts) under the write lock; other threads use it
+     * under the read lock, the dispatch thread may read it without. */
+    pthread_rwlock_t zh_lock;
+    zhandle_t *zh;
+    struct ej__reg_session *sess;
+
+    pthread_mutex_t mu;     /* everything below up to "dispatch-only" */
+    pthread_cond_t wake;    /* the dispatch thread's wake-up */
+    pthread_cond_t changed; /* connection, barrier and cache progress */
+    struct ej__reg_item *head, *tail;
+    uint64_t enq_seq, done_seq;
+    struct ej__reg_delayed *delayed;
+    uint64_t delayed_seq;
+    bool closing; /* no new posts; the thread drains and exits */
+    bool thread_started;
+    pthread_t thread;
+    bool connected;
+    bool auth_failed;
+    int64_t session_id;
+    char passwd[EJ_REG_PASSWD_LEN];
+    int negotiated_ms;
+    struct ej__reg_listener *listeners;
+    size_t nlisteners, caplisteners;
+    struct ej__reg_watch *watches; /* doubly linked */
+    struct ej__reg_cache_slot *caches;
+    size_t ncaches, capcaches;
+    uint64_t next_cache_id;
+
+    _Atomic int state; /* ej_reg_state last delivered */
+    _Atomic uint64_t requests;
+    atomic_bool ns_ok;
+
+    /* dispatch-only */
+    uint64_t cur_gen;
+    int phase; /* 0 before the first connection, else an ej_reg_state */
+    bool ever_connected;
+    int64_t last_session_id;
+    int64_t disconnected_at; /* mono ms, while SUSPENDED */
+    int64_t reopen_at;       /* mono ms, 0 = none: open a handle then */
+};
+
+/* Queue an item. Unless force, fails with EJ_ECLOSED once the registry is
+ * closing (and the item is not taken). Thread-safe, never blocks for long. */
+int ej__reg_enqueue(ej_registry *reg, struct ej__reg_item *item, bool force);
+
+/* The ZooKeeper path for a namespace-relative path. Caller frees; NULL on
+ * allocation failure. */
+char *ej__reg_full_path(const ej_registry *reg, const char *rel);
+
+/* The namespace-relative part of a ZooKeeper path (pointer into full, or
+ * "/"), or NULL when full is outside the namespace. */
+const char *ej__reg_rel_path(const ej_registry *reg, const char *full);
+
+/* The ACL new nodes get. */
+const struct ACL_vector *ej__reg_acl(const ej_registry *reg);
+
+/* ZooKeeper create flags for a mode, or -1 when unknown. */
+int ej__reg_zk_mode(ej_reg_mode mode);
+
+/* Count one request sent. */
+static inline void ej__reg_count(ej_registry *reg)
+{
+    atomic_fetch_add_explicit(&reg->requests, 1, memory_order_relaxed);
+}
+
+/* ops.c: deliver EJ_REG_WATCH_CANCELLED to every one-shot watch registered on
+ * a handle of generation <= gen (all when gen is UINT64_MAX). Dispatch
+ * thread. */
+void ej__reg_cancel_watches(ej_registry *reg, uint64_t gen);
+
+/* cache.c: a connection came back (same or new session). Dispatch thread. */
+void ej__tree_cache_on_session(ej_registry *reg, bool new_session);
+/* cache.c: free every cache left at registry destroy. Dispatch thread. */
+void ej__tree_cache_free_all(ej_registry *reg);
+
+#endif
