@@ -1,0 +1,478 @@
+/* The asynchronous event bus and the built-in log sink. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "common/util.h"
+#include "ejob/error.h"
+#include "ejob/event.h"
+#include "ejob/log.h"
+
+#define MOD "event"
+#define DEFAULT_CAPACITY 10000
+#define DEFAULT_FLUSH_MS 5000
+
+struct sink {
+    ej_event_sink_fn fn;
+    void *user;
+};
+
+struct ej_event_bus {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;      /* the bus thread waits for events */
+    pthread_cond_t done_cv; /* flushers wait for deliveries */
+    ej_event **ring;
+    size_t cap, head, count;
+    struct sink *sinks;
+    size_t nsinks, sinks_cap;
+    uint64_t posted, delivered, dropped;
+    uint64_t abandoned; /* queued, then dropped at destroy (also in dropped) */
+    uint64_t dropped_logged;
+    int64_t drop_logged_ms;
+    bool closing; /* no new events */
+    bool stop;    /* thread exits when the queue is empty */
+    bool abandon; /* drop what is left */
+    int64_t flush_ms;
+    pthread_t th;
+    char name[16];
+};
+
+/* ----------------------------------------------------------------- ids */
+
+void ej_event_new_id(char out[EJ_EVENT_ID_LEN])
+{
+    unsigned char r[16];
+    size_t got = 0;
+    while (got < sizeof r) {
+        ssize_t n = getrandom(r + got, sizeof r - got, 0);
+        if (n > 0) {
+            got += (size_t)n;
+        } else if (n < 0 && errno != EINTR) {
+            /* No entropy source: fall back to time and address bits. */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uintptr_t)out;
+            for (size_t i = got; i < sizeof r; i++) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                r[i] = (unsigned char)x;
+            }
+            got = sizeof r;
+        }
+    }
+    r[6] = (unsigned char)((r[6] & 0x0f) | 0x40); /* version 4 */
+    r[8] = (unsigned char)((r[8] & 0x3f) | 0x80); /* IETF variant */
+    static const char hex[] = "0123456789abcdef";
+    size_t k = 0;
+    for (size_t i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[k++] = '-';
+        out[k++] = hex[r[i] >> 4];
+        out[k++] = hex[r[i] & 15];
+    }
+    out[k] = '\0';
+}
+
+char *ej_event_items_string(const int *items, size_t count)
+{
+    if (items == NULL && count > 0)
+        return NULL;
+    ej_buf b;
+    ej__buf_init(&b);
+    ej__buf_puts(&b, "[");
+    for (size_t i = 0; i < count; i++)
+        ej__buf_printf(&b, "%s%d", i ? ", " : "", items[i]);
+    ej__buf_puts(&b, "]");
+    if (b.failed) {
+        ej__buf_fini(&b);
+        return NULL;
+    }
+    return ej__buf_steal(&b);
+}
+
+const char *ej_task_state_name(ej_task_state state)
+{
+    switch (state) {
+    case EJ_TASK_STAGING:
+        return "TASK_STAGING";
+    case EJ_TASK_RUNNING:
+        return "TASK_RUNNING";
+    case EJ_TASK_FINISHED:
+        return "TASK_FINISHED";
+    case EJ_TASK_ERROR:
+        return "TASK_ERROR";
+    }
+    return "TASK_UNKNOWN";
+}
+
+/* -------------------------------------------------------------- copies */
+
+static size_t slen(const char *s)
+{
+    return s ? strlen(s) + 1 : 0;
+}
+
+/* Copies s into the arena at *pos; NULL stays NULL. */
+static const char *put(char **pos, const char *s)
+{
+    if (s == NULL)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    memcpy(*pos, s, n);
+    const char *r = *pos;
+    *pos += n;
+    return r;
+}
+
+/* One allocation holding the event and all of its strings. */
+static ej_event *event_copy(const ej_event *ev)
+{
+    size_t extra = 0;
+    if (ev->type == EJ_EVENT_EXECUTION) {
+        const ej_execution_event *e = &ev->u.execution;
+        extra = slen(e->job_name) + slen(e->task_id) + slen(e->hostname) + slen(e->ip) +
+                slen(e->failure_cause) + slen(e->output);
+    } else {
+        const ej_status_event *e = &ev->u.status;
+        extra = slen(e->job_name) + slen(e->original_task_id ? e->original_task_id : "") +
+                slen(e->task_id) + slen(e->slave_id) +
+                slen(e->source ? e->source : "LITE_EXECUTOR") +
+                slen(e->execution_type ? e->execution_type : "READY") + slen(e->sharding_item) +
+                slen(e->message);
+    }
+    ej_event *c = malloc(sizeof *c + extra);
+    if (c == NULL)
+        return NULL;
+    *c = *ev;
+    char *pos = (char *)(c + 1);
+    if (ev->type == EJ_EVENT_EXECUTION) {
+        ej_execution_event *d = &c->u.execution;
+        const ej_execution_event *e = &ev->u.execution;
+        d->job_name = put(&pos, e->job_name);
+        d->task_id = put(&pos, e->task_id);
+        d->hostname = put(&pos, e->hostname);
+        d->ip = put(&pos, e->ip);
+        d->failure_cause = put(&pos, e->failure_cause);
+        d->output = put(&pos, e->output);
+    } else {
+        ej_status_event *d = &c->u.status;
+        const ej_status_event *e = &ev->u.status;
+        d->job_name = put(&pos, e->job_name);
+        d->original_task_id = put(&pos, e->original_task_id ? e->original_task_id : "");
+        d->task_id = put(&pos, e->task_id);
+        d->slave_id = put(&pos, e->slave_id);
+        d->source = put(&pos, e->source ? e->source : "LITE_EXECUTOR");
+        d->execution_type = put(&pos, e->execution_type ? e->execution_type : "READY");
+        d->sharding_item = put(&pos, e->sharding_item);
+        d->message = put(&pos, e->message);
+    }
+    return c;
+}
+
+/* ----------------------------------------------------------------- bus */
+
+static void *bus_main(void *arg)
+{
+    ej_event_bus *bus = arg;
+    pthread_setname_np(pthread_self(), bus->name);
+    struct sink *snap = NULL;
+    size_t snap_cap = 0;
+    pthread_mutex_lock(&bus->mu);
+    for (;;) {
+        while (bus->count == 0 && !bus->stop)
+            pthread_cond_wait(&bus->cv, &bus->mu);
+        if (bus->count == 0 && bus->stop)
+            break;
+        if (bus->abandon) {
+            while (bus->count > 0) {
+                free(bus->ring[bus->head]);
+                bus->head = (bus->head + 1) % bus->cap;
+                bus->count--;
+                bus->dropped++;
+                bus->abandoned++;
+            }
+            pthread_cond_broadcast(&bus->done_cv);
+            continue;
+        }
+        ej_event *ev = bus->ring[bus->head];
+        bus->ring[bus->head] = NULL;
+        bus->head = (bus->head + 1) % bus->cap;
+        bus->count--;
+        /* Sinks may be added meanwhile: deliver to a snapshot. */
+        if (snap_cap < bus->nsinks) {
+            struct sink *n = realloc(snap, bus->nsinks * sizeof *n);
+            if (n) {
+                snap = n;
+                snap_cap = bus->nsinks;
+            }
+        }
+        size_t ns = bus->nsinks < snap_cap ? bus->nsinks : snap_cap;
+        if (ns)
+            memcpy(snap, bus->sinks, ns * sizeof *snap);
+        pthread_mutex_unlock(&bus->mu);
+        for (size_t i = 0; i < ns; i++)
+            snap[i].fn(ev, snap[i].user);
+        free(ev);
+        pthread_mutex_lock(&bus->mu);
+        bus->delivered++;
+        pthread_cond_broadcast(&bus->done_cv);
+    }
+    pthread_mutex_unlock(&bus->mu);
+    free(snap);
+    return NULL;
+}
+
+int ej_event_bus_create(const struct ej_event_bus_opts *opts, ej_event_bus **out)
+{
+    if (out == NULL)
+        return EJ_EINVAL;
+    *out = NULL;
+    ej_event_bus *bus = calloc(1, sizeof *bus);
+    if (bus == NULL)
+        return EJ_ENOMEM;
+    bus->cap = opts && opts->capacity ? opts->capacity : DEFAULT_CAPACITY;
+    bus->flush_ms = opts && opts->flush_timeout_ms > 0 ? opts->flush_timeout_ms : DEFAULT_FLUSH_MS;
+    snprintf(bus->name, sizeof bus->name, "%s",
+             opts && opts->name && opts->name[0] ? opts->name : "ej-events");
+    bus->ring = calloc(bus->cap, sizeof *bus->ring);
+    if (bus->ring == NULL) {
+        free(bus);
+        return EJ_ENOMEM;
+    }
+    pthread_mutex_init(&bus->mu, NULL);
+    pthread_cond_init(&bus->cv, NULL);
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&bus->done_cv, &a);
+    pthread_condattr_destroy(&a);
+    int rc = pthread_create(&bus->th, NULL, bus_main, bus);
+    if (rc != 0) {
+        pthread_cond_destroy(&bus->cv);
+        pthread_cond_destroy(&bus->done_cv);
+        pthread_mutex_destroy(&bus->mu);
+        free(bus->ring);
+        free(bus);
+        EJ_LOG(EJ_LOG_ERROR, MOD, -rc, "cannot start the event bus thread");
+        return -rc;
+    }
+    *out = bus;
+    return 0;
+}
+
+int ej_event_bus_add_sink(ej_event_bus *bus, ej_event_sink_fn fn, void *user)
+{
+    if (bus == NULL || fn == NULL)
+        return EJ_EINVAL;
+    int rc = 0;
+    pthread_mutex_lock(&bus->mu);
+    if (bus->closing) {
+        rc = EJ_ECLOSED;
+    } else {
+        if (bus->nsinks == bus->sinks_cap) {
+            size_t cap = bus->sinks_cap ? bus->sinks_cap * 2 : 4;
+            struct sink *n = realloc(bus->sinks, cap * sizeof *n);
+            if (n == NULL) {
+                rc = EJ_ENOMEM;
+                goto out;
+            }
+            bus->sinks = n;
+            bus->sinks_cap = cap;
+        }
+        bus->sinks[bus->nsinks++] = (struct sink){fn, user};
+    }
+out:
+    pthread_mutex_unlock(&bus->mu);
+    return rc;
+}
+
+/* Counts a drop; logs at most once a second. Called with bus->mu held. */
+static void note_drop(ej_event_bus *bus, const char *why)
+{
+    bus->dropped++;
+    int64_t now = ej__mono_ms();
+    if (bus->drop_logged_ms == 0 || now - bus->drop_logged_ms >= 1000) {
+        EJ_LOG(EJ_LOG_WARN, MOD, EJ_EAGAIN,
+               "event dropped (%s): %llu dropped in all, %llu since the last report; queue "
+               "capacity %zu",
+               why, (unsigned long long)bus->dropped,
+               (unsigned long long)(bus->dropped - bus->dropped_logged), bus->cap);
+        bus->drop_logged_ms = now;
+        bus->dropped_logged = bus->dropped;
+    }
+}
+
+int ej_event_bus_post(ej_event_bus *bus, const ej_event *ev)
+{
+    if (bus == NULL || ev == NULL ||
+        (ev->type != EJ_EVENT_EXECUTION && ev->type != EJ_EVENT_STATUS))
+        return EJ_EINVAL;
+    /* Copy before locking: a full queue costs an allocation, never a wait. */
+    ej_event *c = event_copy(ev);
+    int rc = 0;
+    pthread_mutex_lock(&bus->mu);
+    if (c == NULL) {
+        rc = EJ_ENOMEM;
+        note_drop(bus, "out of memory");
+    } else if (bus->closing) {
+        rc = EJ_ECLOSED;
+        note_drop(bus, "bus closing");
+    } else if (bus->count == bus->cap) {
+        rc = EJ_EAGAIN;
+        note_drop(bus, "queue full");
+    } else {
+        bus->ring[(bus->head + bus->count) % bus->cap] = c;
+        bus->count++;
+        bus->posted++;
+        c = NULL;
+        pthread_cond_signal(&bus->cv);
+    }
+    pthread_mutex_unlock(&bus->mu);
+    free(c);
+    return rc;
+}
+
+int ej_event_bus_post_execution(ej_event_bus *bus, const ej_execution_event *ev)
+{
+    if (ev == NULL)
+        return EJ_EINVAL;
+    ej_event e = {.type = EJ_EVENT_EXECUTION};
+    e.u.execution = *ev;
+    return ej_event_bus_post(bus, &e);
+}
+
+int ej_event_bus_post_status(ej_event_bus *bus, const ej_status_event *ev)
+{
+    if (ev == NULL)
+        return EJ_EINVAL;
+    ej_event e = {.type = EJ_EVENT_STATUS};
+    e.u.status = *ev;
+    return ej_event_bus_post(bus, &e);
+}
+
+/* Waits until `handled` (delivered or abandoned) reaches target. Called
+ * with bus->mu held. */
+static int wait_handled(ej_event_bus *bus, uint64_t target, int64_t timeout_ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (timeout_ms >= 0) {
+        int64_t ns = (int64_t)ts.tv_nsec + (timeout_ms % 1000) * 1000000;
+        ts.tv_sec += (time_t)(timeout_ms / 1000 + ns / 1000000000);
+        ts.tv_nsec = (long)(ns % 1000000000);
+    }
+    while (bus->delivered + bus->abandoned < target) {
+        if (timeout_ms < 0) {
+            pthread_cond_wait(&bus->done_cv, &bus->mu);
+        } else if (pthread_cond_timedwait(&bus->done_cv, &bus->mu, &ts) == ETIMEDOUT) {
+            if (bus->delivered + bus->abandoned < target)
+                return EJ_ETIMEDOUT;
+        }
+    }
+    return 0;
+}
+
+int ej_event_bus_flush(ej_event_bus *bus, int64_t timeout_ms)
+{
+    if (bus == NULL)
+        return EJ_EINVAL;
+    pthread_mutex_lock(&bus->mu);
+    int rc = wait_handled(bus, bus->posted, timeout_ms);
+    pthread_mutex_unlock(&bus->mu);
+    return rc;
+}
+
+void ej_event_bus_stats(ej_event_bus *bus, struct ej_event_bus_stats *out)
+{
+    if (out == NULL)
+        return;
+    memset(out, 0, sizeof *out);
+    if (bus == NULL)
+        return;
+    pthread_mutex_lock(&bus->mu);
+    out->posted = bus->posted;
+    out->delivered = bus->delivered;
+    out->dropped = bus->dropped;
+    out->queued = bus->count;
+    pthread_mutex_unlock(&bus->mu);
+}
+
+void ej_event_bus_destroy(ej_event_bus *bus)
+{
+    if (bus == NULL)
+        return;
+    pthread_mutex_lock(&bus->mu);
+    bus->closing = true;
+    if (wait_handled(bus, bus->posted, bus->flush_ms) != 0) {
+        EJ_LOG(EJ_LOG_WARN, MOD, EJ_ETIMEDOUT,
+               "event bus: %zu event(s) still queued after %lld ms; dropping them", bus->count,
+               (long long)bus->flush_ms);
+        bus->abandon = true;
+    }
+    bus->stop = true;
+    pthread_cond_signal(&bus->cv);
+    pthread_mutex_unlock(&bus->mu);
+    /* Waits for a sink call in progress to return. */
+    pthread_join(bus->th, NULL);
+    if (bus->dropped > 0)
+        EJ_LOG(EJ_LOG_WARN, MOD, 0, "event bus closed: %llu delivered, %llu dropped",
+               (unsigned long long)bus->delivered, (unsigned long long)bus->dropped);
+    pthread_cond_destroy(&bus->cv);
+    pthread_cond_destroy(&bus->done_cv);
+    pthread_mutex_destroy(&bus->mu);
+    free(bus->sinks);
+    free(bus->ring);
+    free(bus);
+}
+
+/* ------------------------------------------------------------ log sink */
+
+/* The first line of s, at most 300 bytes, for a one-line log. */
+static int first_line_len(const char *s)
+{
+    size_t n = strcspn(s, "\r\n");
+    return (int)(n > 300 ? 300 : n);
+}
+
+void ej_event_log_sink(const ej_event *ev, void *user)
+{
+    (void)user;
+    if (ev == NULL)
+        return;
+    if (ev->type == EJ_EVENT_EXECUTION) {
+        const ej_execution_event *e = &ev->u.execution;
+        const char *src = ej_execution_source_name(e->execution_source);
+        if (e->complete_time_ms == 0) {
+            EJ_LOG(EJ_LOG_INFO, MOD, 0,
+                   "execution %s job=%s item=%d source=%s task=%s host=%s ip=%s: started", e->id,
+                   e->job_name ? e->job_name : "", e->sharding_item, src,
+                   e->task_id ? e->task_id : "", e->hostname ? e->hostname : "",
+                   e->ip ? e->ip : "");
+        } else if (e->is_success) {
+            EJ_LOG(EJ_LOG_INFO, MOD, 0,
+                   "execution %s job=%s item=%d source=%s task=%s: succeeded in %lld ms", e->id,
+                   e->job_name ? e->job_name : "", e->sharding_item, src,
+                   e->task_id ? e->task_id : "",
+                   (long long)(e->complete_time_ms - e->start_time_ms));
+        } else {
+            const char *cause = e->failure_cause ? e->failure_cause : "";
+            EJ_LOG(
+                EJ_LOG_WARN, MOD, EJ_EJOBFAILED,
+                "execution %s job=%s item=%d source=%s task=%s: failed in %lld ms: %.*s", e->id,
+                e->job_name ? e->job_name : "", e->sharding_item, src, e->task_id ? e->task_id : "",
+                (long long)(e->complete_time_ms - e->start_time_ms), first_line_len(cause), cause);
+        }
+    } else if (ev->type == EJ_EVENT_STATUS) {
+        const ej_status_event *e = &ev->u.status;
+        const char *msg = e->message ? e->message : "";
+        EJ_LOG(e->state == EJ_TASK_ERROR ? EJ_LOG_WARN : EJ_LOG_INFO, MOD, 0,
+               "status job=%s task=%s items=%s state=%s: %.*s", e->job_name ? e->job_name : "",
+               e->task_id ? e->task_id : "", e->sharding_item ? e->sharding_item : "[]",
+               ej_task_state_name(e->state), first_line_len(msg), msg);
+    }
+}

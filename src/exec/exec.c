@@ -1,0 +1,509 @@
+/* Shard contexts, names, validation, and the simple/dataflow runners. */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "ejob/error.h"
+#include "ejob/job.h"
+#include "ejob/log.h"
+#include "exec/exec_impl.h"
+#include "exec/internal.h"
+
+#define MOD "exec"
+
+/* ------------------------------------------------------------ contexts */
+
+bool ej_shard_context_is_cancelled(const ej_shard_context *ctx)
+{
+    if (ctx == NULL || ctx->cancel_ == NULL)
+        return false;
+    return atomic_load((const atomic_bool *)ctx->cancel_);
+}
+
+void ej_shard_context_set_error(const ej_shard_context *ctx, const char *fmt, ...)
+{
+    if (ctx == NULL || fmt == NULL)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = NULL;
+    int n = vasprintf(&msg, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    /* The context is const for the job, but every context ejob hands out
+     * is a writable object: the error slot is ours. */
+    ej_shard_context *w = (ej_shard_context *)ctx;
+    free(w->error_);
+    w->error_ = msg;
+}
+
+void ej__exec_context_init(ej_shard_context *ctx, const atomic_bool *cancel)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->job_parameter = "";
+    ctx->cancel_ = cancel;
+}
+
+void ej__exec_context_fini(ej_shard_context *ctx)
+{
+    if (ctx == NULL)
+        return;
+    free(ctx->error_);
+    ctx->error_ = NULL;
+}
+
+const char *ej__exec_context_error(const ej_shard_context *ctx)
+{
+    return ctx ? ctx->error_ : NULL;
+}
+
+static void json_field(ej_buf *b, bool *first, const char *key, const char *val)
+{
+    if (val == NULL)
+        return;
+    char *q = ej__json_quote(val);
+    if (q == NULL) {
+        b->failed = true;
+        return;
+    }
+    ej__buf_printf(b, "%s\"%s\":%s", *first ? "" : ",", key, q);
+    *first = false;
+    free(q);
+}
+
+char *ej__exec_context_json(const ej_shard_context *ctx)
+{
+    if (ctx == NULL)
+        return NULL;
+    ej_buf b;
+    ej__buf_init(&b);
+    bool first = true;
+    ej__buf_puts(&b, "{");
+    json_field(&b, &first, "jobName", ctx->job_name);
+    json_field(&b, &first, "taskId", ctx->task_id);
+    ej__buf_printf(&b, "%s\"shardingTotalCount\":%d", first ? "" : ",", ctx->sharding_total_count);
+    first = false;
+    json_field(&b, &first, "jobParameter", ctx->job_parameter);
+    ej__buf_printf(&b, ",\"shardingItem\":%d", ctx->sharding_item);
+    json_field(&b, &first, "shardingParameter", ctx->sharding_parameter);
+    ej__buf_puts(&b, "}");
+    if (b.failed) {
+        ej__buf_fini(&b);
+        return NULL;
+    }
+    return ej__buf_steal(&b);
+}
+
+char *ej__exec_task_id(const char *job_name, const int *items, size_t count,
+                       const char *instance_id)
+{
+    if (job_name == NULL || instance_id == NULL || (items == NULL && count > 0))
+        return NULL;
+    ej_buf b;
+    ej__buf_init(&b);
+    ej__buf_printf(&b, "%s@-@", job_name);
+    for (size_t i = 0; i < count; i++)
+        ej__buf_printf(&b, "%s%d", i ? "," : "", items[i]);
+    ej__buf_printf(&b, "@-@READY@-@%s", instance_id);
+    if (b.failed) {
+        ej__buf_fini(&b);
+        return NULL;
+    }
+    return ej__buf_steal(&b);
+}
+
+/* --------------------------------------------------------------- names */
+
+const char *ej_execution_source_name(ej_execution_source source)
+{
+    switch (source) {
+    case EJ_EXEC_NORMAL_TRIGGER:
+        return "NORMAL_TRIGGER";
+    case EJ_EXEC_MISFIRE:
+        return "MISFIRE";
+    case EJ_EXEC_FAILOVER:
+        return "FAILOVER";
+    }
+    return "UNKNOWN";
+}
+
+int ej_execution_source_parse(const char *name, ej_execution_source *out)
+{
+    if (name == NULL || out == NULL)
+        return EJ_EINVAL;
+    static const ej_execution_source all[] = {EJ_EXEC_NORMAL_TRIGGER, EJ_EXEC_MISFIRE,
+                                              EJ_EXEC_FAILOVER};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (strcmp(name, ej_execution_source_name(all[i])) == 0) {
+            *out = all[i];
+            return 0;
+        }
+    }
+    return EJ_EINVAL;
+}
+
+const char *ej_job_type_name(ej_job_type type)
+{
+    switch (type) {
+    case EJ_JOB_SIMPLE:
+        return "SIMPLE";
+    case EJ_JOB_DATAFLOW:
+        return "DATAFLOW";
+    case EJ_JOB_SCRIPT:
+        return "SCRIPT";
+    case EJ_JOB_HTTP:
+        return "HTTP";
+    }
+    return "UNKNOWN";
+}
+
+int ej_job_type_parse(const char *name, ej_job_type *out)
+{
+    if (name == NULL || out == NULL)
+        return EJ_EINVAL;
+    static const ej_job_type all[] = {EJ_JOB_SIMPLE, EJ_JOB_DATAFLOW, EJ_JOB_SCRIPT, EJ_JOB_HTTP};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (strcasecmp(name, ej_job_type_name(all[i])) == 0) {
+            *out = all[i];
+            return 0;
+        }
+    }
+    return EJ_EINVAL;
+}
+
+#define DEFAULT_EXCEPTION_HANDLER                                                                  \
+    "com.dangdang.ddframe.job.executor.handler.impl.DefaultJobExceptionHandler"
+#define DEFAULT_EXECUTOR_HANDLER                                                                   \
+    "com.dangdang.ddframe.job.executor.handler.impl.DefaultExecutorServiceHandler"
+
+int ej_error_handler_parse(const char *name, ej_error_handler_kind *out)
+{
+    if (out == NULL)
+        return EJ_EINVAL;
+    if (name == NULL || name[0] == '\0' || strcasecmp(name, "LOG") == 0 ||
+        strcmp(name, DEFAULT_EXCEPTION_HANDLER) == 0) {
+        *out = EJ_ERROR_HANDLER_LOG;
+    } else if (strcasecmp(name, "IGNORE") == 0) {
+        *out = EJ_ERROR_HANDLER_IGNORE;
+    } else if (strcasecmp(name, "THROW") == 0 || strcasecmp(name, "FAIL") == 0) {
+        *out = EJ_ERROR_HANDLER_FAIL;
+    } else {
+        return EJ_ECONFIG;
+    }
+    return 0;
+}
+
+const char *ej_error_handler_name(ej_error_handler_kind kind)
+{
+    switch (kind) {
+    case EJ_ERROR_HANDLER_LOG:
+        return "LOG";
+    case EJ_ERROR_HANDLER_IGNORE:
+        return "IGNORE";
+    case EJ_ERROR_HANDLER_FAIL:
+        return "THROW";
+    case EJ_ERROR_HANDLER_CUSTOM:
+        return "CUSTOM";
+    }
+    return "UNKNOWN";
+}
+
+int ej_executor_kind_parse(const char *name, ej_executor_kind *out)
+{
+    if (out == NULL)
+        return EJ_EINVAL;
+    if (name == NULL || name[0] == '\0' || strcasecmp(name, "CPU") == 0 ||
+        strcmp(name, DEFAULT_EXECUTOR_HANDLER) == 0) {
+        *out = EJ_EXECUTOR_CPU;
+    } else if (strcasecmp(name, "SINGLE_THREAD") == 0) {
+        *out = EJ_EXECUTOR_SINGLE_THREAD;
+    } else {
+        return EJ_ECONFIG;
+    }
+    return 0;
+}
+
+const char *ej_executor_kind_name(ej_executor_kind kind)
+{
+    switch (kind) {
+    case EJ_EXECUTOR_CPU:
+        return "CPU";
+    case EJ_EXECUTOR_SINGLE_THREAD:
+        return "SINGLE_THREAD";
+    case EJ_EXECUTOR_FIXED:
+        return "FIXED";
+    }
+    return "UNKNOWN";
+}
+
+int ej_executor_concurrency(ej_executor_kind kind, int threads)
+{
+    switch (kind) {
+    case EJ_EXECUTOR_SINGLE_THREAD:
+        return 1;
+    case EJ_EXECUTOR_FIXED:
+        return threads < 1 ? 1 : threads;
+    case EJ_EXECUTOR_CPU:
+        break;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return 2 * (n > 0 ? (int)n : 1);
+}
+
+/* ---------------------------------------------------------- validation */
+
+static int config_err(char *err, size_t errlen, const char *fmt, ...) EJ_PRINTF(3, 4);
+
+static int config_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return EJ_ECONFIG;
+}
+
+int ej_job_def_validate(const struct ej_job_def *def, char *err, size_t errlen)
+{
+    if (def == NULL)
+        return EJ_EINVAL;
+    switch (def->type) {
+    case EJ_JOB_SIMPLE:
+        if (def->simple == NULL)
+            return config_err(err, errlen, "simple: no callback for a SIMPLE job");
+        break;
+    case EJ_JOB_DATAFLOW:
+        if (def->dataflow.fetch == NULL)
+            return config_err(err, errlen, "dataflow.fetch: no callback for a DATAFLOW job");
+        if (def->dataflow.process == NULL)
+            return config_err(err, errlen, "dataflow.process: no callback for a DATAFLOW job");
+        break;
+    case EJ_JOB_SCRIPT: {
+        if (def->script.command_line == NULL || def->script.command_line[0] == '\0')
+            return config_err(err, errlen, "script.command_line: empty");
+        char **argv = NULL;
+        char msg[256];
+        int rc = ej__exec_split_command(def->script.command_line, &argv, NULL, msg, sizeof msg);
+        free(argv);
+        if (rc == EJ_ENOMEM)
+            return rc;
+        if (rc != 0)
+            return config_err(err, errlen, "script.command_line: %s", msg);
+        if (def->script.timeout_ms < 0)
+            return config_err(err, errlen, "script.timeout_ms: negative (%lld)",
+                              (long long)def->script.timeout_ms);
+        if (def->script.kill_grace_ms < 0)
+            return config_err(err, errlen, "script.kill_grace_ms: negative (%lld)",
+                              (long long)def->script.kill_grace_ms);
+        break;
+    }
+    case EJ_JOB_HTTP: {
+        const char *u = def->http.uri;
+        if (u == NULL || u[0] == '\0')
+            return config_err(err, errlen, "http.uri: empty");
+        if (strncasecmp(u, "http://", 7) != 0 && strncasecmp(u, "https://", 8) != 0)
+            return config_err(err, errlen, "http.uri: '%s' is not an http:// or https:// URL", u);
+        const char *m = def->http.method;
+        if (m != NULL) {
+            if (m[0] == '\0')
+                return config_err(err, errlen, "http.method: empty");
+            for (const char *p = m; *p; p++) {
+                if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z')))
+                    return config_err(err, errlen, "http.method: '%s' is not a method name", m);
+            }
+        }
+        if (def->http.connect_timeout_ms < 0)
+            return config_err(err, errlen, "http.connect_timeout_ms: negative (%lld)",
+                              (long long)def->http.connect_timeout_ms);
+        if (def->http.read_timeout_ms < 0)
+            return config_err(err, errlen, "http.read_timeout_ms: negative (%lld)",
+                              (long long)def->http.read_timeout_ms);
+        break;
+    }
+    default:
+        return config_err(err, errlen, "type: unknown job type %d", (int)def->type);
+    }
+    if (def->error_handler.kind == EJ_ERROR_HANDLER_CUSTOM && def->error_handler.fn == NULL)
+        return config_err(err, errlen, "error_handler.fn: CUSTOM handler without a function");
+    if ((unsigned)def->error_handler.kind > EJ_ERROR_HANDLER_CUSTOM)
+        return config_err(err, errlen, "error_handler.kind: unknown (%d)",
+                          (int)def->error_handler.kind);
+    if ((unsigned)def->executor > EJ_EXECUTOR_FIXED)
+        return config_err(err, errlen, "executor: unknown (%d)", (int)def->executor);
+    if (def->listener_count > 0 && def->listeners == NULL)
+        return config_err(err, errlen, "listeners: NULL with listener_count %zu",
+                          def->listener_count);
+    return 0;
+}
+
+/* -------------------------------------------------------------- errors */
+
+bool ej__exec_handle_error(const struct ej_job_def *def, const char *job_name, int item,
+                           const char *message)
+{
+    const char *job = job_name ? job_name : "?";
+    const char *msg = message ? message : "unknown failure";
+    ej_error_handler_kind kind = def ? def->error_handler.kind : EJ_ERROR_HANDLER_LOG;
+    switch (kind) {
+    case EJ_ERROR_HANDLER_IGNORE:
+        return false;
+    case EJ_ERROR_HANDLER_CUSTOM:
+        if (def->error_handler.fn)
+            return def->error_handler.fn(job, item, msg, def->error_handler.user);
+        break;
+    case EJ_ERROR_HANDLER_FAIL:
+    case EJ_ERROR_HANDLER_LOG:
+        break;
+    }
+    if (item >= 0)
+        EJ_LOG(EJ_LOG_ERROR, MOD, EJ_EJOBFAILED,
+               "Job '%s' exception occur in job processing (item %d): %s", job, item, msg);
+    else
+        EJ_LOG(EJ_LOG_ERROR, MOD, EJ_EJOBFAILED, "Job '%s' exception occur in job processing: %s",
+               job, msg);
+    return kind == EJ_ERROR_HANDLER_FAIL;
+}
+
+void ej__exec_listeners_before(const struct ej_job_def *def, const ej_shard_contexts_info *info)
+{
+    if (def == NULL || def->listeners == NULL)
+        return;
+    for (size_t i = 0; i < def->listener_count; i++) {
+        if (def->listeners[i].before)
+            def->listeners[i].before(info, def->listeners[i].user);
+    }
+}
+
+void ej__exec_listeners_after(const struct ej_job_def *def, const ej_shard_contexts_info *info)
+{
+    if (def == NULL || def->listeners == NULL)
+        return;
+    for (size_t i = 0; i < def->listener_count; i++) {
+        if (def->listeners[i].after)
+            def->listeners[i].after(info, def->listeners[i].user);
+    }
+}
+
+/* ---------------------------------------------------------------- runs */
+
+void ej__exec_result_fini(ej__exec_result *res)
+{
+    if (res == NULL)
+        return;
+    free(res->failure_cause);
+    free(res->output);
+    memset(res, 0, sizeof *res);
+}
+
+void ej__exec_fail(ej__exec_result *res, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
+    va_end(ap);
+    free(res->failure_cause);
+    res->failure_cause = msg;
+    res->rc = rc;
+}
+
+/* The failure message for a callback that returned rc. */
+static void callback_failed(const ej_shard_context *ctx, ej__exec_result *res, const char *what,
+                            long rc)
+{
+    const char *msg = ej__exec_context_error(ctx);
+    if (msg)
+        ej__exec_fail(res, EJ_EJOBFAILED, "%s", msg);
+    else
+        ej__exec_fail(res, EJ_EJOBFAILED, "%s returned %ld (%s)", what, rc, ej_strerror((int)rc));
+}
+
+static void run_simple(const struct ej_job_def *def, const ej_shard_context *ctx,
+                       ej__exec_result *res)
+{
+    int rc = def->simple(ctx, def->user);
+    if (rc < 0)
+        callback_failed(ctx, res, "job callback", rc);
+}
+
+static void run_dataflow(const struct ej_job_def *def, const ej_shard_context *ctx,
+                         const struct ej__exec_opts *opts, ej__exec_result *res)
+{
+    const struct ej_dataflow_job *d = &def->dataflow;
+    for (;;) {
+        void *batch = NULL;
+        long n = d->fetch(ctx, &batch, def->user);
+        if (n < 0) {
+            callback_failed(ctx, res, "dataflow fetch", n);
+            return;
+        }
+        if (n == 0)
+            return;
+        int rc = d->process(ctx, batch, n, def->user);
+        if (rc < 0) {
+            callback_failed(ctx, res, "dataflow process", rc);
+            return;
+        }
+        if (!d->streaming)
+            return;
+        if (ej_shard_context_is_cancelled(ctx)) {
+            res->cancelled = true;
+            return;
+        }
+        if (opts && opts->keep_going && !opts->keep_going(opts->keep_going_arg))
+            return;
+    }
+}
+
+int ej__exec_run_item(const struct ej_job_def *def, const ej_shard_context *ctx,
+                      const struct ej__exec_opts *opts, ej__exec_result *res)
+{
+    if (res == NULL)
+        return EJ_EINVAL;
+    memset(res, 0, sizeof *res);
+    res->exit_code = -1;
+    if (def == NULL || ctx == NULL) {
+        ej__exec_fail(res, EJ_EINVAL, "no job definition or context");
+        return res->rc;
+    }
+    switch (def->type) {
+    case EJ_JOB_SIMPLE:
+        if (def->simple == NULL)
+            ej__exec_fail(res, EJ_ECONFIG, "job '%s' has no simple callback", ctx->job_name);
+        else
+            run_simple(def, ctx, res);
+        break;
+    case EJ_JOB_DATAFLOW:
+        if (def->dataflow.fetch == NULL || def->dataflow.process == NULL)
+            ej__exec_fail(res, EJ_ECONFIG, "job '%s' has no dataflow callbacks", ctx->job_name);
+        else
+            run_dataflow(def, ctx, opts, res);
+        break;
+    case EJ_JOB_SCRIPT:
+        ej__exec_run_script(&def->script, ctx, res);
+        break;
+    case EJ_JOB_HTTP:
+        ej__exec_run_http(&def->http, ctx, res);
+        break;
+    default:
+        ej__exec_fail(res, EJ_ECONFIG, "job '%s': unknown job type %d", ctx->job_name,
+                      (int)def->type);
+        break;
+    }
+    if (res->rc != 0) {
+        if (res->failure_cause == NULL)
+            ej__exec_fail(res, res->rc, "%s", ej_strerror(res->rc));
+        res->abort_run =
+            ej__exec_handle_error(def, ctx->job_name, ctx->sharding_item, res->failure_cause);
+    }
+    return res->rc;
+}

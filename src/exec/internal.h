@@ -1,0 +1,124 @@
+/*
+ * Item runners: run one shard item of a job (simple, dataflow, script,
+ * http), dispatch failures to the job's error handler, and build the
+ * strings ElasticJob puts around a run (context JSON, task id). Internal
+ * API used by the fire flow.
+ *
+ * The runners hold no state between calls: everything comes from the
+ * borrowed struct ej_job_def and the ej_shard_context. All functions are
+ * thread-safe; several items of one job may run at once.
+ */
+#ifndef EJ_EXEC_INTERNAL_H
+#define EJ_EXEC_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ejob/job.h"
+
+/* ------------------------------------------------------------ contexts */
+
+/*
+ * Prepares ctx for a run: zeroes it and links the cancellation flag
+ * (borrowed; may be NULL = never cancelled; typically one flag per job,
+ * set when the job must stop). The caller then fills the public fields.
+ * Call ej__exec_context_fini() after the run.
+ */
+void ej__exec_context_init(ej_shard_context *ctx, const atomic_bool *cancel);
+
+/* Frees what the run left in ctx (the error message). */
+void ej__exec_context_fini(ej_shard_context *ctx);
+
+/* The message set by ej_shard_context_set_error(), or NULL. Borrowed until
+ * fini or the next set_error. */
+const char *ej__exec_context_error(const ej_shard_context *ctx);
+
+/*
+ * The ShardingContext JSON a script gets as its last argument and an http
+ * job in its `shardingContext` header, exactly as ElasticJob 2.1.5's Gson
+ * writes it:
+ *   {"jobName":"x","taskId":"...","shardingTotalCount":3,"jobParameter":"",
+ *    "shardingItem":0,"shardingParameter":"A"}
+ * (HTML-safe escaping, null fields omitted: shardingParameter when NULL;
+ * jobName, taskId, jobParameter when NULL). Caller frees; NULL on
+ * allocation failure.
+ */
+char *ej__exec_context_json(const ej_shard_context *ctx);
+
+/*
+ * The task id "jobName@-@0,1,2@-@READY@-@instanceId" for a run of items
+ * (as given, comma separated; "" when count is 0). Caller frees; NULL on
+ * allocation failure.
+ */
+char *ej__exec_task_id(const char *job_name, const int *items, size_t count,
+                       const char *instance_id);
+
+/* --------------------------------------------------------------- runs */
+
+struct ej__exec_opts {
+    /* Dataflow streaming: asked after every processed batch; false stops
+     * the loop (the job was stopped or needs resharding: ElasticJob's
+     * isEligibleForJobRunning). NULL: always true. */
+    bool (*keep_going)(void *arg);
+    void *keep_going_arg;
+};
+
+/* The outcome of one item run. Caller finalises with ej__exec_result_fini. */
+typedef struct ej__exec_result {
+    int rc;              /* 0 success; else negative (EJ_EJOBFAILED, EJ_ETIMEDOUT, ...) */
+    char *failure_cause; /* NULL on success; the message for the event / handler */
+    char *output;        /* script stdout+stderr or http body; NULL if none */
+    size_t output_len;
+    bool output_truncated;
+    int exit_code;    /* script: exit status; -1 if it did not exit normally */
+    int term_signal;  /* script: the signal that ended it, else 0 */
+    long http_status; /* http: response status, 0 if none */
+    bool timed_out;   /* script timeout / http timeout */
+    bool cancelled;   /* stopped because the context was cancelled */
+    bool abort_run;   /* the error handler asked to fail the whole run */
+} ej__exec_result;
+
+void ej__exec_result_fini(ej__exec_result *res);
+
+/*
+ * Runs one item on the calling thread according to def->type, and on
+ * failure calls the job's error handler (ej__exec_handle_error). Blocks
+ * until the item is done (a script: until it exits or its timeout /
+ * cancellation has killed its process group).
+ * opts may be NULL. res receives the outcome (always initialised).
+ * Returns res->rc.
+ */
+int ej__exec_run_item(const struct ej_job_def *def, const ej_shard_context *ctx,
+                      const struct ej__exec_opts *opts, ej__exec_result *res);
+
+/*
+ * Dispatches a failure to def->error_handler: LOG logs at ERROR
+ * "Job '<job>' exception occur in job processing: <message>" (item >= 0
+ * adds the item); IGNORE does nothing; FAIL logs and returns true; CUSTOM
+ * calls the user's function and returns what it returns. item is -1 for a
+ * failure outside an item. Returns true when the run must fail as a whole.
+ */
+bool ej__exec_handle_error(const struct ej_job_def *def, const char *job_name, int item,
+                           const char *message);
+
+/* Calls every listener's before (or after) callback in order. */
+void ej__exec_listeners_before(const struct ej_job_def *def, const ej_shard_contexts_info *info);
+void ej__exec_listeners_after(const struct ej_job_def *def, const ej_shard_contexts_info *info);
+
+/* --------------------------------------------------------- script argv */
+
+/*
+ * Splits a command line as commons-exec's CommandLine.parse does:
+ * tokens separated by spaces (only ' '), '...' and "..." quote (the quotes
+ * are removed; "" gives an empty argument), no escapes. Returns a
+ * NULL-terminated argv in *argv_out (one allocation: free(*argv_out)) and
+ * the count in *argc_out (may be NULL).
+ * Returns 0; EJ_ECONFIG with a message in err for unbalanced quotes or an
+ * empty command; EJ_EINVAL; EJ_ENOMEM.
+ */
+int ej__exec_split_command(const char *line, char ***argv_out, int *argc_out, char *err,
+                           size_t errlen);
+
+#endif

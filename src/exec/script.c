@@ -1,0 +1,445 @@
+/*
+ * Script jobs: run the command line once per item, with the item's context
+ * JSON as the last argument, in a new process group, capturing its output.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "ejob/error.h"
+#include "ejob/log.h"
+#include "exec/exec_impl.h"
+#include "exec/internal.h"
+
+#define MOD "exec"
+#define CANCEL_TICK_MS 100
+#define DEFAULT_GRACE_MS 2000
+#define FAILURE_OUTPUT_TAIL 2000
+
+extern char **environ;
+
+/* ------------------------------------------------------------ splitting */
+
+int ej__exec_split_command(const char *line, char ***argv_out, int *argc_out, char *err,
+                           size_t errlen)
+{
+    if (line == NULL || argv_out == NULL)
+        return EJ_EINVAL;
+    *argv_out = NULL;
+    if (argc_out)
+        *argc_out = 0;
+    size_t len = strlen(line);
+    const char *p = line;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v')
+        p++;
+    if (*p == '\0') {
+        if (err && errlen)
+            snprintf(err, errlen, "command line is empty");
+        return EJ_ECONFIG;
+    }
+    /* Pointers: at most one token per two characters, plus the JSON
+     * argument a caller may append, plus NULL. Characters: each token
+     * adds at most one NUL. */
+    size_t maxtok = len / 2 + 3;
+    size_t bytes = maxtok * sizeof(char *) + 2 * len + 2;
+    char **argv = malloc(bytes);
+    if (argv == NULL)
+        return EJ_ENOMEM;
+    char *out = (char *)(argv + maxtok);
+    char *cur = out;
+    size_t cur_len = 0;
+    int argc = 0;
+    enum { NORMAL, IN_QUOTE, IN_DQUOTE } state = NORMAL;
+    bool quoted = false; /* commons-exec's lastTokenHasBeenQuoted */
+
+    for (const char *c = line; *c; c++) {
+        switch (state) {
+        case IN_QUOTE:
+            if (*c == '\'') {
+                quoted = true;
+                state = NORMAL;
+            } else {
+                cur[cur_len++] = *c;
+            }
+            break;
+        case IN_DQUOTE:
+            if (*c == '"') {
+                quoted = true;
+                state = NORMAL;
+            } else {
+                cur[cur_len++] = *c;
+            }
+            break;
+        case NORMAL:
+            if (*c == '\'') {
+                state = IN_QUOTE;
+            } else if (*c == '"') {
+                state = IN_DQUOTE;
+            } else if (*c == ' ') {
+                if (quoted || cur_len != 0) {
+                    cur[cur_len] = '\0';
+                    argv[argc++] = cur;
+                    cur += cur_len + 1;
+                    cur_len = 0;
+                }
+            } else {
+                cur[cur_len++] = *c;
+            }
+            /* Any character outside quotes ends the "just closed a
+             * quote" state, as in commons-exec. */
+            quoted = false;
+            break;
+        }
+    }
+    if (state != NORMAL) {
+        free(argv);
+        if (err && errlen)
+            snprintf(err, errlen, "unbalanced quotes in '%s'", line);
+        return EJ_ECONFIG;
+    }
+    if (quoted || cur_len != 0) {
+        cur[cur_len] = '\0';
+        argv[argc++] = cur;
+    }
+    argv[argc] = NULL;
+    if (argc == 0 || argv[0][0] == '\0') {
+        free(argv);
+        if (err && errlen)
+            snprintf(err, errlen, "no program in '%s'", line);
+        return EJ_ECONFIG;
+    }
+    *argv_out = argv;
+    if (argc_out)
+        *argc_out = argc;
+    return 0;
+}
+
+/* ------------------------------------------------------------ capturing */
+
+struct capture {
+    char *data;
+    size_t len, cap, limit;
+    bool truncated;
+    bool failed;
+};
+
+static void capture_add(struct capture *c, const char *buf, size_t n)
+{
+    size_t room = c->limit > c->len ? c->limit - c->len : 0;
+    if (n > room) {
+        c->truncated = true;
+        n = room;
+    }
+    if (n == 0 || c->failed)
+        return;
+    if (c->len + n + 1 > c->cap) {
+        size_t cap = c->cap ? c->cap : 4096;
+        while (cap < c->len + n + 1)
+            cap *= 2;
+        if (cap > c->limit + 1)
+            cap = c->limit + 1;
+        char *d = realloc(c->data, cap);
+        if (d == NULL) {
+            c->failed = true;
+            c->truncated = true;
+            return;
+        }
+        c->data = d;
+        c->cap = cap;
+    }
+    memcpy(c->data + c->len, buf, n);
+    c->len += n;
+    c->data[c->len] = '\0';
+}
+
+/* Reads what the pipe has now. Returns false at EOF or error. */
+static bool drain_pipe(int fd, struct capture *c)
+{
+    char buf[16384];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n > 0) {
+            capture_add(c, buf, (size_t)n);
+            continue;
+        }
+        if (n == 0)
+            return false;
+        if (errno == EINTR)
+            continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK;
+    }
+}
+
+/* -------------------------------------------------------------- running */
+
+static char **build_env(const char *const *extra)
+{
+    size_t n = 0, m = 0;
+    while (environ && environ[n])
+        n++;
+    while (extra && extra[m])
+        m++;
+    char **env = malloc((n + m + 1) * sizeof *env);
+    if (env == NULL)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* An extra entry overrides the inherited one with the same name. */
+        const char *eq = strchr(environ[i], '=');
+        size_t nl = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
+        bool overridden = false;
+        for (size_t j = 0; j < m && !overridden; j++)
+            overridden = strncmp(extra[j], environ[i], nl) == 0 && extra[j][nl] == '=';
+        if (!overridden)
+            env[k++] = environ[i];
+    }
+    for (size_t j = 0; j < m; j++)
+        env[k++] = (char *)extra[j];
+    env[k] = NULL;
+    return env;
+}
+
+/* A descriptor that becomes readable when the child exits; -1 on kernels
+ * before 5.3 (the loop then looks for the exit every 50 ms). */
+static int pidfd_open_compat(pid_t pid)
+{
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* True once the child has exited (not reaped yet). */
+static bool child_exited(pid_t pid, bool *gone)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0) {
+        /* ECHILD: someone else reaped it (SIGCHLD ignored). */
+        *gone = true;
+        return true;
+    }
+    return si.si_pid == pid;
+}
+
+static void append_tail(ej__exec_result *res, const struct capture *c)
+{
+    if (res->failure_cause == NULL || c->len == 0)
+        return;
+    size_t start = c->len > FAILURE_OUTPUT_TAIL ? c->len - FAILURE_OUTPUT_TAIL : 0;
+    char *m = ej__asprintf("%s\n--- output%s ---\n%s", res->failure_cause,
+                           start ? " (last 2000 bytes)" : "", c->data + start);
+    if (m) {
+        free(res->failure_cause);
+        res->failure_cause = m;
+    }
+}
+
+void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context *ctx,
+                         ej__exec_result *res)
+{
+    res->exit_code = -1;
+    if (job->command_line == NULL || job->command_line[0] == '\0') {
+        ej__exec_fail(res, EJ_ECONFIG,
+                      "Cannot find script command line for job '%s', job is not executed.",
+                      ctx->job_name ? ctx->job_name : "");
+        return;
+    }
+    char **argv = NULL;
+    int argc = 0;
+    char msg[512];
+    int rc = ej__exec_split_command(job->command_line, &argv, &argc, msg, sizeof msg);
+    if (rc != 0) {
+        ej__exec_fail(res, rc, "Execute script failure: scriptCommandLine: %s",
+                      rc == EJ_ENOMEM ? "out of memory" : msg);
+        return;
+    }
+    char *json = ej__exec_context_json(ctx);
+    if (json == NULL) {
+        free(argv);
+        ej__exec_fail(res, EJ_ENOMEM, "Execute script failure: out of memory");
+        return;
+    }
+    argv[argc] = json;
+    argv[argc + 1] = NULL;
+
+    struct capture cap = {.limit = job->output_cap ? job->output_cap : EJ_JOB_OUTPUT_CAP_DEFAULT};
+    int pipefd[2] = {-1, -1};
+    int devnull = -1, pidfd = -1;
+    char **env = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    bool fa_init = false, attr_init = false;
+    pid_t pid = -1;
+
+    if (pipe2(pipefd, O_CLOEXEC) != 0 || (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+        ej__exec_fail(res, -errno, "Execute script failure: cannot create a pipe: %s",
+                      strerror(errno));
+        goto out;
+    }
+    if (job->env && job->env[0]) {
+        env = build_env(job->env);
+        if (env == NULL) {
+            ej__exec_fail(res, EJ_ENOMEM, "Execute script failure: out of memory");
+            goto out;
+        }
+    }
+    posix_spawn_file_actions_init(&fa);
+    fa_init = true;
+    posix_spawn_file_actions_adddup2(&fa, devnull, 0);
+    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
+    /* Descriptors other libraries opened without O_CLOEXEC stay ours. */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    posix_spawnattr_init(&attr);
+    attr_init = true;
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    sigdelset(&all, SIGKILL);
+    sigdelset(&all, SIGSTOP);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                        POSIX_SPAWN_SETSIGDEF);
+    rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, env ? env : environ);
+    if (rc != 0) {
+        pid = -1;
+        ej__exec_fail(res, -rc, "Execute script failure: cannot run '%s': %s", argv[0],
+                      strerror(rc));
+        goto out;
+    }
+    close(pipefd[1]);
+    pipefd[1] = -1;
+    close(devnull);
+    devnull = -1;
+    fcntl(pipefd[0], F_SETFL, fcntl(pipefd[0], F_GETFL) | O_NONBLOCK);
+    pidfd = pidfd_open_compat(pid);
+
+    int64_t start = ej__mono_ms();
+    int64_t deadline = job->timeout_ms > 0 ? start + job->timeout_ms : 0;
+    int64_t grace = job->kill_grace_ms > 0 ? job->kill_grace_ms : DEFAULT_GRACE_MS;
+    int64_t kill_at = 0;
+    enum { RUNNING, TERMED, KILLED } kstate = RUNNING;
+    bool pipe_open = true, gone = false;
+    for (;;) {
+        if (child_exited(pid, &gone))
+            break;
+        int64_t now = ej__mono_ms();
+        if (kstate == RUNNING) {
+            bool timeout = deadline && now >= deadline;
+            bool cancel = !timeout && ej_shard_context_is_cancelled(ctx);
+            if (timeout || cancel) {
+                res->timed_out = timeout;
+                res->cancelled = cancel;
+                kill(-pid, SIGTERM);
+                kstate = TERMED;
+                kill_at = now + grace;
+            }
+        } else if (kstate == TERMED && now >= kill_at) {
+            kill(-pid, SIGKILL);
+            kstate = KILLED;
+        }
+        int64_t wait = -1;
+        if (kstate == RUNNING && deadline)
+            wait = deadline - now;
+        if (kstate == TERMED)
+            wait = kill_at - now;
+        if (kstate == RUNNING && ctx->cancel_ && (wait < 0 || wait > CANCEL_TICK_MS))
+            wait = CANCEL_TICK_MS;
+        if (pidfd < 0 && (wait < 0 || wait > CANCEL_TICK_MS))
+            wait = CANCEL_TICK_MS / 2; /* no pidfd: look for the exit now and then */
+        if (wait < 0 && kstate == KILLED)
+            wait = CANCEL_TICK_MS;
+        struct pollfd pfd[2];
+        int np = 0;
+        if (pipe_open)
+            pfd[np++] = (struct pollfd){.fd = pipefd[0], .events = POLLIN};
+        if (pidfd >= 0)
+            pfd[np++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+        int pr = poll(pfd, (nfds_t)np, wait < 0 ? -1 : (int)(wait > 0 ? wait : 0));
+        if (pr < 0 && errno != EINTR)
+            ej__sleep_ms(10);
+        if (pipe_open && pr > 0 && pfd[0].revents) {
+            if (!drain_pipe(pipefd[0], &cap))
+                pipe_open = false; /* EOF: every writer is gone */
+        }
+    }
+    /* The child has exited. Take what it wrote; a background process that
+     * still holds the pipe does not keep us waiting. */
+    if (pipe_open)
+        drain_pipe(pipefd[0], &cap);
+    if (kstate != RUNNING)
+        kill(-pid, SIGKILL); /* stragglers in the group; the pgid is still ours */
+    int status = 0;
+    bool have_status = false;
+    if (!gone) {
+        while (waitpid(pid, &status, 0) < 0) {
+            if (errno != EINTR)
+                break;
+        }
+        have_status = true;
+    }
+    pid = -1;
+
+    const char *prog = argv[0];
+    if (res->timed_out) {
+        ej__exec_fail(res, EJ_ETIMEDOUT,
+                      "Execute script failure: '%s' timed out after %lld ms; process group "
+                      "killed",
+                      prog, (long long)job->timeout_ms);
+    } else if (res->cancelled) {
+        ej__exec_fail(res, EJ_ESTOPPED,
+                      "Execute script failure: '%s' cancelled; process group killed", prog);
+    }
+    if (have_status && WIFEXITED(status)) {
+        res->exit_code = WEXITSTATUS(status);
+        if (res->exit_code != 0 && res->rc == 0)
+            ej__exec_fail(res, EJ_EJOBFAILED, "Execute script failure: '%s' exited with code %d",
+                          prog, res->exit_code);
+    } else if (have_status && WIFSIGNALED(status)) {
+        res->term_signal = WTERMSIG(status);
+        if (res->rc == 0)
+            ej__exec_fail(res, EJ_EJOBFAILED,
+                          "Execute script failure: '%s' killed by signal %d (%s)", prog,
+                          res->term_signal, strsignal(res->term_signal));
+    } else if (res->rc == 0) {
+        ej__exec_fail(res, EJ_EJOBFAILED,
+                      "Execute script failure: '%s' exit status unknown (is SIGCHLD ignored?)",
+                      prog);
+    }
+    if (res->rc != 0)
+        append_tail(res, &cap);
+
+out:
+    if (pid > 0) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+    if (pipefd[0] >= 0)
+        close(pipefd[0]);
+    if (pipefd[1] >= 0)
+        close(pipefd[1]);
+    if (devnull >= 0)
+        close(devnull);
+    if (fa_init)
+        posix_spawn_file_actions_destroy(&fa);
+    if (attr_init)
+        posix_spawnattr_destroy(&attr);
+    free(env);
+    free(json);
+    free(argv);
+    res->output = cap.data;
+    res->output_len = cap.len;
+    res->output_truncated = cap.truncated;
+}

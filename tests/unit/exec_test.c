@@ -1,0 +1,998 @@
+/* Item runners (simple, dataflow, script, http), contexts, names, and the
+ * event bus. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "ejob/error.h"
+#include "ejob/event.h"
+#include "ejob/job.h"
+#include "ejob/log.h"
+#include "exec/internal.h"
+
+static char tmpdir[64];
+
+static void make_tmpdir(void)
+{
+    if (tmpdir[0])
+        return;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ej-exec-test-XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+}
+
+static char *tmp_path(const char *name)
+{
+    make_tmpdir();
+    return ej__asprintf("%s/%s", tmpdir, name);
+}
+
+static char *write_script(const char *name, const char *body)
+{
+    char *p = tmp_path(name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(body, f);
+    fclose(f);
+    chmod(p, 0755);
+    return p;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return NULL;
+    ej_buf b;
+    ej__buf_init(&b);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        ej__buf_append(&b, buf, n);
+    fclose(f);
+    return ej__buf_steal(&b);
+}
+
+static void fill_ctx(ej_shard_context *ctx, const atomic_bool *cancel, int item, const char *param)
+{
+    ej__exec_context_init(ctx, cancel);
+    ctx->job_name = "demoJob";
+    ctx->task_id = "demoJob@-@0,1,2@-@READY@-@10.0.0.7@-@4123";
+    ctx->sharding_total_count = 3;
+    ctx->job_parameter = "a=b";
+    ctx->sharding_item = item;
+    ctx->sharding_parameter = param;
+}
+
+/* ------------------------------------------------------------ contexts */
+
+static void test_context_json(void **state)
+{
+    (void)state;
+    ej_shard_context ctx;
+    fill_ctx(&ctx, NULL, 0, "A");
+    char *j = ej__exec_context_json(&ctx);
+    assert_string_equal(j, "{\"jobName\":\"demoJob\",\"taskId\":\"demoJob@-@0,1,2@-@READY@-@10.0.0."
+                           "7@-@4123\",\"shardingTotalCount\":3,\"jobParameter\":\"a\\u003db\","
+                           "\"shardingItem\":0,\"shardingParameter\":\"A\"}");
+    free(j);
+    ctx.sharding_parameter = NULL;
+    ctx.job_parameter = "";
+    ctx.sharding_item = 2;
+    j = ej__exec_context_json(&ctx);
+    assert_string_equal(j, "{\"jobName\":\"demoJob\",\"taskId\":\"demoJob@-@0,1,2@-@READY@-@10.0.0."
+                           "7@-@4123\",\"shardingTotalCount\":3,\"jobParameter\":\"\","
+                           "\"shardingItem\":2}");
+    free(j);
+    ctx.sharding_parameter = "<x>&'\"";
+    j = ej__exec_context_json(&ctx);
+    assert_non_null(strstr(j, "\"shardingParameter\":\"\\u003cx\\u003e\\u0026\\u0027\\\"\"}"));
+    free(j);
+    ej__exec_context_fini(&ctx);
+}
+
+static void test_task_id_and_items(void **state)
+{
+    (void)state;
+    int items[] = {0, 1, 2};
+    char *t = ej__exec_task_id("job", items, 3, "10.0.0.7@-@4123");
+    assert_string_equal(t, "job@-@0,1,2@-@READY@-@10.0.0.7@-@4123");
+    free(t);
+    t = ej__exec_task_id("job", NULL, 0, "i");
+    assert_string_equal(t, "job@-@@-@READY@-@i");
+    free(t);
+    assert_null(ej__exec_task_id(NULL, items, 1, "i"));
+    char *s = ej_event_items_string(items, 3);
+    assert_string_equal(s, "[0, 1, 2]");
+    free(s);
+    s = ej_event_items_string(NULL, 0);
+    assert_string_equal(s, "[]");
+    free(s);
+    assert_null(ej_event_items_string(NULL, 2));
+}
+
+static void test_cancel_and_error(void **state)
+{
+    (void)state;
+    atomic_bool cancel = false;
+    ej_shard_context ctx;
+    fill_ctx(&ctx, &cancel, 0, NULL);
+    assert_false(ej_shard_context_is_cancelled(&ctx));
+    atomic_store(&cancel, true);
+    assert_true(ej_shard_context_is_cancelled(&ctx));
+    assert_false(ej_shard_context_is_cancelled(NULL));
+    ej_shard_context_set_error(&ctx, "bad %d", 1);
+    ej_shard_context_set_error(&ctx, "worse %d", 2);
+    assert_string_equal(ej__exec_context_error(&ctx), "worse 2");
+    ej__exec_context_fini(&ctx);
+    assert_null(ej__exec_context_error(&ctx));
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    ej_error_handler_kind k;
+    assert_int_equal(ej_error_handler_parse(NULL, &k), 0);
+    assert_int_equal(k, EJ_ERROR_HANDLER_LOG);
+    assert_int_equal(ej_error_handler_parse("ignore", &k), 0);
+    assert_int_equal(k, EJ_ERROR_HANDLER_IGNORE);
+    assert_int_equal(ej_error_handler_parse("THROW", &k), 0);
+    assert_int_equal(k, EJ_ERROR_HANDLER_FAIL);
+    assert_int_equal(
+        ej_error_handler_parse(
+            "com.dangdang.ddframe.job.executor.handler.impl.DefaultJobExceptionHandler", &k),
+        0);
+    assert_int_equal(k, EJ_ERROR_HANDLER_LOG);
+    assert_int_equal(ej_error_handler_parse("EMAIL", &k), EJ_ECONFIG);
+    ej_executor_kind e;
+    assert_int_equal(ej_executor_kind_parse("SINGLE_THREAD", &e), 0);
+    assert_int_equal(e, EJ_EXECUTOR_SINGLE_THREAD);
+    assert_int_equal(
+        ej_executor_kind_parse(
+            "com.dangdang.ddframe.job.executor.handler.impl.DefaultExecutorServiceHandler", &e),
+        0);
+    assert_int_equal(e, EJ_EXECUTOR_CPU);
+    assert_int_equal(ej_executor_kind_parse("com.example.Mine", &e), EJ_ECONFIG);
+    assert_int_equal(ej_executor_concurrency(EJ_EXECUTOR_SINGLE_THREAD, 0), 1);
+    assert_int_equal(ej_executor_concurrency(EJ_EXECUTOR_CPU, 0),
+                     2 * (int)sysconf(_SC_NPROCESSORS_ONLN));
+    assert_int_equal(ej_executor_concurrency(EJ_EXECUTOR_FIXED, 5), 5);
+    ej_job_type t;
+    assert_int_equal(ej_job_type_parse("dataflow", &t), 0);
+    assert_int_equal(t, EJ_JOB_DATAFLOW);
+    assert_int_equal(ej_job_type_parse("JAVA", &t), EJ_EINVAL);
+    assert_string_equal(ej_job_type_name(EJ_JOB_HTTP), "HTTP");
+    ej_execution_source src;
+    assert_int_equal(ej_execution_source_parse("MISFIRE", &src), 0);
+    assert_int_equal(src, EJ_EXEC_MISFIRE);
+    assert_string_equal(ej_execution_source_name(EJ_EXEC_FAILOVER), "FAILOVER");
+    assert_string_equal(ej_task_state_name(EJ_TASK_ERROR), "TASK_ERROR");
+}
+
+static int noop_simple(const ej_shard_context *ctx, void *user)
+{
+    (void)ctx;
+    (void)user;
+    return 0;
+}
+
+static void test_validate(void **state)
+{
+    (void)state;
+    char err[256];
+    struct ej_job_def d = {.type = EJ_JOB_SIMPLE};
+    assert_int_equal(ej_job_def_validate(&d, err, sizeof err), EJ_ECONFIG);
+    assert_non_null(strstr(err, "simple"));
+    d.simple = noop_simple;
+    assert_int_equal(ej_job_def_validate(&d, err, sizeof err), 0);
+    d.error_handler.kind = EJ_ERROR_HANDLER_CUSTOM;
+    assert_int_equal(ej_job_def_validate(&d, err, sizeof err), EJ_ECONFIG);
+    assert_non_null(strstr(err, "error_handler.fn"));
+
+    struct ej_job_def s = {.type = EJ_JOB_SCRIPT};
+    s.script.command_line = "echo 'unbalanced";
+    assert_int_equal(ej_job_def_validate(&s, err, sizeof err), EJ_ECONFIG);
+    assert_non_null(strstr(err, "script.command_line: unbalanced quotes"));
+    s.script.command_line = "  ";
+    assert_int_equal(ej_job_def_validate(&s, err, sizeof err), EJ_ECONFIG);
+    s.script.command_line = "/bin/true";
+    assert_int_equal(ej_job_def_validate(&s, err, sizeof err), 0);
+    s.script.timeout_ms = -1;
+    assert_int_equal(ej_job_def_validate(&s, err, sizeof err), EJ_ECONFIG);
+    assert_non_null(strstr(err, "script.timeout_ms"));
+
+    struct ej_job_def h = {.type = EJ_JOB_HTTP};
+    h.http.uri = "ftp://x";
+    assert_int_equal(ej_job_def_validate(&h, err, sizeof err), EJ_ECONFIG);
+    assert_non_null(strstr(err, "http.uri: 'ftp://x'"));
+    h.http.uri = "http://127.0.0.1/x";
+    h.http.method = "PO ST";
+    assert_int_equal(ej_job_def_validate(&h, err, sizeof err), EJ_ECONFIG);
+    h.http.method = "POST";
+    assert_int_equal(ej_job_def_validate(&h, err, sizeof err), 0);
+    struct ej_job_def df = {.type = EJ_JOB_DATAFLOW};
+    assert_int_equal(ej_job_def_validate(&df, err, sizeof err), EJ_ECONFIG);
+    assert_non_null(strstr(err, "dataflow.fetch"));
+    assert_int_equal(ej_job_def_validate(NULL, err, sizeof err), EJ_EINVAL);
+}
+
+/* -------------------------------------------------------------- split */
+
+static void check_split(const char *line, int n, ...)
+{
+    char **argv = NULL;
+    int argc = -1;
+    char err[128];
+    assert_int_equal(ej__exec_split_command(line, &argv, &argc, err, sizeof err), 0);
+    assert_int_equal(argc, n);
+    va_list ap;
+    va_start(ap, n);
+    for (int i = 0; i < n; i++)
+        assert_string_equal(argv[i], va_arg(ap, const char *));
+    va_end(ap);
+    assert_null(argv[n]);
+    free(argv);
+}
+
+static void test_split_command(void **state)
+{
+    (void)state;
+    check_split("a b  c", 3, "a", "b", "c");
+    check_split(" /bin/sh -c 'echo a b' ", 3, "/bin/sh", "-c", "echo a b");
+    check_split("x \"\" y", 3, "x", "", "y");
+    check_split("a\"b c\"d", 1, "ab cd");
+    check_split("say \"it's\" 'a \"q\"'", 3, "say", "it's", "a \"q\"");
+    check_split("a\tb", 1, "a\tb"); /* only spaces separate, as in commons-exec */
+    check_split("p C:\\dir\\f", 2, "p", "C:\\dir\\f");
+    check_split("x ''", 2, "x", "");
+    char **argv = NULL;
+    char err[128];
+    assert_int_equal(ej__exec_split_command("echo \"open", &argv, NULL, err, sizeof err),
+                     EJ_ECONFIG);
+    assert_non_null(strstr(err, "unbalanced quotes in 'echo \"open'"));
+    assert_null(argv);
+    assert_int_equal(ej__exec_split_command("   ", &argv, NULL, err, sizeof err), EJ_ECONFIG);
+    assert_int_equal(ej__exec_split_command("\"\" a", &argv, NULL, err, sizeof err), EJ_ECONFIG);
+    assert_non_null(strstr(err, "no program"));
+    assert_int_equal(ej__exec_split_command(NULL, &argv, NULL, err, sizeof err), EJ_EINVAL);
+}
+
+/* ------------------------------------------------------------- script */
+
+static int count_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static void test_script_context_per_item(void **state)
+{
+    (void)state;
+    char *out = tmp_path("argv.txt");
+    char *script =
+        write_script("args.sh", "#!/bin/sh\n"
+                                "for a in \"$@\"; do printf '%s\\n' \"$a\"; done >> \"$OUT\"\n");
+    char *envv = ej__asprintf("OUT=%s", out);
+    const char *env[] = {envv, NULL};
+    char *cmd = ej__asprintf("%s 'first arg' second", script);
+    struct ej_job_def d = {.type = EJ_JOB_SCRIPT};
+    d.script.command_line = cmd;
+    d.script.env = env;
+    const char *params[] = {"Beijing", NULL, "Guang=zhou"};
+    int fds_before = count_fds();
+    for (int i = 0; i < 3; i++) {
+        ej_shard_context ctx;
+        fill_ctx(&ctx, NULL, i, params[i]);
+        ej__exec_result r;
+        assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), 0);
+        assert_null(r.failure_cause);
+        assert_int_equal(r.exit_code, 0);
+        ej__exec_result_fini(&r);
+        ej__exec_context_fini(&ctx);
+    }
+    assert_int_equal(count_fds(), fds_before);
+    char *got = slurp(out);
+    const char *tid = "\"taskId\":\"demoJob@-@0,1,2@-@READY@-@10.0.0.7@-@4123\"";
+    char *want = ej__asprintf(
+        "first arg\nsecond\n"
+        "{\"jobName\":\"demoJob\",%s,\"shardingTotalCount\":3,\"jobParameter\":\"a\\u003db\","
+        "\"shardingItem\":0,\"shardingParameter\":\"Beijing\"}\n"
+        "first arg\nsecond\n"
+        "{\"jobName\":\"demoJob\",%s,\"shardingTotalCount\":3,\"jobParameter\":\"a\\u003db\","
+        "\"shardingItem\":1}\n"
+        "first arg\nsecond\n"
+        "{\"jobName\":\"demoJob\",%s,\"shardingTotalCount\":3,\"jobParameter\":\"a\\u003db\","
+        "\"shardingItem\":2,\"shardingParameter\":\"Guang\\u003dzhou\"}\n",
+        tid, tid, tid);
+    assert_string_equal(got, want);
+    free(want);
+    free(got);
+    free(cmd);
+    free(envv);
+    free(script);
+    free(out);
+}
+
+static int failures_seen;
+static int last_failed_item = -2;
+static char last_failure[512];
+
+static bool record_failure(const char *job, int item, const char *msg, void *user)
+{
+    (void)job;
+    failures_seen++;
+    last_failed_item = item;
+    snprintf(last_failure, sizeof last_failure, "%s", msg);
+    return user != NULL;
+}
+
+static void test_script_failure_exit_code(void **state)
+{
+    (void)state;
+    struct ej_job_def d = {.type = EJ_JOB_SCRIPT};
+    d.script.command_line = "/bin/sh -c 'echo boom-out; echo boom-err >&2; exit 3'";
+    d.error_handler.kind = EJ_ERROR_HANDLER_CUSTOM;
+    d.error_handler.fn = record_failure;
+    ej_shard_context ctx;
+    fill_ctx(&ctx, NULL, 1, NULL);
+    ej__exec_result r;
+    failures_seen = 0;
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), EJ_EJOBFAILED);
+    assert_int_equal(r.exit_code, 3);
+    assert_non_null(strstr(r.failure_cause, "exited with code 3"));
+    assert_non_null(strstr(r.failure_cause, "boom-out"));
+    assert_non_null(strstr(r.output, "boom-out\n"));
+    assert_non_null(strstr(r.output, "boom-err\n"));
+    assert_false(r.abort_run);
+    assert_int_equal(failures_seen, 1);
+    assert_int_equal(last_failed_item, 1);
+    assert_non_null(strstr(last_failure, "exited with code 3"));
+    ej__exec_result_fini(&r);
+
+    /* Killed by a signal. */
+    d.script.command_line = "/bin/sh -c 'kill -9 $$'";
+    d.error_handler.user = (void *)1; /* the handler asks to fail the run */
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), EJ_EJOBFAILED);
+    assert_int_equal(r.term_signal, 9);
+    assert_non_null(strstr(r.failure_cause, "killed by signal 9"));
+    assert_true(r.abort_run);
+    ej__exec_result_fini(&r);
+
+    /* A program that does not exist. */
+    d.script.command_line = "/nonexistent/prog x";
+    d.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), -ENOENT);
+    assert_non_null(strstr(r.failure_cause, "cannot run '/nonexistent/prog'"));
+    assert_false(r.abort_run);
+    ej__exec_result_fini(&r);
+
+    /* Empty command line: ElasticJob's message. */
+    d.script.command_line = "";
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), EJ_ECONFIG);
+    assert_string_equal(r.failure_cause,
+                        "Cannot find script command line for job 'demoJob', job is not executed.");
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&ctx);
+}
+
+/* True when pid no longer runs (gone, or a zombie nobody reaped yet). */
+static bool process_gone(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    char *st = slurp(path);
+    if (st == NULL)
+        return true;
+    const char *rp = strrchr(st, ')');
+    bool zombie = rp && (rp[2] == 'Z' || rp[2] == 'X');
+    free(st);
+    return zombie;
+}
+
+static pid_t read_pid(const char *path)
+{
+    char *s = slurp(path);
+    assert_non_null(s);
+    pid_t p = (pid_t)atoi(s);
+    free(s);
+    return p;
+}
+
+static void run_timeout_case(const char *trap, int64_t grace, int64_t min_ms, int64_t max_ms)
+{
+    char *pidfile = tmp_path(trap[0] ? "grand2.pid" : "grand.pid");
+    unlink(pidfile);
+    char *cmd = ej__asprintf("/bin/sh -c '%s sleep 30 & echo $! > %s; wait'", trap, pidfile);
+    struct ej_job_def d = {.type = EJ_JOB_SCRIPT};
+    d.script.command_line = cmd;
+    d.script.timeout_ms = 300;
+    d.script.kill_grace_ms = grace;
+    d.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
+    ej_shard_context ctx;
+    fill_ctx(&ctx, NULL, 0, NULL);
+    ej__exec_result r;
+    int64_t t0 = ej__mono_ms();
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), EJ_ETIMEDOUT);
+    int64_t took = ej__mono_ms() - t0;
+    assert_true(r.timed_out);
+    assert_non_null(strstr(r.failure_cause, "timed out after 300 ms"));
+    assert_true(took >= min_ms);
+    assert_true(took < max_ms);
+    pid_t grandchild = read_pid(pidfile);
+    assert_true(grandchild > 0);
+    /* The grandchild was in the script's process group: it got the signal
+     * too. Give the kernel a moment to deliver it. */
+    int64_t until = ej__mono_ms() + 2000;
+    while (!process_gone(grandchild) && ej__mono_ms() < until)
+        ej__sleep_ms(10);
+    assert_true(process_gone(grandchild));
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&ctx);
+    free(cmd);
+    free(pidfile);
+}
+
+static void test_script_timeout_kills_group(void **state)
+{
+    (void)state;
+    /* SIGTERM is enough. */
+    run_timeout_case("", 5000, 290, 2000);
+    /* The whole group ignores SIGTERM: SIGKILL after the grace. */
+    run_timeout_case("trap \"\" TERM;", 400, 690, 3000);
+}
+
+static void test_script_output_cap(void **state)
+{
+    (void)state;
+    struct ej_job_def d = {.type = EJ_JOB_SCRIPT};
+    d.script.command_line = "/bin/sh -c 'head -c 300000 /dev/zero | tr \"\\\\000\" a; echo'";
+    d.script.output_cap = 1000;
+    ej_shard_context ctx;
+    fill_ctx(&ctx, NULL, 0, NULL);
+    ej__exec_result r;
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), 0);
+    assert_int_equal(r.output_len, 1000);
+    assert_true(r.output_truncated);
+    assert_int_equal(strspn(r.output, "a"), 1000);
+    ej__exec_result_fini(&r);
+
+    /* No descriptor but 0, 1, 2 (and ls's own) reaches the script. */
+    d.script.command_line = "/bin/sh -c 'ls /proc/self/fd'";
+    d.script.output_cap = 0;
+    int keep = open("/dev/null", O_RDONLY); /* not O_CLOEXEC on purpose */
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), 0);
+    close(keep);
+    assert_string_equal(r.output, "0\n1\n2\n3\n");
+    assert_false(r.output_truncated);
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&ctx);
+}
+
+static void *cancel_later(void *arg)
+{
+    ej__sleep_ms(200);
+    atomic_store((atomic_bool *)arg, true);
+    return NULL;
+}
+
+static void test_script_cancel(void **state)
+{
+    (void)state;
+    atomic_bool cancel = false;
+    struct ej_job_def d = {.type = EJ_JOB_SCRIPT};
+    d.script.command_line = "/bin/sh -c 'sleep 30'";
+    d.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
+    ej_shard_context ctx;
+    fill_ctx(&ctx, &cancel, 0, NULL);
+    pthread_t th;
+    pthread_create(&th, NULL, cancel_later, &cancel);
+    ej__exec_result r;
+    int64_t t0 = ej__mono_ms();
+    int rc = ej__exec_run_item(&d, &ctx, NULL, &r);
+    if (rc != EJ_ESTOPPED)
+        print_error("cancel: %s\n", r.failure_cause);
+    assert_int_equal(rc, EJ_ESTOPPED);
+    assert_true(ej__mono_ms() - t0 < 2000);
+    assert_true(r.cancelled);
+    assert_non_null(strstr(r.failure_cause, "cancelled"));
+    pthread_join(th, NULL);
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&ctx);
+}
+
+/* --------------------------------------------------- simple / dataflow */
+
+static int failing_simple(const ej_shard_context *ctx, void *user)
+{
+    (void)user;
+    ej_shard_context_set_error(ctx, "item %d: no database", ctx->sharding_item);
+    return -1;
+}
+
+static int silent_failing_simple(const ej_shard_context *ctx, void *user)
+{
+    (void)ctx;
+    (void)user;
+    return EJ_ETIMEDOUT;
+}
+
+static void test_simple_and_handlers(void **state)
+{
+    (void)state;
+    struct ej_job_def d = {.type = EJ_JOB_SIMPLE, .simple = noop_simple};
+    ej_shard_context ctx;
+    fill_ctx(&ctx, NULL, 2, NULL);
+    ej__exec_result r;
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), 0);
+    ej__exec_result_fini(&r);
+
+    d.simple = failing_simple;
+    d.error_handler.kind = EJ_ERROR_HANDLER_FAIL;
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), EJ_EJOBFAILED);
+    assert_string_equal(r.failure_cause, "item 2: no database");
+    assert_true(r.abort_run);
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&ctx);
+
+    d.simple = silent_failing_simple;
+    d.error_handler.kind = EJ_ERROR_HANDLER_LOG;
+    fill_ctx(&ctx, NULL, 2, NULL);
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), EJ_EJOBFAILED);
+    assert_non_null(strstr(r.failure_cause, "job callback returned -1009"));
+    assert_false(r.abort_run);
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&ctx);
+
+    assert_false(ej__exec_handle_error(&d, "j", -1, "listener failed"));
+    d.error_handler.kind = EJ_ERROR_HANDLER_FAIL;
+    assert_true(ej__exec_handle_error(&d, "j", -1, "listener failed"));
+}
+
+struct flow {
+    int batches_left;
+    int fetched, processed;
+    int stop_after; /* keep_going false after this many batches */
+};
+
+static long flow_fetch(const ej_shard_context *ctx, void **batch, void *user)
+{
+    (void)ctx;
+    struct flow *f = user;
+    f->fetched++;
+    if (f->batches_left == 0)
+        return 0;
+    f->batches_left--;
+    int *b = malloc(2 * sizeof *b);
+    b[0] = 7;
+    b[1] = 8;
+    *batch = b;
+    return 2;
+}
+
+static int flow_process(const ej_shard_context *ctx, void *batch, long count, void *user)
+{
+    (void)ctx;
+    struct flow *f = user;
+    assert_int_equal(count, 2);
+    assert_int_equal(((int *)batch)[1], 8);
+    free(batch);
+    f->processed++;
+    return 0;
+}
+
+static bool flow_keep_going(void *arg)
+{
+    struct flow *f = arg;
+    return f->stop_after == 0 || f->processed < f->stop_after;
+}
+
+static void test_dataflow(void **state)
+{
+    (void)state;
+    struct flow f = {.batches_left = 3};
+    struct ej_job_def d = {.type = EJ_JOB_DATAFLOW, .user = &f};
+    d.dataflow.fetch = flow_fetch;
+    d.dataflow.process = flow_process;
+    d.dataflow.streaming = true;
+    ej_shard_context ctx;
+    fill_ctx(&ctx, NULL, 0, NULL);
+    ej__exec_result r;
+    /* Streaming: until fetch returns nothing. */
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), 0);
+    assert_int_equal(f.fetched, 4);
+    assert_int_equal(f.processed, 3);
+    ej__exec_result_fini(&r);
+    /* Streaming stopped by the predicate (job stopped / resharding). */
+    f = (struct flow){.batches_left = 5, .stop_after = 2};
+    struct ej__exec_opts o = {.keep_going = flow_keep_going, .keep_going_arg = &f};
+    assert_int_equal(ej__exec_run_item(&d, &ctx, &o, &r), 0);
+    assert_int_equal(f.processed, 2);
+    assert_int_equal(f.fetched, 2);
+    ej__exec_result_fini(&r);
+    /* Not streaming: one fetch, one process. */
+    f = (struct flow){.batches_left = 5};
+    d.dataflow.streaming = false;
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), 0);
+    assert_int_equal(f.fetched, 1);
+    assert_int_equal(f.processed, 1);
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&ctx);
+}
+
+/* --------------------------------------------------------------- http */
+
+struct http_rec {
+    pthread_mutex_t mu;
+    char method[16];
+    char url[128];
+    char ctx_header[1024];
+    char ctype[128];
+    char body[1024];
+    int requests;
+};
+static struct http_rec rec = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+struct conn {
+    ej_buf body;
+};
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls)
+{
+    (void)cls;
+    (void)version;
+    if (*con_cls == NULL) {
+        struct conn *k = calloc(1, sizeof *k);
+        ej__buf_init(&k->body);
+        *con_cls = k;
+        return MHD_YES;
+    }
+    struct conn *k = *con_cls;
+    if (*upload_size > 0) {
+        ej__buf_append(&k->body, upload_data, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "shardingContext");
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    pthread_mutex_lock(&rec.mu);
+    rec.requests++;
+    snprintf(rec.method, sizeof rec.method, "%s", method);
+    snprintf(rec.url, sizeof rec.url, "%s", url);
+    snprintf(rec.ctx_header, sizeof rec.ctx_header, "%s", h ? h : "");
+    snprintf(rec.ctype, sizeof rec.ctype, "%s", ct ? ct : "");
+    snprintf(rec.body, sizeof rec.body, "%s", k->body.data ? k->body.data : "");
+    pthread_mutex_unlock(&rec.mu);
+    unsigned status = 200;
+    const char *reply = "done";
+    if (strcmp(url, "/fail") == 0) {
+        status = 500;
+        reply = "kaput: database down";
+    } else if (strcmp(url, "/slow") == 0) {
+        ej__sleep_ms(1500);
+    } else if (strcmp(url, "/created") == 0) {
+        status = 201;
+    }
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(reply), (void *)reply, MHD_RESPMEM_MUST_COPY);
+    enum MHD_Result ok = MHD_queue_response(c, status, resp);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)c;
+    (void)toe;
+    struct conn *k = *con_cls;
+    if (k) {
+        ej__buf_fini(&k->body);
+        free(k);
+        *con_cls = NULL;
+    }
+}
+
+static void test_http(void **state)
+{
+    (void)state;
+    struct sockaddr_in addr = {.sin_family = AF_INET};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct MHD_Daemon *d =
+        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
+                         NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, &addr,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+    assert_non_null(d);
+    int port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+    char *ok_url = ej__asprintf("http://127.0.0.1:%d/ok", port);
+    char *fail_url = ej__asprintf("http://127.0.0.1:%d/fail", port);
+    char *slow_url = ej__asprintf("http://127.0.0.1:%d/slow", port);
+    char *created_url = ej__asprintf("http://127.0.0.1:%d/created", port);
+
+    ej_shard_context ctx;
+    fill_ctx(&ctx, NULL, 1, "Shanghai");
+    char *want_json = ej__exec_context_json(&ctx);
+    const char *extra[] = {"X-Extra: yes", NULL};
+    struct ej_job_def j = {.type = EJ_JOB_HTTP};
+    j.http.uri = ok_url;
+    j.http.method = "POST";
+    j.http.data = "a=1&b=2";
+    j.http.content_type = "application/x-www-form-urlencoded";
+    j.http.headers = extra;
+    ej__exec_result r;
+    assert_int_equal(ej__exec_run_item(&j, &ctx, NULL, &r), 0);
+    assert_int_equal(r.http_status, 200);
+    assert_string_equal(r.output, "done");
+    pthread_mutex_lock(&rec.mu);
+    assert_string_equal(rec.method, "POST");
+    assert_string_equal(rec.url, "/ok");
+    assert_string_equal(rec.ctx_header, want_json);
+    assert_string_equal(rec.ctype, "application/x-www-form-urlencoded");
+    assert_string_equal(rec.body, "a=1&b=2");
+    pthread_mutex_unlock(&rec.mu);
+    ej__exec_result_fini(&r);
+
+    /* GET without a method; 201 is success too. */
+    j.http.method = NULL;
+    j.http.data = NULL;
+    j.http.content_type = NULL;
+    j.http.uri = created_url;
+    assert_int_equal(ej__exec_run_item(&j, &ctx, NULL, &r), 0);
+    assert_int_equal(r.http_status, 201);
+    pthread_mutex_lock(&rec.mu);
+    assert_string_equal(rec.method, "GET");
+    assert_string_equal(rec.ctype, "");
+    pthread_mutex_unlock(&rec.mu);
+    ej__exec_result_fini(&r);
+
+    /* 500: a failure naming the status and the body. */
+    j.http.uri = fail_url;
+    j.http.method = "PUT";
+    j.http.data = "x";
+    j.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
+    assert_int_equal(ej__exec_run_item(&j, &ctx, NULL, &r), EJ_EJOBFAILED);
+    assert_int_equal(r.http_status, 500);
+    assert_non_null(strstr(r.failure_cause, "PUT"));
+    assert_non_null(strstr(r.failure_cause, "status 500: kaput: database down"));
+    pthread_mutex_lock(&rec.mu);
+    assert_string_equal(rec.method, "PUT");
+    assert_string_equal(rec.body, "x");
+    pthread_mutex_unlock(&rec.mu);
+    ej__exec_result_fini(&r);
+
+    /* The server answers after 1.5 s; the read timeout is 300 ms. */
+    j.http.uri = slow_url;
+    j.http.method = "GET";
+    j.http.connect_timeout_ms = 200;
+    j.http.read_timeout_ms = 300;
+    int64_t t0 = ej__mono_ms();
+    assert_int_equal(ej__exec_run_item(&j, &ctx, NULL, &r), EJ_ETIMEDOUT);
+    int64_t took = ej__mono_ms() - t0;
+    assert_true(took < 1400);
+    assert_true(r.timed_out);
+    assert_non_null(strstr(r.failure_cause, "timed out"));
+    ej__exec_result_fini(&r);
+
+    /* Nothing listens on this port (the daemon's port + 0 is taken:
+     * bind a socket, close it, use its port). */
+    j.http.uri = "http://127.0.0.1:1/nothing";
+    assert_int_equal(ej__exec_run_item(&j, &ctx, NULL, &r), EJ_EJOBFAILED);
+    assert_non_null(strstr(r.failure_cause, "http://127.0.0.1:1/nothing"));
+    ej__exec_result_fini(&r);
+
+    MHD_stop_daemon(d);
+    free(want_json);
+    ej__exec_context_fini(&ctx);
+    free(ok_url);
+    free(fail_url);
+    free(slow_url);
+    free(created_url);
+}
+
+/* ---------------------------------------------------------- event bus */
+
+struct sink_rec {
+    pthread_mutex_t mu;
+    int n;
+    int64_t sleep_ms;
+    char last_job[64];
+    char last_items[64];
+    char last_cause[64];
+    int order_ok;
+    int next_item;
+};
+
+static void rec_sink(const ej_event *ev, void *user)
+{
+    struct sink_rec *s = user;
+    if (s->sleep_ms)
+        ej__sleep_ms(s->sleep_ms);
+    pthread_mutex_lock(&s->mu);
+    s->n++;
+    if (ev->type == EJ_EVENT_EXECUTION) {
+        snprintf(s->last_job, sizeof s->last_job, "%s", ev->u.execution.job_name);
+        snprintf(s->last_cause, sizeof s->last_cause, "%s",
+                 ev->u.execution.failure_cause ? ev->u.execution.failure_cause : "(null)");
+        if (ev->u.execution.sharding_item == s->next_item)
+            s->order_ok++;
+        s->next_item = ev->u.execution.sharding_item + 1;
+    } else {
+        snprintf(s->last_items, sizeof s->last_items, "%s", ev->u.status.sharding_item);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void test_event_id(void **state)
+{
+    (void)state;
+    char a[EJ_EVENT_ID_LEN], b[EJ_EVENT_ID_LEN];
+    ej_event_new_id(a);
+    ej_event_new_id(b);
+    assert_int_equal(strlen(a), 36);
+    assert_true(a[8] == '-' && a[13] == '-' && a[18] == '-' && a[23] == '-');
+    assert_int_equal(a[14], '4');
+    assert_non_null(strchr("89ab", a[19]));
+    assert_string_not_equal(a, b);
+}
+
+static void test_event_bus_flush_on_destroy(void **state)
+{
+    (void)state;
+    ej_event_bus *bus;
+    assert_int_equal(ej_event_bus_create(NULL, &bus), 0);
+    struct sink_rec s = {.mu = PTHREAD_MUTEX_INITIALIZER, .sleep_ms = 5};
+    assert_int_equal(ej_event_bus_add_sink(bus, rec_sink, &s), 0);
+    assert_int_equal(ej_event_bus_add_sink(bus, ej_event_log_sink, NULL), 0);
+    char job[32];
+    for (int i = 0; i < 20; i++) {
+        snprintf(job, sizeof job, "job-%d", i);
+        ej_execution_event e = {.job_name = job, .task_id = "t", .hostname = "h", .ip = "1.2.3.4"};
+        ej_event_new_id(e.id);
+        e.sharding_item = i;
+        e.start_time_ms = 1000;
+        e.complete_time_ms = i % 2 ? 1500 : 0;
+        e.failure_cause = i == 19 ? "it broke\nat line 2" : NULL;
+        assert_int_equal(ej_event_bus_post_execution(bus, &e), 0);
+        /* The bus copied the strings: overwrite ours. */
+        memset(job, 'x', sizeof job - 1);
+    }
+    ej_status_event st = {.job_name = "j",
+                          .task_id = "t",
+                          .slave_id = "1.2.3.4",
+                          .sharding_item = "[0, 1]",
+                          .state = EJ_TASK_RUNNING};
+    ej_event_new_id(st.id);
+    assert_int_equal(ej_event_bus_post_status(bus, &st), 0);
+    ej_event bad = {.type = 99};
+    assert_int_equal(ej_event_bus_post(bus, &bad), EJ_EINVAL);
+    /* Destroy flushes everything before returning. */
+    ej_event_bus_destroy(bus);
+    assert_int_equal(s.n, 21);
+    assert_int_equal(s.order_ok, 20);
+    assert_string_equal(s.last_job, "job-19");
+    assert_string_equal(s.last_cause, "it broke\nat line 2");
+    assert_string_equal(s.last_items, "[0, 1]");
+}
+
+static void test_event_bus_never_blocks(void **state)
+{
+    (void)state;
+    ej_event_bus *bus;
+    struct ej_event_bus_opts o = {.capacity = 4, .flush_timeout_ms = 300};
+    assert_int_equal(ej_event_bus_create(&o, &bus), 0);
+    struct sink_rec s = {.mu = PTHREAD_MUTEX_INITIALIZER, .sleep_ms = 200};
+    assert_int_equal(ej_event_bus_add_sink(bus, rec_sink, &s), 0);
+    int accepted = 0, dropped = 0;
+    int64_t worst = 0;
+    for (int i = 0; i < 100; i++) {
+        ej_status_event st = {.job_name = "j", .task_id = "t", .sharding_item = "[0]"};
+        int64_t t0 = ej__mono_ms();
+        int rc = ej_event_bus_post_status(bus, &st);
+        int64_t dt = ej__mono_ms() - t0;
+        worst = dt > worst ? dt : worst;
+        if (rc == 0)
+            accepted++;
+        else if (rc == EJ_EAGAIN)
+            dropped++;
+    }
+    assert_true(worst < 150); /* the sink sleeps 200 ms per event */
+    assert_true(accepted <= 5);
+    assert_int_equal(accepted + dropped, 100);
+    struct ej_event_bus_stats stats;
+    ej_event_bus_stats(bus, &stats);
+    assert_int_equal(stats.dropped, (uint64_t)dropped);
+    assert_int_equal(stats.posted, (uint64_t)accepted);
+    assert_int_equal(ej_event_bus_flush(bus, 10), EJ_ETIMEDOUT);
+    /* Destroy waits at most flush_timeout_ms for the queue, then drops
+     * the rest (after the sink call in progress returns). */
+    int64_t t0 = ej__mono_ms();
+    ej_event_bus_destroy(bus);
+    int64_t took = ej__mono_ms() - t0;
+    assert_true(took < 1000);
+    assert_true(s.n < accepted);
+    assert_true(s.n >= 1);
+}
+
+static void test_event_bus_flush(void **state)
+{
+    (void)state;
+    ej_event_bus *bus;
+    assert_int_equal(ej_event_bus_create(NULL, &bus), 0);
+    struct sink_rec s = {.mu = PTHREAD_MUTEX_INITIALIZER, .sleep_ms = 20};
+    assert_int_equal(ej_event_bus_add_sink(bus, rec_sink, &s), 0);
+    for (int i = 0; i < 5; i++) {
+        ej_status_event st = {.job_name = "j", .task_id = "t", .sharding_item = "[1]"};
+        assert_int_equal(ej_event_bus_post_status(bus, &st), 0);
+    }
+    assert_int_equal(ej_event_bus_flush(bus, 5000), 0);
+    pthread_mutex_lock(&s.mu);
+    assert_int_equal(s.n, 5);
+    pthread_mutex_unlock(&s.mu);
+    struct ej_event_bus_stats stats;
+    ej_event_bus_stats(bus, &stats);
+    assert_int_equal(stats.delivered, 5);
+    assert_int_equal(stats.queued, 0);
+    ej_event_bus_destroy(bus);
+    ej_event_bus_destroy(NULL);
+    assert_int_equal(ej_event_bus_create(NULL, NULL), EJ_EINVAL);
+}
+
+static int teardown_tmp(void **state)
+{
+    (void)state;
+    if (tmpdir[0]) {
+        char *cmd = ej__asprintf("rm -rf '%s'", tmpdir);
+        int rc = system(cmd);
+        (void)rc;
+        free(cmd);
+    }
+    return 0;
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    ej_log_set_level(EJ_LOG_WARN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_context_json),
+        cmocka_unit_test(test_task_id_and_items),
+        cmocka_unit_test(test_cancel_and_error),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_validate),
+        cmocka_unit_test(test_split_command),
+        cmocka_unit_test(test_script_context_per_item),
+        cmocka_unit_test(test_script_failure_exit_code),
+        cmocka_unit_test(test_script_timeout_kills_group),
+        cmocka_unit_test(test_script_output_cap),
+        cmocka_unit_test(test_script_cancel),
+        cmocka_unit_test(test_simple_and_handlers),
+        cmocka_unit_test(test_dataflow),
+        cmocka_unit_test(test_http),
+        cmocka_unit_test(test_event_id),
+        cmocka_unit_test(test_event_bus_flush_on_destroy),
+        cmocka_unit_test(test_event_bus_never_blocks),
+        cmocka_unit_test(test_event_bus_flush),
+    };
+    return cmocka_run_group_tests(tests, NULL, teardown_tmp);
+}
