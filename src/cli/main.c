@@ -83,10 +83,15 @@ int main(int argc, char **argv)
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         if (argc >= 3 && strcmp(argv[1], "help") == 0) {
-            char *help_argv[] = {argv[2], "--help", NULL};
-            for (int i = 0; i < n_commands; i++)
-                if (strcmp(commands[i]->name, argv[2]) == 0)
-                    return commands[i]->run(2, help_argv);
+            for (int i = 0; i < n_commands; i++) {
+                if (strcmp(commands[i]->name, argv[2]) == 0) {
+                    fputs(commands[i]->usage, stdout);
+                    return EJ_EXIT_OK;
+                }
+            }
+            fprintf(stderr, "ejob help: unknown command '%s'.\n", argv[2]);
+            print_help(stderr);
+            return EJ_EXIT_USAGE;
         }
         print_help(argc < 2 ? stderr : stdout);
         return argc < 2 ? EJ_EXIT_USAGE : EJ_EXIT_OK;

@@ -32,7 +32,7 @@ zkf__spawn() {
   ZKF_PID=$!
   local i
   for i in $(seq 1 600); do
-    if [ "$(echo ruok | nc -q1 127.0.0.1 "$ZKF_PORT" 2>/dev/null)" = imok ]; then return 0; fi
+    if [ "$(echo ruok | timeout 2 nc -q1 127.0.0.1 "$ZKF_PORT" 2>/dev/null)" = imok ]; then return 0; fi
     kill -0 "$ZKF_PID" 2>/dev/null || { echo "zkfixture: server exited, see $ZKF_DIR/zookeeper.log" >&2; return 1; }
     sleep 0.05
   done

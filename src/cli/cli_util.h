@@ -1,0 +1,137 @@
+/*
+ * Helpers shared by the `ejob` commands: option parsing, finding and
+ * connecting to the registry, aligned tables and JSON output.
+ */
+#ifndef EJ_CLI_UTIL_H
+#define EJ_CLI_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "ejob/registry.h"
+
+/* ------------------------------------------------------------ options */
+
+typedef enum {
+    EJCLI_BOOL = 0, /* --name: sets *(bool *)target */
+    EJCLI_STR = 1,  /* --name VALUE or --name=VALUE: sets *(const char **)target */
+    EJCLI_INT = 2,  /* --name N: sets *(long *)target (decimal, may be negative) */
+} ejcli_flag_kind;
+
+struct ejcli_flag {
+    const char *name; /* "registry" for --registry */
+    char short_name;  /* 'c' for -c, or 0 */
+    ejcli_flag_kind kind;
+    void *target;
+};
+
+/* Options every registry-using command accepts. */
+struct ejcli_common {
+    const char *registry;   /* --registry HOST:PORT[,...][/NAMESPACE] */
+    const char *namespace_; /* --namespace NS */
+    const char *digest;     /* --digest user:password */
+    const char *state_dir;  /* --state-dir DIR */
+    long timeout_ms;        /* --timeout-ms N (connect), default 5000 */
+    bool json;              /* --json */
+};
+
+/* The flags of struct ejcli_common, to put in a command's flag table. */
+#define EJCLI_COMMON_FLAGS(c)                                                                      \
+    {"registry", 'r', EJCLI_STR, &(c)->registry}, {"namespace", 'n', EJCLI_STR, &(c)->namespace_}, \
+        {"digest", 0, EJCLI_STR, &(c)->digest}, {"state-dir", 0, EJCLI_STR, &(c)->state_dir},      \
+        {"timeout-ms", 0, EJCLI_INT, &(c)->timeout_ms},                                            \
+    {                                                                                              \
+        "json", 0, EJCLI_BOOL, &(c)->json                                                          \
+    }
+
+/* Text of the common options for usage messages. */
+#define EJCLI_COMMON_HELP                                                                          \
+    "Registry options (every command that talks to ZooKeeper):\n"                                  \
+    "  -r, --registry HOST:PORT[,HOST:PORT...][/NAMESPACE]\n"                                      \
+    "                      the ZooKeeper ensemble and namespace (env EJOB_REGISTRY).\n"            \
+    "                      Without it, the embedded registry a local `ejob run`\n"                 \
+    "                      started (its address is in STATE_DIR/registry).\n"                      \
+    "  -n, --namespace NS  the namespace, when --registry does not name one\n"                     \
+    "                      (env EJOB_NAMESPACE)\n"                                                 \
+    "      --digest USER:PASSWORD  ZooKeeper digest auth (env EJOB_DIGEST)\n"                      \
+    "      --state-dir DIR state directory of the embedded registry (env EJOB_STATE_DIR,\n"        \
+    "                      else $XDG_RUNTIME_DIR/ejob, else /tmp/ejob-$UID)\n"                     \
+    "      --timeout-ms N  how long to wait for the connection (default 5000)\n"                   \
+    "      --json          print JSON instead of a table\n"
+
+/* The list terminator of a flag table. */
+#define EJCLI_FLAGS_END                                                                            \
+    {                                                                                              \
+        NULL, 0, EJCLI_BOOL, NULL                                                                  \
+    }
+
+/*
+ * Parse argv[1..] (argv[0] is the command name) against flags; the other
+ * arguments go to pos (at most max_pos; *npos receives how many). "--" ends
+ * the options. "-" alone is a positional argument.
+ * Returns 0, or prints a usage error for cmd and returns EJ_EXIT_USAGE.
+ */
+int ejcli_parse(const char *cmd, int argc, char **argv, const struct ejcli_flag *flags, char **pos,
+                int max_pos, int *npos);
+
+/* Set defaults of a struct ejcli_common. */
+void ejcli_common_init(struct ejcli_common *c);
+
+/* --------------------------------------------------------- registry */
+
+/* Where the registry is, resolved from options, environment and state. */
+struct ejcli_target {
+    char servers[1024];
+    char namespace_[256];
+    const char *digest;
+    bool embedded; /* found through the state directory */
+};
+
+/*
+ * Work out servers and namespace (see EJCLI_COMMON_HELP). On failure prints
+ * "ejob CMD: message" and returns EJ_EXIT_USAGE (nothing given) or
+ * EJ_EXIT_FAILED (embedded registry missing or not answering).
+ */
+int ejcli_resolve(const char *cmd, const struct ejcli_common *c, struct ejcli_target *t);
+
+/*
+ * Resolve and connect. Returns 0 and *out, or prints why and returns an
+ * exit code (EJ_EXIT_USAGE or EJ_EXIT_FAILED).
+ */
+int ejcli_connect(const char *cmd, const struct ejcli_common *c, ej_registry **out,
+                  struct ejcli_target *target_out);
+
+/* Print "ejob CMD: message" to stderr and return EJ_EXIT_FAILED. */
+int ejcli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Print "ejob CMD: what: <registry error message>" and return EJ_EXIT_FAILED. */
+int ejcli_reg_fail(const char *cmd, int rc, const char *what);
+
+/* Checks the job name is one path segment; prints a usage error if not. */
+int ejcli_check_job_name(const char *cmd, const char *job);
+
+/*
+ * Check /{job} exists. Returns 0; or prints
+ *   ejob CMD: no job "X" in namespace "ns"
+ * and returns EJ_EXIT_FAILED (also for registry errors, with their message).
+ */
+int ejcli_require_job(const char *cmd, ej_registry *reg, const char *job);
+
+/* Read a node as a string; *out NULL and 0 returned when it does not exist.
+ * Other errors are returned. Caller frees *out. */
+int ejcli_get_opt(ej_registry *reg, const char *path, char **out);
+
+/* ------------------------------------------------------------ tables */
+
+typedef struct ejcli_table ejcli_table;
+
+/* A table with ncols columns and these headers (copied). */
+ejcli_table *ejcli_table_new(size_t ncols, const char *const *headers);
+/* Append a row of ncols strings (copied; NULL prints as "-"). */
+void ejcli_table_row(ejcli_table *t, const char *const *cells);
+/* Print aligned (two spaces between columns, last column not padded). */
+void ejcli_table_print(const ejcli_table *t, FILE *out);
+void ejcli_table_free(ejcli_table *t);
+
+#endif

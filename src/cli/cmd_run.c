@@ -1,0 +1,452 @@
+/* `ejob run`: the daemon for script and HTTP jobs. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/signalfd.h>
+
+#include "ejob/config.h"
+#include "ejob/error.h"
+#include "ejob/log.h"
+#include "ejob/registry.h"
+#include "common/util.h"
+#include "cli/cli.h"
+#include "cli/cli_util.h"
+#include "cli/daemon.h"
+#include "cli/embedded.h"
+#include "cli/jobinfo.h"
+
+#define CMD "run"
+#define DEFAULT_DRAIN_MS 30000
+#define EMBEDDED_STOP_WAIT_MS 15000
+
+static const char usage[] =
+    "Usage: ejob run -c FILE [--registry HOST:PORT[,...][/NAMESPACE]] [--digest USER:PASS]\n"
+    "                [--log-format text|json] [--log-level LEVEL]\n"
+    "                [--drain-timeout-ms N] [--state-dir DIR] [--check]\n"
+    "\n"
+    "Run the SCRIPT and HTTP jobs of a YAML file (the shape of ElasticJob 3.x's\n"
+    "Spring Boot configuration; see docs/cli.md) until stopped.\n"
+    "\n"
+    "  -c, --config FILE       the daemon file (required)\n"
+    "  -r, --registry SERVERS  ZooKeeper to use instead of the file's\n"
+    "                          regCenter.serverLists; a /NAMESPACE suffix replaces\n"
+    "                          regCenter.namespace\n"
+    "      --digest USER:PASS  ZooKeeper digest auth instead of regCenter.digest\n"
+    "      --log-format F      text (default) or json: one line per log record and\n"
+    "                          per job event, on stderr\n"
+    "      --log-level L       debug, info (default), warn or error\n"
+    "      --drain-timeout-ms N  on SIGTERM/SIGINT, how long running items may take\n"
+    "                          to finish (default 30000)\n"
+    "      --state-dir DIR     state directory of the embedded registry (env\n"
+    "                          EJOB_STATE_DIR, else $XDG_RUNTIME_DIR/ejob, else\n"
+    "                          /tmp/ejob-$UID)\n"
+    "      --check             only load and validate the file, then exit\n"
+    "\n"
+    "The file is checked completely before anything starts: every problem is\n"
+    "printed as FILE:LINE:COLUMN: message and the exit code is 2.\n"
+    "\n"
+    "Embedded registry: when regCenter.serverLists is missing or `embedded` (and\n"
+    "no --registry is given), the daemon uses a private ZooKeeper on 127.0.0.1\n"
+    "that it starts from the Debian package (java + /usr/share/java/zookeeper.jar)\n"
+    "unless another daemon of the same state directory already runs it. The\n"
+    "server survives a daemon's crash and stops when the last daemon using it\n"
+    "exits. `ejob registry status` shows it; other ejob commands find it through\n"
+    "the state directory (give them --namespace).\n"
+    "\n"
+    "Signals:\n"
+    "  SIGTERM, SIGINT  stop firing, let running items finish (bounded by\n"
+    "                   --drain-timeout-ms), leave ZooKeeper cleanly, exit 0\n"
+    "  SIGHUP           reload the file: added jobs start, removed jobs stop,\n"
+    "                   changed jobs take their new config; the others are not\n"
+    "                   touched. A file with errors is ignored (the errors are\n"
+    "                   logged) and the running configuration is kept.\n"
+    "\n"
+    "The host's IP in instance ids is the first non-loopback IPv4 address\n"
+    "(public before site-local), or EJOB_IP when set.\n"
+    "\n"
+    "Example:\n"
+    "  $ ejob run -c examples/demo/jobs.yaml\n"
+    "  2026-01-01T10:00:00.000Z info  [daemon] embedded registry 127.0.0.1:40123 ...\n"
+    "\n"
+    "Exit codes: 0 stopped by a signal, 1 could not start (registry, job), 2 usage\n"
+    "error or invalid file.\n";
+
+struct running {
+    char *name;
+    ejd_job *job;
+};
+
+struct daemon {
+    const char *file;
+    struct ej_daemon_config cfg;
+    ej_registry *reg;
+    ejcli_embedded *embedded;
+    struct running *jobs;
+    size_t njobs, cap;
+    int drain_ms;
+};
+
+static void print_errors(const struct ej_config_errors *errs, const char *file, int rc)
+{
+    if (errs->count == 0)
+        fprintf(stderr, "%s: %s\n", file, ej_strerror(rc));
+    for (size_t i = 0; i < errs->count; i++)
+        fprintf(stderr, "%s\n", errs->messages[i]);
+}
+
+static void log_errors(const struct ej_config_errors *errs, const char *file, int rc)
+{
+    if (errs->count == 0)
+        EJ_LOG(EJ_LOG_ERROR, "daemon", rc, "reload: %s: %s", file, ej_strerror(rc));
+    for (size_t i = 0; i < errs->count; i++)
+        EJ_LOG(EJ_LOG_ERROR, "daemon", 0, "reload: %s", errs->messages[i]);
+}
+
+static struct running *find_job(struct daemon *d, const char *name)
+{
+    for (size_t i = 0; i < d->njobs; i++)
+        if (strcmp(d->jobs[i].name, name) == 0)
+            return &d->jobs[i];
+    return NULL;
+}
+
+static int add_running(struct daemon *d, const char *name, ejd_job *job)
+{
+    if (d->njobs == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 8;
+        struct running *n = realloc(d->jobs, cap * sizeof(*n));
+        if (n == NULL)
+            return EJ_ENOMEM;
+        d->jobs = n;
+        d->cap = cap;
+    }
+    char *copy = strdup(name);
+    if (copy == NULL)
+        return EJ_ENOMEM;
+    d->jobs[d->njobs].name = copy;
+    d->jobs[d->njobs].job = job;
+    d->njobs++;
+    return 0;
+}
+
+static int start_job(struct daemon *d, const struct ej_job_config *cfg)
+{
+    char err[512] = "";
+    ejd_job *job = NULL;
+    int rc = ejd_job_start(d->reg, cfg, &job, err, sizeof(err));
+    if (rc != 0) {
+        EJ_LOG(EJ_LOG_ERROR, "daemon", rc, "job %s: cannot start: %s", cfg->job_name,
+               err[0] ? err : ej_strerror(rc));
+        return rc;
+    }
+    rc = add_running(d, cfg->job_name, job);
+    if (rc != 0) {
+        ejd_jobs_stop(&job, 1);
+        return rc;
+    }
+    EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: started (%s, cron \"%s\", %d items)", cfg->job_name,
+           ej_job_type_name(cfg->job_type), cfg->cron, cfg->sharding_total_count);
+    return 0;
+}
+
+static void stop_job_at(struct daemon *d, size_t i)
+{
+    EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: stopping", d->jobs[i].name);
+    ejd_jobs_stop(&d->jobs[i].job, 1);
+    EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: stopped", d->jobs[i].name);
+    free(d->jobs[i].name);
+    d->jobs[i] = d->jobs[--d->njobs];
+}
+
+/* Stop every job at once (the drain bound holds for all together). */
+static void stop_all(struct daemon *d)
+{
+    ejd_job **all = calloc(d->njobs ? d->njobs : 1, sizeof(*all));
+    if (all == NULL) {
+        while (d->njobs > 0)
+            stop_job_at(d, d->njobs - 1);
+    } else {
+        for (size_t i = 0; i < d->njobs; i++)
+            all[i] = d->jobs[i].job;
+        if (d->njobs > 0)
+            EJ_LOG(EJ_LOG_INFO, "daemon", 0, "stopping %zu job(s)", d->njobs);
+        ejd_jobs_stop(all, d->njobs);
+        for (size_t i = 0; i < d->njobs; i++)
+            free(d->jobs[i].name);
+        d->njobs = 0;
+        free(all);
+    }
+    free(d->jobs);
+    d->jobs = NULL;
+}
+
+static const struct ej_job_config *find_cfg(const struct ej_daemon_config *c, const char *name)
+{
+    for (size_t i = 0; i < c->job_count; i++)
+        if (strcmp(c->jobs[i].job_name, name) == 0)
+            return &c->jobs[i];
+    return NULL;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return strcmp(a != NULL ? a : "", b != NULL ? b : "") == 0;
+}
+
+static void reload(struct daemon *d)
+{
+    EJ_LOG(EJ_LOG_INFO, "daemon", 0, "SIGHUP: reloading %s", d->file);
+    struct ej_daemon_config next;
+    struct ej_config_errors errs;
+    ej_config_errors_init(&errs);
+    int rc = ej_daemon_config_load_file(d->file, &next, &errs);
+    if (rc != 0) {
+        log_errors(&errs, d->file, rc);
+        EJ_LOG(EJ_LOG_WARN, "daemon", 0,
+               "reload: %s has errors; the running configuration is "
+               "kept",
+               d->file);
+        ej_config_errors_fini(&errs);
+        return;
+    }
+    ej_config_errors_fini(&errs);
+    const struct ej_reg_center_config *a = &d->cfg.reg_center, *b = &next.reg_center;
+    if (a->embedded != b->embedded || !same_str(a->server_lists, b->server_lists) ||
+        !same_str(a->name_space, b->name_space) || !same_str(a->digest, b->digest) ||
+        a->session_timeout_ms != b->session_timeout_ms)
+        EJ_LOG(EJ_LOG_WARN, "daemon", 0,
+               "reload: regCenter changes take effect only after a restart; ignored");
+    if (d->cfg.tracing.type != next.tracing.type || !same_str(d->cfg.tracing.url, next.tracing.url))
+        EJ_LOG(EJ_LOG_WARN, "daemon", 0,
+               "reload: tracing changes take effect only after a restart; ignored");
+
+    size_t removed = 0, added = 0, changed = 0, unchanged = 0;
+    for (size_t i = 0; i < d->njobs;) {
+        if (find_cfg(&next, d->jobs[i].name) == NULL) {
+            stop_job_at(d, i);
+            removed++;
+        } else {
+            i++;
+        }
+    }
+    for (size_t i = 0; i < next.job_count; i++) {
+        const struct ej_job_config *cfg = &next.jobs[i];
+        struct running *r = find_job(d, cfg->job_name);
+        if (r == NULL) {
+            if (start_job(d, cfg) == 0)
+                added++;
+            continue;
+        }
+        if (ej_job_config_equal(ejd_job_config(r->job), cfg)) {
+            unchanged++;
+            continue;
+        }
+        char err[512] = "";
+        rc = ejd_job_update(r->job, cfg, err, sizeof(err));
+        if (rc != 0) {
+            EJ_LOG(EJ_LOG_ERROR, "daemon", rc, "job %s: new config not applied: %s", cfg->job_name,
+                   err[0] ? err : ej_strerror(rc));
+            continue;
+        }
+        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: config updated (cron \"%s\", %d items)",
+               cfg->job_name, cfg->cron, cfg->sharding_total_count);
+        changed++;
+    }
+    ej_daemon_config_fini(&d->cfg);
+    d->cfg = next;
+    EJ_LOG(EJ_LOG_INFO, "daemon", 0,
+           "reload done: %zu added, %zu removed, %zu changed, %zu unchanged", added, removed,
+           changed, unchanged);
+}
+
+/* Splits "servers[/namespace]" of --registry. */
+static int registry_arg(const char *arg, char *servers, size_t slen, const char **ns)
+{
+    const char *slash = strchr(arg, '/');
+    size_t n = slash != NULL ? (size_t)(slash - arg) : strlen(arg);
+    if (n == 0 || n >= slen)
+        return -1;
+    memcpy(servers, arg, n);
+    servers[n] = '\0';
+    if (slash != NULL && slash[1] != '\0')
+        *ns = slash + 1;
+    return 0;
+}
+
+static int run_daemon(int argc, char **argv)
+{
+    const char *file = NULL, *registry = NULL, *digest = NULL, *log_format = NULL,
+               *log_level = NULL, *state_dir = NULL;
+    long drain_ms = DEFAULT_DRAIN_MS;
+    bool check = false;
+    struct ejcli_flag flags[] = {{"config", 'c', EJCLI_STR, &file},
+                                 {"registry", 'r', EJCLI_STR, &registry},
+                                 {"digest", 0, EJCLI_STR, &digest},
+                                 {"log-format", 0, EJCLI_STR, &log_format},
+                                 {"log-level", 0, EJCLI_STR, &log_level},
+                                 {"drain-timeout-ms", 0, EJCLI_INT, &drain_ms},
+                                 {"state-dir", 0, EJCLI_STR, &state_dir},
+                                 {"check", 0, EJCLI_BOOL, &check},
+                                 EJCLI_FLAGS_END};
+    char *pos[1];
+    int npos;
+    int rc = ejcli_parse(CMD, argc, argv, flags, pos, 0, &npos);
+    if (rc != 0)
+        return rc;
+    if (file == NULL)
+        return ej_cli_usage_error(CMD, "missing -c FILE");
+    if (log_format != NULL && strcmp(log_format, "text") != 0 && strcmp(log_format, "json") != 0)
+        return ej_cli_usage_error(CMD, "--log-format must be text or json, got \"%s\"", log_format);
+    if (log_level != NULL && ej_log_level_parse(log_level) < 0)
+        return ej_cli_usage_error(CMD, "--log-level must be debug, info, warn or error");
+    if (drain_ms < 0 || drain_ms > 24L * 3600 * 1000)
+        return ej_cli_usage_error(CMD, "--drain-timeout-ms must be 0..86400000");
+    if (digest != NULL && strchr(digest, ':') == NULL)
+        return ej_cli_usage_error(CMD, "--digest must be USER:PASSWORD");
+    char servers[1024] = "";
+    const char *ns_override = NULL;
+    if (registry != NULL && registry_arg(registry, servers, sizeof(servers), &ns_override) != 0)
+        return ej_cli_usage_error(CMD, "bad --registry \"%s\"", registry);
+    ej_log_set_format(log_format != NULL && strcmp(log_format, "json") == 0 ? EJ_LOG_JSON
+                                                                            : EJ_LOG_TEXT);
+    if (log_level != NULL)
+        ej_log_set_level((ej_log_level)ej_log_level_parse(log_level));
+
+    struct daemon d;
+    memset(&d, 0, sizeof(d));
+    d.file = file;
+    d.drain_ms = (int)drain_ms;
+    ejcli_install_cron_checker();
+    struct ej_config_errors errs;
+    ej_config_errors_init(&errs);
+    rc = ej_daemon_config_load_file(file, &d.cfg, &errs);
+    if (rc != 0) {
+        print_errors(&errs, file, rc);
+        ej_config_errors_fini(&errs);
+        return EJ_EXIT_USAGE;
+    }
+    ej_config_errors_fini(&errs);
+    if (check) {
+        printf("%s: OK (%zu job%s)\n", file, d.cfg.job_count, d.cfg.job_count == 1 ? "" : "s");
+        ej_daemon_config_fini(&d.cfg);
+        return EJ_EXIT_OK;
+    }
+    for (size_t i = 0; i < d.cfg.job_count; i++) {
+        ej_job_type t = d.cfg.jobs[i].job_type;
+        if (t != EJ_JOB_TYPE_SCRIPT && t != EJ_JOB_TYPE_HTTP) {
+            fprintf(stderr, "%s:%d: jobs.%s: the daemon runs SCRIPT and HTTP jobs only\n", file,
+                    d.cfg.job_lines ? d.cfg.job_lines[i] : 0, d.cfg.jobs[i].job_name);
+            ej_daemon_config_fini(&d.cfg);
+            return EJ_EXIT_USAGE;
+        }
+    }
+
+    /* Signals are taken through a signalfd: block them before any thread
+     * exists so every thread inherits the mask. */
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    if (sfd < 0) {
+        rc = ejcli_fail(CMD, "signalfd: %s", strerror(errno));
+        goto out_cfg;
+    }
+
+    const char *ns = ns_override != NULL ? ns_override : d.cfg.reg_center.name_space;
+    if (servers[0] == '\0' && !d.cfg.reg_center.embedded)
+        snprintf(servers, sizeof(servers), "%s", d.cfg.reg_center.server_lists);
+    if (servers[0] == '\0') {
+        char *dir = ejcli_state_dir(state_dir);
+        char err[512] = "";
+        int e = dir != NULL ? ejcli_embedded_join(dir, &d.embedded, err, sizeof(err)) : EJ_ENOMEM;
+        if (e != 0) {
+            EJ_LOG(EJ_LOG_ERROR, "daemon", e, "embedded registry: %s",
+                   err[0] ? err : ej_strerror(e));
+            free(dir);
+            rc = EJ_EXIT_FAILED;
+            goto out_sfd;
+        }
+        snprintf(servers, sizeof(servers), "%s", ejcli_embedded_address(d.embedded));
+        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "embedded registry %s (state directory %s)", servers, dir);
+        free(dir);
+    }
+
+    const struct ej_reg_center_config *rcfg = &d.cfg.reg_center;
+    struct ej_registry_opts opts = {
+        .servers = servers,
+        .namespace_ = ns,
+        .session_timeout_ms = rcfg->session_timeout_ms,
+        .connection_timeout_ms = rcfg->connection_timeout_ms,
+        .base_sleep_ms = rcfg->base_sleep_time_ms,
+        .max_sleep_ms = rcfg->max_sleep_time_ms,
+        .max_retries = rcfg->max_retries,
+        .digest = digest != NULL ? digest : rcfg->digest,
+    };
+    int e = ej_registry_create(&d.reg, &opts);
+    if (e != 0) {
+        EJ_LOG(EJ_LOG_ERROR, "daemon", e, "cannot connect to ZooKeeper at %s: %s", servers,
+               ej_registry_errmsg(NULL));
+        rc = EJ_EXIT_FAILED;
+        goto out_embedded;
+    }
+    char err[512] = "";
+    e = ejd_init(&d.cfg.tracing, d.drain_ms, err, sizeof(err));
+    if (e != 0) {
+        EJ_LOG(EJ_LOG_ERROR, "daemon", e, "%s", err[0] ? err : ej_strerror(e));
+        rc = EJ_EXIT_FAILED;
+        goto out_reg;
+    }
+    for (size_t i = 0; i < d.cfg.job_count; i++) {
+        if (start_job(&d, &d.cfg.jobs[i]) != 0) {
+            rc = EJ_EXIT_FAILED;
+            goto out_jobs;
+        }
+    }
+    EJ_LOG(EJ_LOG_INFO, "daemon", 0,
+           "running %zu job(s) of %s; registry %s/%s; pid %d (SIGTERM stops, SIGHUP reloads)",
+           d.njobs, file, servers, ns, (int)getpid());
+
+    for (;;) {
+        struct signalfd_siginfo si;
+        ssize_t n = read(sfd, &si, sizeof(si));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n != (ssize_t)sizeof(si)) {
+            EJ_LOG(EJ_LOG_ERROR, "daemon", -errno, "reading signals failed; stopping");
+            break;
+        }
+        if (si.ssi_signo == SIGHUP) {
+            reload(&d);
+            continue;
+        }
+        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "%s: stopping; running items may take up to %d ms",
+               si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT", d.drain_ms);
+        break;
+    }
+    rc = EJ_EXIT_OK;
+out_jobs:
+    stop_all(&d);
+    ejd_fini();
+out_reg:
+    ej_registry_destroy(d.reg);
+out_embedded:
+    ejcli_embedded_leave(d.embedded, EMBEDDED_STOP_WAIT_MS);
+out_sfd:
+    close(sfd);
+out_cfg:
+    ej_daemon_config_fini(&d.cfg);
+    if (rc == EJ_EXIT_OK)
+        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "stopped");
+    return rc;
+}
+
+EJ_CLI_COMMAND(run, CMD, "run the SCRIPT and HTTP jobs of a YAML file (the daemon)", usage,
+               run_daemon)

@@ -1,0 +1,234 @@
+/* `ejob status JOB`: one job's configuration, servers, instances and items. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "ejob/error.h"
+#include "cli/cli.h"
+#include "cli/cli_util.h"
+#include "cli/jobinfo.h"
+
+#define CMD "status"
+
+static const char usage[] =
+    "Usage: ejob status JOB [--json] [registry options]\n"
+    "\n"
+    "Show one job as ZooKeeper holds it: a summary of its configuration, its\n"
+    "servers, its live instances and one row per shard item:\n"
+    "\n"
+    "  ITEM  OWNER                RUNNING  FAILOVER  MISFIRE  DISABLED  STATUS   PARAMETER\n"
+    "  0     10.0.0.7@-@4123      yes      -         no       no        RUNNING  Beijing\n"
+    "\n"
+    "OWNER is sharding/ITEM/instance, FAILOVER the instance running the item as\n"
+    "a failover, STATUS ElasticJob's ShardingInfo status (DISABLED, RUNNING,\n"
+    "SHARDING_FLAG when the owner is not live, else PENDING). When the config\n"
+    "node does not parse or validate, the error is shown naming the field (the\n"
+    "instances keep running with their last good config).\n"
+    "\n" EJCLI_COMMON_HELP "\n"
+    "Exit codes: 0 shown, 1 no such job or registry error, 2 usage error.\n";
+
+static const char *yn(bool b)
+{
+    return b ? "yes" : "no";
+}
+
+static json_t *config_json(const struct ejcli_job *j)
+{
+    if (!j->config_parsed)
+        return json_null();
+    char *text = ej_job_config_to_json(&j->cfg);
+    json_t *v = text != NULL ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    return v != NULL ? v : json_null();
+}
+
+static void print_json(const struct ejcli_job *j, const char *ns)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "jobName", json_string(j->name));
+    json_object_set_new(o, "namespace", json_string(ns));
+    json_object_set_new(o, "status", json_string(ejcli_job_status_name(j->status)));
+    json_object_set_new(o, "config", config_json(j));
+    json_object_set_new(o, "configError",
+                        j->config_ok ? json_null() : json_string(j->config_error));
+    json_object_set_new(o, "leader", j->leader ? json_string(j->leader) : json_null());
+    json_object_set_new(o, "shardingNecessary", json_boolean(j->sharding_necessary));
+    json_object_set_new(o, "shardingProcessing", json_boolean(j->sharding_processing));
+    json_object_set_new(o, "failoverItemsWaiting", json_integer((json_int_t)j->failover_waiting));
+    json_t *servers = json_array();
+    for (size_t i = 0; i < j->server_count; i++) {
+        json_t *s = json_object();
+        json_object_set_new(s, "ip", json_string(j->servers[i].ip));
+        json_object_set_new(s, "status",
+                            json_string(j->servers[i].disabled ? "DISABLED" : "ENABLED"));
+        json_object_set_new(s, "instanceCount",
+                            json_integer((json_int_t)j->servers[i].instance_count));
+        json_array_append_new(servers, s);
+    }
+    json_object_set_new(o, "servers", servers);
+    json_t *instances = json_array();
+    for (size_t i = 0; i < j->instance_count; i++) {
+        char ip[256];
+        ejcli_instance_ip(j->instances[i].id, ip, sizeof(ip));
+        json_t *s = json_object();
+        json_object_set_new(s, "instanceId", json_string(j->instances[i].id));
+        json_object_set_new(s, "serverIp", json_string(ip));
+        json_object_set_new(
+            s, "leader",
+            json_boolean(j->leader != NULL && strcmp(j->leader, j->instances[i].id) == 0));
+        json_object_set_new(s, "triggerPending",
+                            json_boolean(strcmp(j->instances[i].data, "TRIGGER") == 0));
+        json_array_append_new(instances, s);
+    }
+    json_object_set_new(o, "instances", instances);
+    json_t *items = json_array();
+    for (size_t i = 0; i < j->item_count; i++) {
+        const struct ejcli_item *it = &j->items[i];
+        json_t *s = json_object();
+        json_object_set_new(s, "item", json_integer(it->item));
+        json_object_set_new(s, "instanceId", it->owner ? json_string(it->owner) : json_null());
+        json_object_set_new(s, "ownerLive", json_boolean(it->owner_live));
+        json_object_set_new(s, "running", json_boolean(it->running));
+        json_object_set_new(s, "failover", it->failover ? json_string(it->failover) : json_null());
+        json_object_set_new(s, "misfire", json_boolean(it->misfire));
+        json_object_set_new(s, "disabled", json_boolean(it->disabled));
+        json_object_set_new(s, "status", json_string(it->status));
+        json_object_set_new(s, "parameter",
+                            it->parameter ? json_string(it->parameter) : json_null());
+        json_array_append_new(items, s);
+    }
+    json_object_set_new(o, "items", items);
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (text != NULL)
+        printf("%s\n", text);
+    free(text);
+    json_decref(o);
+}
+
+static void print_text(const struct ejcli_job *j, const char *ns)
+{
+    printf("Job:        %s (namespace %s)\n", j->name, ns);
+    printf("Status:     %s\n", ejcli_job_status_name(j->status));
+    if (j->config_parsed) {
+        const struct ej_job_config *cfg = &j->cfg;
+        printf("Type:       %s", ej_job_type_name(cfg->job_type));
+        if (cfg->job_type == EJ_JOB_TYPE_SCRIPT)
+            printf("  %s", cfg->script_command_line);
+        else if (cfg->job_type == EJ_JOB_TYPE_HTTP)
+            printf("  %s %s", cfg->http.method[0] ? cfg->http.method : "GET", cfg->http.uri);
+        else if (cfg->job_class[0] != '\0')
+            printf("  %s", cfg->job_class);
+        printf("\n");
+        printf("Cron:       %s  (time zone %s)\n", cfg->cron,
+               cfg->time_zone[0] ? cfg->time_zone : "of each host");
+        printf("Items:      %d", cfg->sharding_total_count);
+        if (cfg->sharding_item_parameters[0] != '\0')
+            printf("  parameters %s", cfg->sharding_item_parameters);
+        printf("\n");
+        if (cfg->job_parameter[0] != '\0')
+            printf("Parameter:  %s\n", cfg->job_parameter);
+        printf("Options:    failover %s, misfire %s, monitorExecution %s, monitorPort %d\n",
+               cfg->failover ? "on" : "off", cfg->misfire ? "on" : "off",
+               cfg->monitor_execution ? "on" : "off", cfg->monitor_port);
+        printf("Strategy:   %s\n", cfg->job_sharding_strategy_class[0]
+                                       ? cfg->job_sharding_strategy_class
+                                       : "average (default)");
+        if (cfg->description[0] != '\0')
+            printf("About:      %s\n", cfg->description);
+    }
+    if (!j->config_ok)
+        printf("Config error: %s\n", j->config_error);
+    printf("Leader:     %s\n", j->leader ? j->leader : "(none)");
+    if (j->sharding_necessary || j->sharding_processing)
+        printf("Sharding:   %s\n",
+               j->sharding_processing ? "in progress" : "needed at the next fire");
+    if (j->failover_waiting > 0)
+        printf("Failover:   %zu item(s) waiting to be taken over\n", j->failover_waiting);
+
+    printf("\n");
+    static const char *const sh[] = {"SERVER", "STATUS", "INSTANCES"};
+    ejcli_table *t = ejcli_table_new(3, sh);
+    for (size_t i = 0; i < j->server_count; i++) {
+        char n[16];
+        snprintf(n, sizeof(n), "%zu", j->servers[i].instance_count);
+        const char *row[] = {j->servers[i].ip, j->servers[i].disabled ? "DISABLED" : "ENABLED", n};
+        ejcli_table_row(t, row);
+    }
+    ejcli_table_print(t, stdout);
+    ejcli_table_free(t);
+
+    printf("\n");
+    static const char *const ih[] = {"INSTANCE", "SERVER", "LEADER", "TRIGGER"};
+    t = ejcli_table_new(4, ih);
+    for (size_t i = 0; i < j->instance_count; i++) {
+        char ip[256];
+        ejcli_instance_ip(j->instances[i].id, ip, sizeof(ip));
+        bool leader = j->leader != NULL && strcmp(j->leader, j->instances[i].id) == 0;
+        const char *row[] = {j->instances[i].id, ip, yn(leader),
+                             strcmp(j->instances[i].data, "TRIGGER") == 0 ? "pending" : "-"};
+        ejcli_table_row(t, row);
+    }
+    ejcli_table_print(t, stdout);
+    ejcli_table_free(t);
+
+    printf("\n");
+    static const char *const th[] = {"ITEM",    "OWNER",    "RUNNING", "FAILOVER",
+                                     "MISFIRE", "DISABLED", "STATUS",  "PARAMETER"};
+    t = ejcli_table_new(8, th);
+    for (size_t i = 0; i < j->item_count; i++) {
+        const struct ejcli_item *it = &j->items[i];
+        char item[16], owner[300];
+        snprintf(item, sizeof(item), "%d", it->item);
+        snprintf(owner, sizeof(owner), "%s%s", it->owner ? it->owner : "-",
+                 it->owner && !it->owner_live ? " (gone)" : "");
+        const char *row[] = {item,
+                             owner,
+                             yn(it->running),
+                             it->failover ? it->failover : "-",
+                             yn(it->misfire),
+                             yn(it->disabled),
+                             it->status,
+                             it->parameter ? it->parameter : "-"};
+        ejcli_table_row(t, row);
+    }
+    ejcli_table_print(t, stdout);
+    ejcli_table_free(t);
+}
+
+static int run_status(int argc, char **argv)
+{
+    struct ejcli_common c;
+    ejcli_common_init(&c);
+    struct ejcli_flag flags[] = {EJCLI_COMMON_FLAGS(&c), EJCLI_FLAGS_END};
+    char *pos[1];
+    int npos;
+    int rc = ejcli_parse(CMD, argc, argv, flags, pos, 1, &npos);
+    if (rc != 0)
+        return rc;
+    if (npos != 1)
+        return ej_cli_usage_error(CMD, "expected a job name");
+    if ((rc = ejcli_check_job_name(CMD, pos[0])) != 0)
+        return rc;
+    ej_registry *reg;
+    if ((rc = ejcli_connect(CMD, &c, &reg, NULL)) != 0)
+        return rc;
+    struct ejcli_job j;
+    int err = ejcli_job_load(reg, pos[0], false, &j);
+    if (err == EJ_ENONODE)
+        rc = ejcli_fail(CMD, "no job \"%s\" in namespace \"%s\"", pos[0],
+                        ej_registry_namespace(reg));
+    else if (err != 0)
+        rc = ejcli_reg_fail(CMD, err, "cannot read the job");
+    else if (c.json)
+        print_json(&j, ej_registry_namespace(reg));
+    else
+        print_text(&j, ej_registry_namespace(reg));
+    ejcli_job_free(&j);
+    ej_registry_destroy(reg);
+    return rc;
+}
+
+EJ_CLI_COMMAND(status, CMD, "show a job: config, servers, instances, shard items", usage,
+               run_status)

@@ -1,0 +1,48 @@
+/*
+ * The jobs of `ejob run`: one running ejob job per entry of the daemon
+ * file, created, reconfigured and shut down through the library API
+ * (ejob.h). Kept apart from cmd_run.c because config.h and job.h cannot be
+ * included in one file (both define enum ej_job_type).
+ */
+#ifndef EJ_CLI_DAEMON_H
+#define EJ_CLI_DAEMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ejob/config.h"
+#include "ejob/registry.h"
+
+/* One running job of the daemon. */
+typedef struct ejd_job ejd_job;
+
+/* Process-wide set-up before any job starts: the event bus that logs one
+ * line per job event (in the log format already chosen), tracing, and the
+ * drain bound of shutdowns. Returns 0, or a negative error with err set. */
+int ejd_init(const struct ej_tracing_config *tracing, int drain_ms, char *err, size_t errlen);
+
+/* Create and start a job from cfg (copied). Returns 0 and *out, or a
+ * negative error with err saying why (the field, for config errors). */
+int ejd_job_start(ej_registry *reg, const struct ej_job_config *cfg, ejd_job **out, char *err,
+                  size_t errlen);
+
+/* The config the job was started or last updated with. Borrowed. */
+const struct ej_job_config *ejd_job_config(const ejd_job *job);
+
+/* Apply a changed config (same job name) to a running job: written to
+ * ZooKeeper, from where every instance applies it. Returns 0, or a negative
+ * error with err set (the job keeps its old config). */
+int ejd_job_update(ejd_job *job, const struct ej_job_config *cfg, char *err, size_t errlen);
+
+/* Stop cron firing (running items go on). */
+void ejd_job_pause(ejd_job *job);
+
+/* Stop the jobs at once: stop firing, let running items finish (bounded by
+ * the drain time), leave ZooKeeper, free them. Runs the shutdowns in
+ * parallel so the bound holds for all of them together. */
+void ejd_jobs_stop(ejd_job **jobs, size_t n);
+
+/* Undo ejd_init (delivers the queued events). */
+void ejd_fini(void);
+
+#endif

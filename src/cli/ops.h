@@ -1,0 +1,27 @@
+/*
+ * The console operations of ElasticJob 2.1.5's lifecycle API (JobOperateAPI,
+ * ShardingOperateAPI), written straight into ZooKeeper so they work on jobs
+ * run by Java instances as well as by ejob. Each prints what it did (a line
+ * per node, or JSON with --json) and returns an exit code.
+ */
+#ifndef EJ_CLI_OPS_H
+#define EJ_CLI_OPS_H
+
+#include <stdbool.h>
+
+/* trigger: "TRIGGER" into instances/{id}. */
+int ejcli_op_trigger(int argc, char **argv);
+/* disable / enable: servers/{ip} = "DISABLED" / "". */
+int ejcli_op_server(int argc, char **argv, bool disable);
+/* disable-item / enable-item: create / delete sharding/{item}/disabled. */
+int ejcli_op_item(int argc, char **argv, bool disable);
+/* shutdown: delete instances/{id}. */
+int ejcli_op_shutdown(int argc, char **argv);
+/* remove: delete /{job} recursively once no instance is live. */
+int ejcli_op_remove(int argc, char **argv);
+
+extern const char ejcli_trigger_usage[], ejcli_disable_usage[], ejcli_enable_usage[],
+    ejcli_disable_item_usage[], ejcli_enable_item_usage[], ejcli_shutdown_usage[],
+    ejcli_remove_usage[];
+
+#endif

@@ -1,0 +1,426 @@
+/*
+ * The nodes around item runs (ElasticJob's ExecutionService): running,
+ * misfire, the clock-skew check and the items of the next run. Writes are
+ * batched into transactions and conditional: creating `running` fails when
+ * another instance holds the item, so a stale view never runs an item twice.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "coord/internal.h"
+#include "ejob/config.h"
+#include "ejob/error.h"
+#include "ejob/log.h"
+
+#define MOD "coord"
+
+static char *item_path(ej__coord *c, int item, const char *leaf)
+{
+    return ej__coord_path(ej__coord_job_name(c), "sharding/%d/%s", item, leaf);
+}
+
+/* Running nodes this instance may have left behind: a create whose answer
+ * was lost (it may have been applied) or a delete that failed. Left alone
+ * they would make every other instance skip the item until our session
+ * ends; ej__exec_cleanup deletes them (only ours: same session). */
+struct suspect {
+    int item;
+    int64_t session;
+};
+
+struct ej__exec_state {
+    pthread_mutex_t mu;
+    struct suspect *v;
+    size_t n, cap;
+};
+
+struct ej__exec_state *ej__exec_state_new(void)
+{
+    struct ej__exec_state *s = calloc(1, sizeof *s);
+    if (s)
+        pthread_mutex_init(&s->mu, NULL);
+    return s;
+}
+
+void ej__exec_state_free(struct ej__exec_state *s)
+{
+    if (s == NULL)
+        return;
+    free(s->v);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+static void suspect_add(ej__coord *c, const int *items, size_t n, int64_t session)
+{
+    struct ej__exec_state *s = ej__coord_exec_state(c);
+    if (s == NULL || session == 0)
+        return;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < n; i++) {
+        bool dup = false;
+        for (size_t j = 0; j < s->n && !dup; j++)
+            dup = s->v[j].item == items[i] && s->v[j].session == session;
+        if (dup)
+            continue;
+        if (s->n == s->cap) {
+            size_t nc = s->cap ? s->cap * 2 : 8;
+            struct suspect *p = realloc(s->v, nc * sizeof *p);
+            if (p == NULL)
+                break;
+            s->v = p;
+            s->cap = nc;
+        }
+        s->v[s->n++] = (struct suspect){items[i], session};
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void ej__exec_cleanup(ej__coord *c)
+{
+    struct ej__exec_state *s = ej__coord_exec_state(c);
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    size_t n = s->n;
+    struct suspect *v = s->v;
+    s->v = NULL;
+    s->n = s->cap = 0;
+    pthread_mutex_unlock(&s->mu);
+    if (n == 0)
+        return;
+    ej_registry *reg = ej__coord_registry(c);
+    int64_t cur = ej_registry_session_id(reg);
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].session != cur)
+            continue; /* gone with its session */
+        char *p = item_path(c, v[i].item, "running");
+        struct ej_node_stat st;
+        bool ex = false;
+        int rc = p ? ej_registry_exists(reg, p, &ex, &st) : EJ_ENOMEM;
+        if (rc == 0 && ex && st.ephemeral_owner == cur) {
+            rc = ej_registry_delete(reg, p, st.version);
+            if (rc == 0)
+                EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: deleted %s left by a lost request",
+                       ej__coord_job_name(c), p);
+            else if (rc == EJ_ENONODE)
+                rc = 0;
+        }
+        free(p);
+        if (rc != 0)
+            suspect_add(c, &v[i].item, 1, v[i].session);
+    }
+    free(v);
+}
+
+int ej__exec_begin(ej__coord *c, const int *items, size_t n, bool *ok, int64_t *tokens,
+                   int64_t *session_out)
+{
+    ej_registry *reg = ej__coord_registry(c);
+    int64_t sess = ej_registry_session_id(reg);
+    *session_out = sess;
+    for (size_t i = 0; i < n; i++) {
+        ok[i] = false;
+        tokens[i] = 0;
+    }
+    if (n == 0)
+        return 0;
+    if (sess == 0)
+        return EJ_ECONNLOSS;
+    struct ej_reg_op *ops = calloc(n, sizeof *ops);
+    size_t *idx = calloc(n, sizeof *idx);
+    char **paths = calloc(n, sizeof *paths);
+    bool *mine = calloc(n, sizeof *mine);
+    int rc = 0;
+    if (ops == NULL || idx == NULL || paths == NULL || mine == NULL) {
+        rc = EJ_ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        paths[i] = item_path(c, items[i], "running");
+        if (paths[i] == NULL) {
+            rc = EJ_ENOMEM;
+            goto out;
+        }
+        ok[i] = true;
+    }
+    for (;;) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!ok[i])
+                continue;
+            ops[k] = (struct ej_reg_op){.type = EJ_REG_OP_CREATE,
+                                        .path = paths[i],
+                                        .mode = EJ_REG_EPHEMERAL,
+                                        .version = -1};
+            idx[k++] = i;
+        }
+        if (k == 0)
+            break;
+        size_t failed = 0;
+        rc = ej_registry_multi(reg, ops, k, &failed);
+        if (rc == 0)
+            break;
+        if (failed < k && rc == EJ_ENODEEXISTS) {
+            /* Ours already (a create whose answer was lost earlier)? */
+            size_t i = idx[failed];
+            struct ej_node_stat est;
+            bool ex = false;
+            if (ej_registry_exists(reg, paths[i], &ex, &est) == 0 && ex &&
+                est.ephemeral_owner == sess) {
+                mine[i] = true;
+                rc = 0;
+                continue;
+            }
+        }
+        if (failed < k && (rc == EJ_ENODEEXISTS || rc == EJ_ENONODE)) {
+            size_t i = idx[failed];
+            ok[i] = false;
+            if (rc == EJ_ENODEEXISTS) {
+                /* Running elsewhere (or still running here from an earlier
+                 * fire): never twice at once; run it again later. */
+                EJ_LOG(EJ_LOG_INFO, MOD, 0,
+                       "job %s: item %d is still running elsewhere; marked misfire",
+                       ej__coord_job_name(c), items[i]);
+                ej__exec_set_misfire(c, &items[i], 1);
+            } else {
+                EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: item %d no longer exists; skipped",
+                       ej__coord_job_name(c), items[i]);
+            }
+            rc = 0;
+            continue;
+        }
+        /* No answer, or a dead session: nothing may start. The transaction
+         * may have been applied: its nodes are cleaned up later. */
+        EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot register the start of items: %s",
+               ej__coord_job_name(c), ej_registry_errmsg(reg));
+        for (size_t i = 0; i < k; i++)
+            suspect_add(c, &items[idx[i]], 1, sess);
+        for (size_t i = 0; i < n; i++)
+            ok[i] = false;
+        goto out;
+    }
+    /* Every node of one transaction has the transaction's zxid as czxid:
+     * one read gives the fencing token of the whole batch. */
+    for (size_t i = 0; i < n; i++) {
+        if (!ok[i])
+            continue;
+        struct ej_node_stat st;
+        bool ex = false;
+        if (ej_registry_exists(reg, paths[i], &ex, &st) == 0 && ex) {
+            for (size_t j = 0; j < n; j++)
+                if (ok[j])
+                    tokens[j] = st.czxid;
+        }
+        break;
+    }
+out:
+    if (paths)
+        for (size_t i = 0; i < n; i++)
+            free(paths[i]);
+    free(paths);
+    free(ops);
+    free(idx);
+    free(mine);
+    return rc;
+}
+
+/* Delete (or create) one leaf for items in one transaction; fall back to
+ * one call each when the transaction fails on a node that is not in the
+ * expected state. */
+static int batch(ej__coord *c, const int *items, size_t n, const char *leaf, bool create)
+{
+    if (n == 0)
+        return 0;
+    ej_registry *reg = ej__coord_registry(c);
+    struct ej_reg_op *ops = calloc(n, sizeof *ops);
+    char **paths = calloc(n, sizeof *paths);
+    int rc = 0;
+    if (ops == NULL || paths == NULL) {
+        rc = EJ_ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        paths[i] = item_path(c, items[i], leaf);
+        if (paths[i] == NULL) {
+            rc = EJ_ENOMEM;
+            goto out;
+        }
+        ops[i] = (struct ej_reg_op){.type = create ? EJ_REG_OP_CREATE : EJ_REG_OP_DELETE,
+                                    .path = paths[i],
+                                    .mode = EJ_REG_PERSISTENT,
+                                    .version = -1};
+    }
+    rc = ej_registry_multi(reg, ops, n, NULL);
+    if (rc == EJ_ENODEEXISTS || rc == EJ_ENONODE || (rc != 0 && n == 1)) {
+        rc = 0;
+        for (size_t i = 0; i < n; i++) {
+            int r =
+                create ? ej_registry_create_node(reg, paths[i], NULL, 0, EJ_REG_PERSISTENT, 0, NULL)
+                       : ej_registry_delete(reg, paths[i], -1);
+            if (r != 0 && r != EJ_ENODEEXISTS && r != EJ_ENONODE)
+                rc = r;
+        }
+    }
+    if (rc != 0) {
+        EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot %s %s nodes: %s", ej__coord_job_name(c),
+               create ? "create" : "delete", leaf, ej_registry_errmsg(reg));
+        if (!create && strcmp(leaf, "running") == 0)
+            suspect_add(c, items, n, ej_registry_session_id(reg));
+    }
+out:
+    if (paths)
+        for (size_t i = 0; i < n; i++)
+            free(paths[i]);
+    free(paths);
+    free(ops);
+    return rc;
+}
+
+void ej__exec_complete(ej__coord *c, const int *items, size_t n, int64_t session)
+{
+    if (n == 0 || session == 0)
+        return;
+    /* Our running nodes went with an earlier session; deleting by path now
+     * could remove the node of the instance that took the item over. */
+    if (ej_registry_session_id(ej__coord_registry(c)) != session)
+        return;
+    batch(c, items, n, "running", false);
+}
+
+void ej__exec_complete_one(ej__coord *c, int item, int64_t session)
+{
+    if (session == 0 || ej_registry_session_id(ej__coord_registry(c)) != session)
+        return;
+    char *p = item_path(c, item, "running");
+    if (p == NULL)
+        return;
+    int rc = ej_registry_delete(ej__coord_registry(c), p, -1);
+    if (rc != 0 && rc != EJ_ENONODE) {
+        EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot delete %s: %s", ej__coord_job_name(c), p,
+               ej_registry_errmsg(ej__coord_registry(c)));
+        suspect_add(c, &item, 1, session);
+    }
+    free(p);
+}
+
+int ej__exec_check_alive(ej__coord *c)
+{
+    ej_registry *reg = ej__coord_registry(c);
+    int64_t sess = ej_registry_session_id(reg);
+    char *p = ej__coord_path(ej__coord_job_name(c), "instances/%s", ej__coord_instance_id(c));
+    if (p == NULL)
+        return EJ_ENOMEM;
+    bool ex = false;
+    struct ej_node_stat st;
+    int rc = ej_registry_exists(reg, p, &ex, &st);
+    free(p);
+    if (rc != 0)
+        return rc;
+    if (!ex || st.ephemeral_owner != sess || sess == 0)
+        return EJ_ESESSIONEXPIRED;
+    return 0;
+}
+
+int ej__exec_set_misfire(ej__coord *c, const int *items, size_t n)
+{
+    int rc = batch(c, items, n, "misfire", true);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        ej__view_note_misfire(ej__coord_view(c), items[i], true);
+    return rc;
+}
+
+int ej__exec_clear_misfire(ej__coord *c, const int *items, size_t n)
+{
+    int rc = batch(c, items, n, "misfire", false);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        ej__view_note_misfire(ej__coord_view(c), items[i], false);
+    return rc;
+}
+
+int ej__exec_misfired(ej__coord *c, const int *items, size_t n, int **out, size_t *nout)
+{
+    *out = NULL;
+    *nout = 0;
+    if (n == 0)
+        return 0;
+    int *r = malloc(n * sizeof *r);
+    if (r == NULL)
+        return EJ_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct ej__view_item it;
+        if (ej__view_get(ej__coord_view(c), items[i], &it) != 0)
+            continue;
+        if (it.misfire > 0)
+            r[k++] = items[i];
+        ej__view_item_fini(&it);
+    }
+    if (k == 0) {
+        free(r);
+        return 0;
+    }
+    *out = r;
+    *nout = k;
+    return 0;
+}
+
+int ej__exec_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t msglen)
+{
+    ej_registry *reg = ej__coord_registry(c);
+    char *p = ej__coord_path(ej__coord_job_name(c), "systemTime/current");
+    if (p == NULL)
+        return EJ_ENOMEM;
+    struct ej_node_stat st;
+    memset(&st, 0, sizeof st);
+    int rc = ej_registry_set(reg, p, "", 0, -1, &st);
+    if (rc == EJ_ENONODE) {
+        rc = ej_registry_persist(reg, p, "", 0);
+        if (rc == 0) {
+            bool ex = false;
+            rc = ej_registry_exists(reg, p, &ex, &st);
+        }
+    }
+    free(p);
+    if (rc != 0)
+        return rc;
+    int64_t now = ej__now_ms();
+    int64_t diff = now > st.mtime ? now - st.mtime : st.mtime - now;
+    if (diff > (int64_t)max_seconds * 1000) {
+        snprintf(msg, msglen,
+                 "Time different between job server and register center exceed '%d' seconds, "
+                 "max time different is '%d' seconds.",
+                 (int)(diff / 1000), max_seconds);
+        return EJ_ECONFIG;
+    }
+    return 0;
+}
+
+int ej__exec_local_items(ej__coord *c, int **items, size_t *n)
+{
+    int rc = ej__view_items_of(ej__coord_view(c), ej__coord_instance_id(c), items, n);
+    if (rc != 0 || *n == 0)
+        return rc;
+    bool failover = ej__coord_failover_on(c);
+    size_t k = 0;
+    for (size_t i = 0; i < *n; i++) {
+        struct ej__view_item it;
+        if (ej__view_get(ej__coord_view(c), (*items)[i], &it) != 0)
+            continue;
+        bool taken_away = failover && it.failover_owner > 0;
+        bool disabled = it.disabled > 0;
+        ej__view_item_fini(&it);
+        if (!taken_away && !disabled)
+            (*items)[k++] = (*items)[i];
+    }
+    *n = k;
+    if (k == 0) {
+        free(*items);
+        *items = NULL;
+    }
+    return 0;
+}

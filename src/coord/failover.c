@@ -1,0 +1,542 @@
+/*
+ * Failover (SPEC 4 "Failover"). When an instance's node disappears, the
+ * items it was RUNNING -- its running and failover nodes, recognised by the
+ * ephemeral owner the view had seen, since those nodes vanish with the
+ * session -- are recorded under leader/failover/items by the leader, under
+ * leader/failover/latch. Idle items are left to the resharding at the next
+ * fire. Live idle instances take recorded items one at a time.
+ *
+ * Only the leader records (every instance remembers the crash for a while
+ * in case it becomes the leader): if every instance recorded, one that saw
+ * the crash late could record an item again after another instance had
+ * already taken it and finished, and the item would run twice.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "coord/internal.h"
+#include "ejob/config.h"
+#include "ejob/error.h"
+#include "ejob/log.h"
+
+#define MOD "coord"
+/* How long a non-leader remembers a crash, in case it becomes the leader. */
+#define CRASH_MEMORY_MS 30000
+
+struct crash {
+    char *id;
+    int64_t session;
+    int64_t at_ms; /* epoch ms when the instance node was seen removed */
+    int *items;    /* what it was running */
+    size_t n;
+};
+
+struct taken {
+    int item;
+    int64_t czxid;
+    int64_t session;
+};
+
+struct ej__failover_state {
+    pthread_mutex_t mu;
+    struct crash *crashes;
+    size_t ncrash, capcrash;
+    struct taken *mine;
+    size_t nmine, capmine;
+};
+
+struct ej__failover_state *ej__failover_state_new(void)
+{
+    struct ej__failover_state *s = calloc(1, sizeof *s);
+    if (s)
+        pthread_mutex_init(&s->mu, NULL);
+    return s;
+}
+
+void ej__failover_state_free(struct ej__failover_state *s)
+{
+    if (s == NULL)
+        return;
+    for (size_t i = 0; i < s->ncrash; i++) {
+        free(s->crashes[i].id);
+        free(s->crashes[i].items);
+    }
+    free(s->crashes);
+    free(s->mine);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+static void crash_task(ej__coord *c, void *arg)
+{
+    (void)arg;
+    ej__failover_process_pending(c);
+}
+
+/*
+ * The items the session was running when it closed. Candidates are the
+ * items whose running or failover node the view saw owned by the session.
+ * Those nodes vanished in the session's close transaction, together with
+ * its instance node, so the children zxid (pzxid) of sharding/{item} equals
+ * that of instances/ -- unless the instance deleted them itself before
+ * leaving cleanly, which leaves earlier zxids and nothing to fail over.
+ */
+static int crashed_items(ej__coord *c, int64_t session, int **out, size_t *nout)
+{
+    *out = NULL;
+    *nout = 0;
+    ej_registry *reg = ej__coord_registry(c);
+    const char *job = ej__coord_job_name(c);
+    int *cand = NULL;
+    size_t n = 0;
+    int rc = ej__view_items_of_session(ej__coord_view(c), session, INT64_MAX / 2, &cand, &n);
+    if (rc != 0 || n == 0)
+        return rc;
+    char *ip = ej__coord_path(job, "instances");
+    struct ej_node_stat ist;
+    bool ex = false;
+    rc = ip ? ej_registry_exists(reg, ip, &ex, &ist) : EJ_ENOMEM;
+    free(ip);
+    if (rc != 0 || !ex) {
+        free(cand);
+        return rc;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *p = ej__coord_path(job, "sharding/%d", cand[i]);
+        struct ej_node_stat st;
+        bool e = false;
+        if (p && ej_registry_exists(reg, p, &e, &st) == 0 && e && st.pzxid == ist.pzxid)
+            cand[k++] = cand[i];
+        free(p);
+    }
+    if (k == 0) {
+        free(cand);
+        return 0;
+    }
+    *out = cand;
+    *nout = k;
+    return 0;
+}
+
+void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t session)
+{
+    struct ej__failover_state *s = ej__coord_failover_state(c);
+    if (s == NULL || !ej__coord_failover_on(c))
+        return;
+    int *items = NULL;
+    size_t nitems = 0;
+    crashed_items(c, session, &items, &nitems);
+    pthread_mutex_lock(&s->mu);
+    if (s->ncrash == s->capcrash) {
+        size_t nc = s->capcrash ? s->capcrash * 2 : 4;
+        struct crash *n = realloc(s->crashes, nc * sizeof *n);
+        if (n == NULL) {
+            pthread_mutex_unlock(&s->mu);
+            free(items);
+            return;
+        }
+        s->crashes = n;
+        s->capcrash = nc;
+    }
+    char *dup = strdup(id);
+    if (dup == NULL) {
+        pthread_mutex_unlock(&s->mu);
+        free(items);
+        return;
+    }
+    s->crashes[s->ncrash++] = (struct crash){dup, session, ej__now_ms(), items, nitems};
+    pthread_mutex_unlock(&s->mu);
+    ej__coord_post(c, crash_task, NULL);
+}
+
+void ej__failover_leader_seen(ej__coord *c, const char *leader)
+{
+    struct ej__failover_state *s = ej__coord_failover_state(c);
+    if (s == NULL || leader == NULL)
+        return;
+    if (strcmp(leader, ej__coord_instance_id(c)) == 0) {
+        pthread_mutex_lock(&s->mu);
+        bool any = s->ncrash > 0;
+        pthread_mutex_unlock(&s->mu);
+        if (any)
+            ej__coord_post(c, crash_task, NULL);
+        return;
+    }
+    /* Another instance leads now: crashes of others are its business. */
+    pthread_mutex_lock(&s->mu);
+    size_t j = 0;
+    for (size_t i = 0; i < s->ncrash; i++) {
+        if (strcmp(s->crashes[i].id, leader) != 0) {
+            free(s->crashes[i].id);
+            free(s->crashes[i].items);
+        } else {
+            s->crashes[j++] = s->crashes[i];
+        }
+    }
+    s->ncrash = j;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Record the items of crashed instances (leader, under the latch). */
+static int record(ej__coord *c, struct crash *cr, size_t ncr)
+{
+    ej_registry *reg = ej__coord_registry(c);
+    ej__view *v = ej__coord_view(c);
+    const char *job = ej__coord_job_name(c);
+    char *latch_path = ej__coord_path(job, "leader/failover/latch");
+    if (latch_path == NULL)
+        return EJ_ENOMEM;
+    ej__latch *latch = NULL;
+    int rc = ej__latch_acquire(reg, latch_path, ej__coord_wait_bound(c), &latch);
+    free(latch_path);
+    if (rc != 0)
+        return rc;
+    int count = ej__coord_total_count(c);
+    for (size_t k = 0; k < ncr; k++) {
+        const int *items = cr[k].items;
+        size_t n = cr[k].n;
+        size_t nrec = 0;
+        ej_buf list;
+        ej__buf_init(&list);
+        for (size_t i = 0; i < n; i++) {
+            int item = items[i];
+            if (item >= count)
+                continue;
+            struct ej__view_item it;
+            if (ej__view_get(v, item, &it) != 0)
+                continue;
+            bool taken_by_live = it.failover_owner > 0 && it.failover_owner != cr[k].session;
+            ej__view_item_fini(&it);
+            if (taken_by_live)
+                continue;
+            char *p = ej__coord_path(job, "leader/failover/items/%d", item);
+            if (p == NULL)
+                continue;
+            int crc = ej_registry_create_node(reg, p, NULL, 0, EJ_REG_PERSISTENT,
+                                              EJ_REG_CREATE_PARENTS, NULL);
+            free(p);
+            if (crc == 0 || crc == EJ_ENODEEXISTS) {
+                ej__buf_printf(&list, "%s%d", nrec ? "," : "", item);
+                nrec++;
+            } else {
+                EJ_LOG(EJ_LOG_WARN, MOD, crc, "job %s: cannot record failover item %d: %s", job,
+                       item, ej_registry_errmsg(reg));
+            }
+        }
+        if (nrec)
+            EJ_LOG(EJ_LOG_INFO, MOD, 0,
+                   "job %s: instance %s is gone while running items [%s]: failing them over", job,
+                   cr[k].id, list.data ? list.data : "");
+        else
+            EJ_LOG(EJ_LOG_INFO, MOD, 0,
+                   "job %s: instance %s is gone; it ran no item (its items move at the next "
+                   "resharding)",
+                   job, cr[k].id);
+        ej__buf_fini(&list);
+    }
+    ej__latch_release(latch);
+    return 0;
+}
+
+void ej__failover_process_pending(ej__coord *c)
+{
+    struct ej__failover_state *s = ej__coord_failover_state(c);
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    size_t n = s->ncrash;
+    pthread_mutex_unlock(&s->mu);
+    if (n == 0)
+        return;
+    bool failover = ej__coord_failover_on(c);
+    bool leader = failover && !ej__coord_stopped(c) &&
+                  ej__coord_is_leader_until_block(c, ej__coord_wait_bound(c));
+    /* Take the records out (a leader records them; others keep them a
+     * while in case they become the leader). */
+    pthread_mutex_lock(&s->mu);
+    struct crash *mine = NULL;
+    size_t nmine = 0;
+    if (leader) {
+        mine = s->crashes;
+        nmine = s->ncrash;
+        s->crashes = NULL;
+        s->ncrash = s->capcrash = 0;
+    } else {
+        /* A leader other than the crashed instance handles the crash;
+         * keep a record while the leader is unknown or is the crashed
+         * instance itself (its node not gone from the cache yet): the
+         * election that follows makes someone process it. */
+        int64_t now = ej__now_ms();
+        char *lid = ej__coord_leader(c);
+        size_t j = 0;
+        for (size_t i = 0; i < s->ncrash; i++) {
+            bool handled = lid != NULL && strcmp(lid, s->crashes[i].id) != 0;
+            if (!failover || handled || now - s->crashes[i].at_ms > CRASH_MEMORY_MS) {
+                free(s->crashes[i].id);
+                free(s->crashes[i].items);
+            } else {
+                s->crashes[j++] = s->crashes[i];
+            }
+        }
+        free(lid);
+        s->ncrash = j;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (nmine == 0)
+        return;
+    int rc = record(c, mine, nmine);
+    if (rc != 0) {
+        EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: failover items not recorded; will retry",
+               ej__coord_job_name(c));
+        pthread_mutex_lock(&s->mu);
+        for (size_t i = 0; i < nmine; i++) {
+            if (s->ncrash == s->capcrash) {
+                size_t nc = s->capcrash ? s->capcrash * 2 : 4;
+                struct crash *p = realloc(s->crashes, nc * sizeof *p);
+                if (p == NULL) {
+                    free(mine[i].id);
+                    free(mine[i].items);
+                    continue;
+                }
+                s->crashes = p;
+                s->capcrash = nc;
+            }
+            s->crashes[s->ncrash++] = mine[i];
+        }
+        pthread_mutex_unlock(&s->mu);
+        free(mine);
+        if (!ej__coord_stopped(c))
+            ej__coord_post(c, crash_task, NULL);
+        return;
+    }
+    for (size_t i = 0; i < nmine; i++) {
+        free(mine[i].id);
+        free(mine[i].items);
+    }
+    free(mine);
+}
+
+int ej__failover_take(ej__coord *c)
+{
+    struct ej__failover_state *s = ej__coord_failover_state(c);
+    if (s == NULL || !ej__coord_failover_on(c) || ej__coord_stopped(c) || !ej__coord_connected(c) ||
+        !ej__coord_registered(c) || ej__coord_server_disabled(c))
+        return 0;
+    ej_registry *reg = ej__coord_registry(c);
+    const char *job = ej__coord_job_name(c);
+    ej_tree_cache *leader = ej__coord_cache(c, "leader");
+    char *items_path = ej__coord_path(job, "leader/failover/items");
+    char *latch_path = ej__coord_path(job, "leader/failover/latch");
+    int rc = 0, taken = -1;
+    char **names = NULL;
+    size_t n = 0;
+    ej__latch *latch = NULL;
+    if (items_path == NULL || latch_path == NULL) {
+        rc = EJ_ENOMEM;
+        goto out;
+    }
+    /* Steady state: the cache says nothing waits. */
+    if (ej_tree_cache_children(leader, items_path, EJ_REG_UNSORTED, &names, &n) != 0 || n == 0)
+        goto out;
+    ej_registry_free_names(names);
+    names = NULL;
+    rc = ej__latch_acquire(reg, latch_path, ej__coord_wait_bound(c), &latch);
+    if (rc != 0)
+        goto out;
+    rc = ej_registry_children(reg, items_path, EJ_REG_SORT_DESC, &names, &n);
+    if (rc == EJ_ENONODE) {
+        rc = 0;
+        n = 0;
+    }
+    for (size_t i = 0; rc == 0 && i < n && taken < 0; i++) {
+        int item;
+        char *pending = ej__asprintf("%s/%s", items_path, names[i]);
+        if (pending == NULL)
+            break;
+        if (ej__coord_parse_item(names[i], &item) != 0 || item >= ej__coord_total_count(c)) {
+            ej_registry_delete(reg, pending, -1);
+            free(pending);
+            continue;
+        }
+        char *fo = ej__coord_path(job, "sharding/%d/failover", item);
+        const char *me = ej__coord_instance_id(c);
+        struct ej_reg_op ops[2] = {
+            {.type = EJ_REG_OP_CREATE,
+             .path = fo,
+             .data = me,
+             .len = strlen(me),
+             .mode = EJ_REG_EPHEMERAL,
+             .version = -1},
+            {.type = EJ_REG_OP_DELETE, .path = pending, .version = -1},
+        };
+        size_t failed = 0;
+        int mrc = fo ? ej_registry_multi(reg, ops, 2, &failed) : EJ_ENOMEM;
+        if (mrc == 0) {
+            taken = item;
+        } else if (failed == 0 && (mrc == EJ_ENODEEXISTS || mrc == EJ_ENONODE)) {
+            /* Already being run by someone, or the item is gone. */
+            ej_registry_delete(reg, pending, -1);
+        } else if (mrc == EJ_ECONNLOSS || mrc == EJ_ESESSIONEXPIRED) {
+            rc = mrc;
+        }
+        free(fo);
+        free(pending);
+    }
+    ej__latch_release(latch);
+    if (taken >= 0) {
+        char *fo = ej__coord_path(job, "sharding/%d/failover", taken);
+        struct ej_node_stat st;
+        bool ex = false;
+        memset(&st, 0, sizeof st);
+        if (fo)
+            ej_registry_exists(reg, fo, &ex, &st);
+        free(fo);
+        pthread_mutex_lock(&s->mu);
+        if (s->nmine == s->capmine) {
+            size_t nc = s->capmine ? s->capmine * 2 : 4;
+            struct taken *p = realloc(s->mine, nc * sizeof *p);
+            if (p) {
+                s->mine = p;
+                s->capmine = nc;
+            }
+        }
+        if (s->nmine < s->capmine)
+            s->mine[s->nmine++] =
+                (struct taken){taken, ex ? st.czxid : 0, ej_registry_session_id(reg)};
+        pthread_mutex_unlock(&s->mu);
+        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: %s took over failover item %d", job,
+               ej__coord_instance_id(c), taken);
+        ej__coord_notify_failover_taken(c);
+    }
+out:
+    ej_registry_free_names(names);
+    free(items_path);
+    free(latch_path);
+    if (rc != 0)
+        return rc;
+    return taken >= 0 ? 1 : 0;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+int ej__failover_mine(ej__coord *c, int **items, size_t *n, int64_t *tokens_out_or_null)
+{
+    (void)tokens_out_or_null;
+    *items = NULL;
+    *n = 0;
+    struct ej__failover_state *s = ej__coord_failover_state(c);
+    if (s == NULL)
+        return 0;
+    int64_t sess = ej_registry_session_id(ej__coord_registry(c));
+    pthread_mutex_lock(&s->mu);
+    /* Items taken in an earlier session are gone with it. */
+    size_t j = 0;
+    for (size_t i = 0; i < s->nmine; i++)
+        if (s->mine[i].session == sess)
+            s->mine[j++] = s->mine[i];
+    s->nmine = j;
+    int *out = j ? malloc(j * sizeof *out) : NULL;
+    if (j && out == NULL) {
+        pthread_mutex_unlock(&s->mu);
+        return EJ_ENOMEM;
+    }
+    for (size_t i = 0; i < j; i++)
+        out[i] = s->mine[i].item;
+    pthread_mutex_unlock(&s->mu);
+    if (j > 1)
+        qsort(out, j, sizeof *out, cmp_int);
+    *items = out;
+    *n = j;
+    return 0;
+}
+
+int64_t ej__failover_token(ej__coord *c, int item)
+{
+    struct ej__failover_state *s = ej__coord_failover_state(c);
+    int64_t t = 0;
+    if (s == NULL)
+        return 0;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->nmine; i++)
+        if (s->mine[i].item == item)
+            t = s->mine[i].czxid;
+    pthread_mutex_unlock(&s->mu);
+    return t;
+}
+
+void ej__failover_done(ej__coord *c, const int *items, size_t n)
+{
+    struct ej__failover_state *s = ej__coord_failover_state(c);
+    if (s == NULL || n == 0)
+        return;
+    ej_registry *reg = ej__coord_registry(c);
+    int64_t sess = ej_registry_session_id(reg);
+    for (size_t k = 0; k < n; k++) {
+        bool ours = false;
+        pthread_mutex_lock(&s->mu);
+        for (size_t i = 0; i < s->nmine; i++) {
+            if (s->mine[i].item != items[k])
+                continue;
+            ours = s->mine[i].session == sess;
+            s->mine[i] = s->mine[--s->nmine];
+            break;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (!ours)
+            continue; /* the node went with an earlier session */
+        char *p = ej__coord_path(ej__coord_job_name(c), "sharding/%d/failover", items[k]);
+        if (p == NULL)
+            continue;
+        int rc = ej_registry_delete(reg, p, -1);
+        if (rc != 0 && rc != EJ_ENONODE)
+            EJ_LOG(EJ_LOG_WARN, MOD, rc, "cannot delete %s: %s", p, ej_registry_errmsg(reg));
+        free(p);
+    }
+}
+
+void ej__failover_clear_all(ej__coord *c)
+{
+    struct ej__failover_state *s = ej__coord_failover_state(c);
+    ej_registry *reg = ej__coord_registry(c);
+    const char *job = ej__coord_job_name(c);
+    if (s) {
+        pthread_mutex_lock(&s->mu);
+        s->nmine = 0;
+        pthread_mutex_unlock(&s->mu);
+    }
+    int *items = NULL;
+    size_t n = 0;
+    ej__view_items(ej__coord_view(c), &items, &n);
+    size_t removed = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *p = ej__coord_path(job, "sharding/%d/failover", items[i]);
+        if (p && ej_registry_delete(reg, p, -1) == 0)
+            removed++;
+        free(p);
+    }
+    free(items);
+    char *ip = ej__coord_path(job, "leader/failover/items");
+    char **names = NULL;
+    size_t k = 0;
+    if (ip && ej_registry_children(reg, ip, EJ_REG_UNSORTED, &names, &k) == 0) {
+        for (size_t i = 0; i < k; i++) {
+            char *p = ej__asprintf("%s/%s", ip, names[i]);
+            if (p && ej_registry_delete(reg, p, -1) == 0)
+                removed++;
+            free(p);
+        }
+        ej_registry_free_names(names);
+    }
+    free(ip);
+    EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: failover turned off: %zu failover nodes removed", job,
+           removed);
+}

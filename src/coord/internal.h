@@ -1,0 +1,449 @@
+/*
+ * The coordination module: what makes an ejob instance an ElasticJob-Lite
+ * 2.1.5 peer in ZooKeeper. Internal API used by the runtime module.
+ *
+ *   paths.c      node names, instance ids, Curator latch names (pure)
+ *   latch.c      a Curator-LeaderLatch-compatible mutex (bounded waits)
+ *   view.c       a watch-based view of /{job}/sharding that costs no reads
+ *                in steady state (see docs/coordination.md)
+ *   coord.c      the per-job coordinator: tree caches of config, servers,
+ *                instances and leader, start-up registration, election,
+ *                console operations, connection states, reconcile
+ *   shard.c      the sharding service (lazy resharding by the leader, in
+ *                chunked transactions)
+ *   failover.c   crash detection, failover items, taking them over
+ *   execution.c  running / misfire / failover nodes around item runs,
+ *                clock-skew check
+ *   guarantee.c  distribute-once listener bookkeeping (guarantee/ nodes)
+ *
+ * Threads. Every ZooKeeper callback arrives on the registry's dispatch
+ * thread; handlers there only update state, do short ZooKeeper writes and
+ * hand longer work (elections, which wait for watches delivered on that same
+ * thread) to control tasks of the scheduler. Waiting functions below
+ * (marked "blocks") must never run on the dispatch thread; they return
+ * EJ_EINVAL there. All other functions are thread-safe.
+ *
+ * This header includes neither config.h nor job.h, so that files working
+ * with job definitions can use it (see docs/coordination.md, "Header
+ * clash").
+ */
+#ifndef EJ_COORD_INTERNAL_H
+#define EJ_COORD_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ejob/common.h"
+#include "ejob/registry.h"
+
+struct ej_job_config; /* ejob/config.h */
+
+/* ------------------------------------------------------------------------ */
+/* paths.c: names (pure functions, unit-tested)                              */
+
+/* Separator of the parts of an instance id ("10.0.0.7@-@4123"). */
+#define EJ__ID_SEP "@-@"
+/* Longest instance id / IP accepted (bytes with the NUL). */
+#define EJ__ID_MAX 256
+#define EJ__IP_MAX 64
+/* Data of a disabled servers/{ip} node and of a console trigger. */
+#define EJ__DISABLED "DISABLED"
+#define EJ__TRIGGER "TRIGGER"
+
+/* "/{job}/{rel}" (rel printf-formatted; "" gives "/{job}"). Caller frees;
+ * NULL on allocation failure. */
+char *ej__coord_path(const char *job, const char *fmt, ...) EJ_PRINTF(2, 3);
+char *ej__coord_vpath(const char *job, const char *fmt, va_list ap);
+
+/* Writes "{ip}@-@{pid}" into out. Returns 0, or EJ_EINVAL when it does not
+ * fit or ip is empty or contains '/' or the separator. */
+int ej__coord_make_instance_id(const char *ip, long pid, char *out, size_t len);
+
+/* The IP part of an instance id (before the first "@-@"; the whole id when
+ * there is none). Returns 0 or EJ_EINVAL when it does not fit. */
+int ej__coord_instance_ip(const char *id, char *out, size_t len);
+
+/* True when id is exactly "{ip}@-@..." (not ElasticJob's plain prefix
+ * match, EJ#2226: "10.0.0.1" does not match "10.0.0.17@-@1"). */
+bool ej__coord_instance_on_ip(const char *id, const char *ip);
+
+/* Parses a shard item node name: decimal digits only, no sign, no leading
+ * zeros (except "0"), at most INT_MAX. Returns 0 or EJ_EINVAL. */
+int ej__coord_parse_item(const char *name, int *item);
+
+/* Curator's protected latch node prefix for a UUID:
+ * "_c_{uuid}-latch-" (uuid is 36 characters). */
+#define EJ__LATCH_PREFIX_LEN (3 + 36 + 7)
+int ej__latch_node_prefix(const char *uuid, char *out, size_t len);
+
+/* The sort key of a latch node name: what follows the LAST "latch-" (the
+ * sequence number), or the whole name when it has none (Curator's
+ * standardFixForSorting). Points into name. */
+const char *ej__latch_sort_key(const char *name);
+
+/* strcmp of the sort keys; ties broken by the whole name. */
+int ej__latch_name_cmp(const char *a, const char *b);
+
+/* Sorts latch node names in place by ej__latch_name_cmp. */
+void ej__latch_sort(char **names, size_t n);
+
+/* Index of the name protected by uuid ("_c_{uuid}-" prefix), or -1. */
+long ej__latch_find(char *const *names, size_t n, const char *uuid);
+
+/* A random version 4 UUID, lower case, 36 characters plus NUL. */
+void ej__uuid4(char out[37]);
+
+/* Reverse-sorts item numbers as strings (ElasticJob takes the greatest item
+ * STRING first when picking a failover item: "9" before "10"). */
+void ej__items_sort_desc_as_strings(int *items, size_t n);
+
+/* ------------------------------------------------------------------------ */
+/* latch.c                                                                   */
+
+typedef struct ej__latch ej__latch;
+
+/*
+ * Acquire the latch at latch_path (namespace-relative, e.g.
+ * "/job/leader/election/latch"), as Curator's LeaderLatch start()+await():
+ * an ephemeral sequential child "_c_{uuid}-latch-{seq}" (parents created as
+ * containers; NONODE on a parent the server reaped is handled), the lowest
+ * sequence holds it, others watch their immediate predecessor with getData.
+ * Latch children that are not ephemeral (left by something that is not a
+ * latch client) can never be released: they are deleted with a warning.
+ *
+ * Waits at most timeout_ms (logging what it waits for, at WARN once it has
+ * waited longer than 2 s). Blocks; not on the dispatch thread.
+ * Returns 0 and *out (release with ej__latch_release); EJ_ETIMEDOUT (own
+ * node deleted again); EJ_EINVAL; EJ_ECLOSED; registry errors.
+ */
+int ej__latch_acquire(ej_registry *reg, const char *latch_path, int timeout_ms, ej__latch **out);
+
+/* Release: delete the own node (retried) and free. NULL ok. */
+void ej__latch_release(ej__latch *l);
+
+/* The own node's path (namespace-relative), borrowed. */
+const char *ej__latch_node(const ej__latch *l);
+
+/* ------------------------------------------------------------------------ */
+/* view.c: watch-based view of /{job}/sharding                               */
+
+typedef struct ej__view ej__view;
+
+/* What the view tracks per item (bits). */
+enum {
+    EJ__VK_INSTANCE = 0, /* sharding/N/instance: always, with data */
+    EJ__VK_RUNNING = 1,  /* sharding/N/running: items not owned by us, when failover is on */
+    EJ__VK_FAILOVER = 2, /* sharding/N/failover: all items, when failover is on */
+    EJ__VK_MISFIRE = 3,  /* sharding/N/misfire: own items */
+    EJ__VK_DISABLED = 4, /* sharding/N/disabled: own items */
+    EJ__VK_COUNT = 5,
+};
+
+/* Called on the dispatch thread after the view changed (under no lock). */
+typedef void (*ej__view_change_fn)(void *user, int item, int kind);
+
+/* One item as the view knows it. */
+struct ej__view_item {
+    int item;
+    char *owner;            /* sharding/N/instance data; NULL when absent */
+    int64_t running_owner;  /* session owning running; 0 none; -1 not tracked */
+    int64_t failover_owner; /* session owning failover; 0 none; -1 not tracked */
+    int64_t running_czxid;  /* czxid of running when tracked */
+    int64_t failover_czxid; /* czxid of failover when tracked */
+    int misfire;            /* 1 / 0; -1 not tracked */
+    int disabled;           /* 1 / 0; -1 not tracked */
+};
+
+int ej__view_create(ej_registry *reg, const char *job, const char *instance_id,
+                    ej__view_change_fn fn, void *user, ej__view **out);
+/* Arm the watches (loads everything; blocks the caller for the reads). */
+int ej__view_start(ej__view *v);
+/* Whether failover tracking (running of others' items, failover of all)
+ * is wanted. Re-arms as needed. Call from any thread but the dispatch one
+ * or from it (it does ZooKeeper reads). */
+void ej__view_set_failover(ej__view *v, bool on);
+/* The registry gave us a new session: every watch is gone; reload. Dispatch
+ * thread (or before start). */
+void ej__view_on_new_session(ej__view *v);
+/* Re-arm paths whose watch could not be set (connection loss). */
+void ej__view_repair(ej__view *v);
+/* Stop delivering changes; free once the last pending watch is gone. */
+void ej__view_destroy(ej__view *v);
+
+/* Items present under sharding/ (sorted ascending). Caller frees *items. */
+int ej__view_items(ej__view *v, int **items, size_t *n);
+/* Items whose instance node names owner (ascending). */
+int ej__view_items_of(ej__view *v, const char *owner, int **items, size_t *n);
+/* A copy of one item (caller frees owner via ej__view_item_fini).
+ * EJ_ENOTFOUND when the item is not present. */
+int ej__view_get(ej__view *v, int item, struct ej__view_item *out);
+void ej__view_item_fini(struct ej__view_item *it);
+/* Items whose running or failover node is (or, within recent_ms before now,
+ * was) owned by session. Caller frees. */
+int ej__view_items_of_session(ej__view *v, int64_t session, int64_t recent_ms, int **items,
+                              size_t *n);
+/* How many items have a tracked running node owned by another session than
+ * own_session; fills *any_untracked when some item's running is not
+ * tracked. */
+size_t ej__view_running_count(ej__view *v, int64_t own_session);
+/* Number of items present. */
+size_t ej__view_size(ej__view *v);
+/* Paths that still need their watch (non-zero means the view may be stale). */
+size_t ej__view_unarmed(ej__view *v);
+/* True when items 0..count-1 (and no others) are present with exactly
+ * these owners (owners[i] NULL: none). */
+bool ej__view_matches(ej__view *v, const char *const *owners, int count);
+/* Apply a locally known change without waiting for the watch (own writes). */
+void ej__view_note_misfire(ej__view *v, int item, bool set);
+
+/* ------------------------------------------------------------------------ */
+/* coord.c: the per-job coordinator                                          */
+
+typedef struct ej__coord ej__coord;
+
+/* Why the coordinator stops a job. */
+enum {
+    EJ__STOP_OPERATOR = 1, /* own instances/{id} deleted by an operator */
+    EJ__STOP_REMOVED = 2,  /* the job's root node was deleted */
+};
+
+/* What a new config changed (bits for on_config). */
+enum {
+    EJ__CFG_CRON = 1u << 0,
+    EJ__CFG_COUNT = 1u << 1,
+    EJ__CFG_FAILOVER = 1u << 2,
+    EJ__CFG_OTHER = 1u << 3,
+};
+
+struct ej__coord_hooks {
+    void *user;
+    /* All hooks run on the dispatch thread or a control task, never with a
+     * coordinator lock held, and must return quickly. */
+    void (*on_trigger)(void *user);          /* console TRIGGER for this instance */
+    void (*on_failover_taken)(void *user);   /* run the failover items taken */
+    void (*on_failover_pending)(void *user); /* failover items wait to be taken */
+    /* A new valid config is in force (cfg borrowed for the call). */
+    void (*on_config)(void *user, const struct ej_job_config *cfg, unsigned changed);
+    void (*on_stop)(void *user, int why); /* EJ__STOP_* */
+    /* After the coordinator handled a connection state. */
+    void (*on_conn)(void *user, ej_reg_state state, bool new_session);
+};
+
+struct ej__coord_opts {
+    ej_registry *reg; /* borrowed; must outlive the coordinator */
+    const char *job_name;
+    const char *instance_id; /* "{ip}@-@{pid}" */
+    const char *ip;
+    void *sched;          /* ej__sched * for control tasks (NULL: default) */
+    int wait_bound_ms;    /* bound of every wait; 0: derived from the session */
+    int64_t reconcile_ms; /* override of reconcileIntervalMinutes (tests); 0: none */
+    struct ej__coord_hooks hooks;
+};
+
+int ej__coord_create(const struct ej__coord_opts *opts, ej__coord **out);
+
+/*
+ * Start-up (SPEC 4 "Start"): persist the config (if absent or overwrite),
+ * read it back, validate it (the read-back config is the one in force,
+ * copied to *effective); start the caches and the sharding view; elect a
+ * leader; persist servers/{ip}; create instances/{id}; set necessary;
+ * start the reconcile timer. Blocks. err names what failed.
+ * Returns 0; EJ_ECONFIG (invalid config in ZooKeeper or a type clash);
+ * registry errors.
+ */
+int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
+                    struct ej_job_config *effective, char *err, size_t errlen);
+
+/* Leave ZooKeeper cleanly: stop reacting, give up leadership, delete the
+ * own instance node. Blocks (bounded). */
+void ej__coord_leave(ej__coord *c);
+
+/* Free (after leave, or without: the session's end cleans up). NULL ok. */
+void ej__coord_destroy(ej__coord *c);
+
+/* Accessors. */
+const char *ej__coord_instance_id(const ej__coord *c);
+const char *ej__coord_job_name(const ej__coord *c);
+const char *ej__coord_ip(const ej__coord *c);
+ej_registry *ej__coord_registry(const ej__coord *c);
+ej_tree_cache *ej__coord_cache(const ej__coord *c, const char *which);
+ej__view *ej__coord_view(const ej__coord *c);
+int ej__coord_wait_bound(const ej__coord *c);
+/* A copy of the config in force. Caller finalises. */
+int ej__coord_config(ej__coord *c, struct ej_job_config *out);
+/* The last error (invalid config, failed registration ...), "" when none;
+ * copied into buf. */
+void ej__coord_last_error(ej__coord *c, char *buf, size_t len);
+void ej__coord_set_error(ej__coord *c, const char *fmt, ...) EJ_PRINTF(2, 3);
+
+/* State queries, all from caches (no ZooKeeper reads). */
+bool ej__coord_is_leader(ej__coord *c);
+bool ej__coord_server_disabled(ej__coord *c);
+bool ej__coord_registered(ej__coord *c); /* own instance node present (this session) */
+bool ej__coord_connected(ej__coord *c);  /* not suspended / lost */
+bool ej__coord_stopped(ej__coord *c);    /* operator shutdown or job removed */
+/* Live instances on enabled servers, in ElasticJob order (reverse
+ * lexicographic). Caller frees with ej_registry_free_names. */
+int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n);
+/* Ephemeral owner (session) of an instance node, 0 when not live. */
+int64_t ej__coord_instance_session(ej__coord *c, const char *id);
+
+/* True when the cache shows a leader node. */
+bool ej__coord_leader_known(ej__coord *c);
+/* The leader's id as the cache shows it, or NULL. Caller frees. */
+char *ej__coord_leader(ej__coord *c);
+/* Blocks until a leader is known (electing if needed), at most timeout_ms.
+ * Returns true when this instance is the leader. */
+bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms);
+/* Run an election now (blocks, bounded). */
+int ej__coord_elect(ej__coord *c);
+/* Create leader/sharding/necessary (idempotent). */
+int ej__coord_set_necessary(ej__coord *c);
+/* Tell the runtime that failover items were taken (its hook). */
+void ej__coord_notify_failover_taken(ej__coord *c);
+/* Mark the job busy / idle locally (for failover takeover and TRIGGER). */
+void ej__coord_set_busy(ej__coord *c, bool busy);
+bool ej__coord_busy(ej__coord *c);
+
+/* Internal to the module (coord.c <-> shard.c / failover.c). */
+void ej__coord_lock(ej__coord *c);
+void ej__coord_unlock(ej__coord *c);
+/* Wait on the coordinator's condition (locked), until deadline (mono ms).
+ * Returns false on timeout. */
+bool ej__coord_wait_locked(ej__coord *c, int64_t deadline_ms);
+void ej__coord_broadcast(ej__coord *c);
+/* Post fn(arg) as a control task holding a coordinator reference. */
+int ej__coord_post(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg);
+/* Flags read from the caches (locked). */
+bool ej__coord_necessary_locked(ej__coord *c);
+bool ej__coord_processing_locked(ej__coord *c);
+bool ej__coord_failover_on(ej__coord *c);
+int ej__coord_total_count(ej__coord *c);
+/* The sharding strategy name of the config in force. Caller frees. */
+char *ej__coord_strategy_name(ej__coord *c);
+
+/* ------------------------------------------------------------------------ */
+/* shard.c                                                                    */
+
+/*
+ * ElasticJob's shardingIfNecessary (SPEC 4 "Sharding"): when necessary is
+ * set, the leader reshards; others wait (bounded) until neither necessary
+ * nor processing exists. Blocks.
+ * Returns 0 (sharded, nothing to do, or the leader finished); EJ_ETIMEDOUT
+ * (waited in vain: the caller skips this fire); registry errors.
+ */
+int ej__shard_if_necessary(ej__coord *c);
+
+/*
+ * The leader's writer: reset sharding/ for count items and store owners
+ * (owners[i] is an instance id or NULL for unassigned) in transactions of at
+ * most max_bytes (0: 512 KiB) each; the LAST one also deletes
+ * leader/sharding/necessary and leader/sharding/processing. Exposed for
+ * tests (100,000 items). Blocks.
+ */
+int ej__shard_write(ej__coord *c, int count, const char *const *owners, size_t max_bytes);
+
+/* Run the strategy named name (unknown: AVERAGE with a warning) over ids.
+ * owners_out[i] borrows from ids. Returns 0 or an error (message logged). */
+int ej__shard_assign(const char *name, const char *job, char *const *ids, size_t n, int count,
+                     const char *const *previous, const char **owners_out);
+
+/* ------------------------------------------------------------------------ */
+/* failover.c                                                                 */
+
+/* An instance node disappeared (dispatch thread): remember what it was
+ * running and, as leader, record its items under leader/failover/latch. */
+void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t session);
+/* Failover turned off: delete every failover node and pending item. */
+void ej__failover_clear_all(ej__coord *c);
+/*
+ * Take ONE pending failover item under leader/failover/latch (greatest item
+ * string first), when this instance is idle: creates
+ * sharding/{item}/failover = own id and deletes the pending node in one
+ * transaction. Blocks. Returns 1 when an item was taken (the on_failover_taken
+ * hook has been called), 0 when none, or an error.
+ */
+int ej__failover_take(ej__coord *c);
+/* Items this instance took over and has not finished (ascending). */
+int ej__failover_mine(ej__coord *c, int **items, size_t *n, int64_t *tokens_out_or_null);
+/* The failover runs of items finished: delete their failover nodes. */
+void ej__failover_done(ej__coord *c, const int *items, size_t n);
+/* The leader cache shows leader (dispatch thread): drop crash records
+ * another leader handles, or process them when the leader is us. */
+void ej__failover_leader_seen(ej__coord *c, const char *leader);
+/* Process crash records left for a leader (after an election). */
+void ej__failover_process_pending(ej__coord *c);
+
+/* The fencing token (czxid of the failover node) of an item taken over. */
+int64_t ej__failover_token(ej__coord *c, int item);
+
+/* Module-private state kept in the coordinator. */
+struct ej__failover_state;
+struct ej__failover_state *ej__coord_failover_state(ej__coord *c);
+struct ej__failover_state *ej__failover_state_new(void);
+void ej__failover_state_free(struct ej__failover_state *s);
+
+/* ------------------------------------------------------------------------ */
+/* execution.c                                                                */
+
+/*
+ * Before running items (monitorExecution): create sharding/{item}/running
+ * for every item, conditionally, in as few transactions as possible. An item
+ * whose running node exists already is not started: its misfire node is
+ * created and ok[i] is false. tokens[i] receives the running node's czxid
+ * (the fencing token). Returns 0 (some items may be skipped) or an error
+ * (no item may run: e.g. connection loss).
+ */
+int ej__exec_begin(ej__coord *c, const int *items, size_t n, bool *ok, int64_t *tokens,
+                   int64_t *session_out);
+/* After running: delete the running nodes created by ej__exec_begin in
+ * session (nothing when the session has changed since: the nodes went with
+ * it, and a delete by path could hit the node of an instance that took the
+ * item over). */
+void ej__exec_complete(ej__coord *c, const int *items, size_t n, int64_t session);
+/* The same for one item (deleted as soon as that item is done, so that a
+ * crash fails over only the items really running). */
+void ej__exec_complete_one(ej__coord *c, int item, int64_t session);
+/* Delete running nodes a lost request may have left (see execution.c);
+ * cheap when there are none. Call at the start of a fire. */
+void ej__exec_cleanup(ej__coord *c);
+struct ej__exec_state;
+struct ej__exec_state *ej__coord_exec_state(ej__coord *c);
+struct ej__exec_state *ej__exec_state_new(void);
+void ej__exec_state_free(struct ej__exec_state *s);
+/* When monitorExecution is off: prove the session is alive and the instance
+ * registered (one request) before starting items. 0 or an error. */
+int ej__exec_check_alive(ej__coord *c);
+/* Create / delete misfire nodes of items. */
+int ej__exec_set_misfire(ej__coord *c, const int *items, size_t n);
+int ej__exec_clear_misfire(ej__coord *c, const int *items, size_t n);
+/* Items among items whose misfire node exists (from the view). */
+int ej__exec_misfired(ej__coord *c, const int *items, size_t n, int **out, size_t *nout);
+/* Clock skew (maxTimeDiffSeconds >= 0): touches systemTime/current and
+ * compares its mtime with the local clock. Returns 0, EJ_ECONFIG with msg
+ * when the skew exceeds max_seconds, or a registry error. */
+int ej__exec_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t msglen);
+/* The own items of the next run: owned, minus failed over away (when
+ * failover is on), minus disabled. Ascending. */
+int ej__exec_local_items(ej__coord *c, int **items, size_t *n);
+
+/* ------------------------------------------------------------------------ */
+/* guarantee.c: distribute-once listeners                                     */
+
+/*
+ * ElasticJob's AbstractDistributeOnceElasticJobListener bookkeeping: create
+ * guarantee/{started|completed}/{item} for items; if all total items are
+ * there, claim the run (exactly one instance wins, by a conditional write on
+ * guarantee/{phase}) and return 1: the caller runs the callback, then calls
+ * ej__guarantee_finish. Otherwise wait (at most timeout_ms; <= 0 means the
+ * coordinator's bound) until the winner deletes guarantee/{phase} and return
+ * 0. EJ_ETIMEDOUT: the node is deleted and the listener failed. Blocks.
+ */
+int ej__guarantee_enter(ej__coord *c, bool completed, const int *items, size_t n, int total,
+                        int64_t timeout_ms);
+/* The winner's callback ran: delete guarantee/{phase} (wakes the others). */
+void ej__guarantee_finish(ej__coord *c, bool completed);
+
+#endif

@@ -1,0 +1,196 @@
+/* Node names, instance ids and Curator latch names: pure functions. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "coord/internal.h"
+#include "ejob/error.h"
+
+char *ej__coord_vpath(const char *job, const char *fmt, va_list ap)
+{
+    if (job == NULL || fmt == NULL)
+        return NULL;
+    ej_buf b;
+    ej__buf_init(&b);
+    ej__buf_printf(&b, "/%s", job);
+    char rel[EJ_REG_MAX_PATH_LEN + 1];
+    int n = vsnprintf(rel, sizeof rel, fmt, ap);
+    if (n < 0 || (size_t)n >= sizeof rel) {
+        ej__buf_fini(&b);
+        return NULL;
+    }
+    if (rel[0] != '\0') {
+        ej__buf_puts(&b, "/");
+        ej__buf_puts(&b, rel);
+    }
+    if (b.failed) {
+        ej__buf_fini(&b);
+        return NULL;
+    }
+    return ej__buf_steal(&b);
+}
+
+char *ej__coord_path(const char *job, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *p = ej__coord_vpath(job, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+int ej__coord_make_instance_id(const char *ip, long pid, char *out, size_t len)
+{
+    if (ip == NULL || out == NULL || ip[0] == '\0' || strchr(ip, '/') != NULL ||
+        strstr(ip, EJ__ID_SEP) != NULL)
+        return EJ_EINVAL;
+    int n = snprintf(out, len, "%s" EJ__ID_SEP "%ld", ip, pid);
+    if (n < 0 || (size_t)n >= len)
+        return EJ_EINVAL;
+    return 0;
+}
+
+int ej__coord_instance_ip(const char *id, char *out, size_t len)
+{
+    if (id == NULL || out == NULL || len == 0)
+        return EJ_EINVAL;
+    const char *sep = strstr(id, EJ__ID_SEP);
+    size_t n = sep ? (size_t)(sep - id) : strlen(id);
+    if (n >= len)
+        return EJ_EINVAL;
+    memcpy(out, id, n);
+    out[n] = '\0';
+    return 0;
+}
+
+bool ej__coord_instance_on_ip(const char *id, const char *ip)
+{
+    if (id == NULL || ip == NULL)
+        return false;
+    size_t n = strlen(ip);
+    return n > 0 && strncmp(id, ip, n) == 0 && strncmp(id + n, EJ__ID_SEP, 3) == 0;
+}
+
+int ej__coord_parse_item(const char *name, int *item)
+{
+    if (name == NULL || item == NULL || name[0] == '\0')
+        return EJ_EINVAL;
+    if (name[0] == '0' && name[1] != '\0')
+        return EJ_EINVAL;
+    long long v = 0;
+    for (const char *p = name; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return EJ_EINVAL;
+        v = v * 10 + (*p - '0');
+        if (v > INT_MAX)
+            return EJ_EINVAL;
+    }
+    *item = (int)v;
+    return 0;
+}
+
+int ej__latch_node_prefix(const char *uuid, char *out, size_t len)
+{
+    if (uuid == NULL || out == NULL || strlen(uuid) != 36)
+        return EJ_EINVAL;
+    int n = snprintf(out, len, "_c_%s-latch-", uuid);
+    if (n < 0 || (size_t)n >= len)
+        return EJ_EINVAL;
+    return 0;
+}
+
+const char *ej__latch_sort_key(const char *name)
+{
+    static const char lock_name[] = "latch-";
+    const char *last = NULL;
+    for (const char *p = name; (p = strstr(p, lock_name)) != NULL; p++)
+        last = p;
+    return last ? last + sizeof lock_name - 1 : name;
+}
+
+int ej__latch_name_cmp(const char *a, const char *b)
+{
+    int c = strcmp(ej__latch_sort_key(a), ej__latch_sort_key(b));
+    return c != 0 ? c : strcmp(a, b);
+}
+
+static int cmp_latch(const void *x, const void *y)
+{
+    return ej__latch_name_cmp(*(char *const *)x, *(char *const *)y);
+}
+
+void ej__latch_sort(char **names, size_t n)
+{
+    if (names != NULL && n > 1)
+        qsort(names, n, sizeof *names, cmp_latch);
+}
+
+long ej__latch_find(char *const *names, size_t n, const char *uuid)
+{
+    if (names == NULL || uuid == NULL)
+        return -1;
+    char prefix[64];
+    int k = snprintf(prefix, sizeof prefix, "_c_%s-", uuid);
+    if (k < 0 || (size_t)k >= sizeof prefix)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (names[i] != NULL && strncmp(names[i], prefix, (size_t)k) == 0)
+            return (long)i;
+    return -1;
+}
+
+void ej__uuid4(char out[37])
+{
+    unsigned char b[16];
+    size_t got = 0;
+    while (got < sizeof b) {
+        ssize_t r = getrandom(b + got, sizeof b - got, 0);
+        if (r > 0) {
+            got += (size_t)r;
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        /* No entropy source: time and pid are unique enough for a latch
+         * node name, which only needs to differ between contenders. */
+        uint64_t seed = (uint64_t)ej__mono_ms() ^ ((uint64_t)getpid() << 32) ^
+                        (uint64_t)(uintptr_t)&got ^ (uint64_t)ej__now_ms();
+        for (size_t i = got; i < sizeof b; i++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            b[i] = (unsigned char)(seed >> 56);
+        }
+        got = sizeof b;
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (size_t i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[o++] = '-';
+        out[o++] = hex[b[i] >> 4];
+        out[o++] = hex[b[i] & 15];
+    }
+    out[o] = '\0';
+}
+
+static int cmp_item_str_desc(const void *x, const void *y)
+{
+    char a[16], b[16];
+    snprintf(a, sizeof a, "%d", *(const int *)x);
+    snprintf(b, sizeof b, "%d", *(const int *)y);
+    return -strcmp(a, b);
+}
+
+void ej__items_sort_desc_as_strings(int *items, size_t n)
+{
+    if (items != NULL && n > 1)
+        qsort(items, n, sizeof *items, cmp_item_str_desc);
+}

@@ -1,0 +1,509 @@
+/*
+ * The sharding service (ElasticJob's ShardingService.shardingIfNecessary),
+ * with bounded waits and transactions split to fit ZooKeeper's request
+ * size limit.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "coord/internal.h"
+#include "ejob/config.h"
+#include "ejob/error.h"
+#include "ejob/log.h"
+#include "ejob/sharding.h"
+
+#define MOD "coord"
+#define CHUNK_BYTES_DEFAULT (512 * 1024)
+#define CHUNK_OPS_MAX 5000
+/* Per-op overhead of a multi request beyond path and data (header, ACL,
+ * flags), generously estimated. */
+#define OP_OVERHEAD 64
+
+int ej__shard_assign(const char *name, const char *job, char *const *ids, size_t n, int count,
+                     const char *const *previous, const char **owners_out)
+{
+    ej_sharding_strategy s;
+    char err[256] = "";
+    if (ej_sharding_find(name, &s, err, sizeof err) != 0) {
+        EJ_LOG(EJ_LOG_WARN, MOD, EJ_ECONFIG,
+               "job %s: %s; sharding with the default strategy (AVERAGE) instead", job, err);
+        if (ej_sharding_find(NULL, &s, NULL, 0) != 0)
+            return EJ_ESHARDING;
+    }
+    int *own = count > 0 ? malloc((size_t)count * sizeof *own) : NULL;
+    if (count > 0 && own == NULL)
+        return EJ_ENOMEM;
+    int rc = ej_sharding_run(&s, (const char *const *)ids, n, job, count, previous, own, err,
+                             sizeof err);
+    if (rc != 0) {
+        EJ_LOG(EJ_LOG_ERROR, MOD, rc, "job %s: sharding strategy %s failed: %s", job, s.name, err);
+        free(own);
+        return rc;
+    }
+    for (int i = 0; i < count; i++)
+        owners_out[i] = own[i] >= 0 ? ids[own[i]] : NULL;
+    free(own);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Chunked writer                                                             */
+
+struct opbuf {
+    struct ej_reg_op *ops;
+    char **paths; /* owned, parallel to ops */
+    size_t n, cap;
+    size_t bytes;
+};
+
+static int op_add(struct opbuf *b, ej_reg_op_type type, char *path, const char *data,
+                  ej_reg_mode mode)
+{
+    if (path == NULL)
+        return EJ_ENOMEM;
+    if (b->n == b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 256;
+        struct ej_reg_op *o = realloc(b->ops, nc * sizeof *o);
+        if (o == NULL) {
+            free(path);
+            return EJ_ENOMEM;
+        }
+        b->ops = o;
+        char **p = realloc(b->paths, nc * sizeof *p);
+        if (p == NULL) {
+            free(path);
+            return EJ_ENOMEM;
+        }
+        b->paths = p;
+        b->cap = nc;
+    }
+    struct ej_reg_op *op = &b->ops[b->n];
+    memset(op, 0, sizeof *op);
+    op->type = type;
+    op->path = path;
+    op->data = data;
+    op->len = data ? strlen(data) : 0;
+    op->mode = mode;
+    op->version = -1;
+    b->paths[b->n] = path;
+    b->n++;
+    b->bytes += strlen(path) + op->len + OP_OVERHEAD;
+    return 0;
+}
+
+static void ops_clear(struct opbuf *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        free(b->paths[i]);
+    b->n = 0;
+    b->bytes = 0;
+}
+
+static void ops_free(struct opbuf *b)
+{
+    ops_clear(b);
+    free(b->ops);
+    free(b->paths);
+}
+
+/* Apply ops one by one, mending what a stale view got wrong: a create of
+ * an existing node becomes a set, a set of a missing node a create, a
+ * delete of a missing node is done already. */
+static int apply_one_by_one(ej_registry *reg, struct opbuf *b, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        struct ej_reg_op *op = &b->ops[i];
+        int rc = 0;
+        switch (op->type) {
+        case EJ_REG_OP_CREATE:
+            rc = ej_registry_create_node(reg, op->path, op->data, op->len, op->mode,
+                                         EJ_REG_CREATE_PARENTS, NULL);
+            if (rc == EJ_ENODEEXISTS)
+                rc = ej_registry_set(reg, op->path, op->data, op->len, -1, NULL);
+            break;
+        case EJ_REG_OP_SET:
+            rc = ej_registry_persist(reg, op->path, op->data, op->len);
+            break;
+        case EJ_REG_OP_DELETE:
+            rc = ej_registry_delete(reg, op->path, -1);
+            if (rc == EJ_ENOTEMPTY)
+                rc = ej_registry_delete_recursive(reg, op->path);
+            if (rc == EJ_ENONODE)
+                rc = 0;
+            break;
+        case EJ_REG_OP_CHECK:
+            break;
+        }
+        if (rc != 0) {
+            EJ_LOG(EJ_LOG_WARN, MOD, rc, "sharding write %s: %s", op->path,
+                   ej_registry_errmsg(reg));
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* Commit ops[from..to) as one transaction, repairing on failure. */
+static int commit(ej_registry *reg, struct opbuf *b, size_t from, size_t to)
+{
+    if (to <= from)
+        return 0;
+    size_t failed = 0;
+    int rc = ej_registry_multi(reg, b->ops + from, to - from, &failed);
+    if (rc == 0)
+        return 0;
+    if (rc == EJ_ECONNLOSS || rc == EJ_ESESSIONEXPIRED || rc == EJ_ECLOSED)
+        return rc;
+    EJ_LOG(EJ_LOG_INFO, MOD, rc,
+           "sharding transaction of %zu ops failed at %s (%s); applying "
+           "them one by one",
+           to - from, failed < to - from ? b->ops[from + failed].path : "?",
+           ej_registry_errmsg(reg));
+    return apply_one_by_one(reg, b, from, to);
+}
+
+int ej__shard_write(ej__coord *c, int count, const char *const *owners, size_t max_bytes)
+{
+    if (c == NULL || count < 0 || (count > 0 && owners == NULL))
+        return EJ_EINVAL;
+    if (max_bytes == 0)
+        max_bytes = CHUNK_BYTES_DEFAULT;
+    ej_registry *reg = ej__coord_registry(c);
+    ej__view *v = ej__coord_view(c);
+    char *jobname = strdup(ej__coord_job_name(c));
+    if (jobname == NULL)
+        return EJ_ENOMEM;
+    int rc;
+
+    struct opbuf b = {0};
+    int *present = NULL;
+    size_t npresent = 0;
+    rc = ej__view_items(v, &present, &npresent);
+    if (rc != 0)
+        goto out;
+    if (npresent == 0) {
+        /* The first sharding of the job: sharding/ itself may be missing
+         * (a transaction cannot create parents). */
+        char *dir = ej__coord_path(jobname, "sharding");
+        rc = dir ? ej_registry_create_node(reg, dir, NULL, 0, EJ_REG_PERSISTENT,
+                                           EJ_REG_CREATE_PARENTS, NULL)
+                 : EJ_ENOMEM;
+        free(dir);
+        if (rc == EJ_ENODEEXISTS)
+            rc = 0;
+        if (rc != 0)
+            goto out;
+    }
+
+    /* Chunks are committed as they fill; the last one (with the two
+     * deletes that tell readers the sharding is complete) goes last. */
+    size_t committed = 0;
+#define FLUSH_IF_FULL()                                                                            \
+    do {                                                                                           \
+        if (b.bytes >= max_bytes || b.n >= CHUNK_OPS_MAX) {                                        \
+            rc = commit(reg, &b, 0, b.n);                                                          \
+            if (rc != 0)                                                                           \
+                goto out;                                                                          \
+            committed += b.n;                                                                      \
+            ops_clear(&b);                                                                         \
+        }                                                                                          \
+    } while (0)
+
+    /* 1. Items at or above the new count go, with their subtree. */
+    for (size_t i = 0; i < npresent; i++) {
+        int item = present[i];
+        if (item < count)
+            continue;
+        struct ej__view_item it;
+        if (ej__view_get(v, item, &it) != 0)
+            continue;
+        bool has_inst = it.owner != NULL;
+        bool has_mis = it.misfire > 0, has_dis = it.disabled > 0;
+        ej__view_item_fini(&it);
+        if (has_inst)
+            rc = op_add(&b, EJ_REG_OP_DELETE, ej__coord_path(jobname, "sharding/%d/instance", item),
+                        NULL, 0);
+        if (rc == 0 && has_mis)
+            rc = op_add(&b, EJ_REG_OP_DELETE, ej__coord_path(jobname, "sharding/%d/misfire", item),
+                        NULL, 0);
+        if (rc == 0 && has_dis)
+            rc = op_add(&b, EJ_REG_OP_DELETE, ej__coord_path(jobname, "sharding/%d/disabled", item),
+                        NULL, 0);
+        if (rc == 0)
+            rc =
+                op_add(&b, EJ_REG_OP_DELETE, ej__coord_path(jobname, "sharding/%d", item), NULL, 0);
+        if (rc != 0)
+            goto out;
+        FLUSH_IF_FULL();
+    }
+
+    /* 2. Items 0..count-1 with their owners; unchanged ones cost nothing. */
+    for (int item = 0; item < count; item++) {
+        struct ej__view_item it;
+        bool present_now = ej__view_get(v, item, &it) == 0;
+        const char *want = owners[item];
+        if (!present_now) {
+            rc = op_add(&b, EJ_REG_OP_CREATE, ej__coord_path(jobname, "sharding/%d", item), "",
+                        EJ_REG_PERSISTENT);
+            if (rc == 0 && want)
+                rc = op_add(&b, EJ_REG_OP_CREATE,
+                            ej__coord_path(jobname, "sharding/%d/instance", item), want,
+                            EJ_REG_PERSISTENT);
+        } else {
+            if (want && it.owner == NULL)
+                rc = op_add(&b, EJ_REG_OP_CREATE,
+                            ej__coord_path(jobname, "sharding/%d/instance", item), want,
+                            EJ_REG_PERSISTENT);
+            else if (want && strcmp(want, it.owner) != 0)
+                rc = op_add(&b, EJ_REG_OP_SET,
+                            ej__coord_path(jobname, "sharding/%d/instance", item), want, 0);
+            else if (!want && it.owner != NULL)
+                rc = op_add(&b, EJ_REG_OP_DELETE,
+                            ej__coord_path(jobname, "sharding/%d/instance", item), NULL, 0);
+            ej__view_item_fini(&it);
+        }
+        if (rc != 0)
+            goto out;
+        FLUSH_IF_FULL();
+    }
+#undef FLUSH_IF_FULL
+
+    /* 3. The last transaction: ElasticJob's check("/"), the rest of the
+     * owners, then the flags. */
+    size_t nitem_ops = b.n;
+    rc = op_add(&b, EJ_REG_OP_CHECK, strdup("/"), NULL, 0);
+    if (rc == 0)
+        rc = op_add(&b, EJ_REG_OP_DELETE, ej__coord_path(jobname, "leader/sharding/necessary"),
+                    NULL, 0);
+    if (rc == 0)
+        rc = op_add(&b, EJ_REG_OP_DELETE, ej__coord_path(jobname, "leader/sharding/processing"),
+                    NULL, 0);
+    if (rc != 0)
+        goto out;
+    /* Move the check to the front, as ElasticJob orders it. */
+    struct ej_reg_op chk = b.ops[nitem_ops];
+    char *chkp = b.paths[nitem_ops];
+    memmove(b.ops + 1, b.ops, nitem_ops * sizeof *b.ops);
+    memmove(b.paths + 1, b.paths, nitem_ops * sizeof *b.paths);
+    b.ops[0] = chk;
+    b.paths[0] = chkp;
+    size_t failed = 0;
+    rc = ej_registry_multi(reg, b.ops, b.n, &failed);
+    if (rc != 0 && rc != EJ_ECONNLOSS && rc != EJ_ESESSIONEXPIRED && rc != EJ_ECLOSED) {
+        EJ_LOG(EJ_LOG_INFO, MOD, rc, "final sharding transaction failed at %s (%s); repairing",
+               failed < b.n ? b.ops[failed].path : "?", ej_registry_errmsg(reg));
+        rc = apply_one_by_one(reg, &b, 1, 1 + nitem_ops);
+        if (rc == 0) {
+            /* Only now may readers see the flags go. */
+            rc = ej_registry_multi(reg, b.ops + 1 + nitem_ops, 2, NULL);
+            if (rc != 0)
+                rc = apply_one_by_one(reg, &b, 1 + nitem_ops, b.n);
+        }
+    }
+    if (rc == 0)
+        EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: sharding of %d items written (%zu ops)", jobname,
+               count, committed + b.n);
+out:
+    ops_free(&b);
+    free(present);
+    free(jobname);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+
+/* Wait (locked) until neither necessary nor processing exists or this
+ * instance becomes the leader. Returns 0, 1 (now leader) or EJ_ETIMEDOUT. */
+static int wait_for_leader_sharding(ej__coord *c, int64_t deadline)
+{
+    bool logged = false;
+    int64_t start = ej__mono_ms();
+    ej__coord_lock(c);
+    for (;;) {
+        if (!ej__coord_necessary_locked(c) && !ej__coord_processing_locked(c)) {
+            ej__coord_unlock(c);
+            return 0;
+        }
+        ej__coord_unlock(c);
+        if (ej__coord_is_leader(c))
+            return 1;
+        if (ej__coord_stopped(c))
+            return EJ_ESTOPPED;
+        if (!logged && ej__mono_ms() - start > 1000) {
+            logged = true;
+            EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: waiting for the leader to finish sharding",
+                   ej__coord_instance_id(c));
+        }
+        ej__coord_lock(c);
+        if (!ej__coord_wait_locked(c, deadline)) {
+            bool still = ej__coord_necessary_locked(c) || ej__coord_processing_locked(c);
+            ej__coord_unlock(c);
+            if (!still)
+                return 0;
+            EJ_LOG(EJ_LOG_WARN, MOD, EJ_ETIMEDOUT,
+                   "waited %" PRId64 " ms for the leader to reshard (leader/sharding/necessary "
+                   "or processing still there); skipping this fire",
+                   ej__mono_ms() - start);
+            return EJ_ETIMEDOUT;
+        }
+    }
+}
+
+static int leader_shard(ej__coord *c, int64_t deadline)
+{
+    ej_registry *reg = ej__coord_registry(c);
+    ej__view *v = ej__coord_view(c);
+    int64_t sess = ej_registry_session_id(reg);
+    struct ej_job_config cfg;
+    int rc = ej__coord_config(c, &cfg);
+    if (rc != 0)
+        return rc;
+    char *p_proc = ej__coord_path(cfg.job_name, "leader/sharding/processing");
+    char **ids = NULL;
+    size_t n = 0;
+    const char **owners = NULL;
+    const char **prev = NULL;
+    int count = cfg.sharding_total_count;
+    if (p_proc == NULL) {
+        rc = EJ_ENOMEM;
+        goto out;
+    }
+
+    /* Wait (bounded) for items other instances are running: resharding
+     * under them would only make their new owners skip them. */
+    int64_t wstart = ej__mono_ms();
+    bool logged = false;
+    while (ej__view_running_count(v, sess) > 0 && ej__mono_ms() < deadline) {
+        if (!logged && ej__mono_ms() - wstart > 1000) {
+            logged = true;
+            EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: waiting for %zu running items before resharding",
+                   cfg.job_name, ej__view_running_count(v, sess));
+        }
+        ej__coord_lock(c);
+        ej__coord_wait_locked(c, deadline);
+        ej__coord_unlock(c);
+    }
+    if (ej__view_running_count(v, sess) > 0)
+        EJ_LOG(EJ_LOG_WARN, MOD, 0,
+               "job %s: resharding while items still run elsewhere (waited %" PRId64 " ms)",
+               cfg.job_name, ej__mono_ms() - wstart);
+
+    rc = ej_registry_create_node(reg, p_proc, NULL, 0, EJ_REG_EPHEMERAL, EJ_REG_CREATE_PARENTS,
+                                 NULL);
+    if (rc == EJ_ENODEEXISTS) {
+        struct ej_node_stat st;
+        bool ex = false;
+        if (ej_registry_exists(reg, p_proc, &ex, &st) == 0 && ex && st.ephemeral_owner != sess) {
+            EJ_LOG(EJ_LOG_WARN, MOD, 0,
+                   "job %s: %s is held by session 0x%" PRIx64 "; not resharding now", cfg.job_name,
+                   p_proc, (uint64_t)st.ephemeral_owner);
+            rc = EJ_EBUSY;
+            goto out;
+        }
+        rc = 0;
+    }
+    if (rc != 0)
+        goto out;
+
+    rc = ej__coord_available_instances(c, &ids, &n);
+    if (rc != 0)
+        goto out;
+    owners = calloc((size_t)count + 1, sizeof *owners);
+    prev = calloc((size_t)count + 1, sizeof *prev);
+    struct ej__view_item *items = calloc((size_t)count + 1, sizeof *items);
+    if (owners == NULL || prev == NULL || items == NULL) {
+        free(items);
+        rc = EJ_ENOMEM;
+        goto out;
+    }
+    for (int i = 0; i < count; i++)
+        if (ej__view_get(v, i, &items[i]) == 0)
+            prev[i] = items[i].owner;
+    char *strategy = ej__coord_strategy_name(c);
+    rc = ej__shard_assign(strategy ? strategy : "", cfg.job_name, ids, n, count, prev, owners);
+    free(strategy);
+    if (rc == 0)
+        rc = ej__shard_write(c, count, owners, 0);
+    for (int i = 0; i < count; i++)
+        ej__view_item_fini(&items[i]);
+    free(items);
+    if (rc != 0) {
+        /* Leave processing to the session's end only if we cannot delete
+         * it: readers must not wait for a dead attempt. */
+        ej_registry_delete(reg, p_proc, -1);
+        goto out;
+    }
+    EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: resharded %d items over %zu instances", cfg.job_name,
+           count, n);
+    /* Let the view catch up with what was just written: this instance's
+     * own items are read from it right after. */
+    /* Polled: the check is linear in the items, and every item's change
+     * would wake a condition wait. */
+    while (!ej__view_matches(v, owners, count)) {
+        if (ej__mono_ms() >= deadline) {
+            EJ_LOG(EJ_LOG_WARN, MOD, EJ_ETIMEDOUT,
+                   "job %s: the sharding view did not show the new assignment in time",
+                   cfg.job_name);
+            break;
+        }
+        ej__sleep_ms(count > 10000 ? 50 : 5);
+    }
+    /* An instance that joined or left while this sharding ran may have set
+     * the flag before the last transaction deleted it: shard again at the
+     * next fire if the instances are no longer those just used. */
+    char **now_ids = NULL;
+    size_t now_n = 0;
+    if (ej__coord_available_instances(c, &now_ids, &now_n) == 0) {
+        bool same = now_n == n;
+        for (size_t i = 0; same && i < n; i++)
+            same = strcmp(now_ids[i], ids[i]) == 0;
+        if (!same) {
+            EJ_LOG(EJ_LOG_INFO, MOD, 0,
+                   "job %s: instances changed while sharding; resharding at the next fire",
+                   cfg.job_name);
+            ej__coord_set_necessary(c);
+        }
+        ej_registry_free_names(now_ids);
+    }
+out:
+    free(owners);
+    free(prev);
+    ej_registry_free_names(ids);
+    free(p_proc);
+    ej_job_config_fini(&cfg);
+    return rc;
+}
+
+int ej__shard_if_necessary(ej__coord *c)
+{
+    if (c == NULL)
+        return EJ_EINVAL;
+    ej__coord_lock(c);
+    bool need = ej__coord_necessary_locked(c);
+    ej__coord_unlock(c);
+    if (!need)
+        return 0;
+    char **ids = NULL;
+    size_t n = 0;
+    int rc = ej__coord_available_instances(c, &ids, &n);
+    ej_registry_free_names(ids);
+    if (rc != 0 || n == 0)
+        return rc;
+    int bound = ej__coord_wait_bound(c);
+    int64_t deadline = ej__mono_ms() + bound;
+    if (!ej__coord_is_leader_until_block(c, bound)) {
+        rc = wait_for_leader_sharding(c, deadline);
+        if (rc != 1)
+            return rc;
+    }
+    /* Leader: check the flag again (another fire may have sharded). */
+    ej__coord_lock(c);
+    need = ej__coord_necessary_locked(c);
+    ej__coord_unlock(c);
+    if (!need)
+        return 0;
+    return leader_shard(c, deadline + bound);
+}

@@ -1,0 +1,684 @@
+/*
+ * The job object and its public API (include/ejob/ejob.h): creation,
+ * start-up, configuration changes, shutdown, status. The fire flow is in
+ * fire.c.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "coord/internal.h"
+#include "ejob/config.h"
+#include "ejob/cron.h"
+#include "ejob/monitor.h"
+#include "runtime/internal.h"
+#include "schedule/internal.h"
+
+#define MOD "job"
+
+/* ------------------------------------------------------------------------ */
+/* Settings snapshots                                                        */
+
+void ej__rt_settings_ref(struct ej__rt_settings *s)
+{
+    if (s)
+        atomic_fetch_add(&s->refs, 1);
+}
+
+void ej__rt_settings_unref(struct ej__rt_settings *s)
+{
+    if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1)
+        return;
+    ej__rt_free_def(s->def);
+    for (size_t i = 0; i < s->nparams; i++)
+        free(s->param_values[i]);
+    free(s->param_items);
+    free(s->param_values);
+    char *strs[] = {
+        s->job_name, s->job_parameter, s->cron,      s->time_zone,         s->script_command_line,
+        s->http_uri, s->http_method,   s->http_data, s->http_content_type, s->error_handler,
+        s->executor};
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+        free(strs[i]);
+    free(s);
+}
+
+static char *dup0(const char *s)
+{
+    return strdup(s ? s : "");
+}
+
+static struct ej__rt_settings *settings_from(const struct ej_job_config *cfg)
+{
+    struct ej__rt_settings *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return NULL;
+    atomic_init(&s->refs, 1);
+    s->job_name = dup0(cfg->job_name);
+    s->count = cfg->sharding_total_count;
+    s->job_parameter = dup0(cfg->job_parameter);
+    s->failover = cfg->failover;
+    s->misfire = cfg->misfire;
+    s->monitor_execution = cfg->monitor_execution;
+    s->streaming = cfg->streaming_process;
+    s->max_time_diff_seconds = cfg->max_time_diff_seconds;
+    s->job_type = (int)cfg->job_type;
+    s->cron = dup0(cfg->cron);
+    s->time_zone = dup0(cfg->time_zone);
+    s->script_command_line = dup0(cfg->script_command_line);
+    s->script_timeout_ms = cfg->script_timeout_ms;
+    s->http_uri = dup0(cfg->http.uri);
+    s->http_method = dup0(cfg->http.method);
+    s->http_data = dup0(cfg->http.data);
+    s->http_content_type = dup0(cfg->http.content_type);
+    s->http_connect_timeout_ms = cfg->http.connect_timeout_ms;
+    s->http_read_timeout_ms = cfg->http.read_timeout_ms;
+    s->error_handler = dup0(cfg->job_exception_handler);
+    s->executor = dup0(cfg->executor_service_handler);
+    struct ej_sharding_params p;
+    char err[256];
+    if (ej_sharding_params_parse(cfg->sharding_item_parameters, &p, err, sizeof err) == 0) {
+        s->nparams = p.count;
+        s->param_items = p.count ? calloc(p.count, sizeof *s->param_items) : NULL;
+        s->param_values = p.count ? calloc(p.count, sizeof *s->param_values) : NULL;
+        for (size_t i = 0; i < p.count && s->param_items && s->param_values; i++) {
+            s->param_items[i] = p.entries[i].item;
+            s->param_values[i] = dup0(p.entries[i].value);
+        }
+        if (p.count && (s->param_items == NULL || s->param_values == NULL))
+            s->nparams = 0;
+        ej_sharding_params_fini(&p);
+    }
+    if (!s->job_name || !s->job_parameter || !s->cron || !s->time_zone || !s->script_command_line ||
+        !s->http_uri || !s->http_method || !s->http_data || !s->http_content_type ||
+        !s->error_handler || !s->executor) {
+        ej__rt_settings_unref(s);
+        return NULL;
+    }
+    return s;
+}
+
+struct ej__rt_settings *ej__job_settings(struct ej_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    struct ej__rt_settings *s = job->settings;
+    ej__rt_settings_ref(s);
+    pthread_mutex_unlock(&job->mu);
+    return s;
+}
+
+/* Install a new snapshot built from cfg. */
+static int install_settings(struct ej_job *job, const struct ej_job_config *cfg)
+{
+    struct ej__rt_settings *s = settings_from(cfg);
+    if (s == NULL)
+        return EJ_ENOMEM;
+    int rc = ej__rt_build_def(s, job->user_def);
+    if (rc != 0) {
+        ej__rt_settings_unref(s);
+        return rc;
+    }
+    pthread_mutex_lock(&job->mu);
+    struct ej__rt_settings *old = job->settings;
+    job->settings = s;
+    pthread_mutex_unlock(&job->mu);
+    ej__rt_settings_unref(old);
+    if (job->sj)
+        ej__sched_job_set_concurrency(job->sj, ej__rt_concurrency(s, job->user_def));
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Job object                                                                 */
+
+void ej__job_ref(struct ej_job *job)
+{
+    atomic_fetch_add(&job->refs, 1);
+}
+
+void ej__job_unref(struct ej_job *job)
+{
+    if (atomic_fetch_sub(&job->refs, 1) != 1)
+        return;
+    ej__rt_settings_unref(job->settings);
+    if (job->local_cfg) {
+        ej_job_config_fini(job->local_cfg);
+        free(job->local_cfg);
+    }
+    free(job->run_items);
+    ej_cron_free(job->cron);
+    free(job->name);
+    pthread_mutex_destroy(&job->mu);
+    pthread_cond_destroy(&job->cv);
+    free(job);
+}
+
+void ej__job_set_error(struct ej_job *job, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pthread_mutex_lock(&job->mu);
+    vsnprintf(job->last_error, sizeof job->last_error, fmt, ap);
+    pthread_mutex_unlock(&job->mu);
+    va_end(ap);
+}
+
+/* Cron and zone checks, with the message naming the field. */
+static int cron_checker(const char *cron, const char *time_zone, char *err, size_t errlen)
+{
+    ej_tz *tz = NULL;
+    if (ej_tz_load(time_zone && time_zone[0] ? time_zone : NULL, &tz) != 0) {
+        snprintf(err, errlen, "timeZone: unknown time zone \"%s\"", time_zone);
+        return EJ_ECONFIG;
+    }
+    char why[400] = "";
+    if (ej_cron_parse(cron, NULL, why, sizeof why) != 0) {
+        snprintf(err, errlen, "cron: %s", why);
+        return EJ_ECONFIG;
+    }
+    return 0;
+}
+
+static void on_config_hook(void *user, const struct ej_job_config *cfg, unsigned changed)
+{
+    struct ej_job *job = user;
+    if (install_settings(job, cfg) != 0) {
+        EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ENOMEM, "job %s: cannot apply the new config", job->name);
+        return;
+    }
+    if ((changed & EJ__CFG_CRON) && !job->manual) {
+        struct ej__rt_settings *s = ej__job_settings(job);
+        int rc = ej__rt_schedule(job, s, true);
+        if (rc != 0)
+            ej__job_set_error(job, "cron \"%s\" not scheduled: %s", s->cron, ej_strerror(rc));
+        else
+            EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: rescheduled with cron \"%s\"%s%s", job->name,
+                   s->cron, s->time_zone[0] ? " in " : "", s->time_zone);
+        ej__rt_settings_unref(s);
+    }
+}
+
+int ej_job_create(ej_registry *reg, const struct ej_job_config *cfg, const struct ej_job_opts *opts,
+                  ej_job **out)
+{
+    static struct ej_job_opts none;
+    if (reg == NULL || cfg == NULL || out == NULL)
+        return EJ_EINVAL;
+    *out = NULL;
+    if (opts == NULL)
+        opts = &none;
+    char err[512] = "";
+    int rc = ej_job_config_validate(cfg, err, sizeof err);
+    if (rc == 0)
+        rc = cron_checker(cfg->cron, cfg->time_zone, err, sizeof err);
+    if (rc != 0) {
+        EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ECONFIG, "job %s: invalid config: %s",
+               cfg->job_name ? cfg->job_name : "?", err);
+        return EJ_ECONFIG;
+    }
+    bool needs_def = cfg->job_type == EJ_JOB_TYPE_SIMPLE || cfg->job_type == EJ_JOB_TYPE_DATAFLOW;
+    if (needs_def && opts->def == NULL) {
+        EJ_LOG(EJ_LOG_ERROR, MOD, EJ_EINVAL, "job %s: a %s job needs opts->def", cfg->job_name,
+               ej_job_type_name(cfg->job_type));
+        return EJ_EINVAL;
+    }
+    if (opts->def != NULL) {
+        if (ej__rt_def_type(opts->def) != (int)cfg->job_type) {
+            EJ_LOG(EJ_LOG_ERROR, MOD, EJ_EINVAL, "job %s: def->type does not match jobType %s",
+                   cfg->job_name, ej_job_type_name(cfg->job_type));
+            return EJ_EINVAL;
+        }
+        if (needs_def && ej__rt_def_validate(opts->def, err, sizeof err) != 0) {
+            EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ECONFIG, "job %s: invalid definition: %s", cfg->job_name,
+                   err);
+            return EJ_ECONFIG;
+        }
+    }
+    struct ej_job *job = calloc(1, sizeof *job);
+    if (job == NULL)
+        return EJ_ENOMEM;
+    pthread_mutex_init(&job->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&job->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    atomic_init(&job->refs, 1);
+    atomic_init(&job->cancel, false);
+    job->reg = reg;
+    job->user_def = opts->def;
+    job->once = opts->once_listener;
+    job->bus = opts->events;
+    job->drain_timeout_ms = opts->drain_timeout_ms > 0 ? opts->drain_timeout_ms : 30000;
+    job->keep_running_on_lost = opts->keep_running_on_lost;
+    job->manual = opts->manual;
+    job->wait_bound_ms = opts->wait_bound_ms;
+    job->reconcile_ms = opts->reconcile_interval_ms;
+    job->state = EJ__JOB_CREATED;
+    job->name = strdup(cfg->job_name);
+    job->local_cfg = calloc(1, sizeof(struct ej_job_config));
+    if (job->name == NULL || job->local_cfg == NULL ||
+        ej_job_config_copy(job->local_cfg, cfg) != 0) {
+        if (job->local_cfg && ((struct ej_job_config *)job->local_cfg)->job_name == NULL) {
+            free(job->local_cfg);
+            job->local_cfg = NULL;
+        }
+        ej__job_unref(job);
+        return EJ_ENOMEM;
+    }
+    if (opts->ip && opts->ip[0])
+        snprintf(job->ip, sizeof job->ip, "%s", opts->ip);
+    else
+        ej__local_ip(job->ip, sizeof job->ip);
+    if (opts->instance_id && opts->instance_id[0]) {
+        snprintf(job->me, sizeof job->me, "%s", opts->instance_id);
+        char ip[EJ__IP_MAX];
+        if (ej__coord_instance_ip(job->me, ip, sizeof ip) == 0 && (!opts->ip || !opts->ip[0]))
+            snprintf(job->ip, sizeof job->ip, "%s", ip);
+    } else if (ej__coord_make_instance_id(job->ip, (long)getpid(), job->me, sizeof job->me) != 0) {
+        EJ_LOG(EJ_LOG_ERROR, MOD, EJ_EINVAL, "job %s: cannot make an instance id from IP \"%s\"",
+               cfg->job_name, job->ip);
+        ej__job_unref(job);
+        return EJ_EINVAL;
+    }
+    if (gethostname(job->hostname, sizeof job->hostname - 1) != 0)
+        snprintf(job->hostname, sizeof job->hostname, "unknown");
+    rc = install_settings(job, cfg);
+    if (rc != 0) {
+        ej__job_unref(job);
+        return rc;
+    }
+    job->sched = ej__sched_default();
+    if (job->sched == NULL) {
+        ej__job_unref(job);
+        return EJ_ENOMEM;
+    }
+    rc = ej__sched_job_create(job->sched, job->name,
+                              ej__rt_concurrency(job->settings, job->user_def), &job->sj);
+    if (rc != 0) {
+        ej__job_unref(job);
+        return rc;
+    }
+    struct ej__coord_opts co = {
+        .reg = reg,
+        .job_name = job->name,
+        .instance_id = job->me,
+        .ip = job->ip,
+        .sched = job->sched,
+        .wait_bound_ms = opts->wait_bound_ms,
+        .reconcile_ms = opts->reconcile_interval_ms,
+        .hooks =
+            {
+                .user = job,
+                .on_trigger = ej__rt_on_trigger,
+                .on_failover_taken = ej__rt_on_failover_taken,
+                .on_failover_pending = ej__rt_on_failover_pending,
+                .on_config = on_config_hook,
+                .on_stop = ej__rt_on_stop,
+                .on_conn = ej__rt_on_conn,
+            },
+    };
+    rc = ej__coord_create(&co, &job->coord);
+    if (rc != 0) {
+        ej__sched_job_destroy(job->sj);
+        ej__job_unref(job);
+        return rc;
+    }
+    *out = job;
+    return 0;
+}
+
+int ej_job_start(ej_job *job)
+{
+    if (job == NULL)
+        return EJ_EINVAL;
+    pthread_mutex_lock(&job->mu);
+    if (job->state != EJ__JOB_CREATED) {
+        pthread_mutex_unlock(&job->mu);
+        return EJ_EBUSY;
+    }
+    job->state = EJ__JOB_STARTED;
+    pthread_mutex_unlock(&job->mu);
+    struct ej_job_config eff;
+    memset(&eff, 0, sizeof eff);
+    char err[1024] = "";
+    int rc = ej__coord_start(job->coord, job->local_cfg, &eff, err, sizeof err);
+    if (rc != 0) {
+        ej__job_set_error(job, "%s", err);
+        EJ_LOG(EJ_LOG_ERROR, MOD, rc, "job %s: start failed: %s", job->name, err);
+        goto fail;
+    }
+    rc = install_settings(job, &eff);
+    if (rc != 0)
+        goto fail;
+    if (eff.monitor_port >= 0) {
+        ej_monitor *mon = NULL;
+        int mrc = ej_monitor_start(job->reg, NULL, job->name, NULL, eff.monitor_port, &mon);
+        pthread_mutex_lock(&job->mu);
+        job->monitor = mon;
+        pthread_mutex_unlock(&job->mu);
+        if (mrc != 0) {
+            ej__job_set_error(job, "monitor port %d: %s", eff.monitor_port, ej_strerror(mrc));
+            EJ_LOG(EJ_LOG_WARN, MOD, mrc, "job %s: monitor port %d not started", job->name,
+                   eff.monitor_port);
+        }
+    }
+    /* The cron trigger (or, for a manual job, a trigger that fires only
+     * when asked). */
+    struct ej__rt_settings *s = ej__job_settings(job);
+    rc = ej__rt_schedule(job, s, false);
+    ej__rt_settings_unref(s);
+    if (rc != 0) {
+        ej__job_set_error(job, "cron \"%s\" has no fire time ahead or cannot be scheduled",
+                          eff.cron);
+        goto fail;
+    }
+    ej_job_config_fini(&eff);
+    EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s started as %s", job->name, job->me);
+    return 0;
+fail:
+    ej_job_config_fini(&eff);
+    ej__coord_leave(job->coord);
+    pthread_mutex_lock(&job->mu);
+    job->state = EJ__JOB_DONE;
+    ej_monitor *mon = job->monitor;
+    job->monitor = NULL;
+    pthread_mutex_unlock(&job->mu);
+    ej_monitor_stop(mon);
+    return rc;
+}
+
+static ej__trigger *trigger_of(struct ej_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    ej__trigger *t = job->trigger;
+    pthread_mutex_unlock(&job->mu);
+    return t;
+}
+
+static bool active(struct ej_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    bool a = job->state == EJ__JOB_STARTED && !job->stopped;
+    pthread_mutex_unlock(&job->mu);
+    return a;
+}
+
+int ej_job_trigger(ej_job *job)
+{
+    if (job == NULL)
+        return EJ_EINVAL;
+    ej__trigger *t = trigger_of(job);
+    if (!active(job) || t == NULL)
+        return EJ_ESTOPPED;
+    return ej__sched_trigger_fire_now(t, EJ__FIRE_TRIGGER);
+}
+
+int ej_job_trigger_all(ej_job *job)
+{
+    if (job == NULL)
+        return EJ_EINVAL;
+    char *dir = ej__coord_path(job->name, "instances");
+    if (dir == NULL)
+        return EJ_ENOMEM;
+    char **names = NULL;
+    size_t n = 0;
+    int rc = ej_registry_children(job->reg, dir, EJ_REG_UNSORTED, &names, &n);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        char *p = ej__asprintf("%s/%s", dir, names[i]);
+        if (p == NULL) {
+            rc = EJ_ENOMEM;
+            break;
+        }
+        int r = ej_registry_set(job->reg, p, "TRIGGER", 7, -1, NULL);
+        if (r != 0 && r != EJ_ENONODE)
+            rc = r;
+        free(p);
+    }
+    ej_registry_free_names(names);
+    free(dir);
+    return rc;
+}
+
+int ej_job_pause(ej_job *job)
+{
+    if (job == NULL)
+        return EJ_EINVAL;
+    ej__trigger *t = trigger_of(job);
+    if (!active(job) || t == NULL)
+        return EJ_ESTOPPED;
+    pthread_mutex_lock(&job->mu);
+    job->user_paused = true;
+    pthread_mutex_unlock(&job->mu);
+    ej__sched_trigger_pause(t);
+    return 0;
+}
+
+int ej_job_resume(ej_job *job)
+{
+    if (job == NULL)
+        return EJ_EINVAL;
+    ej__trigger *t = trigger_of(job);
+    if (!active(job) || t == NULL)
+        return EJ_ESTOPPED;
+    pthread_mutex_lock(&job->mu);
+    job->user_paused = false;
+    bool conn = job->conn_paused;
+    pthread_mutex_unlock(&job->mu);
+    if (!conn && !job->manual)
+        ej__sched_trigger_resume(t);
+    return 0;
+}
+
+int ej_job_update_config(ej_job *job, const struct ej_job_config *cfg)
+{
+    if (job == NULL || cfg == NULL)
+        return EJ_EINVAL;
+    char err[512] = "";
+    if (cfg->job_name == NULL || strcmp(cfg->job_name, job->name) != 0) {
+        ej__job_set_error(job, "jobName: must stay \"%s\"", job->name);
+        return EJ_EINVAL;
+    }
+    int rc = ej_job_config_validate(cfg, err, sizeof err);
+    if (rc == 0)
+        rc = cron_checker(cfg->cron, cfg->time_zone, err, sizeof err);
+    if (rc != 0) {
+        ej__job_set_error(job, "new config rejected: %s", err);
+        return EJ_ECONFIG;
+    }
+    char *json = ej_job_config_to_json(cfg);
+    char *path = ej__coord_path(job->name, "config");
+    if (json == NULL || path == NULL) {
+        free(json);
+        free(path);
+        return EJ_ENOMEM;
+    }
+    rc = ej_registry_persist(job->reg, path, json, strlen(json));
+    free(path);
+    free(json);
+    if (rc != 0)
+        return rc;
+    /* Also the local copy, so an overwrite at a later start writes this. */
+    struct ej_job_config copy;
+    if (ej_job_config_copy(&copy, cfg) == 0) {
+        pthread_mutex_lock(&job->mu);
+        ej_job_config_fini(job->local_cfg);
+        *(struct ej_job_config *)job->local_cfg = copy;
+        pthread_mutex_unlock(&job->mu);
+    }
+    if (!active(job))
+        return 0;
+    int64_t deadline = ej__mono_ms() + 5000;
+    while (ej__mono_ms() < deadline) {
+        struct ej_job_config cur;
+        if (ej__coord_config(job->coord, &cur) == 0) {
+            bool same = ej_job_config_equal(&cur, cfg);
+            ej_job_config_fini(&cur);
+            if (same)
+                return 0;
+        }
+        ej__sleep_ms(20);
+    }
+    return EJ_ETIMEDOUT;
+}
+
+int ej_job_shutdown(ej_job *job)
+{
+    if (job == NULL)
+        return EJ_EINVAL;
+    pthread_mutex_lock(&job->mu);
+    int st = job->state;
+    if (st == EJ__JOB_STOPPING || st == EJ__JOB_DONE) {
+        pthread_mutex_unlock(&job->mu);
+        return 0;
+    }
+    job->state = EJ__JOB_STOPPING;
+    pthread_cond_broadcast(&job->cv);
+    pthread_mutex_unlock(&job->mu);
+    int rc = 0;
+    if (st == EJ__JOB_STARTED) {
+        ej__trigger *t = trigger_of(job);
+        if (t)
+            ej__sched_trigger_pause(t);
+        if (!ej__rt_wait_idle(job, job->drain_timeout_ms)) {
+            EJ_LOG(EJ_LOG_WARN, MOD, 0,
+                   "job %s: items still running after %" PRId64 " ms: asking them to stop",
+                   job->name, job->drain_timeout_ms);
+            atomic_store(&job->cancel, true);
+            if (!ej__rt_wait_idle(job, 5000)) {
+                EJ_LOG(EJ_LOG_WARN, MOD, EJ_ETIMEDOUT,
+                       "job %s: items did not stop; leaving them behind", job->name);
+                rc = EJ_ETIMEDOUT;
+            }
+        }
+        pthread_mutex_lock(&job->mu);
+        ej_monitor *mon = job->monitor;
+        job->monitor = NULL;
+        pthread_mutex_unlock(&job->mu);
+        ej_monitor_stop(mon);
+        ej__coord_leave(job->coord);
+    }
+    pthread_mutex_lock(&job->mu);
+    job->state = EJ__JOB_DONE;
+    pthread_mutex_unlock(&job->mu);
+    return rc;
+}
+
+void ej_job_destroy(ej_job *job)
+{
+    if (job == NULL)
+        return;
+    ej_job_shutdown(job);
+    /* The trigger's callback may still run (drain timed out): removing it
+     * waits for that callback. */
+    ej__trigger *t = trigger_of(job);
+    if (t) {
+        ej__sched_trigger_remove(t);
+        pthread_mutex_lock(&job->mu);
+        job->trigger = NULL;
+        pthread_mutex_unlock(&job->mu);
+    }
+    ej__coord_destroy(job->coord);
+    job->coord = NULL;
+    ej__sched_job_destroy(job->sj);
+    job->sj = NULL;
+    ej__rt_bus_destroy(job);
+    ej__job_unref(job);
+}
+
+int ej_job_status(ej_job *job, struct ej_job_status *st)
+{
+    if (job == NULL || st == NULL)
+        return EJ_EINVAL;
+    memset(st, 0, sizeof *st);
+    pthread_mutex_lock(&job->mu);
+    st->started = job->state == EJ__JOB_STARTED;
+    st->stopped = job->state >= EJ__JOB_STOPPING || job->stopped;
+    st->paused = job->user_paused;
+    st->running = job->firing;
+    st->last_fire_ms = job->last_fire_ms;
+    st->fires = job->fires;
+    st->items_run = job->items_run;
+    st->items_failed = job->items_failed;
+    st->monitor_port = job->monitor ? ej_monitor_port(job->monitor) : -1;
+    st->last_error = strdup(job->last_error);
+    st->cron = strdup(job->settings->cron);
+    st->sharding_total_count = job->settings->count;
+    pthread_mutex_unlock(&job->mu);
+    st->job_name = strdup(job->name);
+    st->instance_id = strdup(job->me);
+    if (st->started && !st->stopped) {
+        st->leader = ej__coord_is_leader(job->coord);
+        st->connected = ej__coord_connected(job->coord);
+        st->server_disabled = ej__coord_server_disabled(job->coord);
+        ej__view_items_of(ej__coord_view(job->coord), job->me, &st->items, &st->item_count);
+        ej__trigger *t = trigger_of(job);
+        if (t)
+            st->next_fire_ms = ej__sched_trigger_next(t);
+        char cerr[1024] = "";
+        ej__coord_last_error(job->coord, cerr, sizeof cerr);
+        if (cerr[0] && st->last_error && st->last_error[0] == '\0') {
+            free(st->last_error);
+            st->last_error = strdup(cerr);
+        }
+    }
+    if (!st->job_name || !st->instance_id || !st->last_error || !st->cron) {
+        ej_job_status_fini(st);
+        return EJ_ENOMEM;
+    }
+    return 0;
+}
+
+void ej_job_status_fini(struct ej_job_status *st)
+{
+    if (st == NULL)
+        return;
+    free(st->job_name);
+    free(st->instance_id);
+    free(st->items);
+    free(st->cron);
+    free(st->last_error);
+    memset(st, 0, sizeof *st);
+}
+
+const char *ej_job_last_error(ej_job *job)
+{
+    if (job == NULL)
+        return "";
+    char cerr[1024] = "";
+    if (job->coord)
+        ej__coord_last_error(job->coord, cerr, sizeof cerr);
+    pthread_mutex_lock(&job->mu);
+    snprintf(job->err_copy, sizeof job->err_copy, "%s",
+             job->last_error[0] ? job->last_error : cerr);
+    pthread_mutex_unlock(&job->mu);
+    return job->err_copy;
+}
+
+int ej_job_subscribe(ej_job *job, void (*fn)(const struct ej_event *ev, void *user), void *user)
+{
+    if (job == NULL || fn == NULL)
+        return EJ_EINVAL;
+    return ej__rt_subscribe(job, fn, user);
+}
+
+ej_registry *ej_job_registry(const ej_job *job)
+{
+    return job ? job->reg : NULL;
+}
+
+const char *ej_job_name(const ej_job *job)
+{
+    return job ? job->name : NULL;
+}
+
+const char *ej_job_instance_id(const ej_job *job)
+{
+    return job ? job->me : NULL;
+}

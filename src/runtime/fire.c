@@ -1,0 +1,942 @@
+/*
+ * Each fire (SPEC 4 "Each fire", ElasticJob 2.1.5's
+ * AbstractElasticJobExecutor.execute): clock-skew check, disabled server,
+ * the sharding context (failover items first, else shard if necessary and
+ * take own items), running nodes created conditionally, items run in
+ * parallel on the shared pool, then the misfire loop and a failover take.
+ * Also the coordinator's hooks and the events of a fire.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/util.h"
+#include "coord/internal.h"
+#include "ejob/cron.h"
+#include "ejob/event.h"
+#include "ejob/job.h"
+#include "exec/internal.h"
+#include "runtime/internal.h"
+#include "schedule/internal.h"
+
+#define MOD "job"
+
+/* ------------------------------------------------------------------------ */
+/* Definitions                                                               */
+
+/* A definition built for one settings snapshot. */
+struct rt_def {
+    struct ej_job_def def;
+};
+
+void ej__rt_free_def(void *p)
+{
+    free(p);
+}
+
+int ej__rt_def_type(const struct ej_job_def *def)
+{
+    return def ? (int)def->type : -1;
+}
+
+int ej__rt_def_validate(const struct ej_job_def *def, char *err, size_t errlen)
+{
+    return ej_job_def_validate(def, err, errlen);
+}
+
+int ej__rt_concurrency(const struct ej__rt_settings *s, const struct ej_job_def *user_def)
+{
+    if (user_def != NULL)
+        return ej_executor_concurrency(user_def->executor, user_def->executor_threads);
+    ej_executor_kind k = EJ_EXECUTOR_CPU;
+    if (s && ej_executor_kind_parse(s->executor, &k) != 0)
+        k = EJ_EXECUTOR_CPU;
+    return ej_executor_concurrency(k, 0);
+}
+
+int ej__rt_build_def(struct ej__rt_settings *s, const struct ej_job_def *user)
+{
+    struct rt_def *d = calloc(1, sizeof *d);
+    if (d == NULL)
+        return EJ_ENOMEM;
+    if (user != NULL)
+        d->def = *user;
+    d->def.type = (ej_job_type)s->job_type;
+    if (user == NULL) {
+        ej_error_handler_kind ek = EJ_ERROR_HANDLER_LOG;
+        if (ej_error_handler_parse(s->error_handler, &ek) != 0) {
+            EJ_LOG(EJ_LOG_WARN, MOD, EJ_ECONFIG,
+                   "job %s: job_exception_handler \"%s\" is not known; logging errors instead",
+                   s->job_name, s->error_handler);
+            ek = EJ_ERROR_HANDLER_LOG;
+        }
+        d->def.error_handler.kind = ek;
+        ej_executor_kind xk = EJ_EXECUTOR_CPU;
+        if (ej_executor_kind_parse(s->executor, &xk) != 0) {
+            EJ_LOG(EJ_LOG_WARN, MOD, EJ_ECONFIG,
+                   "job %s: executor_service_handler \"%s\" is not known; using CPU", s->job_name,
+                   s->executor);
+            xk = EJ_EXECUTOR_CPU;
+        }
+        d->def.executor = xk;
+    }
+    if (s->job_type == EJ_JOB_SCRIPT) {
+        d->def.script.command_line = s->script_command_line;
+        d->def.script.timeout_ms = s->script_timeout_ms;
+    } else if (s->job_type == EJ_JOB_HTTP) {
+        d->def.http.uri = s->http_uri;
+        d->def.http.method = s->http_method[0] ? s->http_method : NULL;
+        d->def.http.data = s->http_data;
+        d->def.http.content_type = s->http_content_type[0] ? s->http_content_type : NULL;
+        d->def.http.connect_timeout_ms = s->http_connect_timeout_ms;
+        d->def.http.read_timeout_ms = s->http_read_timeout_ms;
+    }
+    ej__rt_free_def(s->def);
+    s->def = d;
+    return 0;
+}
+
+static const struct ej_job_def *def_of(const struct ej__rt_settings *s)
+{
+    return &((const struct rt_def *)s->def)->def;
+}
+
+static const char *param_of(const struct ej__rt_settings *s, int item)
+{
+    for (size_t i = 0; i < s->nparams; i++)
+        if (s->param_items[i] == item)
+            return s->param_values[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Events                                                                    */
+
+int ej__rt_subscribe(struct ej_job *job, void (*fn)(const struct ej_event *ev, void *user),
+                     void *user)
+{
+    pthread_mutex_lock(&job->mu);
+    if (job->bus == NULL) {
+        struct ej_event_bus_opts o = {.name = "ej-events"};
+        int rc = ej_event_bus_create(&o, &job->bus);
+        if (rc != 0) {
+            pthread_mutex_unlock(&job->mu);
+            return rc;
+        }
+        job->own_bus = true;
+    }
+    ej_event_bus *bus = job->bus;
+    pthread_mutex_unlock(&job->mu);
+    return ej_event_bus_add_sink(bus, fn, user);
+}
+
+void ej__rt_bus_destroy(struct ej_job *job)
+{
+    if (job->own_bus) {
+        ej_event_bus_destroy(job->bus);
+        job->bus = NULL;
+        job->own_bus = false;
+    }
+}
+
+static ej_event_bus *bus_of(struct ej_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    ej_event_bus *b = job->bus;
+    pthread_mutex_unlock(&job->mu);
+    return b;
+}
+
+void ej__rt_post_status(struct ej_job *job, const char *task_id, const int *items, size_t n,
+                        int state, const char *fmt, ...)
+{
+    ej_event_bus *bus = bus_of(job);
+    if (bus == NULL)
+        return;
+    char msg[1024] = "";
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+    }
+    char *its = ej_event_items_string(items, n);
+    ej_status_event ev = {
+        .job_name = job->name,
+        .original_task_id = "",
+        .task_id = task_id ? task_id : "",
+        .slave_id = job->ip,
+        .source = "LITE_EXECUTOR",
+        .execution_type = "READY",
+        .sharding_item = its ? its : "[]",
+        .state = (ej_task_state)state,
+        .message = msg,
+        .creation_time_ms = ej__now_ms(),
+    };
+    ej_event_new_id(ev.id);
+    ej_event_bus_post_status(bus, &ev);
+    free(its);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Item runs                                                                  */
+
+/* Running nodes of items that finished, deleted together when several
+ * finish within COALESCE_MS of each other (one transaction instead of one
+ * request each), and at most COALESCE_MS after their item ended. */
+#define COALESCE_MS 100
+
+struct batch_sync {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t remaining; /* items still running */
+    int *done;        /* finished, node not deleted yet */
+    size_t ndone;
+};
+
+struct item_run {
+    struct ej_job *job;
+    const struct ej_job_def *def;
+    int64_t session; /* that created the running node; 0: none */
+    struct batch_sync *bs;
+    ej_shard_context ctx;
+    ej__exec_result res;
+    struct ej__exec_opts xo;
+    char event_id[EJ_EVENT_ID_LEN];
+    int64_t start_ms;
+};
+
+static bool keep_going(void *arg)
+{
+    struct ej_job *job = arg;
+    if (atomic_load(&job->cancel))
+        return false;
+    pthread_mutex_lock(&job->mu);
+    bool ok = job->state == EJ__JOB_STARTED && !job->stopped;
+    pthread_mutex_unlock(&job->mu);
+    if (!ok || !ej__coord_connected(job->coord))
+        return false;
+    /* ElasticJob's isEligibleForJobRunning: stop streaming to reshard. */
+    return !ej__coord_necessary_locked(job->coord);
+}
+
+static void post_exec(struct item_run *r, bool end)
+{
+    ej_event_bus *bus = bus_of(r->job);
+    if (bus == NULL)
+        return;
+    ej_execution_event ev = {
+        .job_name = r->ctx.job_name,
+        .task_id = r->ctx.task_id,
+        .hostname = r->job->hostname,
+        .ip = r->job->ip,
+        .sharding_item = r->ctx.sharding_item,
+        .execution_source = r->ctx.execution_source,
+        .start_time_ms = r->start_ms,
+    };
+    memcpy(ev.id, r->event_id, sizeof ev.id);
+    if (end) {
+        ev.complete_time_ms = ej__now_ms();
+        if (ev.complete_time_ms == 0)
+            ev.complete_time_ms = 1;
+        ev.is_success = r->res.rc == 0;
+        ev.failure_cause = r->res.rc == 0 ? NULL : r->res.failure_cause;
+        ev.output = r->res.output;
+        ev.output_truncated = r->res.output_truncated;
+    }
+    ej_event_bus_post_execution(bus, &ev);
+}
+
+static bool in_done(const struct batch_sync *b, int item)
+{
+    for (size_t i = 0; i < b->ndone; i++)
+        if (b->done[i] == item)
+            return true;
+    return false;
+}
+
+static void finish_running(struct item_run *r)
+{
+    struct batch_sync *b = r->bs;
+    int item = r->ctx.sharding_item;
+    pthread_mutex_lock(&b->mu);
+    b->done[b->ndone++] = item;
+    b->remaining--;
+    if (b->remaining > 0) {
+        /* Wait a moment for the others: the last one deletes for all. */
+        int64_t deadline = ej__mono_ms() + COALESCE_MS;
+        while (b->remaining > 0 && in_done(b, item)) {
+            int64_t left = deadline - ej__mono_ms();
+            if (left <= 0)
+                break;
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_nsec += left * 1000000L;
+            ts.tv_sec += ts.tv_nsec / 1000000000L;
+            ts.tv_nsec %= 1000000000L;
+            pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+        }
+    }
+    if (!in_done(b, item)) {
+        pthread_mutex_unlock(&b->mu);
+        return; /* deleted by another item's thread */
+    }
+    size_t n = b->ndone;
+    int *items = malloc(n * sizeof *items);
+    if (items)
+        memcpy(items, b->done, n * sizeof *items);
+    b->ndone = 0;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    if (items == NULL) {
+        ej__exec_complete_one(r->job->coord, item, r->session);
+        return;
+    }
+    if (n == 1)
+        ej__exec_complete_one(r->job->coord, items[0], r->session);
+    else
+        ej__exec_complete(r->job->coord, items, n, r->session);
+    free(items);
+}
+
+static void item_task(void *arg)
+{
+    struct item_run *r = arg;
+    ej_event_new_id(r->event_id);
+    r->start_ms = ej__now_ms();
+    post_exec(r, false);
+    ej__exec_run_item(r->def, &r->ctx, &r->xo, &r->res);
+    /* The running node goes as soon as this item is done (ElasticJob keeps
+     * it until the whole batch is: a crash would then fail over items that
+     * had finished, and they would run twice). */
+    if (r->session)
+        finish_running(r);
+    post_exec(r, true);
+}
+
+/*
+ * Run items once with source. Returns true when the error handler asked to
+ * fail the whole run.
+ */
+static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const int *items,
+                      size_t n, ej_execution_source source, size_t *started)
+{
+    if (started)
+        *started = 0;
+    struct ej__coord *c = job->coord;
+    if (n == 0)
+        return false;
+    char *task_id = ej__exec_task_id(s->job_name, items, n, job->me);
+    bool *ok = calloc(n, sizeof *ok);
+    int64_t *tokens = calloc(n, sizeof *tokens);
+    struct item_run *runs = calloc(n, sizeof *runs);
+    void **args = calloc(n, sizeof *args);
+    int *ran = calloc(n, sizeof *ran);
+    struct batch_sync bs = {.done = calloc(n, sizeof(int))};
+    pthread_mutex_init(&bs.mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&bs.cv, &ca);
+    pthread_condattr_destroy(&ca);
+    bool abort_run = false;
+    int64_t session = 0;
+    if (!task_id || !ok || !tokens || !runs || !args || !ran || !bs.done) {
+        EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ENOMEM, "job %s: out of memory starting items", job->name);
+        goto out;
+    }
+    int rc;
+    if (!ej__coord_registered(c) || !ej__coord_connected(c) || ej__coord_stopped(c)) {
+        /* Cut off, or the new session is not registered yet: start
+         * nothing. */
+        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: not registered in ZooKeeper: items not started",
+               job->name);
+        goto out;
+    }
+    if (s->monitor_execution) {
+        rc = ej__exec_begin(c, items, n, ok, tokens, &session);
+    } else {
+        /* Without running nodes nothing else proves this instance still
+         * holds its session: ask (a zombie starts nothing). */
+        rc = ej__exec_check_alive(c);
+        for (size_t i = 0; i < n; i++)
+            ok[i] = rc == 0;
+    }
+    if (rc != 0) {
+        ej__rt_post_status(job, task_id, items, n, EJ_TASK_ERROR, "Job '%s' not started: %s",
+                           s->job_name, ej_strerror(rc));
+        goto out;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!ok[i])
+            continue;
+        struct item_run *r = &runs[k];
+        r->job = job;
+        r->def = def_of(s);
+        ej__exec_context_init(&r->ctx, &job->cancel);
+        r->ctx.job_name = s->job_name;
+        r->ctx.task_id = task_id;
+        r->ctx.sharding_total_count = s->count;
+        r->ctx.job_parameter = s->job_parameter;
+        r->ctx.sharding_item = items[i];
+        r->ctx.sharding_parameter = param_of(s, items[i]);
+        r->ctx.fencing_token =
+            source == EJ_EXEC_FAILOVER && ej__failover_token(c, items[i]) != 0
+                ? (s->monitor_execution && tokens[i] > ej__failover_token(c, items[i])
+                       ? tokens[i]
+                       : ej__failover_token(c, items[i]))
+                : tokens[i];
+        r->ctx.execution_source = source;
+        r->xo.keep_going = keep_going;
+        r->xo.keep_going_arg = job;
+        r->session = s->monitor_execution ? session : 0;
+        r->bs = &bs;
+        args[k] = r;
+        ran[k] = items[i];
+        k++;
+    }
+    if (k == 0)
+        goto out;
+    ej__rt_post_status(job, task_id, ran, k, EJ_TASK_RUNNING, "%s", "");
+    if (started)
+        *started = k;
+    bs.remaining = k;
+    ej__sched_run_all(job->sj, item_task, args, k);
+    ej_buf errs;
+    ej__buf_init(&errs);
+    size_t failed = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (runs[i].res.rc != 0) {
+            ej__buf_printf(&errs, "%s%d=%s", failed ? ", " : "", runs[i].ctx.sharding_item,
+                           runs[i].res.failure_cause ? runs[i].res.failure_cause : "failed");
+            failed++;
+        }
+        if (runs[i].res.abort_run)
+            abort_run = true;
+    }
+    pthread_mutex_lock(&job->mu);
+    job->items_run += k;
+    job->items_failed += failed;
+    pthread_mutex_unlock(&job->mu);
+    if (failed)
+        ej__rt_post_status(job, task_id, ran, k, EJ_TASK_ERROR, "{%s}", errs.data ? errs.data : "");
+    else
+        ej__rt_post_status(job, task_id, ran, k, EJ_TASK_FINISHED, "%s", "");
+    ej__buf_fini(&errs);
+    for (size_t i = 0; i < k; i++) {
+        ej__exec_context_fini(&runs[i].ctx);
+        ej__exec_result_fini(&runs[i].res);
+    }
+out:
+    free(task_id);
+    free(ok);
+    free(tokens);
+    free(runs);
+    free(args);
+    free(ran);
+    free(bs.done);
+    pthread_mutex_destroy(&bs.mu);
+    pthread_cond_destroy(&bs.cv);
+    return abort_run;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Misfire marking (Quartz's misfire of a trigger whose job still runs)       */
+
+struct marker {
+    struct ej_job *job;
+    uint64_t gen;
+    int64_t due;
+};
+
+static void post_marker(struct ej_job *job, uint64_t gen, int64_t after);
+
+static void marker_work(void *user)
+{
+    struct marker *m = user;
+    struct ej_job *job = m->job;
+    pthread_mutex_lock(&job->mu);
+    bool busy = job->firing && job->fire_gen == m->gen && job->state == EJ__JOB_STARTED;
+    int *items = NULL;
+    size_t n = 0;
+    bool misfire = job->settings && job->settings->misfire;
+    if (busy) {
+        job->marker_inflight++;
+        if (job->run_nitems) {
+            items = malloc(job->run_nitems * sizeof *items);
+            if (items) {
+                memcpy(items, job->run_items, job->run_nitems * sizeof *items);
+                n = job->run_nitems;
+            }
+        }
+    }
+    pthread_mutex_unlock(&job->mu);
+    if (busy) {
+        if (misfire && n > 0 && ej__exec_set_misfire(job->coord, items, n) == 0) {
+            char *its = ej_event_items_string(items, n);
+            EJ_LOG(EJ_LOG_INFO, MOD, 0,
+                   "job %s: fire missed while items %s still run: they run again (misfire) "
+                   "when done",
+                   job->name, its ? its : "");
+            ej__rt_post_status(job, "", items, n, EJ_TASK_FINISHED,
+                               "Previous job '%s' - shardingItems '%s' is still running, "
+                               "misfired job will start after previous job completed.",
+                               job->name, its ? its : "");
+            free(its);
+        }
+        pthread_mutex_lock(&job->mu);
+        if (job->misfire_handled_until < m->due)
+            job->misfire_handled_until = m->due;
+        job->marker_inflight--;
+        pthread_cond_broadcast(&job->cv);
+        pthread_mutex_unlock(&job->mu);
+        post_marker(job, m->gen, m->due);
+    }
+    free(items);
+    ej__job_unref(job);
+    free(m);
+}
+
+/* On the registry's dispatch thread: hand the work to a pool thread (it
+ * writes to ZooKeeper, which must not hold up connection events). */
+static void marker_task(ej_registry *reg, void *user)
+{
+    (void)reg;
+    struct marker *m = user;
+    if (ej__sched_post(m->job->sched, NULL, marker_work, m) != 0) {
+        ej__job_unref(m->job);
+        free(m);
+    }
+}
+
+/* Arm a marker for the first cron time after `after` (epoch ms). */
+static void post_marker(struct ej_job *job, uint64_t gen, int64_t after)
+{
+    pthread_mutex_lock(&job->mu);
+    int64_t next = 0;
+    int64_t now = ej__now_ms();
+    /* Fire times that passed while the process could not act (stopped,
+     * starved) are one misfire, not one each. */
+    if (after < now - 1000)
+        after = now - 1000;
+    bool ok = job->cron != NULL && ej_cron_next(job->cron, job->tz, after, &next) == 0;
+    pthread_mutex_unlock(&job->mu);
+    if (!ok)
+        return;
+    struct marker *m = malloc(sizeof *m);
+    if (m == NULL)
+        return;
+    m->job = job;
+    m->gen = gen;
+    m->due = next;
+    ej__job_ref(job);
+    int64_t delay = next - now;
+    if (delay < 0)
+        delay = 0;
+    /* A little after the fire time, so the scheduler's own view of the
+     * missed fire is settled first. */
+    if (ej_registry_post_after(job->reg, (int)(delay + 20), marker_task, m) != 0) {
+        ej__job_unref(job);
+        free(m);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The fire                                                                   */
+
+static void set_run_items(struct ej_job *job, const int *items, size_t n)
+{
+    pthread_mutex_lock(&job->mu);
+    free(job->run_items);
+    job->run_items = NULL;
+    job->run_nitems = 0;
+    if (n) {
+        job->run_items = malloc(n * sizeof *items);
+        if (job->run_items) {
+            memcpy(job->run_items, items, n * sizeof *items);
+            job->run_nitems = n;
+        }
+    }
+    pthread_mutex_unlock(&job->mu);
+}
+
+static void fill_info(ej_shard_contexts_info *info, const struct ej__rt_settings *s,
+                      const char *task_id, const int *items, size_t n, const char **params,
+                      ej_execution_source source)
+{
+    for (size_t i = 0; i < n; i++)
+        params[i] = param_of(s, items[i]);
+    *info = (ej_shard_contexts_info){
+        .job_name = s->job_name,
+        .task_id = task_id,
+        .sharding_total_count = s->count,
+        .job_parameter = s->job_parameter,
+        .items = items,
+        .item_count = n,
+        .item_parameters = n ? params : NULL,
+        .execution_source = source,
+    };
+}
+
+/* One execute() of ElasticJob: listeners around the run and, for normal
+ * runs, the misfire loop. */
+static void execute(struct ej_job *job, const struct ej__rt_settings *s, const int *items, size_t n,
+                    ej_execution_source source, bool misfire_loop)
+{
+    struct ej__coord *c = job->coord;
+    const struct ej_job_def *def = def_of(s);
+    char *task_id = ej__exec_task_id(s->job_name, items, n, job->me);
+    const char **params = n ? calloc(n, sizeof *params) : NULL;
+    ej_shard_contexts_info info;
+    fill_info(&info, s, task_id ? task_id : "", items, n, params, source);
+    ej__rt_post_status(job, task_id, items, n, EJ_TASK_STAGING, "Job '%s' execute begin.",
+                       s->job_name);
+    ej__exec_listeners_before(def, &info);
+    const struct ej_distribute_once_listener *once = job->once;
+    if (once && once->before_last) {
+        int r = ej__guarantee_enter(c, false, items, n, s->count, once->started_timeout_ms);
+        if (r == 1) {
+            once->before_last(&info, once->user);
+            ej__guarantee_finish(c, false);
+        } else if (r < 0) {
+            ej__exec_handle_error(def, s->job_name, -1,
+                                  "distribute-once listener: not every "
+                                  "item started in time");
+        }
+    }
+    bool abort_run = run_batch(job, s, items, n, source, NULL);
+    for (int round = 0; misfire_loop && s->misfire && !abort_run && round < 1000; round++) {
+        int *mis = NULL;
+        size_t nmis = 0;
+        if (ej__exec_misfired(c, items, n, &mis, &nmis) != 0 || nmis == 0)
+            break;
+        pthread_mutex_lock(&job->mu);
+        bool go = job->state == EJ__JOB_STARTED && !job->stopped;
+        pthread_mutex_unlock(&job->mu);
+        if (!go || !ej__coord_connected(c) || !ej__coord_registered(c) ||
+            atomic_load(&job->cancel)) {
+            free(mis);
+            break;
+        }
+        /* Only items still ours: one that moved is its new owner's to
+         * re-run (the misfire node stays with the item). */
+        int *own = NULL;
+        size_t nown = 0;
+        ej__exec_local_items(c, &own, &nown);
+        size_t k = 0;
+        for (size_t i = 0; i < nmis; i++)
+            for (size_t j = 0; j < nown; j++)
+                if (mis[i] == own[j]) {
+                    mis[k++] = mis[i];
+                    break;
+                }
+        free(own);
+        if (k == 0) {
+            free(mis);
+            break;
+        }
+        ej__exec_clear_misfire(c, mis, k);
+        size_t started = 0;
+        abort_run = run_batch(job, s, mis, k, EJ_EXEC_MISFIRE, &started);
+        free(mis);
+        /* Nothing could start (running elsewhere: marked misfire again for
+         * a later fire): stop here rather than spin. */
+        if (started == 0)
+            break;
+    }
+    if (once && once->after_last) {
+        int r = ej__guarantee_enter(c, true, items, n, s->count, once->completed_timeout_ms);
+        if (r == 1) {
+            once->after_last(&info, once->user);
+            ej__guarantee_finish(c, true);
+        } else if (r < 0) {
+            ej__exec_handle_error(def, s->job_name, -1,
+                                  "distribute-once listener: not every "
+                                  "item completed in time");
+        }
+    }
+    ej__exec_listeners_after(def, &info);
+    free(params);
+    free(task_id);
+}
+
+static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_t gen,
+                    unsigned reasons, bool cron, int64_t scheduled_ms)
+{
+    struct ej__coord *c = job->coord;
+    if (!ej__coord_connected(c) || !ej__coord_registered(c)) {
+        EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: not registered in ZooKeeper now: fire skipped",
+               job->name);
+        return;
+    }
+    ej__exec_cleanup(c);
+    if (s->max_time_diff_seconds >= 0) {
+        char msg[256] = "";
+        int rc = ej__exec_check_time_diff(c, s->max_time_diff_seconds, msg, sizeof msg);
+        if (rc == EJ_ECONFIG) {
+            EJ_LOG(EJ_LOG_ERROR, MOD, rc, "job %s: %s Not running.", job->name, msg);
+            ej__job_set_error(job, "%s", msg);
+            ej__rt_post_status(job, "", NULL, 0, EJ_TASK_ERROR, "%s", msg);
+            ej__exec_handle_error(def_of(s), s->job_name, -1, msg);
+            return;
+        }
+        if (rc != 0)
+            return;
+    }
+    if (ej__coord_server_disabled(c)) {
+        EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: server %s is disabled: fire skipped", job->name,
+               job->ip);
+        return;
+    }
+    if (s->failover) {
+        int *fo = NULL;
+        size_t nfo = 0;
+        ej__failover_mine(c, &fo, &nfo, NULL);
+        EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: %zu failover items of this instance", job->name, nfo);
+        if (nfo) {
+            execute(job, s, fo, nfo, EJ_EXEC_FAILOVER, false);
+            ej__failover_done(c, fo, nfo);
+        }
+        free(fo);
+    }
+    if (cron || (reasons & EJ__FIRE_TRIGGER)) {
+        int rc = ej__shard_if_necessary(c);
+        if (rc == 0 || rc == EJ_EBUSY) {
+            int *items = NULL;
+            size_t n = 0;
+            ej__exec_local_items(c, &items, &n);
+            if (n == 0) {
+                ej__rt_post_status(job, "", NULL, 0, EJ_TASK_FINISHED,
+                                   "Sharding item for job '%s' is empty.", s->job_name);
+            } else {
+                set_run_items(job, items, n);
+                if (cron && !job->manual)
+                    post_marker(job, gen, scheduled_ms > 0 ? scheduled_ms : ej__now_ms());
+                execute(job, s, items, n, EJ_EXEC_NORMAL_TRIGGER, true);
+                set_run_items(job, NULL, 0);
+            }
+            free(items);
+        }
+    }
+    if (s->failover)
+        ej__failover_take(c); /* triggers a FAILOVER fire through the hook */
+}
+
+void ej__fire_cb(const struct ej__fire *f, void *arg)
+{
+    struct ej_job *job = arg;
+    unsigned reasons = f->now_reasons;
+    bool cron = f->cron_due;
+    pthread_mutex_lock(&job->mu);
+    if (job->state != EJ__JOB_STARTED || job->stopped) {
+        pthread_mutex_unlock(&job->mu);
+        return;
+    }
+    struct ej__rt_settings *s = job->settings;
+    ej__rt_settings_ref(s);
+    if (cron && f->misfired && reasons == 0) {
+        /* Fire times that passed while this job ran were marked misfire
+         * and re-run already; others (paused, stalled) run now, once, if
+         * the job wants misfires. */
+        if (f->last_scheduled_ms <= job->misfire_handled_until || !s->misfire) {
+            pthread_mutex_unlock(&job->mu);
+            ej__rt_settings_unref(s);
+            return;
+        }
+    }
+    EJ_LOG(EJ_LOG_DEBUG, MOD, 0,
+           "job %s: fire (cron %d, misfired %d, missed %u, reasons 0x%x, late %" PRId64 " ms)",
+           job->name, cron, f->misfired, f->missed_count, reasons, f->started_ms - f->scheduled_ms);
+    job->firing = true;
+    uint64_t gen = ++job->fire_gen;
+    job->fires++;
+    job->last_fire_ms = ej__now_ms();
+    pthread_mutex_unlock(&job->mu);
+    if (ej__coord_connected(job->coord))
+        atomic_store(&job->cancel, false);
+    ej__coord_set_busy(job->coord, true);
+    do_fire(job, s, gen, reasons, cron, cron ? f->scheduled_ms : 0);
+    ej__coord_set_busy(job->coord, false);
+    pthread_mutex_lock(&job->mu);
+    while (job->marker_inflight > 0)
+        pthread_cond_wait(&job->cv, &job->mu);
+    job->firing = false;
+    pthread_cond_broadcast(&job->cv);
+    pthread_mutex_unlock(&job->mu);
+    ej__rt_settings_unref(s);
+}
+
+bool ej__rt_wait_idle(struct ej_job *job, int64_t ms)
+{
+    int64_t deadline = ej__mono_ms() + ms;
+    for (;;) {
+        pthread_mutex_lock(&job->mu);
+        bool firing = job->firing;
+        pthread_mutex_unlock(&job->mu);
+        pthread_mutex_lock(&job->mu);
+        ej__trigger *t = job->trigger;
+        pthread_mutex_unlock(&job->mu);
+        bool busy = firing || (t && ej__sched_trigger_is_busy(t));
+        if (!busy)
+            return true;
+        if (ej__mono_ms() >= deadline)
+            return false;
+        ej__sleep_ms(10);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Schedule                                                                   */
+
+int ej__rt_schedule(struct ej_job *job, const struct ej__rt_settings *s, bool reschedule)
+{
+    if (job->manual) {
+        pthread_mutex_lock(&job->mu);
+        bool have = job->trigger != NULL;
+        pthread_mutex_unlock(&job->mu);
+        if (reschedule || have)
+            return 0;
+        ej__trigger *t = NULL;
+        int mrc = ej__sched_manual_add(job->sj, ej__fire_cb, job, &t);
+        if (mrc == 0) {
+            pthread_mutex_lock(&job->mu);
+            job->trigger = t;
+            pthread_mutex_unlock(&job->mu);
+        }
+        return mrc;
+    }
+    ej_tz *tz = NULL;
+    int rc = ej_tz_load(s->time_zone[0] ? s->time_zone : NULL, &tz);
+    if (rc != 0)
+        return rc;
+    ej_cron *cron = NULL, *copy = NULL;
+    char err[256];
+    rc = ej_cron_parse(s->cron, &cron, err, sizeof err);
+    if (rc == 0)
+        rc = ej_cron_parse(s->cron, &copy, err, sizeof err);
+    if (rc != 0) {
+        ej_cron_free(cron);
+        EJ_LOG(EJ_LOG_ERROR, MOD, rc, "job %s: cron \"%s\": %s", job->name, s->cron, err);
+        return rc;
+    }
+    pthread_mutex_lock(&job->mu);
+    ej__trigger *t = job->trigger;
+    pthread_mutex_unlock(&job->mu);
+    if (reschedule && t)
+        rc = ej__sched_trigger_reschedule(t, cron, tz);
+    else
+        rc = ej__sched_cron_add(job->sj, cron, tz, false, ej__fire_cb, job, &t);
+    if (rc != 0) {
+        ej_cron_free(cron);
+        ej_cron_free(copy);
+        return rc;
+    }
+    pthread_mutex_lock(&job->mu);
+    job->trigger = t;
+    ej_cron *old = job->cron;
+    job->cron = copy;
+    job->tz = tz;
+    bool paused = job->user_paused || job->conn_paused || job->stopped;
+    pthread_mutex_unlock(&job->mu);
+    ej_cron_free(old);
+    if (paused)
+        ej__sched_trigger_pause(t);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Coordinator hooks                                                          */
+
+void ej__rt_on_trigger(void *user)
+{
+    struct ej_job *job = user;
+    pthread_mutex_lock(&job->mu);
+    bool firing = job->firing;
+    ej__trigger *t = job->trigger;
+    bool ok = job->state == EJ__JOB_STARTED && !job->stopped && t != NULL;
+    pthread_mutex_unlock(&job->mu);
+    if (!ok)
+        return;
+    if (firing) {
+        /* ElasticJob runs a trigger only when the job is not running. */
+        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: running now: trigger ignored", job->name);
+        return;
+    }
+    ej__sched_trigger_fire_now(t, EJ__FIRE_TRIGGER);
+}
+
+void ej__rt_on_failover_taken(void *user)
+{
+    struct ej_job *job = user;
+    pthread_mutex_lock(&job->mu);
+    ej__trigger *t = job->trigger;
+    pthread_mutex_unlock(&job->mu);
+    if (t)
+        ej__sched_trigger_fire_now(t, EJ__FIRE_FAILOVER);
+}
+
+static void take_task(struct ej__coord *c, void *arg)
+{
+    (void)arg;
+    if (!ej__coord_busy(c))
+        ej__failover_take(c);
+}
+
+void ej__rt_on_failover_pending(void *user)
+{
+    struct ej_job *job = user;
+    pthread_mutex_lock(&job->mu);
+    bool go = job->state == EJ__JOB_STARTED && !job->stopped && !job->firing;
+    pthread_mutex_unlock(&job->mu);
+    /* A busy instance takes pending items when its run ends. */
+    if (go)
+        ej__coord_post(job->coord, take_task, NULL);
+}
+
+void ej__rt_on_stop(void *user, int why)
+{
+    struct ej_job *job = user;
+    pthread_mutex_lock(&job->mu);
+    job->stopped = true;
+    snprintf(job->last_error, sizeof job->last_error, "%s",
+             why == EJ__STOP_OPERATOR ? "stopped: the instance node was deleted by an operator"
+                                      : "stopped: the job was removed from ZooKeeper");
+    ej__trigger *t = job->trigger;
+    pthread_mutex_unlock(&job->mu);
+    if (t)
+        ej__sched_trigger_pause(t);
+}
+
+void ej__rt_on_conn(void *user, ej_reg_state state, bool new_session)
+{
+    (void)new_session;
+    struct ej_job *job = user;
+    pthread_mutex_lock(&job->mu);
+    bool firing = job->firing;
+    if (state == EJ_REG_SUSPENDED || state == EJ_REG_LOST)
+        job->conn_paused = true;
+    else
+        job->conn_paused = false;
+    bool resume = !job->conn_paused && !job->user_paused && !job->stopped &&
+                  job->state == EJ__JOB_STARTED && !job->manual;
+    ej__trigger *t = job->trigger;
+    pthread_mutex_unlock(&job->mu);
+    if (t == NULL)
+        return;
+    if (state == EJ_REG_SUSPENDED || state == EJ_REG_LOST)
+        ej__sched_trigger_pause(t);
+    if (state == EJ_REG_LOST && firing && !job->keep_running_on_lost) {
+        EJ_LOG(EJ_LOG_WARN, MOD, 0,
+               "job %s: session lost while items run: asking them to stop (another instance "
+               "may take them over)",
+               job->name);
+        atomic_store(&job->cancel, true);
+    }
+    if (resume)
+        ej__sched_trigger_resume(t);
+}

@@ -1,0 +1,155 @@
+/*
+ * The runtime module: the ej_job object (api.c) and the fire flow
+ * (fire.c). Internal.
+ *
+ * api.c works with the configuration (config.h) and fire.c with job
+ * definitions and events (job.h, event.h). The two public headers declare
+ * the same enum name differently (see docs/coordination.md, "Header
+ * clash"), so this header and the two files keep them apart: what the fire
+ * flow needs of a configuration travels as plain struct ej__rt_settings.
+ */
+#ifndef EJ_RUNTIME_INTERNAL_H
+#define EJ_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define EJ_EJOB_H_API_ONLY 1
+#include "ejob/ejob.h"
+#include "ejob/registry.h"
+
+struct ej__coord;
+struct ej__sched;
+struct ej__sched_job;
+struct ej__trigger;
+struct ej_cron;
+struct ej_tz;
+struct ej_monitor;
+struct ej__fire;
+
+/* Reasons of a fire-now request (ej__sched_trigger_fire_now). */
+enum {
+    EJ__FIRE_TRIGGER = 1u << 0,  /* console TRIGGER, ej_job_trigger */
+    EJ__FIRE_FAILOVER = 1u << 1, /* failover items were taken */
+};
+
+/* What the fire flow needs of the configuration in force. Reference
+ * counted: a fire keeps the snapshot it started with. */
+struct ej__rt_settings {
+    atomic_int refs;
+    char *job_name;
+    int count;
+    char *job_parameter;
+    /* shardingItemParameters, parsed: item -> parameter. */
+    size_t nparams;
+    int *param_items;
+    char **param_values;
+    bool failover, misfire, monitor_execution, streaming;
+    int max_time_diff_seconds;
+    int job_type; /* the EJ_JOB_* value (same numbers in config.h and job.h) */
+    char *cron;
+    char *time_zone;
+    /* SCRIPT / HTTP from the configuration. */
+    char *script_command_line;
+    int64_t script_timeout_ms;
+    char *http_uri, *http_method, *http_data, *http_content_type;
+    int http_connect_timeout_ms, http_read_timeout_ms;
+    /* jobProperties handlers (job_exception_handler,
+     * executor_service_handler), as named in the configuration. */
+    char *error_handler;
+    char *executor;
+    /* The job definition built for this snapshot (fire.c), or NULL. */
+    void *def;
+};
+
+void ej__rt_settings_ref(struct ej__rt_settings *s);
+void ej__rt_settings_unref(struct ej__rt_settings *s);
+/* fire.c: build s->def from s and the user's def (SCRIPT/HTTP), or point
+ * at the user's def (SIMPLE/DATAFLOW). Returns 0 or an error. */
+int ej__rt_build_def(struct ej__rt_settings *s, const struct ej_job_def *user_def);
+void ej__rt_free_def(void *def);
+/* fire.c: the type of a user's definition (EJ_JOB_* value). */
+int ej__rt_def_type(const struct ej_job_def *def);
+/* fire.c: validate a user's definition (job.h rules). */
+int ej__rt_def_validate(const struct ej_job_def *def, char *err, size_t errlen);
+/* fire.c: how many items may run at once for s and the user's def. */
+int ej__rt_concurrency(const struct ej__rt_settings *s, const struct ej_job_def *user_def);
+
+enum { EJ__JOB_CREATED, EJ__JOB_STARTED, EJ__JOB_STOPPING, EJ__JOB_DONE };
+
+struct ej_job {
+    ej_registry *reg;
+    struct ej__coord *coord;
+    struct ej__sched *sched;
+    struct ej__sched_job *sj;
+    struct ej__trigger *trigger;
+    struct ej_monitor *monitor;
+    char *name;
+    char me[256];
+    char ip[64];
+    char hostname[256];
+    const struct ej_job_def *user_def;
+    const struct ej_distribute_once_listener *once;
+    struct ej_event_bus *bus;
+    bool own_bus;
+    int64_t drain_timeout_ms;
+    bool keep_running_on_lost;
+    bool manual;
+    int wait_bound_ms;
+    int64_t reconcile_ms;
+    void *local_cfg; /* struct ej_job_config * (api.c) */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_int refs;
+    int state;
+    bool user_paused;
+    bool conn_paused;
+    bool stopped; /* operator shutdown / job removed */
+    bool firing;  /* the fire callback is running */
+    struct ej__rt_settings *settings;
+    atomic_bool cancel; /* the current run must stop */
+    uint64_t fire_gen;  /* bumped at each fire */
+    int *run_items;     /* items of the current normal run (for misfire marking) */
+    size_t run_nitems;
+    int64_t misfire_handled_until; /* cron fire times up to this were marked misfire */
+    int marker_inflight;           /* misfire markers working on the current fire */
+    struct ej_cron *cron;          /* the cron in force (parsed), for misfire markers */
+    const struct ej_tz *tz;
+    uint64_t fires, items_run, items_failed;
+    int64_t last_fire_ms;
+    char last_error[1024];
+    char err_copy[1024];
+};
+
+void ej__job_ref(struct ej_job *job);
+void ej__job_unref(struct ej_job *job);
+void ej__job_set_error(struct ej_job *job, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The settings in force (a reference the caller drops). */
+struct ej__rt_settings *ej__job_settings(struct ej_job *job);
+
+/* fire.c */
+void ej__fire_cb(const struct ej__fire *fire, void *arg); /* an ej__fire_fn */
+/* Coordinator hooks (dispatch thread / control tasks). */
+void ej__rt_on_trigger(void *user);
+void ej__rt_on_failover_taken(void *user);
+void ej__rt_on_failover_pending(void *user);
+void ej__rt_on_stop(void *user, int why);
+void ej__rt_on_conn(void *user, ej_reg_state state, bool new_session);
+/* Schedule (or reschedule) the cron of s. 0 or an error (cron / zone). */
+int ej__rt_schedule(struct ej_job *job, const struct ej__rt_settings *s, bool reschedule);
+/* Post a status event "state message" for the items of a task. */
+void ej__rt_post_status(struct ej_job *job, const char *task_id, const int *items, size_t n,
+                        int state, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Wait for the current fire to end, at most ms; false on timeout. */
+bool ej__rt_wait_idle(struct ej_job *job, int64_t ms);
+/* Private bus creation and sinks. */
+int ej__rt_subscribe(struct ej_job *job, void (*fn)(const struct ej_event *ev, void *user),
+                     void *user);
+void ej__rt_bus_destroy(struct ej_job *job);
+
+#endif

@@ -1,0 +1,223 @@
+/*
+ * The public job API (include/ejob/ejob.h), in-process: argument and config
+ * errors, start, status, events, pause/resume, trigger, trigger_all, config
+ * updates (good and invalid), the monitor port, reconcile, a dataflow job,
+ * shutdown.
+ */
+#include <stdatomic.h>
+
+#include "coord_harness_itest.c"
+
+static atomic_int simple_runs;
+static atomic_int item_seen[8];
+static atomic_int events_seen;
+static atomic_int flow_fetched, flow_processed;
+
+static int simple_fn(const ej_shard_context *ctx, void *user)
+{
+    (void)user;
+    atomic_fetch_add(&simple_runs, 1);
+    if (ctx->sharding_item >= 0 && ctx->sharding_item < 8)
+        atomic_fetch_add(&item_seen[ctx->sharding_item], 1);
+    return 0;
+}
+
+static long flow_fetch(const ej_shard_context *ctx, void **batch, void *user)
+{
+    (void)ctx;
+    (void)user;
+    /* Two batches per run, then nothing. */
+    int n = atomic_fetch_add(&flow_fetched, 1);
+    if (n % 3 == 2)
+        return 0;
+    *batch = (void *)(intptr_t)(n + 1);
+    return 1;
+}
+
+static int flow_process(const ej_shard_context *ctx, void *batch, long count, void *user)
+{
+    (void)ctx;
+    (void)user;
+    (void)batch;
+    atomic_fetch_add(&flow_processed, (int)count);
+    return 0;
+}
+
+static void on_event(const struct ej_event *ev, void *user)
+{
+    (void)ev;
+    (void)user;
+    atomic_fetch_add(&events_seen, 1);
+}
+
+static void base_config(struct ej_job_config *cfg, const char *name, int count, const char *cron)
+{
+    ej_job_config_init(cfg);
+    ej_job_config_set_str(&cfg->job_name, name);
+    ej_job_config_set_str(&cfg->cron, cron);
+    cfg->sharding_total_count = count;
+    cfg->job_type = EJ_JOB_TYPE_SIMPLE;
+}
+
+static int runs_now(void)
+{
+    return atomic_load(&simple_runs);
+}
+
+int main(void)
+{
+    harness_init();
+    zkf_server *zk = zkf_shared();
+    REQUIRE(zk != NULL, "zookeeper");
+    const char *servers = zkf_connect_string(zk);
+    char *ns = zkf_unique_namespace("api");
+    ej_registry *reg = zk_connect(servers, ns);
+    ej_registry *peek = zk_connect(servers, ns);
+    struct ej_job_config cfg;
+    struct ej_job_def def = {.type = EJ_JOB_SIMPLE, .simple = simple_fn};
+    struct ej_job_opts opts = {.def = &def, .ip = "127.0.5.1", .reconcile_interval_ms = 500};
+    ej_job *job = NULL;
+
+    /* Errors. */
+    base_config(&cfg, "apiJob", 0, "* * * * * ?");
+    CHECK(ej_job_create(reg, &cfg, &opts, &job) == EJ_ECONFIG, "count 0 accepted");
+    ej_job_config_fini(&cfg);
+    base_config(&cfg, "apiJob", 2, "* * * * *");
+    CHECK(ej_job_create(reg, &cfg, &opts, &job) == EJ_ECONFIG, "5-field cron accepted");
+    ej_job_config_fini(&cfg);
+    base_config(&cfg, "apiJob", 2, "* * * * * ?");
+    CHECK(ej_job_create(reg, &cfg, NULL, &job) == EJ_EINVAL, "SIMPLE without def");
+    struct ej_job_def wrong = {.type = EJ_JOB_DATAFLOW,
+                               .dataflow = {.fetch = flow_fetch, .process = flow_process}};
+    struct ej_job_opts wopts = {.def = &wrong};
+    CHECK(ej_job_create(reg, &cfg, &wopts, &job) == EJ_EINVAL, "type mismatch accepted");
+    CHECK(ej_job_create(NULL, &cfg, &opts, &job) == EJ_EINVAL, "NULL registry");
+    CHECK(ej_job_trigger(NULL) == EJ_EINVAL, "trigger NULL");
+    ej_job_destroy(NULL);
+
+    /* Start, status, events. */
+    cfg.monitor_port = 0; /* any free port */
+    REQUIRE(ej_job_create(reg, &cfg, &opts, &job) == 0, "create");
+    CHECK(ej_job_trigger(job) == EJ_ESTOPPED, "trigger before start");
+    REQUIRE(ej_job_subscribe(job, on_event, NULL) == 0, "subscribe");
+    REQUIRE(ej_job_start(job) == 0, "start: %s", ej_job_last_error(job));
+    CHECK(ej_job_start(job) == EJ_EBUSY, "second start");
+    ej__sleep_ms(2500);
+    CHECK(atomic_load(&item_seen[0]) > 0 && atomic_load(&item_seen[1]) > 0, "items ran");
+    struct ej_job_status st;
+    REQUIRE(ej_job_status(job, &st) == 0, "status");
+    CHECK(st.started && !st.stopped && st.leader && st.connected, "status flags");
+    CHECK(st.item_count == 2 && st.items[0] == 0 && st.items[1] == 1, "items %zu", st.item_count);
+    CHECK(strcmp(st.instance_id, ej_job_instance_id(job)) == 0, "instance id");
+    CHECK(strncmp(st.instance_id, "127.0.5.1@-@", 12) == 0, "instance id %s", st.instance_id);
+    CHECK(st.next_fire_ms > ej__now_ms() - 100, "next fire %" PRId64, st.next_fire_ms);
+    CHECK(st.fires >= 2 && st.items_run >= 4, "fires %" PRIu64 " items %" PRIu64, st.fires,
+          st.items_run);
+    CHECK(st.monitor_port > 0, "monitor port %d", st.monitor_port);
+    int port = st.monitor_port;
+    ej_job_status_fini(&st);
+    ej__sleep_ms(300);
+    CHECK(atomic_load(&events_seen) > 4, "%d events", atomic_load(&events_seen));
+
+    /* The monitor port answers "dump" with the job's nodes. */
+    char *dump = NULL;
+    CHECK(ej_monitor_query("127.0.0.1", port, "dump", 5000, &dump) == 0 && dump &&
+              strstr(dump, "/apiJob/config | ") != NULL &&
+              strstr(dump, "/apiJob/sharding/1/instance | ") != NULL,
+          "dump: %.200s", dump ? dump : "(none)");
+    free(dump);
+
+    /* Pause: no runs; a trigger still runs; resume: runs again. */
+    CHECK(ej_job_pause(job) == 0, "pause");
+    ej__sleep_ms(300);
+    int before = runs_now();
+    ej__sleep_ms(2200);
+    CHECK(runs_now() == before, "%d runs while paused", runs_now() - before);
+    CHECK(ej_job_trigger(job) == 0, "trigger");
+    ej__sleep_ms(500);
+    CHECK(runs_now() == before + 2, "trigger while paused ran %d items", runs_now() - before);
+    CHECK(ej_job_resume(job) == 0, "resume");
+    before = runs_now();
+    ej__sleep_ms(2200);
+    CHECK(runs_now() >= before + 4, "%d runs after resume", runs_now() - before);
+
+    /* trigger_all writes TRIGGER into every instance node. */
+    before = runs_now();
+    ej__sleep_ms(1000 - ej__now_ms() % 1000 + 400);
+    CHECK(ej_job_trigger_all(job) == 0, "trigger_all");
+    ej__sleep_ms(300);
+    CHECK(runs_now() >= before + 2, "trigger_all ran %d", runs_now() - before);
+
+    /* A good config update applies (count 3, new cron); an invalid one is
+     * refused naming the field. */
+    struct ej_job_config upd;
+    base_config(&upd, "apiJob", 3, "0/2 * * * * ?");
+    upd.monitor_port = 0;
+    CHECK(ej_job_update_config(job, &upd) == 0, "update: %s", ej_job_last_error(job));
+    ej__sleep_ms(2500);
+    REQUIRE(ej_job_status(job, &st) == 0, "status");
+    CHECK(st.sharding_total_count == 3 && strcmp(st.cron, "0/2 * * * * ?") == 0, "count %d cron %s",
+          st.sharding_total_count, st.cron);
+    CHECK(st.item_count == 3, "%zu items after the update", st.item_count);
+    ej_job_status_fini(&st);
+    ej_job_config_set_str(&upd.cron, "0/2 * * * * ? nope");
+    CHECK(ej_job_update_config(job, &upd) == EJ_ECONFIG, "invalid update accepted");
+    CHECK(strstr(ej_job_last_error(job), "cron") != NULL, "error: %s", ej_job_last_error(job));
+    char *cfgnode = zk_get(peek, "/apiJob/config");
+    CHECK(cfgnode && strstr(cfgnode, "nope") == NULL, "invalid config written");
+    free(cfgnode);
+    ej_job_config_fini(&upd);
+
+    /* Reconcile: an owner that is not a live instance makes the leader
+     * reshard. */
+    REQUIRE(ej_registry_set(peek, "/apiJob/sharding/2/instance", "10.9.9.9@-@1", 12, -1, NULL) == 0,
+            "bogus owner");
+    bool fixed = false;
+    for (int k = 0; k < 60 && !fixed; k++) {
+        ej__sleep_ms(100);
+        char *o = zk_get(peek, "/apiJob/sharding/2/instance");
+        fixed = o && strcmp(o, ej_job_instance_id(job)) == 0;
+        free(o);
+    }
+    CHECK(fixed, "reconcile did not reshard a stale owner");
+
+    /* A dataflow job in the same process and registry. */
+    struct ej_job_def flow = {
+        .type = EJ_JOB_DATAFLOW,
+        .dataflow = {.fetch = flow_fetch, .process = flow_process, .streaming = true}};
+    struct ej_job_config fcfg;
+    base_config(&fcfg, "apiFlow", 1, "* * * * * ?");
+    fcfg.job_type = EJ_JOB_TYPE_DATAFLOW;
+    fcfg.streaming_process = true;
+    struct ej_job_opts fopts = {.def = &flow, .ip = "127.0.5.1"};
+    ej_job *fj = NULL;
+    REQUIRE(ej_job_create(reg, &fcfg, &fopts, &fj) == 0, "create dataflow");
+    REQUIRE(ej_job_start(fj) == 0, "start dataflow: %s", ej_job_last_error(fj));
+    ej__sleep_ms(2500);
+    CHECK(atomic_load(&flow_processed) >= 4, "dataflow processed %d", atomic_load(&flow_processed));
+    ej_job_destroy(fj);
+    ej_job_config_fini(&fcfg);
+
+    /* Shutdown leaves ZooKeeper cleanly. */
+    char path[256];
+    snprintf(path, sizeof path, "/apiJob/instances/%s", ej_job_instance_id(job));
+    CHECK(zk_exists(peek, "%s", path), "instance node before shutdown");
+    CHECK(ej_job_shutdown(job) == 0, "shutdown");
+    CHECK(!zk_exists(peek, "%s", path), "instance node after shutdown");
+    CHECK(!zk_exists(peek, "/apiJob/leader/election/instance"), "leader node after shutdown");
+    CHECK(ej_job_trigger(job) == EJ_ESTOPPED, "trigger after shutdown");
+    before = runs_now();
+    ej__sleep_ms(1500);
+    CHECK(runs_now() == before, "ran after shutdown");
+    ej_job_destroy(job);
+    ej_job_config_fini(&cfg);
+    ej_registry_destroy(peek);
+    ej_registry_destroy(reg);
+    free(ns);
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    fprintf(stderr, "coord_api: all checks passed\n");
+    return 0;
+}

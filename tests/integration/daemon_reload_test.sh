@@ -1,0 +1,103 @@
+#!/bin/bash
+# `ejob run` and SIGHUP: a changed cron reschedules that job only (the other
+# job's config and instance nodes are untouched); a file with errors is
+# refused with its errors logged and the running configuration kept; added
+# jobs start and removed jobs stop.
+set -u
+source "$EJ_SOURCE_DIR/tests/support/zkfixture.sh"
+E=${EJOB:?EJOB must name the ejob binary}
+zkf_start || exit 1
+
+FAILS=0
+fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
+pass() { echo "ok: $*"; }
+wait_for() {
+  local secs=$1 what=$2; shift 2
+  local end=$((SECONDS + secs))
+  while [ $SECONDS -lt $end ]; do "$@" && { pass "$what"; return 0; }; sleep 0.1; done
+  fail "$what (not within ${secs}s)"; return 1
+}
+logged() { grep -q -- "$2" "$1" 2>/dev/null; }
+now_ms() { date +%s%3N; }
+# stat_of PATH FIELD: a field of zkCli's stat output (mZxid, ctime, ...).
+stat_of() { zkf_cli stat "$1" | sed -n "s/^$2 = //p"; }
+export EJOB_REGISTRY="$ZKF_CONNECT/reload"
+
+D=$ZKF_DIR/t
+mkdir -p "$D"
+cat >"$D/item.sh" <<'EOF'
+#!/bin/sh
+# item.sh RUNS JOB CONTEXT: appends "epoch_ms JOB".
+echo "$(date +%s%3N) $2" >>"$1"
+EOF
+chmod +x "$D/item.sh"
+job_yaml() { # NAME CRON
+  cat <<EOF
+  $1:
+    elasticJobType: SCRIPT
+    cron: "$2"
+    shardingTotalCount: 1
+    overwrite: true
+    props:
+      script.command.line: $D/item.sh $D/runs $1
+EOF
+}
+head_yaml() {
+  cat <<EOF
+regCenter:
+  serverLists: $ZKF_CONNECT
+  namespace: reload
+  sessionTimeoutMilliseconds: 4000
+jobs:
+EOF
+}
+{ head_yaml; job_yaml jobA "0/2 * * * * ?"; job_yaml jobB "0/3 * * * * ?"; } >"$D/jobs.yaml"
+touch "$D/runs"
+EJOB_IP=127.0.0.51 setpriv --pdeathsig KILL "$E" run -c "$D/jobs.yaml" 2>"$D/daemon.log" &
+P=$!; zkf_track $P
+wait_for 30 "daemon started with 2 jobs" logged "$D/daemon.log" "running 2 job"
+wait_for 10 "jobA ran" grep -q jobA "$D/runs"
+B_CFG_MZXID=$(stat_of /reload/jobB/config mZxid)
+B_INST=$(zkf_cli ls /reload/jobB/instances | tr -d '[]')
+B_INST_CTIME=$(stat_of "/reload/jobB/instances/$B_INST" ctime)
+[ -n "$B_INST" ] && [ -n "$B_CFG_MZXID" ] && pass "jobB registered as $B_INST" || fail "jobB not registered"
+
+# ------------------------------------------------------ cron change of jobA
+{ head_yaml; job_yaml jobA "0/5 * * * * ?"; job_yaml jobB "0/3 * * * * ?"; } >"$D/jobs.yaml"
+kill -HUP $P
+wait_for 15 "reload applied" logged "$D/daemon.log" "reload done: 0 added, 0 removed, 1 changed, 1 unchanged"
+T_RELOAD=$(now_ms)
+grep -q 'job jobA: config updated (cron "0/5 \* \* \* \* ?"' "$D/daemon.log" && pass "jobA's new cron logged" || fail "jobA update not logged"
+grep -q '"cron":"0/5 \* \* \* \* ?"' <<<"$(zkf_cli get /reload/jobA/config)" && pass "jobA's config node has the new cron" || fail "jobA config: $(zkf_cli get /reload/jobA/config)"
+[ "$(stat_of /reload/jobB/config mZxid)" = "$B_CFG_MZXID" ] && pass "jobB's config node untouched" || fail "jobB's config was rewritten"
+[ "$(stat_of "/reload/jobB/instances/$B_INST" ctime)" = "$B_INST_CTIME" ] && pass "jobB's instance untouched" || fail "jobB was restarted"
+sleep 11
+# After the reload jobA fires only on multiples of 5 s, jobB still every 3 s.
+A_BAD=$(awk -v t="$T_RELOAD" '$2 == "jobA" && $1 > t + 500 && (int(($1 % 60000) / 1000) % 5) != 0' "$D/runs" | wc -l)
+A_RUNS=$(awk -v t="$T_RELOAD" '$2 == "jobA" && $1 > t + 500' "$D/runs" | wc -l)
+B_RUNS=$(awk -v t="$T_RELOAD" '$2 == "jobB" && $1 > t + 500' "$D/runs" | wc -l)
+[ "$A_RUNS" -ge 1 ] && [ "$A_BAD" -eq 0 ] && pass "jobA rescheduled: $A_RUNS runs, all on a 5 s boundary" || fail "jobA: $A_RUNS runs, $A_BAD off the 5 s schedule"
+[ "$B_RUNS" -ge 3 ] && pass "jobB kept firing every 3 s ($B_RUNS runs)" || fail "jobB ran $B_RUNS times"
+
+# ------------------------------------------------------ a bad file is refused
+cp "$D/jobs.yaml" "$D/good.yaml"
+{ head_yaml; job_yaml jobA "0/5 * * * * ?"; job_yaml jobB "every three seconds"; echo "  jobC:"; echo "    shardingTotalCont: 2"; } >"$D/jobs.yaml"
+kill -HUP $P
+wait_for 15 "bad reload reported" logged "$D/daemon.log" "has errors; the running configuration is kept"
+grep -qE "reload: $D/jobs.yaml:[0-9]+:[0-9]+: jobs.jobB.cron: " "$D/daemon.log" && pass "cron error logged as file:line:col" || fail "cron error not logged"
+grep -qE "reload: $D/jobs.yaml:[0-9]+:[0-9]+: jobs.jobC: unknown key \"shardingTotalCont\"" "$D/daemon.log" && pass "unknown key logged as file:line:col" || fail "unknown key not logged"
+grep -q '"cron":"0/3 \* \* \* \* ?"' <<<"$(zkf_cli get /reload/jobB/config)" && pass "jobB keeps its cron" || fail "jobB config changed by a bad file"
+kill -0 $P && pass "daemon still running" || fail "daemon died on a bad file"
+
+# ------------------------------------------------------ add and remove jobs
+{ head_yaml; job_yaml jobA "0/5 * * * * ?"; job_yaml jobC "0/2 * * * * ?"; } >"$D/jobs.yaml"
+kill -HUP $P
+wait_for 20 "add/remove applied" logged "$D/daemon.log" "reload done: 1 added, 1 removed, 0 changed, 1 unchanged"
+[ -z "$(zkf_cli ls /reload/jobB/instances | tr -d '[]')" ] && pass "removed jobB left ZooKeeper" || fail "jobB instance still there"
+[ -n "$(zkf_cli ls /reload/jobC/instances | tr -d '[]')" ] && pass "added jobC registered" || fail "jobC not registered"
+kill -0 $P && pass "daemon still running" || fail "daemon died"
+
+kill -TERM $P; wait $P; RC=$?
+[ $RC -eq 0 ] && pass "SIGTERM: exit 0" || fail "exit $RC"
+echo "$FAILS failure(s)"
+exit $((FAILS > 0))
