@@ -109,8 +109,8 @@ int main(int argc, char **argv)
     }
 
     struct ej_job_config simple_cfg, flow_cfg;
-    struct ej_job_def simple_def = {.type = EJ_JOB_SIMPLE, .simple = print_item};
-    struct ej_job_def flow_def = {.type = EJ_JOB_DATAFLOW,
+    struct ej_job_def simple_def = {.type = EJ_JOB_TYPE_SIMPLE, .simple = print_item};
+    struct ej_job_def flow_def = {.type = EJ_JOB_TYPE_DATAFLOW,
                                   .dataflow = {.fetch = fetch, .process = process}};
     struct ej_job_opts simple_opts = {.def = &simple_def};
     struct ej_job_opts flow_opts = {.def = &flow_def};

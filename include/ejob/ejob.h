@@ -20,7 +20,7 @@
  *     ej_job_config_set_str(&cfg.job_name, "orders");
  *     ej_job_config_set_str(&cfg.cron, "0/5 * * * * ?");
  *     cfg.sharding_total_count = 3;
- *     struct ej_job_def def = {.type = EJ_JOB_SIMPLE, .simple = my_fn};
+ *     struct ej_job_def def = {.type = EJ_JOB_TYPE_SIMPLE, .simple = my_fn};
  *     struct ej_job_opts jo = {.def = &def};
  *     ej_job *job;
  *     ej_job_create(reg, &cfg, &jo, &job);
@@ -48,16 +48,12 @@
 #include "ejob/log.h"
 #include "ejob/registry.h"
 
-/* ejob's own sources that must not see every header at once define
- * EJ_EJOB_H_API_ONLY; programs never need it. */
-#ifndef EJ_EJOB_H_API_ONLY
 #include "ejob/config.h"
 #include "ejob/cron.h"
 #include "ejob/event.h"
 #include "ejob/job.h"
 #include "ejob/monitor.h"
 #include "ejob/sharding.h"
-#endif
 
 struct ej_job_config;
 struct ej_job_def;

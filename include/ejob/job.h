@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "ejob/common.h"
+#include "ejob/config.h"
 
 /* ------------------------------------------------------------ contexts */
 
@@ -102,20 +103,8 @@ typedef struct ej_shard_contexts_info {
 
 /* ---------------------------------------------------------- job types */
 
-typedef enum ej_job_type {
-    EJ_JOB_SIMPLE = 0,
-    EJ_JOB_DATAFLOW = 1,
-    EJ_JOB_SCRIPT = 2,
-    EJ_JOB_HTTP = 3,
-} ej_job_type;
-
-/* "SIMPLE", "DATAFLOW", "SCRIPT" or "HTTP"; "UNKNOWN" otherwise. Static. */
-EJ_EXTERN const char *ej_job_type_name(ej_job_type type);
-
-/* Parses a type name, case-insensitive: SIMPLE, DATAFLOW, SCRIPT, HTTP
- * (ElasticJob's jobType / elasticJobType values). Returns 0, or EJ_EINVAL
- * when name is NULL or unknown (out untouched). */
-EJ_EXTERN int ej_job_type_parse(const char *name, ej_job_type *out);
+/* The job types are config.h's ej_job_type (EJ_JOB_TYPE_SIMPLE, _DATAFLOW,
+ * _SCRIPT, _HTTP) with ej_job_type_name() and ej_job_type_parse(). */
 
 /*
  * A simple job: called once per item, on a pool thread, possibly at the
@@ -268,10 +257,10 @@ struct ej_job_listener {
  */
 struct ej_job_def {
     ej_job_type type;
-    ej_simple_job_fn simple;         /* EJ_JOB_SIMPLE */
-    struct ej_dataflow_job dataflow; /* EJ_JOB_DATAFLOW */
-    struct ej_script_job script;     /* EJ_JOB_SCRIPT */
-    struct ej_http_job http;         /* EJ_JOB_HTTP */
+    ej_simple_job_fn simple;         /* EJ_JOB_TYPE_SIMPLE */
+    struct ej_dataflow_job dataflow; /* EJ_JOB_TYPE_DATAFLOW */
+    struct ej_script_job script;     /* EJ_JOB_TYPE_SCRIPT */
+    struct ej_http_job http;         /* EJ_JOB_TYPE_HTTP */
     void *user;                      /* passed to the callbacks */
     struct ej_error_handler error_handler;
     ej_executor_kind executor;

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "ejob/config.h"
-#define EJ_EJOB_H_API_ONLY 1
 #include "ejob/ejob.h"
 #include "ejob/error.h"
 #include "ejob/log.h"

@@ -22,10 +22,6 @@
  * thread) to control tasks of the scheduler. Waiting functions below
  * (marked "blocks") must never run on the dispatch thread; they return
  * EJ_EINVAL there. All other functions are thread-safe.
- *
- * This header includes neither config.h nor job.h, so that files working
- * with job definitions can use it (see docs/coordination.md, "Header
- * clash").
  */
 #ifndef EJ_COORD_INTERNAL_H
 #define EJ_COORD_INTERNAL_H
@@ -55,7 +51,7 @@ struct ej_job_config; /* ejob/config.h */
 /* "/{job}/{rel}" (rel printf-formatted; "" gives "/{job}"). Caller frees;
  * NULL on allocation failure. */
 char *ej__coord_path(const char *job, const char *fmt, ...) EJ_PRINTF(2, 3);
-char *ej__coord_vpath(const char *job, const char *fmt, va_list ap);
+char *ej__coord_vpath(const char *job, const char *fmt, va_list ap) EJ_PRINTF(2, 0);
 
 /* Writes "{ip}@-@{pid}" into out. Returns 0, or EJ_EINVAL when it does not
  * fit or ip is empty or contains '/' or the separator. */

@@ -148,35 +148,6 @@ int ej_execution_source_parse(const char *name, ej_execution_source *out)
     return EJ_EINVAL;
 }
 
-const char *ej_job_type_name(ej_job_type type)
-{
-    switch (type) {
-    case EJ_JOB_SIMPLE:
-        return "SIMPLE";
-    case EJ_JOB_DATAFLOW:
-        return "DATAFLOW";
-    case EJ_JOB_SCRIPT:
-        return "SCRIPT";
-    case EJ_JOB_HTTP:
-        return "HTTP";
-    }
-    return "UNKNOWN";
-}
-
-int ej_job_type_parse(const char *name, ej_job_type *out)
-{
-    if (name == NULL || out == NULL)
-        return EJ_EINVAL;
-    static const ej_job_type all[] = {EJ_JOB_SIMPLE, EJ_JOB_DATAFLOW, EJ_JOB_SCRIPT, EJ_JOB_HTTP};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        if (strcasecmp(name, ej_job_type_name(all[i])) == 0) {
-            *out = all[i];
-            return 0;
-        }
-    }
-    return EJ_EINVAL;
-}
-
 #define DEFAULT_EXCEPTION_HANDLER                                                                  \
     "com.dangdang.ddframe.job.executor.handler.impl.DefaultJobExceptionHandler"
 #define DEFAULT_EXECUTOR_HANDLER                                                                   \
@@ -276,17 +247,17 @@ int ej_job_def_validate(const struct ej_job_def *def, char *err, size_t errlen)
     if (def == NULL)
         return EJ_EINVAL;
     switch (def->type) {
-    case EJ_JOB_SIMPLE:
+    case EJ_JOB_TYPE_SIMPLE:
         if (def->simple == NULL)
             return config_err(err, errlen, "simple: no callback for a SIMPLE job");
         break;
-    case EJ_JOB_DATAFLOW:
+    case EJ_JOB_TYPE_DATAFLOW:
         if (def->dataflow.fetch == NULL)
             return config_err(err, errlen, "dataflow.fetch: no callback for a DATAFLOW job");
         if (def->dataflow.process == NULL)
             return config_err(err, errlen, "dataflow.process: no callback for a DATAFLOW job");
         break;
-    case EJ_JOB_SCRIPT: {
+    case EJ_JOB_TYPE_SCRIPT: {
         if (def->script.command_line == NULL || def->script.command_line[0] == '\0')
             return config_err(err, errlen, "script.command_line: empty");
         char **argv = NULL;
@@ -305,7 +276,7 @@ int ej_job_def_validate(const struct ej_job_def *def, char *err, size_t errlen)
                               (long long)def->script.kill_grace_ms);
         break;
     }
-    case EJ_JOB_HTTP: {
+    case EJ_JOB_TYPE_HTTP: {
         const char *u = def->http.uri;
         if (u == NULL || u[0] == '\0')
             return config_err(err, errlen, "http.uri: empty");
@@ -476,22 +447,22 @@ int ej__exec_run_item(const struct ej_job_def *def, const ej_shard_context *ctx,
         return res->rc;
     }
     switch (def->type) {
-    case EJ_JOB_SIMPLE:
+    case EJ_JOB_TYPE_SIMPLE:
         if (def->simple == NULL)
             ej__exec_fail(res, EJ_ECONFIG, "job '%s' has no simple callback", ctx->job_name);
         else
             run_simple(def, ctx, res);
         break;
-    case EJ_JOB_DATAFLOW:
+    case EJ_JOB_TYPE_DATAFLOW:
         if (def->dataflow.fetch == NULL || def->dataflow.process == NULL)
             ej__exec_fail(res, EJ_ECONFIG, "job '%s' has no dataflow callbacks", ctx->job_name);
         else
             run_dataflow(def, ctx, opts, res);
         break;
-    case EJ_JOB_SCRIPT:
+    case EJ_JOB_TYPE_SCRIPT:
         ej__exec_run_script(&def->script, ctx, res);
         break;
-    case EJ_JOB_HTTP:
+    case EJ_JOB_TYPE_HTTP:
         ej__exec_run_http(&def->http, ctx, res);
         break;
     default:

@@ -84,10 +84,10 @@ int ej__rt_build_def(struct ej__rt_settings *s, const struct ej_job_def *user)
         }
         d->def.executor = xk;
     }
-    if (s->job_type == EJ_JOB_SCRIPT) {
+    if (s->job_type == EJ_JOB_TYPE_SCRIPT) {
         d->def.script.command_line = s->script_command_line;
         d->def.script.timeout_ms = s->script_timeout_ms;
-    } else if (s->job_type == EJ_JOB_HTTP) {
+    } else if (s->job_type == EJ_JOB_TYPE_HTTP) {
         d->def.http.uri = s->http_uri;
         d->def.http.method = s->http_method[0] ? s->http_method : NULL;
         d->def.http.data = s->http_data;

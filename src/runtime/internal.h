@@ -2,11 +2,8 @@
  * The runtime module: the ej_job object (api.c) and the fire flow
  * (fire.c). Internal.
  *
- * api.c works with the configuration (config.h) and fire.c with job
- * definitions and events (job.h, event.h). The two public headers declare
- * the same enum name differently (see docs/coordination.md, "Header
- * clash"), so this header and the two files keep them apart: what the fire
- * flow needs of a configuration travels as plain struct ej__rt_settings.
+ * What the fire flow needs of a configuration travels as plain struct
+ * ej__rt_settings, copied when the configuration changes.
  */
 #ifndef EJ_RUNTIME_INTERNAL_H
 #define EJ_RUNTIME_INTERNAL_H
@@ -17,7 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EJ_EJOB_H_API_ONLY 1
 #include "ejob/ejob.h"
 #include "ejob/registry.h"
 

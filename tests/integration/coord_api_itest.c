@@ -74,7 +74,7 @@ int main(void)
     ej_registry *reg = zk_connect(servers, ns);
     ej_registry *peek = zk_connect(servers, ns);
     struct ej_job_config cfg;
-    struct ej_job_def def = {.type = EJ_JOB_SIMPLE, .simple = simple_fn};
+    struct ej_job_def def = {.type = EJ_JOB_TYPE_SIMPLE, .simple = simple_fn};
     struct ej_job_opts opts = {.def = &def, .ip = "127.0.5.1", .reconcile_interval_ms = 500};
     ej_job *job = NULL;
 
@@ -87,7 +87,7 @@ int main(void)
     ej_job_config_fini(&cfg);
     base_config(&cfg, "apiJob", 2, "* * * * * ?");
     CHECK(ej_job_create(reg, &cfg, NULL, &job) == EJ_EINVAL, "SIMPLE without def");
-    struct ej_job_def wrong = {.type = EJ_JOB_DATAFLOW,
+    struct ej_job_def wrong = {.type = EJ_JOB_TYPE_DATAFLOW,
                                .dataflow = {.fetch = flow_fetch, .process = flow_process}};
     struct ej_job_opts wopts = {.def = &wrong};
     CHECK(ej_job_create(reg, &cfg, &wopts, &job) == EJ_EINVAL, "type mismatch accepted");
@@ -183,7 +183,7 @@ int main(void)
 
     /* A dataflow job in the same process and registry. */
     struct ej_job_def flow = {
-        .type = EJ_JOB_DATAFLOW,
+        .type = EJ_JOB_TYPE_DATAFLOW,
         .dataflow = {.fetch = flow_fetch, .process = flow_process, .streaming = true}};
     struct ej_job_config fcfg;
     base_config(&fcfg, "apiFlow", 1, "* * * * * ?");

@@ -24,7 +24,7 @@ int main(void)
     char *mlog = tmp_log("misfire");
     int m =
         node_start(servers, ns, "misfireJob", mlog, "127.0.3.41", "--count", "1", "--cron",
-                   "* * * * * ?", "--item-ms", "50", "--long-item", "0:2600", "--long-first", NULL);
+                   "* * * * * ?", "--item-ms", "50", "--long-item", "0:2300", "--long-first", NULL);
     REQUIRE(m >= 0, "misfire node");
     /* Wait for the long run to start, then watch for the misfire node. */
     int64_t long_start = 0;
@@ -39,7 +39,7 @@ int main(void)
     }
     REQUIRE(long_start, "the long run never started");
     bool saw_misfire = false;
-    while (ej__now_ms() < long_start + 2500 && !saw_misfire) {
+    while (ej__now_ms() < long_start + 2200 && !saw_misfire) {
         saw_misfire = zk_exists(reg, "/misfireJob/sharding/0/misfire");
         ej__sleep_ms(50);
     }
@@ -50,7 +50,7 @@ int main(void)
     CHECK(xl.n >= 3, "%zu runs", xl.n);
     if (xl.n >= 2) {
         struct run *a = &xl.runs[0], *b = &xl.runs[1];
-        CHECK(strcmp(a->src, "NORMAL_TRIGGER") == 0 && a->end - a->start >= 2500,
+        CHECK(strcmp(a->src, "NORMAL_TRIGGER") == 0 && a->end - a->start >= 2200,
               "first run %s %" PRId64 " ms", a->src, a->end - a->start);
         CHECK(strcmp(b->src, "MISFIRE") == 0, "second run is %s, not MISFIRE", b->src);
         CHECK(b->start >= a->end && b->start - a->end < 500,

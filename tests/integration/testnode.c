@@ -298,7 +298,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "testnode: registry: %s\n", ej_registry_errmsg(NULL));
         return 1;
     }
-    struct ej_job_def def = {.type = EJ_JOB_SIMPLE, .simple = run_item};
+    struct ej_job_def def = {.type = EJ_JOB_TYPE_SIMPLE, .simple = run_item};
     struct ej_distribute_once_listener ol = {.before_last = once_before,
                                              .after_last = once_after,
                                              .started_timeout_ms = 4000,

@@ -172,10 +172,10 @@ static void test_names(void **state)
                      2 * (int)sysconf(_SC_NPROCESSORS_ONLN));
     assert_int_equal(ej_executor_concurrency(EJ_EXECUTOR_FIXED, 5), 5);
     ej_job_type t;
-    assert_int_equal(ej_job_type_parse("dataflow", &t), 0);
-    assert_int_equal(t, EJ_JOB_DATAFLOW);
+    assert_int_equal(ej_job_type_parse("DATAFLOW", &t), 0);
+    assert_int_equal(t, EJ_JOB_TYPE_DATAFLOW);
     assert_int_equal(ej_job_type_parse("JAVA", &t), EJ_EINVAL);
-    assert_string_equal(ej_job_type_name(EJ_JOB_HTTP), "HTTP");
+    assert_string_equal(ej_job_type_name(EJ_JOB_TYPE_HTTP), "HTTP");
     ej_execution_source src;
     assert_int_equal(ej_execution_source_parse("MISFIRE", &src), 0);
     assert_int_equal(src, EJ_EXEC_MISFIRE);
@@ -194,7 +194,7 @@ static void test_validate(void **state)
 {
     (void)state;
     char err[256];
-    struct ej_job_def d = {.type = EJ_JOB_SIMPLE};
+    struct ej_job_def d = {.type = EJ_JOB_TYPE_SIMPLE};
     assert_int_equal(ej_job_def_validate(&d, err, sizeof err), EJ_ECONFIG);
     assert_non_null(strstr(err, "simple"));
     d.simple = noop_simple;
@@ -203,7 +203,7 @@ static void test_validate(void **state)
     assert_int_equal(ej_job_def_validate(&d, err, sizeof err), EJ_ECONFIG);
     assert_non_null(strstr(err, "error_handler.fn"));
 
-    struct ej_job_def s = {.type = EJ_JOB_SCRIPT};
+    struct ej_job_def s = {.type = EJ_JOB_TYPE_SCRIPT};
     s.script.command_line = "echo 'unbalanced";
     assert_int_equal(ej_job_def_validate(&s, err, sizeof err), EJ_ECONFIG);
     assert_non_null(strstr(err, "script.command_line: unbalanced quotes"));
@@ -215,7 +215,7 @@ static void test_validate(void **state)
     assert_int_equal(ej_job_def_validate(&s, err, sizeof err), EJ_ECONFIG);
     assert_non_null(strstr(err, "script.timeout_ms"));
 
-    struct ej_job_def h = {.type = EJ_JOB_HTTP};
+    struct ej_job_def h = {.type = EJ_JOB_TYPE_HTTP};
     h.http.uri = "ftp://x";
     assert_int_equal(ej_job_def_validate(&h, err, sizeof err), EJ_ECONFIG);
     assert_non_null(strstr(err, "http.uri: 'ftp://x'"));
@@ -224,7 +224,7 @@ static void test_validate(void **state)
     assert_int_equal(ej_job_def_validate(&h, err, sizeof err), EJ_ECONFIG);
     h.http.method = "POST";
     assert_int_equal(ej_job_def_validate(&h, err, sizeof err), 0);
-    struct ej_job_def df = {.type = EJ_JOB_DATAFLOW};
+    struct ej_job_def df = {.type = EJ_JOB_TYPE_DATAFLOW};
     assert_int_equal(ej_job_def_validate(&df, err, sizeof err), EJ_ECONFIG);
     assert_non_null(strstr(err, "dataflow.fetch"));
     assert_int_equal(ej_job_def_validate(NULL, err, sizeof err), EJ_EINVAL);
@@ -294,7 +294,7 @@ static void test_script_context_per_item(void **state)
     char *envv = ej__asprintf("OUT=%s", out);
     const char *env[] = {envv, NULL};
     char *cmd = ej__asprintf("%s 'first arg' second", script);
-    struct ej_job_def d = {.type = EJ_JOB_SCRIPT};
+    struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
     d.script.command_line = cmd;
     d.script.env = env;
     const char *params[] = {"Beijing", NULL, "Guang=zhou"};
@@ -348,7 +348,7 @@ static bool record_failure(const char *job, int item, const char *msg, void *use
 static void test_script_failure_exit_code(void **state)
 {
     (void)state;
-    struct ej_job_def d = {.type = EJ_JOB_SCRIPT};
+    struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
     d.script.command_line = "/bin/sh -c 'echo boom-out; echo boom-err >&2; exit 3'";
     d.error_handler.kind = EJ_ERROR_HANDLER_CUSTOM;
     d.error_handler.fn = record_failure;
@@ -422,7 +422,7 @@ static void run_timeout_case(const char *trap, int64_t grace, int64_t min_ms, in
     char *pidfile = tmp_path(trap[0] ? "grand2.pid" : "grand.pid");
     unlink(pidfile);
     char *cmd = ej__asprintf("/bin/sh -c '%s sleep 30 & echo $! > %s; wait'", trap, pidfile);
-    struct ej_job_def d = {.type = EJ_JOB_SCRIPT};
+    struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
     d.script.command_line = cmd;
     d.script.timeout_ms = 300;
     d.script.kill_grace_ms = grace;
@@ -463,7 +463,7 @@ static void test_script_timeout_kills_group(void **state)
 static void test_script_output_cap(void **state)
 {
     (void)state;
-    struct ej_job_def d = {.type = EJ_JOB_SCRIPT};
+    struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
     d.script.command_line = "/bin/sh -c 'head -c 300000 /dev/zero | tr \"\\\\000\" a; echo'";
     d.script.output_cap = 1000;
     ej_shard_context ctx;
@@ -498,7 +498,7 @@ static void test_script_cancel(void **state)
 {
     (void)state;
     atomic_bool cancel = false;
-    struct ej_job_def d = {.type = EJ_JOB_SCRIPT};
+    struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
     d.script.command_line = "/bin/sh -c 'sleep 30'";
     d.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
     ej_shard_context ctx;
@@ -538,7 +538,7 @@ static int silent_failing_simple(const ej_shard_context *ctx, void *user)
 static void test_simple_and_handlers(void **state)
 {
     (void)state;
-    struct ej_job_def d = {.type = EJ_JOB_SIMPLE, .simple = noop_simple};
+    struct ej_job_def d = {.type = EJ_JOB_TYPE_SIMPLE, .simple = noop_simple};
     ej_shard_context ctx;
     fill_ctx(&ctx, NULL, 2, NULL);
     ej__exec_result r;
@@ -609,7 +609,7 @@ static void test_dataflow(void **state)
 {
     (void)state;
     struct flow f = {.batches_left = 3};
-    struct ej_job_def d = {.type = EJ_JOB_DATAFLOW, .user = &f};
+    struct ej_job_def d = {.type = EJ_JOB_TYPE_DATAFLOW, .user = &f};
     d.dataflow.fetch = flow_fetch;
     d.dataflow.process = flow_process;
     d.dataflow.streaming = true;
@@ -734,7 +734,7 @@ static void test_http(void **state)
     fill_ctx(&ctx, NULL, 1, "Shanghai");
     char *want_json = ej__exec_context_json(&ctx);
     const char *extra[] = {"X-Extra: yes", NULL};
-    struct ej_job_def j = {.type = EJ_JOB_HTTP};
+    struct ej_job_def j = {.type = EJ_JOB_TYPE_HTTP};
     j.http.uri = ok_url;
     j.http.method = "POST";
     j.http.data = "a=1&b=2";
