@@ -40,7 +40,7 @@
                                                     names, timeZone, httpMethod,                   \
                                                     httpContentType */
 #define EJ_CONFIG_MAX_URI 8192                   /* httpUri */
-#define EJ_CONFIG_MAX_SHARDING_TOTAL_COUNT 65536 /* shardingTotalCount */
+#define EJ_CONFIG_MAX_SHARDING_TOTAL_COUNT 1000000 /* shardingTotalCount */
 /* Largest `config` node ej_job_config_from_json accepts (ZooKeeper's own
  * default node limit is just under 1 MiB). */
 #define EJ_CONFIG_MAX_JSON (1024 * 1024)

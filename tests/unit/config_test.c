@@ -957,7 +957,7 @@ static void test_validate_messages(void **state)
 {
     (void)state;
     assert_invalid(m_count0, "shardingTotalCount: must be >= 1, got 0");
-    assert_invalid(m_count_huge, "shardingTotalCount: must be <= 65536, got 65537");
+    assert_invalid(m_count_huge, "shardingTotalCount: must be <= 1000000, got 1000001");
     assert_invalid(m_name_space, "jobName: must match [A-Za-z0-9_.-]+, got \"a b\"");
     assert_invalid(m_name_empty, "jobName: is required");
     assert_invalid(m_name_dotdot, "jobName: must not be \".\" or \"..\"");
