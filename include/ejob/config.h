@@ -306,14 +306,25 @@ struct ej_reg_center_config {
 };
 
 typedef enum ej_tracing_type {
-    EJ_TRACING_NONE = 0, /* no tracing section */
+    EJ_TRACING_NONE = 0, /* no tracing section, or type NONE (see off) */
     EJ_TRACING_SQLITE = 1,
     EJ_TRACING_POSTGRESQL = 2,
 } ej_tracing_type;
 
+/* Defaults of tracing.retentionDays and tracing.outputMaxBytes. */
+#define EJ_TRACING_RETENTION_DAYS_DEFAULT 7
+#define EJ_TRACING_OUTPUT_MAX_DEFAULT 65536
+
 struct ej_tracing_config {
     ej_tracing_type type;
     char *url; /* SQLite file path or libpq connection string; NULL when NONE */
+    /* type: NONE given: no history at all. Without a tracing section (type
+     * NONE, off false) the daemon keeps history in SQLite in its state
+     * directory. */
+    bool off;
+    char *password_file;  /* passwordFile: PostgreSQL password, first line; NULL none */
+    int retention_days;   /* retentionDays: purge rows older; 0 keeps forever (7) */
+    int output_max_bytes; /* outputMaxBytes: cap of each captured stream (65536) */
 };
 
 /*

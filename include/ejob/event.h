@@ -41,11 +41,23 @@ typedef struct ej_execution_event {
     bool is_success;
     int64_t start_time_ms;    /* epoch ms */
     int64_t complete_time_ms; /* epoch ms; 0 on the start event */
-    /* ejob's own: captured script output or http response body of the end
-     * event (may be cut, see output_truncated); NULL when none. Not a
-     * 2.1.5 column. */
+    /* ejob's own (not 2.1.5 columns; stores keep them in
+     * EJOB_EXECUTION_DETAIL), set on the end event. output: a script's
+     * stdout or an http job's response body; error_output: a script's
+     * stderr. Both are bytes (may hold NULs), each cut at the job's cap
+     * (the *_truncated flags say so); NULL when none. A length of 0 with a
+     * non-NULL pointer means NUL-terminated text. */
     const char *output;
     bool output_truncated;
+    size_t output_len;
+    const char *error_output;
+    size_t error_output_len;
+    bool error_output_truncated;
+    bool has_exit_code; /* a script ran: exit_code / term_signal are set */
+    int exit_code;      /* script: exit status; -1 when it did not exit normally */
+    int term_signal;    /* script: the signal that ended it; 0 none */
+    long http_status;   /* http: response status; 0 none */
+    int64_t fencing_token; /* the item's fencing token (SPEC 10); 0 none */
 } ej_execution_event;
 
 /* JOB_STATUS_TRACE_LOG.state values ElasticJob-Lite writes. */
@@ -101,6 +113,18 @@ EJ_EXTERN void ej_event_new_id(char out[EJ_EVENT_ID_LEN]);
  * NULL on allocation failure or when items is NULL and count > 0.
  */
 EJ_EXTERN char *ej_event_items_string(const int *items, size_t count);
+
+/*
+ * A copy of ev with all of its strings and bytes in one allocation (free()
+ * it). without_output leaves out output and error_output, marking them
+ * truncated. NULL on allocation failure, or when ev is NULL or of an
+ * unknown type. Thread-safe.
+ */
+EJ_EXTERN ej_event *ej_event_dup(const ej_event *ev, bool without_output);
+
+/* Bytes of output and error_output an execution event carries; 0 for
+ * other events. */
+EJ_EXTERN size_t ej_event_output_bytes(const ej_event *ev);
 
 /* --------------------------------------------------------------- bus */
 

@@ -139,8 +139,9 @@ struct ej_dataflow_job {
     bool streaming;
 };
 
-/* Default cap on a script's captured stdout+stderr (and an http response
- * body): 64 KiB. Beyond it output is discarded and marked truncated. */
+/* Default cap on each of a script's captured stdout and stderr (and an
+ * http response body): 64 KiB. Beyond it output is discarded and marked
+ * truncated. */
 #define EJ_JOB_OUTPUT_CAP_DEFAULT (64 * 1024)
 
 struct ej_script_job {

@@ -41,7 +41,8 @@ static const char usage[] =
     "      --log-level L       debug, info (default), warn or error\n"
     "      --drain-timeout-ms N  on SIGTERM/SIGINT, how long running items may take\n"
     "                          to finish (default 30000)\n"
-    "      --state-dir DIR     state directory of the embedded registry (env\n"
+    "      --state-dir DIR     state directory of the embedded registry and of the\n"
+    "                          default history (STATE_DIR/history.db; env\n"
     "                          EJOB_STATE_DIR, else $XDG_RUNTIME_DIR/ejob, else\n"
     "                          /tmp/ejob-$UID)\n"
     "      --check             only load and validate the file, then exit\n"
@@ -220,7 +221,8 @@ static void reload(struct daemon *d)
         a->session_timeout_ms != b->session_timeout_ms)
         EJ_LOG(EJ_LOG_WARN, "daemon", 0,
                "reload: regCenter changes take effect only after a restart; ignored");
-    if (d->cfg.tracing.type != next.tracing.type || !same_str(d->cfg.tracing.url, next.tracing.url))
+    if (d->cfg.tracing.type != next.tracing.type || d->cfg.tracing.off != next.tracing.off ||
+        !same_str(d->cfg.tracing.url, next.tracing.url))
         EJ_LOG(EJ_LOG_WARN, "daemon", 0,
                "reload: tracing changes take effect only after a restart; ignored");
 
@@ -398,7 +400,10 @@ static int run_daemon(int argc, char **argv)
         goto out_embedded;
     }
     char err[512] = "";
-    e = ejd_init(&d.cfg.tracing, d.drain_ms, err, sizeof(err));
+    char *trace_dir = ejcli_state_dir(state_dir);
+    e = trace_dir != NULL ? ejd_init(&d.cfg.tracing, file, trace_dir, d.drain_ms, err, sizeof(err))
+                          : EJ_ENOMEM;
+    free(trace_dir);
     if (e != 0) {
         EJ_LOG(EJ_LOG_ERROR, "daemon", e, "%s", err[0] ? err : ej_strerror(e));
         rc = EJ_EXIT_FAILED;

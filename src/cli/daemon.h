@@ -17,9 +17,12 @@
 typedef struct ejd_job ejd_job;
 
 /* Process-wide set-up before any job starts: the event bus that logs one
- * line per job event (in the log format already chosen), tracing, and the
- * drain bound of shutdowns. Returns 0, or a negative error with err set. */
-int ejd_init(const struct ej_tracing_config *tracing, int drain_ms, char *err, size_t errlen);
+ * line per job event (in the log format already chosen), the history store
+ * (tracing; see daemon_events.h for where it is: config_file and
+ * state_dir place relative and default SQLite files), and the drain bound
+ * of shutdowns. Returns 0, or a negative error with err set. */
+int ejd_init(const struct ej_tracing_config *tracing, const char *config_file,
+             const char *state_dir, int drain_ms, char *err, size_t errlen);
 
 /* Create and start a job from cfg (copied). Returns 0 and *out, or a
  * negative error with err saying why (the field, for config errors). */

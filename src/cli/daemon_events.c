@@ -1,20 +1,129 @@
-/* The daemon's event bus: one log line per job event. Apart from
- * daemon_jobs.c because event.h includes job.h (see daemon.h). */
-#include <stddef.h>
+/* The daemon's event bus: one log line per job event, and the history
+ * store. Apart from daemon_jobs.c because event.h includes job.h (see
+ * daemon.h). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
+#include "common/util.h"
 #include "ejob/error.h"
 #include "ejob/event.h"
+#include "ejob/log.h"
+#include "ejob/trace.h"
 #include "cli/daemon_events.h"
 
-int ejd_events_create(struct ej_event_bus **out)
+static ej_trace_store *store;
+
+/* mkdir -p, private to the user like the state directory. */
+static int make_dirs(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return -ENAMETOOLONG;
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+            return -errno;
+        *p = c;
+        if (c == '\0')
+            return 0;
+    }
+}
+
+int ejd_trace_where(const struct ej_tracing_config *t, const char *config_file,
+                    const char *state_dir, struct ejd_trace_where *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (t != NULL && t->off) {
+        out->off = true;
+        return 0;
+    }
+    if (t == NULL || t->type == EJ_TRACING_NONE) {
+        out->target.kind = EJ_TRACE_SQLITE;
+        out->url = ej__asprintf("%s/%s", state_dir, EJD_HISTORY_FILE);
+
+    } else if (t->type == EJ_TRACING_SQLITE && t->url[0] != '/' && config_file != NULL &&
+               strrchr(config_file, '/') != NULL) {
+        out->target.kind = EJ_TRACE_SQLITE;
+        const char *slash = strrchr(config_file, '/');
+        out->url = ej__asprintf("%.*s/%s", (int)(slash - config_file), config_file, t->url);
+    } else {
+        out->target.kind = t->type == EJ_TRACING_SQLITE ? EJ_TRACE_SQLITE : EJ_TRACE_POSTGRESQL;
+        out->url = strdup(t->url);
+    }
+    if (out->url == NULL)
+        return EJ_ENOMEM;
+    out->target.url = out->url;
+    if (t != NULL && t->password_file != NULL) {
+        int rc = ej_trace_read_password_file(t->password_file, &out->password, err, errlen);
+        if (rc != 0) {
+            ejd_trace_where_fini(out);
+            return rc;
+        }
+        out->target.password = out->password;
+    }
+    return 0;
+}
+
+void ejd_trace_where_fini(struct ejd_trace_where *w)
+{
+    if (w == NULL)
+        return;
+    free(w->url);
+    if (w->password != NULL) {
+        memset(w->password, 0, strlen(w->password));
+        free(w->password);
+    }
+    memset(w, 0, sizeof *w);
+}
+
+int ejd_events_create(struct ej_event_bus **out, const struct ejd_trace_where *where,
+                      int retention_days, int drain_ms, char *err, size_t errlen)
 {
     struct ej_event_bus_opts opts = {.capacity = 0, .flush_timeout_ms = 5000, .name = "ej-events"};
     int rc = ej_event_bus_create(&opts, out);
-    if (rc != 0)
-        return rc;
-    rc = ej_event_bus_add_sink(*out, ej_event_log_sink, NULL);
     if (rc != 0) {
-        ej_event_bus_destroy(*out);
+        snprintf(err, errlen, "cannot start the event bus: %s", ej_strerror(rc));
+        return rc;
+    }
+    rc = ej_event_bus_add_sink(*out, ej_event_log_sink, NULL);
+    const char *slash = where != NULL && !where->off && where->target.kind == EJ_TRACE_SQLITE
+                            ? strrchr(where->target.url, '/')
+                            : NULL;
+    if (rc == 0 && slash != NULL && slash != where->target.url) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - where->target.url), where->target.url);
+        rc = make_dirs(dir);
+        if (rc != 0)
+            snprintf(err, errlen, "history directory %s: %s", dir, strerror(-rc));
+    }
+    if (rc == 0 && where != NULL && !where->off) {
+        struct ej_trace_store_opts so = {
+            .target = where->target,
+            .retention_days = retention_days,
+            .flush_timeout_ms = drain_ms > 0 ? drain_ms : 1,
+        };
+        rc = ej_trace_store_create(&so, &store);
+        if (rc == 0)
+            rc = ej_event_bus_add_sink(*out, ej_trace_sink, store);
+        if (rc != 0)
+            snprintf(err, errlen, "cannot start the history store: %s", ej_strerror(rc));
+        else
+            EJ_LOG(EJ_LOG_INFO, "daemon", 0, "history: %s %s (retention %d days%s)",
+                   where->target.kind == EJ_TRACE_SQLITE ? "SQLite" : "PostgreSQL",
+                   where->target.kind == EJ_TRACE_SQLITE ? where->target.url : "database",
+                   retention_days, retention_days == 0 ? ": kept forever" : "");
+    } else if (rc == 0) {
+        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "history: off (tracing type NONE)");
+    }
+    if (rc != 0) {
+        ejd_events_destroy(*out);
         *out = NULL;
     }
     return rc;
@@ -22,5 +131,8 @@ int ejd_events_create(struct ej_event_bus **out)
 
 void ejd_events_destroy(struct ej_event_bus *bus)
 {
+    /* The bus first: what it still holds goes into the store's queue. */
     ej_event_bus_destroy(bus);
+    ej_trace_store_destroy(store);
+    store = NULL;
 }

@@ -14,23 +14,46 @@
 struct ejd_job {
     ej_job *job;
     struct ej_job_config cfg; /* as the daemon file last gave it */
+    struct ej_job_def def;    /* output caps (tracing.outputMaxBytes) when not the default */
 };
 
 static struct ej_event_bus *bus;
 static int drain_timeout_ms = 30000;
+static size_t output_cap = EJ_JOB_OUTPUT_CAP_DEFAULT;
 
-int ejd_init(const struct ej_tracing_config *tracing, int drain_ms, char *err, size_t errlen)
+int ejd_init(const struct ej_tracing_config *tracing, const char *config_file,
+             const char *state_dir, int drain_ms, char *err, size_t errlen)
 {
     /* 0 asks for no wait at all; the library reads 0 as its default. */
     drain_timeout_ms = drain_ms > 0 ? drain_ms : 1;
-    if (tracing != NULL && tracing->type != EJ_TRACING_NONE)
-        EJ_LOG(EJ_LOG_WARN, "daemon", 0,
-               "tracing (%s) is not available in this build; events are logged only",
-               tracing->type == EJ_TRACING_SQLITE ? "SQLITE" : "POSTGRESQL");
-    int rc = ejd_events_create(&bus);
+    if (tracing != NULL && tracing->output_max_bytes > 0)
+        output_cap = (size_t)tracing->output_max_bytes;
+    struct ejd_trace_where where;
+    int rc = ejd_trace_where(tracing, config_file, state_dir, &where, err, errlen);
     if (rc != 0)
-        snprintf(err, errlen, "cannot start the event bus: %s", ej_strerror(rc));
+        return rc;
+    rc = ejd_events_create(&bus, &where,
+                           tracing ? tracing->retention_days : EJ_TRACING_RETENTION_DAYS_DEFAULT,
+                           drain_timeout_ms, err, errlen);
+    ejd_trace_where_fini(&where);
     return rc;
+}
+
+/* A definition carrying the output cap, for a cap other than the default
+ * (the job's error handler and executor come from its config, as they
+ * would without a definition). */
+static const struct ej_job_def *def_with_cap(ejd_job *d, const struct ej_job_config *cfg)
+{
+    if (output_cap == EJ_JOB_OUTPUT_CAP_DEFAULT)
+        return NULL;
+    d->def.type = cfg->job_type;
+    d->def.script.output_cap = output_cap;
+    d->def.http.output_cap = output_cap;
+    if (ej_error_handler_parse(cfg->job_exception_handler, &d->def.error_handler.kind) != 0)
+        d->def.error_handler.kind = EJ_ERROR_HANDLER_LOG;
+    if (ej_executor_kind_parse(cfg->executor_service_handler, &d->def.executor) != 0)
+        d->def.executor = EJ_EXECUTOR_CPU;
+    return &d->def;
 }
 
 void ejd_fini(void)
@@ -49,7 +72,8 @@ int ejd_job_start(ej_registry *reg, const struct ej_job_config *cfg, ejd_job **o
         snprintf(err, errlen, "out of memory");
         return EJ_ENOMEM;
     }
-    struct ej_job_opts opts = {.events = bus, .drain_timeout_ms = drain_timeout_ms};
+    struct ej_job_opts opts = {
+        .events = bus, .drain_timeout_ms = drain_timeout_ms, .def = def_with_cap(d, cfg)};
     int rc = ej_job_create(reg, cfg, &opts, &d->job);
     if (rc != 0) {
         snprintf(err, errlen, "%s", ej_strerror(rc));

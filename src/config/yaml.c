@@ -555,19 +555,36 @@ static void load_reg_center(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
 /* tracing                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* The numeric keys of tracing, checked against their ranges. */
+static void tracing_number(struct yctx *c, yaml_node_t *v, int i, struct ej_tracing_config *tr)
+{
+    if (i == 3) {
+        if (get_int(c, v, "tracing.retentionDays", &tr->retention_days) &&
+            tr->retention_days < 0)
+            yerr(c, v->start_mark, "tracing.retentionDays", "must be >= 0 (0 keeps forever), got %d",
+                 tr->retention_days);
+    } else if (get_int(c, v, "tracing.outputMaxBytes", &tr->output_max_bytes) &&
+               (tr->output_max_bytes < 1 || tr->output_max_bytes > 64 * 1024 * 1024)) {
+        yerr(c, v->start_mark, "tracing.outputMaxBytes", "must be 1..67108864, got %d",
+             tr->output_max_bytes);
+    }
+}
+
 static void load_tracing(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
                          struct ej_tracing_config *tr)
 {
-    static const char *const keys[] = {"type", "url"};
+    static const char *const keys[] = {"type", "url", "passwordFile", "retentionDays",
+                                       "outputMaxBytes"};
+    enum { NKEYS = sizeof keys / sizeof keys[0] };
     const char *path = "tracing";
-    bool seen[2] = {false};
+    bool seen[NKEYS] = {false};
     yaml_node_t *type_node = NULL;
     yaml_mark_t url_mark = k0->start_mark;
     bool type_bad = false;
     char shown[128];
 
     if (is_null(map))
-        return; /* "tracing:" alone: no tracing */
+        return; /* "tracing:" alone: the default */
     if (map->type != YAML_MAPPING_NODE) {
         yerr(c, map->start_mark, path, "expected a mapping, got %s", kind_name(map));
         return;
@@ -578,7 +595,7 @@ static void load_tracing(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
         const char *key = pair_key(c, pr, path, &k, &v);
         if (key == NULL)
             continue;
-        int i = key_index(key, keys, 2);
+        int i = key_index(key, keys, NKEYS);
         if (i < 0) {
             unknown_key(c, k, path);
             continue;
@@ -592,14 +609,18 @@ static void load_tracing(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
                 else
                     type_bad = true;
             }
-        } else {
+        } else if (i == 1) {
             url_mark = v->start_mark;
             get_str(c, v, "tracing.url", &tr->url);
+        } else if (i == 2) {
+            get_str(c, v, "tracing.passwordFile", &tr->password_file);
+        } else if (!is_null(v)) {
+            tracing_number(c, v, i, tr);
         }
     }
     if (type_node == NULL) {
         if (!type_bad)
-            yerr(c, k0->start_mark, "tracing.type", "is required (SQLITE or POSTGRESQL)");
+            yerr(c, k0->start_mark, "tracing.type", "is required (SQLITE, POSTGRESQL or NONE)");
         return;
     }
     if (strcasecmp(sval(type_node), "SQLITE") == 0) {
@@ -612,10 +633,13 @@ static void load_tracing(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
         tr->type = EJ_TRACING_POSTGRESQL;
         if (tr->url == NULL || tr->url[0] == '\0')
             yerr(c, url_mark, "tracing.url", "is required for POSTGRESQL");
+    } else if (strcasecmp(sval(type_node), "NONE") == 0) {
+        tr->type = EJ_TRACING_NONE;
+        tr->off = true;
     } else {
         shown_scalar(type_node, shown, sizeof(shown));
-        yerr(c, type_node->start_mark, "tracing.type", "must be SQLITE or POSTGRESQL, got %s",
-             shown);
+        yerr(c, type_node->start_mark, "tracing.type",
+             "must be SQLITE, POSTGRESQL or NONE, got %s", shown);
     }
 }
 
@@ -1179,6 +1203,8 @@ int ej_daemon_config_init(struct ej_daemon_config *cfg)
     rc->digest = NULL;
     cfg->tracing.type = EJ_TRACING_NONE;
     cfg->tracing.url = NULL;
+    cfg->tracing.retention_days = EJ_TRACING_RETENTION_DAYS_DEFAULT;
+    cfg->tracing.output_max_bytes = EJ_TRACING_OUTPUT_MAX_DEFAULT;
     if (rc->server_lists == NULL || rc->name_space == NULL) {
         ej_daemon_config_fini(cfg);
         return EJ_ENOMEM;
@@ -1194,6 +1220,7 @@ void ej_daemon_config_fini(struct ej_daemon_config *cfg)
     free(cfg->reg_center.name_space);
     free(cfg->reg_center.digest);
     free(cfg->tracing.url);
+    free(cfg->tracing.password_file);
     for (size_t i = 0; i < cfg->job_count; i++)
         ej_job_config_fini(&cfg->jobs[i]);
     free(cfg->jobs);

@@ -129,14 +129,50 @@ static const char *put(char **pos, const char *s)
     return r;
 }
 
+/* Room for n bytes plus a NUL; n 0 with p set means strlen(p). */
+static size_t blen(const char *p, size_t n)
+{
+    if (p == NULL)
+        return 0;
+    return (n ? n : strlen(p)) + 1;
+}
+
+/* Copies n bytes (strlen when 0) and a NUL; sets *len_out to the length. */
+static const char *put_bytes(char **pos, const char *p, size_t n, size_t *len_out)
+{
+    if (p == NULL) {
+        *len_out = 0;
+        return NULL;
+    }
+    if (n == 0)
+        n = strlen(p);
+    memcpy(*pos, p, n);
+    (*pos)[n] = '\0';
+    const char *r = *pos;
+    *pos += n + 1;
+    *len_out = n;
+    return r;
+}
+
+size_t ej_event_output_bytes(const ej_event *ev)
+{
+    if (ev == NULL || ev->type != EJ_EVENT_EXECUTION)
+        return 0;
+    const ej_execution_event *e = &ev->u.execution;
+    size_t a = blen(e->output, e->output_len), b = blen(e->error_output, e->error_output_len);
+    return (a ? a - 1 : 0) + (b ? b - 1 : 0);
+}
+
 /* One allocation holding the event and all of its strings. */
-static ej_event *event_copy(const ej_event *ev)
+static ej_event *event_copy(const ej_event *ev, bool strip)
 {
     size_t extra = 0;
     if (ev->type == EJ_EVENT_EXECUTION) {
         const ej_execution_event *e = &ev->u.execution;
         extra = slen(e->job_name) + slen(e->task_id) + slen(e->hostname) + slen(e->ip) +
-                slen(e->failure_cause) + slen(e->output);
+                slen(e->failure_cause);
+        if (!strip)
+            extra += blen(e->output, e->output_len) + blen(e->error_output, e->error_output_len);
     } else {
         const ej_status_event *e = &ev->u.status;
         extra = slen(e->job_name) + slen(e->original_task_id ? e->original_task_id : "") +
@@ -158,7 +194,17 @@ static ej_event *event_copy(const ej_event *ev)
         d->hostname = put(&pos, e->hostname);
         d->ip = put(&pos, e->ip);
         d->failure_cause = put(&pos, e->failure_cause);
-        d->output = put(&pos, e->output);
+        if (strip) {
+            /* Kept without output: say it was cut. */
+            d->output_truncated = d->output_truncated || e->output != NULL;
+            d->error_output_truncated = d->error_output_truncated || e->error_output != NULL;
+            d->output = d->error_output = NULL;
+            d->output_len = d->error_output_len = 0;
+        } else {
+            d->output = put_bytes(&pos, e->output, e->output_len, &d->output_len);
+            d->error_output =
+                put_bytes(&pos, e->error_output, e->error_output_len, &d->error_output_len);
+        }
     } else {
         ej_status_event *d = &c->u.status;
         const ej_status_event *e = &ev->u.status;
@@ -172,6 +218,13 @@ static ej_event *event_copy(const ej_event *ev)
         d->message = put(&pos, e->message);
     }
     return c;
+}
+
+ej_event *ej_event_dup(const ej_event *ev, bool without_output)
+{
+    if (ev == NULL || (ev->type != EJ_EVENT_EXECUTION && ev->type != EJ_EVENT_STATUS))
+        return NULL;
+    return event_copy(ev, without_output);
 }
 
 /* ----------------------------------------------------------------- bus */
@@ -313,7 +366,7 @@ int ej_event_bus_post(ej_event_bus *bus, const ej_event *ev)
         (ev->type != EJ_EVENT_EXECUTION && ev->type != EJ_EVENT_STATUS))
         return EJ_EINVAL;
     /* Copy before locking: a full queue costs an allocation, never a wait. */
-    ej_event *c = event_copy(ev);
+    ej_event *c = event_copy(ev, false);
     int rc = 0;
     pthread_mutex_lock(&bus->mu);
     if (c == NULL) {

@@ -371,6 +371,7 @@ void ej__exec_result_fini(ej__exec_result *res)
         return;
     free(res->failure_cause);
     free(res->output);
+    free(res->err_output);
     memset(res, 0, sizeof *res);
 }
 

@@ -69,9 +69,12 @@ struct ej__exec_opts {
 typedef struct ej__exec_result {
     int rc;              /* 0 success; else negative (EJ_EJOBFAILED, EJ_ETIMEDOUT, ...) */
     char *failure_cause; /* NULL on success; the message for the event / handler */
-    char *output;        /* script stdout+stderr or http body; NULL if none */
+    char *output;        /* script stdout or http body; NULL if none */
     size_t output_len;
     bool output_truncated;
+    char *err_output; /* script stderr; NULL if none */
+    size_t err_output_len;
+    bool err_output_truncated;
     int exit_code;    /* script: exit status; -1 if it did not exit normally */
     int term_signal;  /* script: the signal that ended it, else 0 */
     long http_status; /* http: response status, 0 if none */

@@ -229,12 +229,14 @@ static bool child_exited(pid_t pid, bool *gone)
     return si.si_pid == pid;
 }
 
-static void append_tail(ej__exec_result *res, const struct capture *c)
+/* Appends the tail of one stream to the failure cause (the text only: a
+ * NUL in the output ends it there). */
+static void append_tail(ej__exec_result *res, const char *name, const struct capture *c)
 {
     if (res->failure_cause == NULL || c->len == 0)
         return;
     size_t start = c->len > FAILURE_OUTPUT_TAIL ? c->len - FAILURE_OUTPUT_TAIL : 0;
-    char *m = ej__asprintf("%s\n--- output%s ---\n%s", res->failure_cause,
+    char *m = ej__asprintf("%s\n--- %s%s ---\n%s", res->failure_cause, name,
                            start ? " (last 2000 bytes)" : "", c->data + start);
     if (m) {
         free(res->failure_cause);
@@ -270,8 +272,10 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     argv[argc] = json;
     argv[argc + 1] = NULL;
 
-    struct capture cap = {.limit = job->output_cap ? job->output_cap : EJ_JOB_OUTPUT_CAP_DEFAULT};
-    int pipefd[2] = {-1, -1};
+    /* stdout and stderr are captured apart, each up to the cap. */
+    size_t limit = job->output_cap ? job->output_cap : EJ_JOB_OUTPUT_CAP_DEFAULT;
+    struct capture cap = {.limit = limit}, ecap = {.limit = limit};
+    int pipefd[2] = {-1, -1}, errfd[2] = {-1, -1};
     int devnull = -1, pidfd = -1;
     char **env = NULL;
     posix_spawn_file_actions_t fa;
@@ -279,7 +283,8 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     bool fa_init = false, attr_init = false;
     pid_t pid = -1;
 
-    if (pipe2(pipefd, O_CLOEXEC) != 0 || (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+    if (pipe2(pipefd, O_CLOEXEC) != 0 || pipe2(errfd, O_CLOEXEC) != 0 ||
+        (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
         ej__exec_fail(res, -errno, "Execute script failure: cannot create a pipe: %s",
                       strerror(errno));
         goto out;
@@ -295,7 +300,7 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     fa_init = true;
     posix_spawn_file_actions_adddup2(&fa, devnull, 0);
     posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
+    posix_spawn_file_actions_adddup2(&fa, errfd[1], 2);
     /* Descriptors other libraries opened without O_CLOEXEC stay ours. */
     posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     posix_spawnattr_init(&attr);
@@ -319,9 +324,12 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     }
     close(pipefd[1]);
     pipefd[1] = -1;
+    close(errfd[1]);
+    errfd[1] = -1;
     close(devnull);
     devnull = -1;
     fcntl(pipefd[0], F_SETFL, fcntl(pipefd[0], F_GETFL) | O_NONBLOCK);
+    fcntl(errfd[0], F_SETFL, fcntl(errfd[0], F_GETFL) | O_NONBLOCK);
     pidfd = pidfd_open_compat(pid);
 
     int64_t start = ej__mono_ms();
@@ -329,7 +337,7 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     int64_t grace = job->kill_grace_ms > 0 ? job->kill_grace_ms : DEFAULT_GRACE_MS;
     int64_t kill_at = 0;
     enum { RUNNING, TERMED, KILLED } kstate = RUNNING;
-    bool pipe_open = true, gone = false;
+    bool pipe_open = true, err_open = true, gone = false;
     for (;;) {
         if (child_exited(pid, &gone))
             break;
@@ -359,24 +367,33 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
             wait = CANCEL_TICK_MS / 2; /* no pidfd: look for the exit now and then */
         if (wait < 0 && kstate == KILLED)
             wait = CANCEL_TICK_MS;
-        struct pollfd pfd[2];
-        int np = 0;
-        if (pipe_open)
+        struct pollfd pfd[3];
+        int np = 0, out_i = -1, err_i = -1;
+        if (pipe_open) {
+            out_i = np;
             pfd[np++] = (struct pollfd){.fd = pipefd[0], .events = POLLIN};
+        }
+        if (err_open) {
+            err_i = np;
+            pfd[np++] = (struct pollfd){.fd = errfd[0], .events = POLLIN};
+        }
         if (pidfd >= 0)
             pfd[np++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
         int pr = poll(pfd, (nfds_t)np, wait < 0 ? -1 : (int)(wait > 0 ? wait : 0));
         if (pr < 0 && errno != EINTR)
             ej__sleep_ms(10);
-        if (pipe_open && pr > 0 && pfd[0].revents) {
-            if (!drain_pipe(pipefd[0], &cap))
-                pipe_open = false; /* EOF: every writer is gone */
-        }
+        /* EOF on a pipe: every writer of it is gone. */
+        if (out_i >= 0 && pr > 0 && pfd[out_i].revents && !drain_pipe(pipefd[0], &cap))
+            pipe_open = false;
+        if (err_i >= 0 && pr > 0 && pfd[err_i].revents && !drain_pipe(errfd[0], &ecap))
+            err_open = false;
     }
     /* The child has exited. Take what it wrote; a background process that
      * still holds the pipe does not keep us waiting. */
     if (pipe_open)
         drain_pipe(pipefd[0], &cap);
+    if (err_open)
+        drain_pipe(errfd[0], &ecap);
     if (kstate != RUNNING)
         kill(-pid, SIGKILL); /* stragglers in the group; the pgid is still ours */
     int status = 0;
@@ -416,8 +433,10 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
                       "Execute script failure: '%s' exit status unknown (is SIGCHLD ignored?)",
                       prog);
     }
-    if (res->rc != 0)
-        append_tail(res, &cap);
+    if (res->rc != 0) {
+        append_tail(res, "stdout", &cap);
+        append_tail(res, "stderr", &ecap);
+    }
 
 out:
     if (pid > 0) {
@@ -430,6 +449,9 @@ out:
         close(pipefd[0]);
     if (pipefd[1] >= 0)
         close(pipefd[1]);
+    for (int i = 0; i < 2; i++)
+        if (errfd[i] >= 0)
+            close(errfd[i]);
     if (devnull >= 0)
         close(devnull);
     if (fa_init)
@@ -442,4 +464,7 @@ out:
     res->output = cap.data;
     res->output_len = cap.len;
     res->output_truncated = cap.truncated;
+    res->err_output = ecap.data;
+    res->err_output_len = ecap.len;
+    res->err_output_truncated = ecap.truncated;
 }

@@ -246,8 +246,17 @@ static void post_exec(struct item_run *r, bool end)
         ev.is_success = r->res.rc == 0;
         ev.failure_cause = r->res.rc == 0 ? NULL : r->res.failure_cause;
         ev.output = r->res.output;
+        ev.output_len = r->res.output_len;
         ev.output_truncated = r->res.output_truncated;
+        ev.error_output = r->res.err_output;
+        ev.error_output_len = r->res.err_output_len;
+        ev.error_output_truncated = r->res.err_output_truncated;
+        ev.has_exit_code = r->def->type == EJ_JOB_TYPE_SCRIPT;
+        ev.exit_code = r->res.exit_code;
+        ev.term_signal = r->res.term_signal;
+        ev.http_status = r->res.http_status;
     }
+    ev.fencing_token = r->ctx.fencing_token;
     ej_event_bus_post_execution(bus, &ev);
 }
 

@@ -1515,9 +1515,9 @@ static void test_yaml_errors(void **state)
                       "jobs.yaml:3:11: regCenter.digest: must be \"user:password\"");
     /* tracing. */
     assert_yaml_error("regCenter: {namespace: n}\ntracing:\n  url: x\n",
-                      "jobs.yaml:2:1: tracing.type: is required (SQLITE or POSTGRESQL)");
+                      "jobs.yaml:2:1: tracing.type: is required (SQLITE, POSTGRESQL or NONE)");
     assert_yaml_error("regCenter: {namespace: n}\ntracing:\n  type: MYSQL\n",
-                      "jobs.yaml:3:9: tracing.type: must be SQLITE or POSTGRESQL, got \"MYSQL\"");
+                      "jobs.yaml:3:9: tracing.type: must be SQLITE, POSTGRESQL or NONE, got \"MYSQL\"");
     assert_yaml_error("regCenter: {namespace: n}\ntracing:\n  type: [x]\n",
                       "jobs.yaml:3:9: tracing.type: expected a string, got a sequence");
     assert_yaml_error("regCenter: {namespace: n}\ntracing:\n  type: POSTGRESQL\n",

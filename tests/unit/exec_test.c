@@ -361,7 +361,9 @@ static void test_script_failure_exit_code(void **state)
     assert_non_null(strstr(r.failure_cause, "exited with code 3"));
     assert_non_null(strstr(r.failure_cause, "boom-out"));
     assert_non_null(strstr(r.output, "boom-out\n"));
-    assert_non_null(strstr(r.output, "boom-err\n"));
+    assert_null(strstr(r.output, "boom-err"));
+    assert_string_equal(r.err_output, "boom-err\n");
+    assert_non_null(strstr(r.failure_cause, "--- stderr ---\nboom-err"));
     assert_false(r.abort_run);
     assert_int_equal(failures_seen, 1);
     assert_int_equal(last_failed_item, 1);

@@ -1,0 +1,530 @@
+/* `ejob history`: what ran where, read from the history store. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "ejob/config.h"
+#include "ejob/error.h"
+#include "ejob/trace.h"
+#include "cli/cli.h"
+#include "cli/cli_util.h"
+#include "cli/daemon_events.h"
+#include "cli/embedded.h"
+
+#define CMD "history"
+
+static const char usage[] =
+    "Usage: ejob history [JOB] [--since 2h|TIME] [--until 2h|TIME] [--failed]\n"
+    "                    [--item N] [--instance IP@-@PID] [--limit N] [--json]\n"
+    "                    [-c FILE | --store STORE] [--state-dir DIR]\n"
+    "       ejob history show EXECUTION_ID [--json] [-c FILE | --store STORE]\n"
+    "\n"
+    "Show the item runs the daemons recorded (ElasticJob's JOB_EXECUTION_LOG,\n"
+    "with ejob's output and exit codes), newest first:\n"
+    "\n"
+    "  TIME                     JOB      ITEM  INSTANCE            SOURCE          RESULT  "
+    "DURATION  ID\n"
+    "  2026-01-01 10:00:02.004  demoJob  3     127.0.0.12@-@4242   FAILOVER        ok      "
+    "812ms     5f0c2a1e\n"
+    "\n"
+    "`history show ID` prints one run (ID or a unique prefix of it): its row,\n"
+    "the status changes of its fire (JOB_STATUS_TRACE_LOG) and its captured\n"
+    "stdout and stderr (or HTTP response body). Bytes that are not printable\n"
+    "UTF-8 are shown as \\xNN.\n"
+    "\n"
+    "  --since D|TIME    runs started at or after: a duration back from now\n"
+    "                    (90s, 30m, 2h, 7d) or a local time (2026-01-01,\n"
+    "                    \"2026-01-01 10:00\", 2026-01-01T10:00:00)\n"
+    "  --until D|TIME    runs started before\n"
+    "  --failed          only runs that ended in failure\n"
+    "  --item N          only shard item N\n"
+    "  --instance ID     only runs of this instance (IP@-@PID)\n"
+    "  --limit N         at most N rows (default 50)\n"
+    "  --json            JSON instead of a table\n"
+    "\n"
+    "Where the history is (the first that applies):\n"
+    "  --store STORE     sqlite:PATH, a file path, or postgresql://USER@HOST/DB\n"
+    "                    (the password from EJOB_TRACING_PASSWORD, PGPASSWORD or\n"
+    "                    ~/.pgpass, never on the command line)\n"
+    "  -c, --config FILE the daemon file: its tracing section, as `ejob run`\n"
+    "                    reads it (passwordFile included)\n"
+    "  otherwise         STATE_DIR/history.db, the default of a local `ejob run`\n"
+    "      --state-dir DIR  (env EJOB_STATE_DIR, else $XDG_RUNTIME_DIR/ejob, else\n"
+    "                    /tmp/ejob-$UID)\n"
+    "\n"
+    "Times are local, as ElasticJob writes them. A run the instance did not\n"
+    "finish (it died, or is still running) shows RESULT \"unfinished\".\n"
+    "\n"
+    "Exit codes: 0 shown (also when nothing matched), 1 the store cannot be\n"
+    "read or the run is not found, 2 usage error.\n";
+
+/* ------------------------------------------------------------- parsing */
+
+/* "90s", "30m", "2h", "7d", "1w": milliseconds, or -1. */
+static int64_t parse_duration(const char *s)
+{
+    char *end = NULL;
+    long long n = strtoll(s, &end, 10);
+    if (end == s || n < 0 || end[0] == '\0' || end[1] != '\0')
+        return -1;
+    switch (end[0]) {
+    case 's':
+        return n * 1000;
+    case 'm':
+        return n * 60 * 1000;
+    case 'h':
+        return n * 3600 * 1000;
+    case 'd':
+        return n * 86400 * 1000;
+    case 'w':
+        return n * 7 * 86400 * 1000;
+    }
+    return -1;
+}
+
+/* A duration back from now or a local time; epoch ms, or -1. */
+static int64_t parse_when(const char *s)
+{
+    int64_t d = parse_duration(s);
+    if (d >= 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - d;
+    }
+    static const char *const formats[] = {"%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S",
+                                          "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d"};
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        struct tm tm;
+        memset(&tm, 0, sizeof tm);
+        const char *rest = strptime(s, formats[i], &tm);
+        if (rest == NULL || *rest != '\0')
+            continue;
+        tm.tm_isdst = -1;
+        time_t t = mktime(&tm);
+        if (t != (time_t)-1)
+            return (int64_t)t * 1000;
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------ opening */
+
+struct store_args {
+    const char *store;
+    const char *config;
+    const char *state_dir;
+};
+
+static int open_reader(const struct store_args *a, ej_trace_reader **out)
+{
+    char err[512] = "";
+    struct ejd_trace_where where;
+    memset(&where, 0, sizeof where);
+    struct ej_trace_target target;
+    int rc = 0;
+    if (a->store != NULL) {
+        if (ej_trace_target_parse(a->store, &target, err, sizeof err) != 0)
+            return ej_cli_usage_error(CMD, "--store: %s", err);
+    } else {
+        char *dir = ejcli_state_dir(a->state_dir);
+        struct ej_daemon_config cfg;
+        bool loaded = false;
+        if (a->config != NULL) {
+            struct ej_config_errors errs;
+            ej_config_errors_init(&errs);
+            rc = ej_daemon_config_load_file(a->config, &cfg, &errs);
+            if (rc != 0) {
+                for (size_t i = 0; i < errs.count; i++)
+                    fprintf(stderr, "%s\n", errs.messages[i]);
+                ej_config_errors_fini(&errs);
+                free(dir);
+                return ejcli_fail(CMD, "%s: %s", a->config, ej_strerror(rc));
+            }
+            ej_config_errors_fini(&errs);
+            loaded = true;
+        }
+        rc = dir == NULL ? EJ_ENOMEM
+                         : ejd_trace_where(loaded ? &cfg.tracing : NULL, a->config, dir, &where,
+                                           err, sizeof err);
+        if (loaded)
+            ej_daemon_config_fini(&cfg);
+        free(dir);
+        if (rc != 0)
+            return ejcli_fail(CMD, "%s", err[0] ? err : ej_strerror(rc));
+        if (where.off) {
+            ejd_trace_where_fini(&where);
+            return ejcli_fail(CMD, "%s has tracing type NONE: no history is kept", a->config);
+        }
+        target = where.target;
+    }
+    rc = ej_trace_reader_open(&target, out, err, sizeof err);
+    ejd_trace_where_fini(&where);
+    if (rc == EJ_ENOTFOUND)
+        return ejcli_fail(CMD, "no history in %s (%s)", target.url, err);
+    if (rc != 0)
+        return ejcli_fail(CMD, "cannot read the history: %s", err[0] ? err : ej_strerror(rc));
+    return 0;
+}
+
+/* ------------------------------------------------------------- output */
+
+static void format_local(int64_t ms, char *out, size_t len)
+{
+    if (ms <= 0) {
+        snprintf(out, len, "-");
+        return;
+    }
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    size_t n = strftime(out, len, "%Y-%m-%d %H:%M:%S", &tm);
+    snprintf(out + n, len - n, ".%03d", (int)(ms % 1000));
+}
+
+/* ISO 8601 with the local offset, for JSON. */
+static json_t *json_time(int64_t ms)
+{
+    if (ms <= 0)
+        return json_null();
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    char buf[64], zone[8];
+    size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    strftime(zone, sizeof zone, "%z", &tm);
+    snprintf(buf + n, sizeof buf - n, ".%03d%.3s:%s", (int)(ms % 1000), zone, zone + 3);
+    return json_string(buf);
+}
+
+static void format_duration(int64_t ms, char *out, size_t len)
+{
+    if (ms < 0)
+        snprintf(out, len, "-");
+    else if (ms < 10000)
+        snprintf(out, len, "%lldms", (long long)ms);
+    else if (ms < 600000)
+        snprintf(out, len, "%.1fs", (double)ms / 1000);
+    else
+        snprintf(out, len, "%lldm%02llds", (long long)(ms / 60000), (long long)(ms / 1000 % 60));
+}
+
+static void format_result(const struct ej_trace_execution *e, char *out, size_t len)
+{
+    if (!e->completed) {
+        snprintf(out, len, "unfinished");
+    } else if (e->is_success) {
+        snprintf(out, len, "ok");
+    } else if (e->has_detail && e->term_signal > 0) {
+        snprintf(out, len, "FAILED signal %d", e->term_signal);
+    } else if (e->has_detail && e->exit_code > 0) {
+        snprintf(out, len, "FAILED exit %d", e->exit_code);
+    } else if (e->has_detail && e->http_status > 0) {
+        snprintf(out, len, "FAILED http %ld", e->http_status);
+    } else {
+        snprintf(out, len, "FAILED");
+    }
+}
+
+/* Prints bytes as text: valid UTF-8 and \n \t as they are, anything else
+ * as \xNN. */
+static void print_bytes(FILE *f, const unsigned char *p, size_t n, const char *indent)
+{
+    bool line_start = true;
+    for (size_t i = 0; i < n;) {
+        if (line_start)
+            fputs(indent, f);
+        line_start = false;
+        unsigned char c = p[i];
+        size_t k = 0;
+        if (c >= 0xc2 && c <= 0xf4) {
+            k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+            for (size_t j = 1; j < k; j++)
+                if (i + j >= n || (p[i + j] & 0xc0) != 0x80)
+                    k = 0;
+        }
+        if (k > 0) {
+            fwrite(p + i, 1, k, f);
+            i += k;
+            continue;
+        }
+        if (c == '\n') {
+            fputc('\n', f);
+            line_start = true;
+        } else if (c == '\t' || (c >= 0x20 && c < 0x7f)) {
+            fputc(c, f);
+        } else {
+            fprintf(f, "\\x%02x", c);
+        }
+        i++;
+    }
+    if (!line_start)
+        fputc('\n', f);
+}
+
+/* Bytes for JSON: a string when valid UTF-8, else with \xNN escapes as
+ * print_bytes writes them (and "binary": true). */
+static json_t *json_bytes(const unsigned char *p, size_t n, bool *binary)
+{
+    *binary = false;
+    if (p == NULL)
+        return json_null();
+    json_t *s = json_stringn((const char *)p, n);
+    if (s != NULL && memchr(p, '\0', n) == NULL)
+        return s;
+    json_decref(s);
+    *binary = true;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (f == NULL)
+        return json_null();
+    print_bytes(f, p, n, "");
+    fclose(f);
+    if (len > 0 && buf[len - 1] == '\n' && (n == 0 || p[n - 1] != '\n'))
+        len--;
+    s = json_stringn(buf, len);
+    free(buf);
+    return s ? s : json_null();
+}
+
+static json_t *execution_json(const struct ej_trace_execution *e)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(e->id));
+    json_object_set_new(o, "job", json_string(e->job_name));
+    json_object_set_new(o, "item", json_integer(e->sharding_item));
+    json_object_set_new(o, "instance", json_string(e->instance_id));
+    json_object_set_new(o, "ip", json_string(e->ip));
+    json_object_set_new(o, "hostname", json_string(e->hostname));
+    json_object_set_new(o, "taskId", json_string(e->task_id));
+    json_object_set_new(o, "source", json_string(e->execution_source));
+    json_object_set_new(o, "completed", json_boolean(e->completed));
+    json_object_set_new(o, "success", json_boolean(e->completed && e->is_success));
+    json_object_set_new(o, "start", json_time(e->start_ms));
+    json_object_set_new(o, "complete", json_time(e->completed ? e->complete_ms : 0));
+    json_object_set_new(o, "durationMs",
+                        e->duration_ms >= 0 ? json_integer(e->duration_ms) : json_null());
+    json_object_set_new(o, "exitCode",
+                        e->has_detail && e->exit_code >= 0 ? json_integer(e->exit_code)
+                                                           : json_null());
+    json_object_set_new(o, "signal",
+                        e->term_signal > 0 ? json_integer(e->term_signal) : json_null());
+    json_object_set_new(o, "httpStatus",
+                        e->http_status > 0 ? json_integer(e->http_status) : json_null());
+    json_object_set_new(o, "fencingToken",
+                        e->fencing_token ? json_integer(e->fencing_token) : json_null());
+    json_object_set_new(o, "failureCause",
+                        e->failure_cause ? json_string(e->failure_cause) : json_null());
+    return o;
+}
+
+static void print_json(json_t *v)
+{
+    char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (s != NULL)
+        puts(s);
+    free(s);
+    json_decref(v);
+}
+
+/* --------------------------------------------------------------- list */
+
+static int list(ej_trace_reader *r, const struct ej_trace_query *q, bool as_json)
+{
+    struct ej_trace_execution_list l;
+    int rc = ej_trace_query_executions(r, q, &l);
+    if (rc != 0)
+        return ejcli_fail(CMD, "query failed: %s", ej_trace_reader_errmsg(r));
+    if (as_json) {
+        json_t *arr = json_array();
+        for (size_t i = 0; i < l.count; i++)
+            json_array_append_new(arr, execution_json(&l.rows[i]));
+        print_json(arr);
+        ej_trace_execution_list_fini(&l);
+        return EJ_EXIT_OK;
+    }
+    static const char *const headers[] = {"TIME",   "JOB",    "ITEM",     "INSTANCE",
+                                          "SOURCE", "RESULT", "DURATION", "ID"};
+    ejcli_table *t = ejcli_table_new(8, headers);
+    /* Oldest first on screen: the query gives the newest N. */
+    for (size_t k = l.count; k-- > 0;) {
+        const struct ej_trace_execution *e = &l.rows[k];
+        char when[40], item[16], result[48], dur[32], id[9];
+        format_local(e->start_ms, when, sizeof when);
+        snprintf(item, sizeof item, "%d", e->sharding_item);
+        format_result(e, result, sizeof result);
+        format_duration(e->completed ? e->duration_ms : -1, dur, sizeof dur);
+        snprintf(id, sizeof id, "%.8s", e->id);
+        const char *cells[8] = {when,
+                                e->job_name,
+                                item,
+                                e->instance_id[0] ? e->instance_id : e->ip,
+                                e->execution_source,
+                                result,
+                                dur,
+                                id};
+        ejcli_table_row(t, cells);
+    }
+    if (l.count > 0)
+        ejcli_table_print(t, stdout);
+    else
+        fprintf(stderr, "no runs match\n");
+    ejcli_table_free(t);
+    ej_trace_execution_list_fini(&l);
+    return EJ_EXIT_OK;
+}
+
+/* --------------------------------------------------------------- show */
+
+static void show_stream(const char *name, const unsigned char *p, size_t n, bool truncated)
+{
+    if (p == NULL && !truncated)
+        return;
+    printf("%s (%zu bytes%s):\n", name, n, truncated ? ", cut at the cap" : "");
+    print_bytes(stdout, p ? p : (const unsigned char *)"", n, "  ");
+}
+
+static void show_text(const struct ej_trace_execution_detail *d)
+{
+    const struct ej_trace_execution *e = &d->execution;
+    char when[40], end[40], result[48], dur[32];
+    format_local(e->start_ms, when, sizeof when);
+    format_local(e->completed ? e->complete_ms : 0, end, sizeof end);
+    format_result(e, result, sizeof result);
+    format_duration(e->completed ? e->duration_ms : -1, dur, sizeof dur);
+    printf("Execution  %s\n", e->id);
+    printf("Job        %s, item %d\n", e->job_name, e->sharding_item);
+    printf("Task       %s\n", e->task_id);
+    printf("Instance   %s (host %s, ip %s)\n", e->instance_id[0] ? e->instance_id : "-",
+           e->hostname, e->ip);
+    printf("Source     %s\n", e->execution_source);
+    printf("Started    %s\n", when);
+    printf("Ended      %s (%s)\n", end, dur);
+    printf("Result     %s\n", result);
+    if (e->has_detail) {
+        if (e->exit_code >= 0 || e->term_signal > 0)
+            printf("Exit       code %d%s%.0d\n", e->exit_code, e->term_signal ? ", signal " : "",
+                   e->term_signal);
+        if (e->http_status > 0)
+            printf("HTTP       status %ld\n", e->http_status);
+        if (e->fencing_token)
+            printf("Fencing    token %lld\n", (long long)e->fencing_token);
+    }
+    if (e->failure_cause != NULL) {
+        printf("Failure%s:\n", e->failure_cause_truncated ? " (cut at 4000 characters)" : "");
+        print_bytes(stdout, (const unsigned char *)e->failure_cause, strlen(e->failure_cause),
+                    "  ");
+    }
+    printf("Status trail (%zu):\n", d->trail_count);
+    for (size_t i = 0; i < d->trail_count; i++) {
+        const struct ej_trace_status *s = &d->trail[i];
+        char at[40];
+        format_local(s->creation_ms, at, sizeof at);
+        printf("  %s  %-13s  %-10s %s  %s\n", at, s->state, s->sharding_item, s->slave_id,
+               s->message ? s->message : "");
+    }
+    show_stream("stdout", e->out, e->out_len, e->out_truncated);
+    show_stream("stderr", e->err, e->err_len, e->err_truncated);
+}
+
+static int show(ej_trace_reader *r, const char *id, bool as_json)
+{
+    struct ej_trace_execution_detail d;
+    int rc = ej_trace_get_execution(r, id, &d);
+    if (rc != 0)
+        return ejcli_fail(CMD, "%s", ej_trace_reader_errmsg(r));
+    if (!as_json) {
+        show_text(&d);
+    } else {
+        const struct ej_trace_execution *e = &d.execution;
+        json_t *o = execution_json(e);
+        bool bin = false;
+        json_object_set_new(o, "stdout", json_bytes(e->out, e->out_len, &bin));
+        json_object_set_new(o, "stdoutBinary", json_boolean(bin));
+        json_object_set_new(o, "stdoutTruncated", json_boolean(e->out_truncated));
+        json_object_set_new(o, "stderr", json_bytes(e->err, e->err_len, &bin));
+        json_object_set_new(o, "stderrBinary", json_boolean(bin));
+        json_object_set_new(o, "stderrTruncated", json_boolean(e->err_truncated));
+        json_t *trail = json_array();
+        for (size_t i = 0; i < d.trail_count; i++) {
+            const struct ej_trace_status *s = &d.trail[i];
+            json_t *so = json_object();
+            json_object_set_new(so, "time", json_time(s->creation_ms));
+            json_object_set_new(so, "state", json_string(s->state));
+            json_object_set_new(so, "shardingItem", json_string(s->sharding_item));
+            json_object_set_new(so, "slaveId", json_string(s->slave_id));
+            json_object_set_new(so, "message", s->message ? json_string(s->message) : json_null());
+            json_array_append_new(trail, so);
+        }
+        json_object_set_new(o, "statusTrail", trail);
+        print_json(o);
+    }
+    ej_trace_execution_detail_fini(&d);
+    return EJ_EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- main */
+
+static int run_history(int argc, char **argv)
+{
+    struct store_args a = {NULL, NULL, NULL};
+    const char *since = NULL, *until = NULL, *instance = NULL;
+    long item = -1, limit = 50;
+    bool failed = false, as_json = false;
+    struct ejcli_flag flags[] = {{"store", 0, EJCLI_STR, &a.store},
+                                 {"config", 'c', EJCLI_STR, &a.config},
+                                 {"state-dir", 0, EJCLI_STR, &a.state_dir},
+                                 {"since", 0, EJCLI_STR, &since},
+                                 {"until", 0, EJCLI_STR, &until},
+                                 {"failed", 0, EJCLI_BOOL, &failed},
+                                 {"item", 0, EJCLI_INT, &item},
+                                 {"instance", 0, EJCLI_STR, &instance},
+                                 {"limit", 0, EJCLI_INT, &limit},
+                                 {"json", 0, EJCLI_BOOL, &as_json},
+                                 EJCLI_FLAGS_END};
+    char *pos[2];
+    int npos = 0;
+    int rc = ejcli_parse(CMD, argc, argv, flags, pos, 2, &npos);
+    if (rc != 0)
+        return rc;
+    bool showing = npos >= 1 && strcmp(pos[0], "show") == 0;
+    if (showing && npos != 2)
+        return ej_cli_usage_error(CMD, "show needs an EXECUTION_ID");
+    if (!showing && npos > 1)
+        return ej_cli_usage_error(CMD, "unexpected argument \"%s\"", pos[1]);
+    if (a.store != NULL && a.config != NULL)
+        return ej_cli_usage_error(CMD, "give --store or -c, not both");
+    struct ej_trace_query q = {.item = -1};
+    if (!showing) {
+        if (npos == 1 && ejcli_check_job_name(CMD, pos[0]) != 0)
+            return EJ_EXIT_USAGE;
+        q.job_name = npos == 1 ? pos[0] : NULL;
+        if (since != NULL && (q.since_ms = parse_when(since)) < 0)
+            return ej_cli_usage_error(CMD, "--since: \"%s\" is neither a duration (2h) nor a time",
+                                      since);
+        if (until != NULL && (q.until_ms = parse_when(until)) < 0)
+            return ej_cli_usage_error(CMD, "--until: \"%s\" is neither a duration (2h) nor a time",
+                                      until);
+        if (item < -1 || item > 1000000)
+            return ej_cli_usage_error(CMD, "--item must be 0..1000000");
+        if (limit < 1 || limit > 1000000)
+            return ej_cli_usage_error(CMD, "--limit must be 1..1000000");
+        q.item = (int)item;
+        q.failed_only = failed;
+        q.instance_id = instance;
+        q.limit = (size_t)limit;
+    }
+    ej_trace_reader *r = NULL;
+    if ((rc = open_reader(&a, &r)) != 0)
+        return rc;
+    rc = showing ? show(r, pos[1], as_json) : list(r, &q, as_json);
+    ej_trace_reader_close(r);
+    return rc;
+}
+
+EJ_CLI_COMMAND(history, CMD, "show what ran where, with its output (execution history)", usage,
+               run_history)

@@ -1,0 +1,112 @@
+/*
+ * The trace module's design in miniature.
+ *
+ * store.c   the writer: a bounded queue of event copies (ej_event_dup), one
+ *           thread that peeks up to EJ_TRACE_BATCH_MAX queued events,
+ *           writes them in one transaction and pops them only once the
+ *           transaction committed. A transient failure (connection lost,
+ *           database locked, read-only or full) leaves them queued, closes
+ *           the connection and retries after an exponential back-off; any
+ *           other failure re-writes the batch one event per transaction so
+ *           that only the event the database refuses is rejected. Only the
+ *           writer pops, so the peeked head of the ring stays put while the
+ *           lock is released for the database call (posters only append).
+ * schema.c  the SQL (shared by both databases: parameters are written $1,
+ *           $2 ... in order of first appearance, which SQLite numbers the
+ *           same way) and the mapping of an event to rows.
+ * read.c    the read API on top of a connection.
+ * sqlite.c, pg.c  one backend each, behind struct ej__trace_ops.
+ *
+ * Backend calls return 0, EJ_EAGAIN (transient: the store keeps the events
+ * and reconnects) or EJ_EDB (this statement failed on its data).
+ */
+#ifndef EJ_TRACE_INTERNAL_H
+#define EJ_TRACE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ejob/event.h"
+#include "ejob/trace.h"
+
+/* A statement parameter. Text and blobs are borrowed for the call. */
+enum { EJ__TP_NULL = 0, EJ__TP_TEXT, EJ__TP_INT, EJ__TP_BLOB };
+struct ej__tp {
+    int type;
+    const char *s; /* TEXT (NUL-terminated) or BLOB (len bytes) */
+    size_t len;
+    int64_t i;
+};
+
+/* A result row as the backend hands it to a row callback. */
+struct ej__row {
+    void *impl;
+    bool (*is_null)(const struct ej__row *r, int col);
+    const char *(*text)(const struct ej__row *r, int col); /* "" for NULL */
+    int64_t (*int64)(const struct ej__row *r, int col);    /* 0 for NULL */
+    /* Bytes of a BLOB / bytea column in a new allocation (NUL added);
+     * *len receives the length. NULL for SQL NULL (and on ENOMEM, with
+     * *oom set). */
+    unsigned char *(*blob)(const struct ej__row *r, int col, size_t *len, bool *oom);
+};
+
+typedef int (*ej__row_fn)(const struct ej__row *row, void *arg);
+
+struct ej__trace_conn;
+
+struct ej__trace_ops {
+    const char *name; /* "SQLite" or "PostgreSQL" */
+    /* writer: create the schema when missing (SQLite: read-write, WAL);
+     * else open for reading (SQLite: read-only; EJ_ENOTFOUND when the file
+     * or the tables are missing). */
+    int (*connect)(const struct ej_trace_target *t, bool writer, int64_t timeout_ms,
+                   struct ej__trace_conn **out, char *err, size_t errlen);
+    void (*close)(struct ej__trace_conn *c);
+    const char *(*errmsg)(const struct ej__trace_conn *c);
+    /* Runs one statement; *changes (may be NULL) receives the rows changed. */
+    int (*run)(struct ej__trace_conn *c, const char *sql, const struct ej__tp *p, int n,
+               int64_t *changes);
+    /* Runs a query and calls fn per row (fn returning non-zero stops and
+     * is returned). */
+    int (*select)(struct ej__trace_conn *c, const char *sql, const struct ej__tp *p, int n,
+                  ej__row_fn fn, void *arg);
+    /* The type name of a bytes column ("BLOB" / "BYTEA"). */
+    const char *blob_type;
+};
+
+extern const struct ej__trace_ops ej__trace_sqlite_ops;
+extern const struct ej__trace_ops ej__trace_pg_ops;
+
+const struct ej__trace_ops *ej__trace_ops_of(ej_trace_kind kind);
+
+/* ------------------------------------------------------------ schema.c */
+
+/* Creates the tables and indexes that are missing (IF NOT EXISTS). */
+int ej__trace_create_schema(const struct ej__trace_ops *ops, struct ej__trace_conn *c);
+
+/* Writes one event (inside the caller's transaction). */
+int ej__trace_write_event(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
+                          const ej_event *ev);
+
+/* Deletes at most chunk rows older than cutoff_ms from each table;
+ * *deleted receives how many in all. */
+int ej__trace_purge_chunk(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
+                          int64_t cutoff_ms, int chunk, int64_t *deleted);
+
+/* "YYYY-MM-DD HH:MM:SS.mmm" in local time. */
+void ej__trace_format_time(int64_t epoch_ms, char out[32]);
+/* Parses what format_time writes (and PostgreSQL's timestamp text: any
+ * number of fraction digits, or none). Returns epoch ms, 0 for "" or junk. */
+int64_t ej__trace_parse_time(const char *s);
+
+/* A copy of s that is valid UTF-8 (each invalid byte becomes U+FFFD) and
+ * at most max_chars characters; *cut says whether it was cut. NULL stays
+ * NULL (and on ENOMEM, with *oom set). Caller frees. */
+char *ej__trace_clean_text(const char *s, size_t max_chars, bool *cut, bool *oom);
+
+/* The instance id at the end of a task id ("ip@-@pid"), "" when none.
+ * Borrowed from task_id. */
+const char *ej__trace_instance_of(const char *task_id);
+
+#endif

@@ -1,0 +1,491 @@
+/* The read API: history queries and one execution with its trail. */
+#include <errno.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "ejob/error.h"
+#include "trace/internal.h"
+
+#define DEFAULT_LIMIT 100
+#define TRAIL_WINDOW_MS (10 * 60 * 1000)
+#define TRAIL_MAX 2000
+
+struct ej_trace_reader {
+    const struct ej__trace_ops *ops;
+    struct ej__trace_conn *conn;
+    char err[512];
+};
+
+/* ------------------------------------------------------------- targets */
+
+int ej_trace_target_parse(const char *spec, struct ej_trace_target *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (spec == NULL || spec[0] == '\0') {
+        snprintf(err, errlen, "empty store name");
+        return EJ_EINVAL;
+    }
+    if (strncmp(spec, "sqlite:", 7) == 0) {
+        out->kind = EJ_TRACE_SQLITE;
+        out->url = spec + 7;
+        if (out->url[0] == '\0') {
+            snprintf(err, errlen, "sqlite: needs a file path (sqlite:PATH)");
+            return EJ_EINVAL;
+        }
+        return 0;
+    }
+    if (strncmp(spec, "postgresql://", 13) == 0 || strncmp(spec, "postgres://", 11) == 0) {
+        char *perr = NULL;
+        PQconninfoOption *opts = PQconninfoParse(spec, &perr);
+        if (opts == NULL) {
+            snprintf(err, errlen, "bad PostgreSQL URI: %s", perr ? perr : "out of memory");
+            PQfreemem(perr);
+            return EJ_EINVAL;
+        }
+        bool has_password = false;
+        for (PQconninfoOption *o = opts; o->keyword; o++)
+            if (strcmp(o->keyword, "password") == 0 && o->val && o->val[0])
+                has_password = true;
+        PQconninfoFree(opts);
+        if (has_password) {
+            snprintf(err, errlen,
+                     "the URI carries a password; give it in EJOB_TRACING_PASSWORD or "
+                     "PGPASSWORD (or ~/.pgpass) instead of on the command line");
+            return EJ_EINVAL;
+        }
+        out->kind = EJ_TRACE_POSTGRESQL;
+        out->url = spec;
+        return 0;
+    }
+    const char *colon = strchr(spec, ':');
+    const char *slash = strchr(spec, '/');
+    if (colon != NULL && (slash == NULL || colon < slash)) {
+        snprintf(err, errlen, "unknown store \"%.*s:\" (use sqlite:PATH or postgresql://...)",
+                 (int)(colon - spec), spec);
+        return EJ_EINVAL;
+    }
+    out->kind = EJ_TRACE_SQLITE;
+    out->url = spec;
+    return 0;
+}
+
+int ej_trace_read_password_file(const char *path, char **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        int e = errno;
+        snprintf(err, errlen, "passwordFile %s: %s", path, strerror(e));
+        return -e;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, f);
+    fclose(f);
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        line[--n] = '\0';
+    if (n <= 0) {
+        free(line);
+        snprintf(err, errlen, "passwordFile %s: empty", path);
+        return EJ_EINVAL;
+    }
+    *out = line;
+    return 0;
+}
+
+/* ------------------------------------------------------------- readers */
+
+int ej_trace_reader_open(const struct ej_trace_target *target, ej_trace_reader **out, char *err,
+                         size_t errlen)
+{
+    if (out == NULL || target == NULL || target->url == NULL ||
+        ej__trace_ops_of(target->kind) == NULL)
+        return EJ_EINVAL;
+    *out = NULL;
+    ej_trace_reader *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return EJ_ENOMEM;
+    r->ops = ej__trace_ops_of(target->kind);
+    int rc = r->ops->connect(target, false, 10000, &r->conn, err, errlen);
+    if (rc != 0) {
+        free(r);
+        return rc == EJ_EAGAIN ? EJ_EDB : rc;
+    }
+    *out = r;
+    return 0;
+}
+
+const char *ej_trace_reader_errmsg(const ej_trace_reader *r)
+{
+    return r ? r->err : "";
+}
+
+void ej_trace_reader_close(ej_trace_reader *r)
+{
+    if (r == NULL)
+        return;
+    r->ops->close(r->conn);
+    free(r);
+}
+
+/* ----------------------------------------------------------- executions */
+
+#define EXEC_COLUMNS                                                                               \
+    "e.id, e.job_name, e.task_id, e.hostname, e.ip, e.sharding_item, e.execution_source, "         \
+    "e.failure_cause, e.is_success, e.start_time, e.complete_time, d.id, d.duration_ms, "          \
+    "d.exit_code, d.term_signal, d.http_status, d.fencing_token, d.stdout_truncated, "             \
+    "d.stderr_truncated, d.failure_cause_truncated"
+#define EXEC_FROM " FROM JOB_EXECUTION_LOG e LEFT JOIN EJOB_EXECUTION_DETAIL d ON d.id = e.id"
+
+static char *dup_col(const struct ej__row *row, int col, bool *oom)
+{
+    if (row->is_null(row, col))
+        return NULL;
+    char *s = strdup(row->text(row, col));
+    if (s == NULL)
+        *oom = true;
+    return s;
+}
+
+static char *dup_col0(const struct ej__row *row, int col, bool *oom)
+{
+    char *s = strdup(row->text(row, col));
+    if (s == NULL)
+        *oom = true;
+    return s;
+}
+
+static void execution_fini(struct ej_trace_execution *e)
+{
+    free(e->id);
+    free(e->job_name);
+    free(e->task_id);
+    free(e->hostname);
+    free(e->ip);
+    free(e->instance_id);
+    free(e->execution_source);
+    free(e->failure_cause);
+    free(e->out);
+    free(e->err);
+    memset(e, 0, sizeof *e);
+}
+
+/* Fills e from a row of EXEC_COLUMNS. */
+static int execution_from_row(const struct ej__row *row, struct ej_trace_execution *e)
+{
+    bool oom = false;
+    memset(e, 0, sizeof *e);
+    e->id = dup_col0(row, 0, &oom);
+    e->job_name = dup_col0(row, 1, &oom);
+    e->task_id = dup_col0(row, 2, &oom);
+    e->hostname = dup_col0(row, 3, &oom);
+    e->ip = dup_col0(row, 4, &oom);
+    e->instance_id = strdup(ej__trace_instance_of(row->text(row, 2)));
+    oom = oom || e->instance_id == NULL;
+    e->sharding_item = (int)row->int64(row, 5);
+    e->execution_source = dup_col0(row, 6, &oom);
+    e->failure_cause = dup_col(row, 7, &oom);
+    e->is_success = row->int64(row, 8) != 0;
+    e->start_ms = ej__trace_parse_time(row->text(row, 9));
+    e->completed = !row->is_null(row, 10);
+    e->complete_ms = ej__trace_parse_time(row->text(row, 10));
+    e->has_detail = !row->is_null(row, 11);
+    e->duration_ms = -1;
+    e->exit_code = -1;
+    if (e->has_detail) {
+        if (!row->is_null(row, 12))
+            e->duration_ms = row->int64(row, 12);
+        if (!row->is_null(row, 13))
+            e->exit_code = (int)row->int64(row, 13);
+        e->term_signal = (int)row->int64(row, 14);
+        e->http_status = (long)row->int64(row, 15);
+        e->fencing_token = row->int64(row, 16);
+        e->out_truncated = row->int64(row, 17) != 0;
+        e->err_truncated = row->int64(row, 18) != 0;
+        e->failure_cause_truncated = row->int64(row, 19) != 0;
+    }
+    if (e->duration_ms < 0 && e->completed && e->start_ms)
+        e->duration_ms = e->complete_ms - e->start_ms;
+    if (oom) {
+        execution_fini(e);
+        return EJ_ENOMEM;
+    }
+    return 0;
+}
+
+static int add_execution(const struct ej__row *row, void *arg)
+{
+    struct ej_trace_execution_list *l = arg;
+    struct ej_trace_execution *n = realloc(l->rows, (l->count + 1) * sizeof *n);
+    if (n == NULL)
+        return EJ_ENOMEM;
+    l->rows = n;
+    int rc = execution_from_row(row, &l->rows[l->count]);
+    if (rc == 0)
+        l->count++;
+    return rc;
+}
+
+/* Escapes LIKE's wildcards with backslashes. Caller frees. */
+static char *like_suffix(const char *s)
+{
+    size_t n = strlen(s);
+    char *out = malloc(2 * n + 3); /* room for a '%' at either end */
+    if (out == NULL)
+        return NULL;
+    size_t o = 0;
+    out[o++] = '%';
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '%' || s[i] == '_' || s[i] == '\\')
+            out[o++] = '\\';
+        out[o++] = s[i];
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static struct ej__tp text_param(const char *s)
+{
+    return (struct ej__tp){.type = EJ__TP_TEXT, .s = s};
+}
+
+int ej_trace_query_executions(ej_trace_reader *r, const struct ej_trace_query *q,
+                              struct ej_trace_execution_list *out)
+{
+    if (r == NULL || out == NULL)
+        return EJ_EINVAL;
+    memset(out, 0, sizeof *out);
+    static const struct ej_trace_query none = {.item = -1};
+    if (q == NULL)
+        q = &none;
+    ej_buf sql;
+    ej__buf_init(&sql);
+    ej__buf_puts(&sql, "SELECT " EXEC_COLUMNS EXEC_FROM " WHERE 1 = 1");
+    struct ej__tp p[8];
+    int n = 0;
+    char since[32], until[32], item[16];
+    char *like = NULL;
+    if (q->job_name) {
+        p[n++] = text_param(q->job_name);
+        ej__buf_printf(&sql, " AND e.job_name = $%d", n);
+    }
+    if (q->since_ms) {
+        ej__trace_format_time(q->since_ms, since);
+        p[n++] = text_param(since);
+        ej__buf_printf(&sql, " AND e.start_time >= $%d", n);
+    }
+    if (q->until_ms) {
+        ej__trace_format_time(q->until_ms, until);
+        p[n++] = text_param(until);
+        ej__buf_printf(&sql, " AND e.start_time < $%d", n);
+    }
+    if (q->failed_only) {
+        p[n++] = text_param("0");
+        ej__buf_printf(&sql, " AND e.complete_time IS NOT NULL AND e.is_success = $%d", n);
+    }
+    if (q->item >= 0) {
+        snprintf(item, sizeof item, "%d", q->item);
+        p[n++] = (struct ej__tp){.type = EJ__TP_INT, .i = q->item};
+        ej__buf_printf(&sql, " AND e.sharding_item = $%d", n);
+    }
+    if (q->instance_id) {
+        like = like_suffix(q->instance_id);
+        if (like == NULL) {
+            ej__buf_fini(&sql);
+            return EJ_ENOMEM;
+        }
+        p[n++] = text_param(like);
+        ej__buf_printf(&sql, " AND e.task_id LIKE $%d ESCAPE '\\'", n);
+    }
+    ej__buf_printf(&sql, " ORDER BY e.start_time DESC, e.id LIMIT %zu",
+                   q->limit ? q->limit : DEFAULT_LIMIT);
+    int rc = EJ_ENOMEM;
+    if (!sql.failed) {
+        rc = r->ops->select(r->conn, sql.data, p, n, add_execution, out);
+        if (rc == EJ_EAGAIN || rc == EJ_EDB) {
+            snprintf(r->err, sizeof r->err, "%s", r->ops->errmsg(r->conn));
+            rc = EJ_EDB;
+        }
+    }
+    ej__buf_fini(&sql);
+    free(like);
+    if (rc != 0)
+        ej_trace_execution_list_fini(out);
+    return rc;
+}
+
+void ej_trace_execution_list_fini(struct ej_trace_execution_list *l)
+{
+    if (l == NULL)
+        return;
+    for (size_t i = 0; i < l->count; i++)
+        execution_fini(&l->rows[i]);
+    free(l->rows);
+    l->rows = NULL;
+    l->count = 0;
+}
+
+/* --------------------------------------------------------------- detail */
+
+struct one {
+    struct ej_trace_execution *e;
+    int found;
+};
+
+static int take_one(const struct ej__row *row, void *arg)
+{
+    struct one *o = arg;
+    if (o->found++)
+        return 0; /* a second match of a prefix: ambiguous */
+    int rc = execution_from_row(row, o->e);
+    if (rc != 0)
+        return rc;
+    bool oom = false;
+    o->e->out = row->blob(row, 20, &o->e->out_len, &oom);
+    o->e->err = row->blob(row, 21, &o->e->err_len, &oom);
+    return oom ? EJ_ENOMEM : 0;
+}
+
+static void status_fini(struct ej_trace_status *s)
+{
+    free(s->id);
+    free(s->job_name);
+    free(s->task_id);
+    free(s->slave_id);
+    free(s->source);
+    free(s->execution_type);
+    free(s->sharding_item);
+    free(s->state);
+    free(s->message);
+}
+
+struct trail {
+    struct ej_trace_status *rows;
+    size_t count;
+};
+
+static int add_status(const struct ej__row *row, void *arg)
+{
+    struct trail *t = arg;
+    struct ej_trace_status *n = realloc(t->rows, (t->count + 1) * sizeof *n);
+    if (n == NULL)
+        return EJ_ENOMEM;
+    t->rows = n;
+    struct ej_trace_status *s = &t->rows[t->count];
+    bool oom = false;
+    s->id = dup_col0(row, 0, &oom);
+    s->job_name = dup_col0(row, 1, &oom);
+    s->task_id = dup_col0(row, 2, &oom);
+    s->slave_id = dup_col0(row, 3, &oom);
+    s->source = dup_col0(row, 4, &oom);
+    s->execution_type = dup_col0(row, 5, &oom);
+    s->sharding_item = dup_col0(row, 6, &oom);
+    s->state = dup_col0(row, 7, &oom);
+    s->message = dup_col(row, 8, &oom);
+    s->creation_ms = ej__trace_parse_time(row->text(row, 9));
+    t->count++;
+    return oom ? EJ_ENOMEM : 0;
+}
+
+static bool is_end_state(const char *state)
+{
+    return strcmp(state, "TASK_FINISHED") == 0 || strcmp(state, "TASK_ERROR") == 0;
+}
+
+/* Keeps the rows of this execution's fire: from the last TASK_STAGING at
+ * or before its start to the first end state at or after its end (the
+ * same task id recurs at every fire of the same items). */
+static void cut_trail(struct trail *t, const struct ej_trace_execution *e)
+{
+    size_t first = 0, last = t->count;
+    for (size_t i = 0; i < t->count; i++)
+        if (strcmp(t->rows[i].state, "TASK_STAGING") == 0 && t->rows[i].creation_ms <= e->start_ms)
+            first = i;
+    int64_t end = e->completed ? e->complete_ms : e->start_ms;
+    for (size_t i = first + 1; i < t->count; i++) {
+        if (strcmp(t->rows[i].state, "TASK_STAGING") == 0 && t->rows[i].creation_ms > end) {
+            last = i;
+            break;
+        }
+        if (is_end_state(t->rows[i].state) && t->rows[i].creation_ms >= end) {
+            last = i + 1;
+            break;
+        }
+    }
+    for (size_t i = 0; i < first; i++)
+        status_fini(&t->rows[i]);
+    for (size_t i = last; i < t->count; i++)
+        status_fini(&t->rows[i]);
+    memmove(t->rows, t->rows + first, (last - first) * sizeof *t->rows);
+    t->count = last - first;
+}
+
+int ej_trace_get_execution(ej_trace_reader *r, const char *id,
+                           struct ej_trace_execution_detail *out)
+{
+    if (r == NULL || id == NULL || out == NULL)
+        return EJ_EINVAL;
+    memset(out, 0, sizeof *out);
+    /* A shorter id is a prefix (as `ejob history` prints ids). */
+    static const char sql[] = "SELECT " EXEC_COLUMNS ", d.stdout, d.stderr" EXEC_FROM
+                              " WHERE e.id LIKE $1 ESCAPE '\\' ORDER BY e.id LIMIT 2";
+    char *pattern = like_suffix(id);
+    if (pattern == NULL)
+        return EJ_ENOMEM;
+    /* like_suffix gives "%id"; a prefix wants "id%". */
+    memmove(pattern, pattern + 1, strlen(pattern));
+    strcat(pattern, strlen(id) >= EJ_EVENT_ID_LEN - 1 ? "" : "%");
+    struct ej__tp p[3] = {text_param(pattern)};
+    struct one o = {&out->execution, 0};
+    int rc = r->ops->select(r->conn, sql, p, 1, take_one, &o);
+    free(pattern);
+    if (rc == 0 && o.found != 1) {
+        ej_trace_execution_detail_fini(out);
+        snprintf(r->err, sizeof r->err,
+                 o.found ? "execution id %s is ambiguous" : "no execution %s", id);
+        return o.found ? EJ_EINVAL : EJ_ENOTFOUND;
+    }
+    struct trail t = {NULL, 0};
+    if (rc == 0) {
+        const struct ej_trace_execution *e = &out->execution;
+        char from[32], to[32];
+        int64_t end = e->completed ? e->complete_ms : e->start_ms;
+        ej__trace_format_time(e->start_ms - TRAIL_WINDOW_MS, from);
+        ej__trace_format_time(end + TRAIL_WINDOW_MS, to);
+        static const char tsql[] =
+            "SELECT id, job_name, task_id, slave_id, source, execution_type, sharding_item, "
+            "state, message, creation_time FROM JOB_STATUS_TRACE_LOG WHERE task_id = $1 AND "
+            "creation_time >= $2 AND creation_time <= $3 ORDER BY creation_time, id LIMIT 2000";
+        p[0] = text_param(e->task_id);
+        p[1] = text_param(from);
+        p[2] = text_param(to);
+        rc = r->ops->select(r->conn, tsql, p, 3, add_status, &t);
+        if (rc == 0)
+            cut_trail(&t, e);
+    }
+    out->trail = t.rows;
+    out->trail_count = t.count;
+    if (rc != 0) {
+        if (rc == EJ_EAGAIN || rc == EJ_EDB) {
+            snprintf(r->err, sizeof r->err, "%s", r->ops->errmsg(r->conn));
+            rc = EJ_EDB;
+        }
+        ej_trace_execution_detail_fini(out);
+    }
+    return rc;
+}
+
+void ej_trace_execution_detail_fini(struct ej_trace_execution_detail *d)
+{
+    if (d == NULL)
+        return;
+    execution_fini(&d->execution);
+    for (size_t i = 0; i < d->trail_count; i++)
+        status_fini(&d->trail[i]);
+    free(d->trail);
+    d->trail = NULL;
+    d->trail_count = 0;
+}

@@ -1,0 +1,564 @@
+/* The writer: queue, batches, back-off, retention (design in internal.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/util.h"
+#include "ejob/error.h"
+#include "ejob/log.h"
+#include "trace/internal.h"
+
+#define MOD "trace"
+#define DEFAULT_CAPACITY 100000
+#define DEFAULT_BYTES (64u * 1024 * 1024)
+#define DEFAULT_FLUSH_MS 5000
+#define DEFAULT_OP_MS 10000
+#define DEFAULT_BUSY_MS 2000
+#define DEFAULT_RETRY_MAX_MS 30000
+#define DEFAULT_PURGE_MS (3600 * 1000)
+#define RETRY_MIN_MS 100
+#define PURGE_CHUNK 1000
+#define LOG_EVERY_MS 10000
+
+struct ej_trace_store {
+    const struct ej__trace_ops *ops;
+    struct ej_trace_target target; /* strings owned */
+    struct ej_trace_store_opts o;
+
+    pthread_mutex_t mu;
+    pthread_cond_t wake;    /* the writer waits for work */
+    pthread_cond_t done_cv; /* flushers wait for progress */
+    ej_event **ring;
+    size_t cap, head, count, bytes;
+    uint64_t done; /* events finished: written, rejected, or abandoned */
+    bool closing, stop, abandon;
+    bool purge_asked;
+    uint64_t purges_done;
+    struct ej_trace_stats st;
+    int64_t drop_logged_ms;
+    uint64_t drop_logged;
+    pthread_t th;
+};
+
+/* ------------------------------------------------------------- helpers */
+
+static size_t output_bytes(const ej_event *ev)
+{
+    if (ev->type != EJ_EVENT_EXECUTION)
+        return 0;
+    return ev->u.execution.output_len + ev->u.execution.error_output_len;
+}
+
+static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t ns = (int64_t)ts.tv_nsec + (ms % 1000) * 1000000;
+    ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* Removes n events from the head; called with mu held. */
+static void pop(ej_trace_store *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        ej_event *ev = s->ring[s->head];
+        s->bytes -= output_bytes(ev);
+        free(ev);
+        s->ring[s->head] = NULL;
+        s->head = (s->head + 1) % s->cap;
+        s->count--;
+        s->done++;
+    }
+    pthread_cond_broadcast(&s->done_cv);
+}
+
+/* Copies msg into the stats' last_error, cut to fit. */
+static void set_last_error(ej_trace_store *s, const char *msg)
+{
+    size_t n = strlen(msg);
+    if (n >= sizeof s->st.last_error)
+        n = sizeof s->st.last_error - 1;
+    memcpy(s->st.last_error, msg, n);
+    s->st.last_error[n] = '\0';
+}
+
+static void note_error(ej_trace_store *s, const char *msg)
+{
+    pthread_mutex_lock(&s->mu);
+    set_last_error(s, msg);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ------------------------------------------------------------- writing */
+
+struct writer {
+    ej_trace_store *s;
+    struct ej__trace_conn *conn;
+    int64_t retry_ms;   /* current back-off */
+    int64_t next_try;   /* monotonic ms before which nothing is tried */
+    int64_t next_purge; /* monotonic ms of the next retention pass */
+    bool purging;       /* a retention pass is under way */
+    bool ever_connected;
+    int64_t fail_logged_ms;
+};
+
+static void lose_connection(struct writer *w, const char *why)
+{
+    ej_trace_store *s = w->s;
+    if (w->conn) {
+        s->ops->close(w->conn);
+        w->conn = NULL;
+    }
+    int64_t now = ej__mono_ms();
+    pthread_mutex_lock(&s->mu);
+    s->st.connected = false;
+    s->st.failures++;
+    set_last_error(s, why);
+    /* While closing, try often: the flush has a deadline. */
+    int64_t max = s->closing ? 500 : s->o.retry_max_ms;
+    size_t queued = s->count;
+    pthread_mutex_unlock(&s->mu);
+    w->retry_ms = w->retry_ms ? w->retry_ms * 2 : RETRY_MIN_MS;
+    if (w->retry_ms > max)
+        w->retry_ms = max;
+    w->next_try = now + w->retry_ms;
+    if (w->fail_logged_ms == 0 || now - w->fail_logged_ms >= LOG_EVERY_MS) {
+        EJ_LOG(EJ_LOG_WARN, MOD, EJ_EDB,
+               "%s store unavailable: %s; %zu event(s) kept in memory, retrying in %lld ms",
+               s->ops->name, why, queued, (long long)w->retry_ms);
+        w->fail_logged_ms = now;
+    }
+}
+
+static bool ensure_connected(struct writer *w)
+{
+    if (w->conn)
+        return true;
+    ej_trace_store *s = w->s;
+    char err[512] = "";
+    int64_t t = s->target.kind == EJ_TRACE_SQLITE ? s->o.busy_timeout_ms : s->o.op_timeout_ms;
+    int rc = s->ops->connect(&s->target, true, t, &w->conn, err, sizeof err);
+    if (rc != 0) {
+        lose_connection(w, err[0] ? err : ej_strerror(rc));
+        return false;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->st.connected = true;
+    if (w->ever_connected)
+        s->st.reconnects++;
+    pthread_mutex_unlock(&s->mu);
+    if (w->ever_connected || w->retry_ms)
+        EJ_LOG(EJ_LOG_INFO, MOD, 0, "%s store connected again", s->ops->name);
+    w->ever_connected = true;
+    w->retry_ms = 0;
+    return true;
+}
+
+/* One transaction of n events. Returns 0, EJ_EAGAIN or EJ_EDB. */
+static int write_batch(struct writer *w, ej_event *const *evs, size_t n)
+{
+    const struct ej__trace_ops *ops = w->s->ops;
+    int rc = ops->run(w->conn, "BEGIN", NULL, 0, NULL);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = ej__trace_write_event(ops, w->conn, evs[i]);
+    if (rc == 0)
+        rc = ops->run(w->conn, "COMMIT", NULL, 0, NULL);
+    if (rc != 0 && w->conn) {
+        char keep[512];
+        snprintf(keep, sizeof keep, "%s", ops->errmsg(w->conn));
+        ops->run(w->conn, "ROLLBACK", NULL, 0, NULL);
+        note_error(w->s, keep);
+    }
+    return rc;
+}
+
+static void log_rejected(ej_trace_store *s, const ej_event *ev, const char *why)
+{
+    const char *id = ev->type == EJ_EVENT_EXECUTION ? ev->u.execution.id : ev->u.status.id;
+    const char *job =
+        ev->type == EJ_EVENT_EXECUTION ? ev->u.execution.job_name : ev->u.status.job_name;
+    EJ_LOG(EJ_LOG_ERROR, MOD, EJ_EDB, "%s store refused event %s of job %s: %s", s->ops->name, id,
+           job ? job : "?", why);
+}
+
+/* Takes up to EJ_TRACE_BATCH_MAX queued events and writes them. Called and
+ * returns with mu held; releases it for the database. */
+static void write_some(struct writer *w)
+{
+    ej_trace_store *s = w->s;
+    ej_event *batch[EJ_TRACE_BATCH_MAX];
+    size_t n = s->count < EJ_TRACE_BATCH_MAX ? s->count : EJ_TRACE_BATCH_MAX;
+    for (size_t i = 0; i < n; i++)
+        batch[i] = s->ring[(s->head + i) % s->cap];
+    pthread_mutex_unlock(&s->mu);
+    int rc = write_batch(w, batch, n);
+    if (rc == 0) {
+        pthread_mutex_lock(&s->mu);
+        s->st.written += n;
+        s->st.batches++;
+        s->st.last_write_ms = ej__now_ms();
+        pop(s, n);
+        return;
+    }
+    if (rc == EJ_EAGAIN || w->conn == NULL) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", w->conn ? s->ops->errmsg(w->conn) : s->st.last_error);
+        lose_connection(w, why);
+        pthread_mutex_lock(&s->mu);
+        return;
+    }
+    /* Some event the database refuses: one transaction each, so that only
+     * that event is lost. */
+    size_t ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        rc = write_batch(w, &batch[i], 1);
+        if (rc == EJ_EAGAIN || w->conn == NULL) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", w->conn ? s->ops->errmsg(w->conn) : "lost");
+            pthread_mutex_lock(&s->mu);
+            s->st.written += ok;
+            pop(s, i);
+            pthread_mutex_unlock(&s->mu);
+            lose_connection(w, why);
+            pthread_mutex_lock(&s->mu);
+            return;
+        }
+        if (rc == 0) {
+            ok++;
+        } else {
+            log_rejected(s, batch[i], s->ops->errmsg(w->conn));
+            pthread_mutex_lock(&s->mu);
+            s->st.rejected++;
+            pthread_mutex_unlock(&s->mu);
+        }
+    }
+    pthread_mutex_lock(&s->mu);
+    s->st.written += ok;
+    s->st.batches += ok;
+    if (ok)
+        s->st.last_write_ms = ej__now_ms();
+    pop(s, n);
+}
+
+/* One chunk of the retention pass; called and returns with mu held. */
+static void purge_some(struct writer *w)
+{
+    ej_trace_store *s = w->s;
+    if (s->o.retention_days <= 0) { /* keep forever */
+        w->purging = false;
+        s->purges_done++;
+        pthread_cond_broadcast(&s->done_cv);
+        return;
+    }
+    int64_t cutoff = ej__now_ms() - (int64_t)s->o.retention_days * 86400 * 1000;
+    pthread_mutex_unlock(&s->mu);
+    int64_t deleted = 0;
+    int rc = ej__trace_purge_chunk(s->ops, w->conn, cutoff, PURGE_CHUNK, &deleted);
+    if (rc != 0) {
+        char why[512];
+        snprintf(why, sizeof why, "retention: %s", w->conn ? s->ops->errmsg(w->conn) : "lost");
+        if (rc == EJ_EAGAIN || w->conn == NULL) {
+            lose_connection(w, why);
+        } else {
+            EJ_LOG(EJ_LOG_WARN, MOD, rc, "%s", why);
+            w->purging = false; /* try again at the next interval */
+        }
+    } else if (deleted < PURGE_CHUNK) {
+        w->purging = false;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->st.purged += (uint64_t)deleted;
+    if (!w->purging) {
+        s->purges_done++;
+        pthread_cond_broadcast(&s->done_cv);
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    ej_trace_store *s = arg;
+    pthread_setname_np(pthread_self(), "ej-trace");
+    struct writer w = {.s = s};
+    w.next_purge = ej__mono_ms() + 5000; /* the first pass soon after start */
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        if (s->abandon || (s->stop && s->count == 0 && !s->purge_asked))
+            break;
+        int64_t now = ej__mono_ms();
+        bool purge_due = s->o.retention_days > 0 && (w.purging || now >= w.next_purge);
+        if (s->purge_asked) {
+            purge_due = true;
+            if (!w.purging)
+                w.purging = true;
+        }
+        bool work = s->count > 0 || purge_due;
+        if (!work) {
+            timed_wait(&s->wake, &s->mu, w.next_purge - now > 0 ? w.next_purge - now : 1);
+            continue;
+        }
+        if (w.conn == NULL && now < w.next_try) {
+            timed_wait(&s->wake, &s->mu, w.next_try - now);
+            continue;
+        }
+        if (w.conn == NULL) {
+            pthread_mutex_unlock(&s->mu);
+            bool ok = ensure_connected(&w);
+            pthread_mutex_lock(&s->mu);
+            if (!ok)
+                continue;
+        }
+        if (s->count > 0) {
+            write_some(&w);
+        } else if (purge_due) {
+            if (!w.purging) {
+                w.purging = true;
+            }
+            purge_some(&w);
+            if (!w.purging) {
+                s->purge_asked = false;
+                w.next_purge = ej__mono_ms() + s->o.purge_interval_ms;
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (w.conn)
+        s->ops->close(w.conn);
+    return NULL;
+}
+
+/* ----------------------------------------------------------------- API */
+
+int ej_trace_store_create(const struct ej_trace_store_opts *opts, ej_trace_store **out)
+{
+    if (out == NULL)
+        return EJ_EINVAL;
+    *out = NULL;
+    if (opts == NULL || opts->target.url == NULL || ej__trace_ops_of(opts->target.kind) == NULL)
+        return EJ_EINVAL;
+    ej_trace_store *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return EJ_ENOMEM;
+    s->ops = ej__trace_ops_of(opts->target.kind);
+    s->o = *opts;
+    s->target.kind = opts->target.kind;
+    s->target.url = strdup(opts->target.url);
+    s->target.password = opts->target.password ? strdup(opts->target.password) : NULL;
+    if (s->o.retention_days < 0)
+        s->o.retention_days = EJ_TRACE_RETENTION_DAYS_DEFAULT;
+    s->cap = opts->queue_capacity ? opts->queue_capacity : DEFAULT_CAPACITY;
+    if (!s->o.queue_bytes)
+        s->o.queue_bytes = DEFAULT_BYTES;
+    if (s->o.flush_timeout_ms <= 0)
+        s->o.flush_timeout_ms = DEFAULT_FLUSH_MS;
+    if (s->o.op_timeout_ms <= 0)
+        s->o.op_timeout_ms = DEFAULT_OP_MS;
+    if (s->o.busy_timeout_ms <= 0)
+        s->o.busy_timeout_ms = DEFAULT_BUSY_MS;
+    if (s->o.retry_max_ms <= 0)
+        s->o.retry_max_ms = DEFAULT_RETRY_MAX_MS;
+    if (s->o.purge_interval_ms <= 0)
+        s->o.purge_interval_ms = DEFAULT_PURGE_MS;
+    s->o.target = s->target;
+    s->ring = calloc(s->cap, sizeof *s->ring);
+    if (s->target.url == NULL || s->ring == NULL ||
+        (opts->target.password && s->target.password == NULL)) {
+        free((char *)s->target.url);
+        free((char *)s->target.password);
+        free(s->ring);
+        free(s);
+        return EJ_ENOMEM;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->wake, &a);
+    pthread_cond_init(&s->done_cv, &a);
+    pthread_condattr_destroy(&a);
+    int rc = pthread_create(&s->th, NULL, writer_main, s);
+    if (rc != 0) {
+        pthread_cond_destroy(&s->wake);
+        pthread_cond_destroy(&s->done_cv);
+        pthread_mutex_destroy(&s->mu);
+        free((char *)s->target.url);
+        free((char *)s->target.password);
+        free(s->ring);
+        free(s);
+        return -rc;
+    }
+    *out = s;
+    return 0;
+}
+
+/* Counts a drop and logs at most every LOG_EVERY_MS; mu held. */
+static void note_drop(ej_trace_store *s, const char *why)
+{
+    s->st.dropped++;
+    int64_t now = ej__mono_ms();
+    if (s->drop_logged_ms == 0 || now - s->drop_logged_ms >= LOG_EVERY_MS) {
+        EJ_LOG(EJ_LOG_WARN, MOD, EJ_EAGAIN,
+               "history event not kept (%s): %llu in all, %llu since the last report; %zu "
+               "queued (capacity %zu), database: %s",
+               why, (unsigned long long)s->st.dropped,
+               (unsigned long long)(s->st.dropped - s->drop_logged), s->count, s->cap,
+               s->st.connected ? "connected" : s->st.last_error);
+        s->drop_logged_ms = now;
+        s->drop_logged = s->st.dropped;
+    }
+}
+
+int ej_trace_store_post(ej_trace_store *s, const ej_event *ev)
+{
+    if (s == NULL || ev == NULL || (ev->type != EJ_EVENT_EXECUTION && ev->type != EJ_EVENT_STATUS))
+        return EJ_EINVAL;
+    /* Decide about the output under the lock, copy outside it. */
+    size_t need = ej_event_output_bytes(ev);
+    pthread_mutex_lock(&s->mu);
+    bool strip = need > 0 && s->bytes + need > s->o.queue_bytes;
+    bool full = s->count == s->cap;
+    bool closing = s->closing;
+    pthread_mutex_unlock(&s->mu);
+    if (closing || full) {
+        pthread_mutex_lock(&s->mu);
+        note_drop(s, closing ? "store closing" : "queue full");
+        pthread_mutex_unlock(&s->mu);
+        return closing ? EJ_ECLOSED : EJ_EAGAIN;
+    }
+    ej_event *c = ej_event_dup(ev, strip);
+    int rc = 0;
+    pthread_mutex_lock(&s->mu);
+    if (c == NULL) {
+        note_drop(s, "out of memory");
+        rc = EJ_ENOMEM;
+    } else if (s->closing || s->count == s->cap) {
+        note_drop(s, s->closing ? "store closing" : "queue full");
+        rc = s->closing ? EJ_ECLOSED : EJ_EAGAIN;
+    } else {
+        if (strip)
+            s->st.output_stripped++;
+        s->ring[(s->head + s->count) % s->cap] = c;
+        s->count++;
+        s->bytes += output_bytes(c);
+        s->st.accepted++;
+        c = NULL;
+        pthread_cond_signal(&s->wake);
+    }
+    pthread_mutex_unlock(&s->mu);
+    free(c);
+    return rc;
+}
+
+void ej_trace_sink(const ej_event *ev, void *store)
+{
+    ej_trace_store_post(store, ev);
+}
+
+/* Waits until done reaches target; mu held. */
+static int wait_done(ej_trace_store *s, uint64_t target, int64_t timeout_ms)
+{
+    int64_t deadline = ej__mono_ms() + timeout_ms;
+    while (s->done < target) {
+        if (timeout_ms < 0) {
+            pthread_cond_wait(&s->done_cv, &s->mu);
+            continue;
+        }
+        int64_t left = deadline - ej__mono_ms();
+        if (left <= 0)
+            return EJ_ETIMEDOUT;
+        timed_wait(&s->done_cv, &s->mu, left);
+    }
+    return 0;
+}
+
+int ej_trace_store_flush(ej_trace_store *s, int64_t timeout_ms)
+{
+    if (s == NULL)
+        return EJ_EINVAL;
+    pthread_mutex_lock(&s->mu);
+    int rc = wait_done(s, s->done + s->count, timeout_ms);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int ej_trace_store_purge(ej_trace_store *s, int64_t timeout_ms)
+{
+    if (s == NULL)
+        return EJ_EINVAL;
+    pthread_mutex_lock(&s->mu);
+    uint64_t target = s->purges_done + 1;
+    s->purge_asked = true;
+    pthread_cond_signal(&s->wake);
+    int64_t deadline = ej__mono_ms() + timeout_ms;
+    int rc = 0;
+    while (s->purges_done < target) {
+        int64_t left = deadline - ej__mono_ms();
+        if (left <= 0) {
+            rc = EJ_ETIMEDOUT;
+            break;
+        }
+        timed_wait(&s->done_cv, &s->mu, left);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+void ej_trace_store_stats(ej_trace_store *s, struct ej_trace_stats *out)
+{
+    if (out == NULL)
+        return;
+    memset(out, 0, sizeof *out);
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    *out = s->st;
+    out->queued = s->count;
+    out->queued_bytes = s->bytes;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void ej_trace_store_destroy(ej_trace_store *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->closing = true;
+    pthread_cond_signal(&s->wake);
+    if (wait_done(s, s->done + s->count, s->o.flush_timeout_ms) != 0)
+        s->abandon = true;
+    s->stop = true;
+    s->purge_asked = false;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+    /* A database call in progress ends within its own timeout. */
+    pthread_join(s->th, NULL);
+    size_t left = s->count;
+    while (s->count > 0) {
+        free(s->ring[s->head]);
+        s->head = (s->head + 1) % s->cap;
+        s->count--;
+    }
+    s->st.dropped += left;
+    if (left > 0 || s->st.dropped > 0 || s->st.rejected > 0)
+        EJ_LOG(EJ_LOG_WARN, MOD, left ? EJ_ETIMEDOUT : 0,
+               "%s store closed: %llu event(s) written, %llu not kept (%zu still queued after "
+               "%lld ms: %s), %llu refused by the database",
+               s->ops->name, (unsigned long long)s->st.written, (unsigned long long)s->st.dropped,
+               left, (long long)s->o.flush_timeout_ms,
+               s->st.last_error[0] ? s->st.last_error : "no error",
+               (unsigned long long)s->st.rejected);
+    else
+        EJ_LOG(EJ_LOG_INFO, MOD, 0, "%s store closed: %llu event(s) written", s->ops->name,
+               (unsigned long long)s->st.written);
+    pthread_cond_destroy(&s->wake);
+    pthread_cond_destroy(&s->done_cv);
+    pthread_mutex_destroy(&s->mu);
+    free((char *)s->target.url);
+    free((char *)s->target.password);
+    free(s->ring);
+    free(s);
+}
