@@ -53,10 +53,10 @@ typedef struct ej_execution_event {
     const char *error_output;
     size_t error_output_len;
     bool error_output_truncated;
-    bool has_exit_code; /* a script ran: exit_code / term_signal are set */
-    int exit_code;      /* script: exit status; -1 when it did not exit normally */
-    int term_signal;    /* script: the signal that ended it; 0 none */
-    long http_status;   /* http: response status; 0 none */
+    bool has_exit_code;    /* a script ran: exit_code / term_signal are set */
+    int exit_code;         /* script: exit status; -1 when it did not exit normally */
+    int term_signal;       /* script: the signal that ended it; 0 none */
+    long http_status;      /* http: response status; 0 none */
     int64_t fencing_token; /* the item's fencing token (SPEC 10); 0 none */
 } ej_execution_event;
 

@@ -559,10 +559,9 @@ static void load_reg_center(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
 static void tracing_number(struct yctx *c, yaml_node_t *v, int i, struct ej_tracing_config *tr)
 {
     if (i == 3) {
-        if (get_int(c, v, "tracing.retentionDays", &tr->retention_days) &&
-            tr->retention_days < 0)
-            yerr(c, v->start_mark, "tracing.retentionDays", "must be >= 0 (0 keeps forever), got %d",
-                 tr->retention_days);
+        if (get_int(c, v, "tracing.retentionDays", &tr->retention_days) && tr->retention_days < 0)
+            yerr(c, v->start_mark, "tracing.retentionDays",
+                 "must be >= 0 (0 keeps forever), got %d", tr->retention_days);
     } else if (get_int(c, v, "tracing.outputMaxBytes", &tr->output_max_bytes) &&
                (tr->output_max_bytes < 1 || tr->output_max_bytes > 64 * 1024 * 1024)) {
         yerr(c, v->start_mark, "tracing.outputMaxBytes", "must be 1..67108864, got %d",
@@ -638,8 +637,8 @@ static void load_tracing(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
         tr->off = true;
     } else {
         shown_scalar(type_node, shown, sizeof(shown));
-        yerr(c, type_node->start_mark, "tracing.type",
-             "must be SQLITE, POSTGRESQL or NONE, got %s", shown);
+        yerr(c, type_node->start_mark, "tracing.type", "must be SQLITE, POSTGRESQL or NONE, got %s",
+             shown);
     }
 }
 
