@@ -98,6 +98,7 @@ static void note_error(ej_trace_store *s, const char *msg)
 
 struct writer {
     ej_trace_store *s;
+    char err[512]; /* why the last write_batch failed */
     struct ej__trace_conn *conn;
     int64_t retry_ms;   /* current back-off */
     int64_t next_try;   /* monotonic ms before which nothing is tried */
@@ -168,11 +169,12 @@ static int write_batch(struct writer *w, ej_event *const *evs, size_t n)
         rc = ej__trace_write_event(ops, w->conn, evs[i]);
     if (rc == 0)
         rc = ops->run(w->conn, "COMMIT", NULL, 0, NULL);
-    if (rc != 0 && w->conn) {
-        char keep[512];
-        snprintf(keep, sizeof keep, "%s", ops->errmsg(w->conn));
-        ops->run(w->conn, "ROLLBACK", NULL, 0, NULL);
-        note_error(w->s, keep);
+    if (rc != 0) {
+        snprintf(w->err, sizeof w->err, "%s", w->conn ? ops->errmsg(w->conn) : "connection lost");
+        /* SQLite has rolled back already on some errors: ignore this one. */
+        if (w->conn)
+            ops->run(w->conn, "ROLLBACK", NULL, 0, NULL);
+        note_error(w->s, w->err);
     }
     return rc;
 }
@@ -206,9 +208,7 @@ static void write_some(struct writer *w)
         return;
     }
     if (rc == EJ_EAGAIN || w->conn == NULL) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", w->conn ? s->ops->errmsg(w->conn) : s->st.last_error);
-        lose_connection(w, why);
+        lose_connection(w, w->err);
         pthread_mutex_lock(&s->mu);
         return;
     }
@@ -218,20 +218,18 @@ static void write_some(struct writer *w)
     for (size_t i = 0; i < n; i++) {
         rc = write_batch(w, &batch[i], 1);
         if (rc == EJ_EAGAIN || w->conn == NULL) {
-            char why[512];
-            snprintf(why, sizeof why, "%s", w->conn ? s->ops->errmsg(w->conn) : "lost");
             pthread_mutex_lock(&s->mu);
             s->st.written += ok;
             pop(s, i);
             pthread_mutex_unlock(&s->mu);
-            lose_connection(w, why);
+            lose_connection(w, w->err);
             pthread_mutex_lock(&s->mu);
             return;
         }
         if (rc == 0) {
             ok++;
         } else {
-            log_rejected(s, batch[i], s->ops->errmsg(w->conn));
+            log_rejected(s, batch[i], w->err);
             pthread_mutex_lock(&s->mu);
             s->st.rejected++;
             pthread_mutex_unlock(&s->mu);
