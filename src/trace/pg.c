@@ -27,7 +27,10 @@ struct ej__trace_conn {
 static void set_err(struct ej__trace_conn *c, const char *what, const char *msg)
 {
     snprintf(c->err, sizeof c->err, "%s: %s", what, msg && msg[0] ? msg : "unknown error");
-    /* libpq's messages end with a newline. */
+    /* libpq's messages span lines: keep ours on one. */
+    for (char *q = c->err; *q; q++)
+        if (*q == '\n' || *q == '\t')
+            *q = ' ';
     size_t n = strlen(c->err);
     while (n > 0 && (c->err[n - 1] == '\n' || c->err[n - 1] == ' '))
         c->err[--n] = '\0';
@@ -261,9 +264,10 @@ static int connect_timed(struct ej__trace_conn *c, const struct ej_trace_target 
     if (password == NULL || password[0] == '\0')
         password = getenv("EJOB_TRACING_PASSWORD");
     /* dbname first with expand_dbname: the URL's settings, then ours. */
-    const char *keys[6] = {"dbname", "client_encoding", "application_name", NULL, NULL, NULL};
-    const char *vals[6] = {t->url, "UTF8", "ejob", NULL, NULL, NULL};
-    int k = 3;
+    /* Notices ("relation already exists, skipping") would go to stderr. */
+    const char *keys[6] = {"dbname", "client_encoding", "application_name", "options", NULL, NULL};
+    const char *vals[6] = {t->url, "UTF8", "ejob", "-c client_min_messages=warning", NULL, NULL};
+    int k = 4;
     if (password != NULL && password[0] != '\0') {
         keys[k] = "password";
         vals[k++] = password;

@@ -106,7 +106,7 @@ static int pgf_init(struct pgf *p)
     fclose(f);
     if (getuid() == 0 && chown(pw, p->uid, p->uid) != 0)
         abort();
-    char *argv[] = {initdb,      "-D", data, "-U", "ejob", "-A", "scram-sha-256",
+    char *argv[] = {initdb,     "-D", data, "-U",   "ejob",      "-A", "scram-sha-256",
                     "--pwfile", pw,   "-E", "UTF8", "--no-sync", NULL};
     int rc = pgf_run(p, argv, log);
     if (rc != 0) {
@@ -143,8 +143,8 @@ static void pgf_start(struct pgf *p)
         if (getuid() == 0 && (setgid(p->uid) != 0 || setuid(p->uid) != 0))
             _exit(126);
         execl(postgres, postgres, "-D", data, "-p", port, "-k", p->dir, "-c",
-              "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=50",
-              "-c", "shared_buffers=16MB", (char *)NULL);
+              "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=50", "-c",
+              "shared_buffers=16MB", (char *)NULL);
         _exit(127);
     }
     p->pid = pid;
