@@ -424,8 +424,14 @@ static void show_text(const struct ej_trace_execution_detail *d)
         const struct ej_trace_status *s = &d->trail[i];
         char at[40];
         format_local(s->creation_ms, at, sizeof at);
-        printf("  %s  %-13s  %-10s %s  %s\n", at, s->state, s->sharding_item, s->slave_id,
-               s->message ? s->message : "");
+        printf("  %s  %-13s  %-10s %s", at, s->state, s->sharding_item, s->slave_id);
+        if (s->message != NULL && s->message[0] != '\0') {
+            /* Multi-line messages (TASK_ERROR's causes) indented below. */
+            fputs("  ", stdout);
+            print_bytes(stdout, (const unsigned char *)s->message, strlen(s->message), "");
+        } else {
+            fputc('\n', stdout);
+        }
     }
     show_stream("stdout", e->out, e->out_len, e->out_truncated);
     show_stream("stderr", e->err, e->err_len, e->err_truncated);

@@ -1,0 +1,137 @@
+#!/bin/bash
+# Two `ejob run` daemons (two instances of one job) writing one PostgreSQL
+# (Debian's server, initdb'd here as an unprivileged user, password from a
+# passwordFile), then `ejob history` reading it back: both instances' runs,
+# exit codes, stdout with a binary byte, stderr cut at outputMaxBytes, the
+# status trail, and every run finished after SIGTERM (buffered history is
+# written before the daemon exits).
+set -u
+source "$EJ_SOURCE_DIR/tests/support/zkfixture.sh"
+E=${EJOB:?EJOB must name the ejob binary}
+
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+if [ -z "$PGBIN" ] || [ ! -x "$PGBIN/postgres" ]; then
+  echo "SKIP: no PostgreSQL server in /usr/lib/postgresql (apt-get install postgresql)"
+  exit 77
+fi
+
+FAILS=0
+fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
+pass() { echo "ok: $*"; }
+check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+
+PGD=$(mktemp -d "${TMPDIR:-/tmp}/ejob-pgsh-XXXXXX")
+PG_PID=""
+as_pg() { if [ "$(id -u)" = 0 ]; then setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; else "$@"; fi; }
+cleanup_all() {
+  [ -n "$PG_PID" ] && { kill -KILL "$PG_PID" 2>/dev/null; wait "$PG_PID" 2>/dev/null; }
+  zkf_cleanup
+  rm -rf "$PGD"
+}
+trap cleanup_all EXIT
+
+[ "$(id -u)" = 0 ] && chown 65534:65534 "$PGD"
+echo "pg-$$-secret" >"$PGD/pw"
+chmod 600 "$PGD/pw"
+[ "$(id -u)" = 0 ] && chown 65534:65534 "$PGD/pw"
+as_pg "$PGBIN/initdb" -D "$PGD/data" -U ejob -A scram-sha-256 --pwfile "$PGD/pw" -E UTF8 \
+  --no-sync >"$PGD/initdb.log" 2>&1 || { cat "$PGD/initdb.log"; exit 1; }
+PGPORT=$(zkf_free_port)
+as_pg setpriv --pdeathsig KILL "$PGBIN/postgres" -D "$PGD/data" -p "$PGPORT" -k "$PGD" \
+  -c listen_addresses=127.0.0.1 -c fsync=off >"$PGD/server.log" 2>&1 &
+PG_PID=$!
+for _ in $(seq 1 200); do
+  "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PGPORT" && break
+  sleep 0.1
+done
+"$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PGPORT" || { cat "$PGD/server.log"; exit 1; }
+URL="postgresql://ejob@127.0.0.1:$PGPORT/postgres"
+psql_1() { PGPASSWORD=$(cat "$PGD/pw") "$PGBIN/psql" -X -q -t -A -d "$URL" -c "$1"; }
+
+zkf_start || exit 1
+D=$ZKF_DIR/t
+mkdir -p "$D"
+cat >"$D/item.sh" <<'EOF'
+#!/bin/sh
+# item.sh CONTEXT: prints a binary byte on stdout, 500 bytes on stderr;
+# item 1 fails with exit code 3.
+item=$(printf '%s' "$1" | sed -n 's/.*"shardingItem":\([0-9]*\).*/\1/p')
+printf 'item %s \001 done\n' "$item"
+head -c 500 /dev/zero | tr '\000' e >&2
+[ "$item" = 1 ] && exit 3
+exit 0
+EOF
+chmod +x "$D/item.sh"
+cat >"$D/jobs.yaml" <<EOF
+regCenter:
+  serverLists: $ZKF_CONNECT
+  namespace: tracepg
+  sessionTimeoutMilliseconds: 4000
+tracing:
+  type: POSTGRESQL
+  url: $URL
+  passwordFile: $PGD/pw
+  outputMaxBytes: 100
+jobs:
+  pgJob:
+    elasticJobType: SCRIPT
+    cron: "0/1 * * * * ?"
+    shardingTotalCount: 4
+    overwrite: true
+    props:
+      script.command.line: "$D/item.sh"
+EOF
+
+declare -A PID
+for n in 1 2; do
+  EJOB_IP=127.0.0.2$n EJOB_STATE_DIR=$D/state$n "$E" run -c "$D/jobs.yaml" \
+    --drain-timeout-ms 5000 2>"$D/daemon$n.log" &
+  PID[$n]=$!
+  zkf_track "${PID[$n]}"
+done
+sleep 9
+for n in 1 2; do kill -TERM "${PID[$n]}"; done
+for n in 1 2; do
+  rc=0; wait "${PID[$n]}" || rc=$?
+  check "daemon $n exits 0 after SIGTERM" [ "$rc" = 0 ]
+  check "daemon $n wrote its history to PostgreSQL" grep -q "history: PostgreSQL" "$D/daemon$n.log"
+  check "daemon $n closed the store with nothing lost" grep -q "PostgreSQL store closed: [0-9]* event(s) written$" "$D/daemon$n.log"
+done
+
+export EJOB_TRACING_PASSWORD
+EJOB_TRACING_PASSWORD=$(cat "$PGD/pw")
+J=$("$E" history --store "$URL" --json --limit 1000 pgJob)
+instances=$(printf '%s' "$J" | python3 -c 'import json,sys; print(len({r["instance"] for r in json.load(sys.stdin)}))')
+check "runs of both instances are in the history ($instances)" [ "$instances" = 2 ]
+total=$(psql_1 "SELECT count(*) FROM job_execution_log WHERE job_name = 'pgJob'")
+check "history lists every row ($total)" [ "$(printf '%s' "$J" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" = "$total" ]
+check "at least 8 runs recorded ($total)" [ "$total" -ge 8 ]
+unfinished=$(psql_1 "SELECT count(*) FROM job_execution_log WHERE complete_time IS NULL")
+check "every run has its end written ($unfinished unfinished)" [ "$unfinished" = 0 ]
+bad=$(printf '%s' "$J" | python3 -c '
+import json, sys
+bad = 0
+for r in json.load(sys.stdin):
+    want_ok = r["item"] != 1
+    if r["success"] != want_ok or r["exitCode"] != (0 if want_ok else 3):
+        bad += 1
+print(bad)')
+check "item 1 failed with exit 3, the others succeeded" [ "$bad" = 0 ]
+check "status trail rows written" [ "$(psql_1 "SELECT count(*) FROM job_status_trace_log WHERE state = 'TASK_STAGING'")" -ge 4 ]
+
+ID=$("$E" history --store "$URL" --item 0 --limit 1 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+"$E" history --store "$URL" show "$ID" >"$D/show.txt"
+cat "$D/show.txt"
+check "show: stdout with its binary byte escaped" grep -q '^  item 0 \\x01 done$' "$D/show.txt"
+check "show: stderr cut at outputMaxBytes" grep -q '^stderr (100 bytes, cut at the cap):$' "$D/show.txt"
+check "show: the fire's status trail" grep -q 'TASK_STAGING' "$D/show.txt"
+SHOWJ=$(env -u EJOB_TRACING_PASSWORD "$E" history -c "$D/jobs.yaml" show "$ID" --json 2>"$D/c.err") || cat "$D/c.err"
+check "history -c FILE reads the same store (passwordFile)" [ "$(printf '%s' "$SHOWJ" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["stdout"] == "item 0 \x01 done\n", len(d["stderr"]), d["stderrTruncated"])')" = "True 100 True" ]
+"$E" history --store "$URL" --limit 6
+unset EJOB_TRACING_PASSWORD
+rc=0; "$E" history --store "postgresql://ejob:x@127.0.0.1:$PGPORT/postgres" >/dev/null 2>"$D/err" || rc=$?
+check "a password in --store is refused (exit $rc)" [ "$rc" = 2 ]
+check "  ... saying where passwords go" grep -q "EJOB_TRACING_PASSWORD" "$D/err"
+
+echo "$FAILS failure(s)"
+[ "$FAILS" = 0 ]
