@@ -42,7 +42,7 @@ struct pgf {
     uid_t uid;
 };
 
-static int pgf_free_port(void)
+__attribute__((unused)) static int pgf_free_port(void)
 {
     int s = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -57,7 +57,7 @@ static int pgf_free_port(void)
 }
 
 /* Runs argv (as the fixture's user when root); returns its exit status. */
-static int pgf_run(struct pgf *p, char *const argv[], const char *log)
+__attribute__((unused)) static int pgf_run(struct pgf *p, char *const argv[], const char *log)
 {
     pid_t pid = fork();
     if (pid == 0) {
@@ -78,7 +78,7 @@ static int pgf_run(struct pgf *p, char *const argv[], const char *log)
 }
 
 /* 0 ready; -1 no server binaries (skip); other failures abort. */
-static int pgf_init(struct pgf *p)
+__attribute__((unused)) static int pgf_init(struct pgf *p)
 {
     memset(p, 0, sizeof *p);
     glob_t g;
@@ -118,14 +118,14 @@ static int pgf_init(struct pgf *p)
     return 0;
 }
 
-static bool pgf_ready(const struct pgf *p)
+__attribute__((unused)) static bool pgf_ready(const struct pgf *p)
 {
     char conn[600];
     snprintf(conn, sizeof conn, "%s?connect_timeout=2", p->url);
     return PQping(conn) == PQPING_OK;
 }
 
-static void pgf_start(struct pgf *p)
+__attribute__((unused)) static void pgf_start(struct pgf *p)
 {
     char data[320], log[320], port[16], postgres[320];
     snprintf(data, sizeof data, "%s/data", p->dir);
@@ -164,7 +164,7 @@ static void pgf_start(struct pgf *p)
 
 /* Kills the server (SIGKILL to the postmaster, then to its backends, by
  * pid) as a crash would. */
-static void pgf_kill(struct pgf *p)
+__attribute__((unused)) static void pgf_kill(struct pgf *p)
 {
     if (p->pid <= 0)
         return;
@@ -199,7 +199,7 @@ static void pgf_kill(struct pgf *p)
     nanosleep(&ts, NULL);
 }
 
-static void pgf_fini(struct pgf *p)
+__attribute__((unused)) static void pgf_fini(struct pgf *p)
 {
     if (p->pid > 0) {
         kill(p->pid, SIGTERM);
@@ -217,7 +217,7 @@ static void pgf_fini(struct pgf *p)
 
 /* Runs SQL on the server (as ejob); returns the first value of the first
  * row (caller frees) or NULL. */
-static char *pgf_query(const struct pgf *p, const char *sql)
+__attribute__((unused)) static char *pgf_query(const struct pgf *p, const char *sql)
 {
     const char *keys[] = {"dbname", "password", NULL};
     const char *vals[] = {p->url, PGF_PASSWORD, NULL};
