@@ -73,6 +73,9 @@ struct ej__trace_ops {
                   ej__row_fn fn, void *arg);
     /* The type name of a bytes column ("BLOB" / "BYTEA"). */
     const char *blob_type;
+    /* Statements inside BEGIN ... COMMIT cannot report rows changed (they
+     * are pipelined): write an execution's end as one statement. */
+    bool pipelined;
 };
 
 extern const struct ej__trace_ops ej__trace_sqlite_ops;

@@ -21,6 +21,7 @@
 struct ej__trace_conn {
     PGconn *pg;
     int64_t timeout_ms;
+    bool in_batch; /* between BEGIN and COMMIT: statements are pipelined */
     char err[512];
 };
 
@@ -107,10 +108,9 @@ static PGresult *collect(struct ej__trace_conn *c, int64_t deadline)
     return last;
 }
 
-static int exec_params(struct ej__trace_conn *c, const char *sql, const struct ej__tp *p, int n,
-                       PGresult **out)
+/* Sends one statement (not waiting for its result). */
+static int send_params(struct ej__trace_conn *c, const char *sql, const struct ej__tp *p, int n)
 {
-    *out = NULL;
     if (n > MAX_PARAMS)
         return EJ_EINVAL;
     if (PQstatus(c->pg) != CONNECTION_OK) {
@@ -145,22 +145,159 @@ static int exec_params(struct ej__trace_conn *c, const char *sql, const struct e
         set_err(c, "send", PQerrorMessage(c->pg));
         return EJ_EAGAIN;
     }
+    return 0;
+}
+
+static void drop_connection(struct ej__trace_conn *c)
+{
+    PQfinish(c->pg);
+    c->pg = NULL;
+    c->in_batch = false;
+}
+
+/* Classifies a failed result; sets c->err. */
+static int result_error(struct ej__trace_conn *c, const PGresult *r)
+{
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    set_err(c, state ? state : "error", PQresultErrorMessage(r));
+    return transient_state(state) || PQstatus(c->pg) != CONNECTION_OK ? EJ_EAGAIN : EJ_EDB;
+}
+
+static int exec_params(struct ej__trace_conn *c, const char *sql, const struct ej__tp *p, int n,
+                       PGresult **out)
+{
+    *out = NULL;
+    int rc = send_params(c, sql, p, n);
+    if (rc != 0)
+        return rc;
     PGresult *r = collect(c, ej__mono_ms() + c->timeout_ms);
     if (r == NULL) {
         /* The connection's state is unknown now: drop it. */
-        PQfinish(c->pg);
-        c->pg = NULL;
+        drop_connection(c);
         return EJ_EAGAIN;
     }
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-        const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-        set_err(c, state ? state : "error", PQresultErrorMessage(r));
-        bool again = transient_state(state) || PQstatus(c->pg) != CONNECTION_OK;
+        rc = result_error(c, r);
         PQclear(r);
-        return again ? EJ_EAGAIN : EJ_EDB;
+        return rc;
     }
     *out = r;
+    return 0;
+}
+
+/* ------------------------------------------------------------ batches */
+
+/*
+ * A batch (BEGIN ... COMMIT from the store) is sent as one pipeline: every
+ * statement goes out without waiting for the one before, and the Sync at
+ * COMMIT ends an implicit transaction, so a batch costs one round trip
+ * instead of one per statement. Any error rolls the whole batch back.
+ * Statements of a batch cannot report rows changed (schema.c writes the
+ * end of an execution as one statement for this backend).
+ */
+static int batch_begin(struct ej__trace_conn *c)
+{
+    if (PQstatus(c->pg) != CONNECTION_OK) {
+        set_err(c, "connection", PQerrorMessage(c->pg));
+        return EJ_EAGAIN;
+    }
+    if (!PQenterPipelineMode(c->pg) || PQsetnonblocking(c->pg, 1) != 0) {
+        set_err(c, "pipeline", PQerrorMessage(c->pg));
+        return EJ_EAGAIN;
+    }
+    c->in_batch = true;
+    return 0;
+}
+
+/* Sends what is buffered while reading what arrives (so neither side's
+ * buffers fill up), until everything is sent. */
+static int flush_all(struct ej__trace_conn *c, int64_t deadline)
+{
+    int f;
+    while ((f = PQflush(c->pg)) == 1) {
+        if (wait_socket(c->pg, POLLOUT | POLLIN, deadline) != 0) {
+            set_err(c, "sending", "timed out");
+            return EJ_EAGAIN;
+        }
+        if (!PQconsumeInput(c->pg)) {
+            set_err(c, "reading", PQerrorMessage(c->pg));
+            return EJ_EAGAIN;
+        }
+    }
+    if (f < 0) {
+        set_err(c, "sending", PQerrorMessage(c->pg));
+        return EJ_EAGAIN;
+    }
+    return 0;
+}
+
+/* Waits for the next result of the pipeline; NULL between statements. */
+static int next_result(struct ej__trace_conn *c, int64_t deadline, PGresult **out)
+{
+    while (PQisBusy(c->pg)) {
+        if (wait_socket(c->pg, POLLIN, deadline) != 0) {
+            set_err(c, "waiting for the server", "timed out");
+            return EJ_EAGAIN;
+        }
+        if (!PQconsumeInput(c->pg)) {
+            set_err(c, "reading", PQerrorMessage(c->pg));
+            return EJ_EAGAIN;
+        }
+    }
+    *out = PQgetResult(c->pg);
+    return 0;
+}
+
+static int batch_commit(struct ej__trace_conn *c)
+{
+    int64_t deadline = ej__mono_ms() + c->timeout_ms;
+    int rc = PQpipelineSync(c->pg) ? 0 : EJ_EAGAIN;
+    if (rc != 0)
+        set_err(c, "pipeline", PQerrorMessage(c->pg));
+    if (rc == 0)
+        rc = flush_all(c, deadline);
+    int first_error = 0;
+    while (rc == 0) {
+        PGresult *r = NULL;
+        rc = next_result(c, deadline, &r);
+        if (rc != 0 || r == NULL)
+            continue;
+        ExecStatusType st = PQresultStatus(r);
+        if (st == PGRES_PIPELINE_SYNC) {
+            PQclear(r);
+            break;
+        }
+        if (st == PGRES_FATAL_ERROR && first_error == 0)
+            first_error = result_error(c, r);
+        PQclear(r);
+    }
+    if (rc != 0) {
+        drop_connection(c);
+        return rc;
+    }
+    c->in_batch = false;
+    if (!PQexitPipelineMode(c->pg) || PQsetnonblocking(c->pg, 0) != 0) {
+        set_err(c, "pipeline", PQerrorMessage(c->pg));
+        drop_connection(c);
+        return EJ_EAGAIN;
+    }
+    return first_error;
+}
+
+static int batch_run(struct ej__trace_conn *c, const char *sql, const struct ej__tp *p, int n)
+{
+    int rc = send_params(c, sql, p, n);
+    if (rc != 0) {
+        drop_connection(c);
+        return rc;
+    }
+    /* Send as we go: a big batch does not pile up in memory. */
+    if (PQflush(c->pg) < 0) {
+        set_err(c, "sending", PQerrorMessage(c->pg));
+        drop_connection(c);
+        return EJ_EAGAIN;
+    }
     return 0;
 }
 
@@ -169,6 +306,22 @@ static int pg_run(struct ej__trace_conn *c, const char *sql, const struct ej__tp
 {
     if (c->pg == NULL)
         return EJ_EAGAIN;
+    if (strcmp(sql, "BEGIN") == 0 && !c->in_batch)
+        return batch_begin(c);
+    if (c->in_batch) {
+        if (strcmp(sql, "COMMIT") == 0)
+            return batch_commit(c);
+        if (strcmp(sql, "ROLLBACK") == 0) {
+            /* Nothing was committed; the pipeline state is unknown. */
+            drop_connection(c);
+            return 0;
+        }
+        if (changes != NULL)
+            return EJ_EINVAL; /* cannot know before the Sync */
+        return batch_run(c, sql, p, n);
+    }
+    if (strcmp(sql, "ROLLBACK") == 0)
+        return 0; /* a failed batch rolled back on its own */
     PGresult *r = NULL;
     int rc = exec_params(c, sql, p, n, &r);
     if (rc == 0 && changes) {
@@ -351,4 +504,5 @@ const struct ej__trace_ops ej__trace_pg_ops = {
     .run = pg_run,
     .select = pg_select,
     .blob_type = "BYTEA",
+    .pipelined = true,
 };

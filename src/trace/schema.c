@@ -250,6 +250,15 @@ static const char sql_exec_full[] =
     "INSERT INTO JOB_EXECUTION_LOG (id, job_name, task_id, hostname, ip, sharding_item, "
     "execution_source, failure_cause, is_success, start_time, complete_time) VALUES ($1, $2, "
     "$3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING";
+/* The same update-else-insert in one PostgreSQL statement, for pipelined
+ * batches: the INSERT runs only when the UPDATE found no row. */
+static const char sql_exec_end_one[] =
+    "WITH u AS (UPDATE JOB_EXECUTION_LOG SET is_success = $9::int, complete_time = "
+    "$11::timestamp, failure_cause = $8::varchar WHERE id = $1 RETURNING id) "
+    "INSERT INTO JOB_EXECUTION_LOG (id, job_name, task_id, hostname, ip, sharding_item, "
+    "execution_source, failure_cause, is_success, start_time, complete_time) SELECT $1, $2, "
+    "$3, $4, $5, $6::int, $7, $8::varchar, $9::int, $10::timestamp, $11::timestamp WHERE NOT "
+    "EXISTS (SELECT 1 FROM u) ON CONFLICT (id) DO NOTHING";
 static const char sql_detail[] =
     "INSERT INTO EJOB_EXECUTION_DETAIL (id, instance_id, start_time, duration_ms, "
     "fencing_token, exit_code, term_signal, http_status, stdout, stdout_truncated, stderr, "
@@ -300,6 +309,16 @@ static int write_execution(const struct ej__trace_ops *ops, struct ej__trace_con
     }
     /* The end: update the row, or insert it whole when its start event was
      * lost or is still to come (ElasticJob's out-of-order fallback). */
+    if (ops->pipelined) {
+        struct ej__tp p[11] = {tp_text(e->id),      tp_text(v.job_name), tp_text(v.task_id),
+                               tp_text(v.hostname), tp_text(v.ip),       tp_int(e->sharding_item),
+                               tp_text(src),        tp_text(v.cause),    tp_int(e->is_success),
+                               tp_text(v.start),    tp_text(v.complete)};
+        rc = ops->run(c, sql_exec_end_one, p, 11, NULL);
+        if (rc == 0)
+            rc = write_detail(ops, c, e, &v);
+        goto out;
+    }
     struct ej__tp u[4] = {tp_int(e->is_success), tp_text(v.complete), tp_text(v.cause),
                           tp_text(e->id)};
     int64_t changed = 0;

@@ -132,8 +132,19 @@ static void test_pg_round_trip(void **state)
     end.exit_code = 3;
     end.fencing_token = 99;
     assert_int_equal(post(s, &end), 0);
+    /* An end whose start never came: the whole row is inserted. */
+    ej_execution_event lone = exec_event("rt", 3, t0, t0 + 7);
+    lone.failure_cause = "lost start";
+    lone.is_success = false;
+    assert_int_equal(post(s, &lone), 0);
     assert_int_equal(ej_trace_store_flush(s, 10000), 0);
     ej_trace_store_destroy(s);
+    char sql[300];
+    snprintf(sql, sizeof sql,
+             "SELECT sharding_item || '|' || is_success || '|' || failure_cause || '|' || "
+             "execution_source FROM job_execution_log WHERE id = '%s'",
+             lone.id);
+    assert_pg(sql, "3|0|lost start|FAILOVER");
 
     struct ej_trace_target t = {
         .kind = EJ_TRACE_POSTGRESQL, .url = pg.url, .password = PGF_PASSWORD};
