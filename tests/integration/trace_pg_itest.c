@@ -240,7 +240,7 @@ static void test_pg_killed_during_run(void **state)
     assert_int_equal(st.dropped, 0);
     assert_int_equal(st.written, (uint64_t)f.runs * 2);
     /* Fires went on: about 100 a second throughout. */
-    assert_true(f.runs > 150);
+    assert_true(f.runs > 100);
     assert_true(f.worst_us < 500000);
     char q[200];
     snprintf(q, sizeof q,
