@@ -400,6 +400,8 @@ static bool is_end_state(const char *state)
  * same task id recurs at every fire of the same items). */
 static void cut_trail(struct trail *t, const struct ej_trace_execution *e)
 {
+    if (t->count == 0)
+        return;
     size_t first = 0, last = t->count;
     for (size_t i = 0; i < t->count; i++)
         if (strcmp(t->rows[i].state, "TASK_STAGING") == 0 && t->rows[i].creation_ms <= e->start_ms)
