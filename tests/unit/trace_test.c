@@ -275,6 +275,7 @@ static void test_binary_output_round_trip(void **state)
     e.has_exit_code = true;
     e.exit_code = 0;
     e.fencing_token = 4294967342LL;
+    e.http_status = 503;
     post_exec(s, &e);
     assert_int_equal(ej_trace_store_flush(s, 5000), 0);
     ej_trace_store_destroy(s);
@@ -294,6 +295,7 @@ static void test_binary_output_round_trip(void **state)
     assert_int_equal(d.execution.exit_code, 0);
     assert_int_equal(d.execution.fencing_token, 4294967342LL);
     assert_int_equal(d.execution.duration_ms, 3);
+    assert_int_equal(d.execution.http_status, 503);
     ej_trace_execution_detail_fini(&d);
     assert_int_equal(ej_trace_get_execution(r, "ffffffff-no", &d), EJ_ENOTFOUND);
     ej_trace_reader_close(r);
