@@ -243,7 +243,10 @@ static void kill_pg(void *arg)
 
 static void lock_sqlite(void *arg)
 {
-    sqlite3_exec(arg, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    /* Wait for the store's own transaction, then hold the lock. */
+    sqlite3_busy_timeout(arg, 10000);
+    if (sqlite3_exec(arg, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        fprintf(stderr, "could not lock the SQLite file: %s\n", sqlite3_errmsg(arg));
 }
 
 int main(int argc, char **argv)
