@@ -10,6 +10,7 @@
 #include "ejob/log.h"
 #include "cli/daemon.h"
 #include "cli/daemon_events.h"
+#include "cli/daemon_metrics.h"
 
 struct ejd_job {
     ej_job *job;
@@ -30,11 +31,14 @@ int ejd_init(const struct ej_tracing_config *tracing, int drain_ms, char *err, s
     int rc = ejd_events_create(&bus);
     if (rc != 0)
         snprintf(err, errlen, "cannot start the event bus: %s", ej_strerror(rc));
+    else
+        ejd_metrics_watch_bus(bus);
     return rc;
 }
 
 void ejd_fini(void)
 {
+    ejd_metrics_watch_bus(NULL);
     ejd_events_destroy(bus);
     bus = NULL;
 }
@@ -61,6 +65,7 @@ int ejd_job_start(ej_registry *reg, const struct ej_job_config *cfg, ejd_job **o
         snprintf(err, errlen, "%s", why != NULL && why[0] != '\0' ? why : ej_strerror(rc));
         goto fail;
     }
+    ejd_metrics_job_started(d->job);
     *out = d;
     return 0;
 fail:
@@ -131,6 +136,7 @@ void ejd_jobs_stop(ejd_job **jobs, size_t n)
         if (started != NULL && started[i])
             pthread_join(threads[i], NULL);
     for (size_t i = 0; i < n; i++) {
+        ejd_metrics_job_stopped(jobs[i]->job);
         ej_job_destroy(jobs[i]->job);
         ej_job_config_fini(&jobs[i]->cfg);
         free(jobs[i]);
