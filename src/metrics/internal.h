@@ -65,7 +65,7 @@ struct ej_metrics {
 
 /* Writes v as the exposition format writes a float: "+Inf", "-Inf", "NaN",
  * an integer without exponent when v is one (below 1e15), else the shortest
- * of %.15g / %.17g that reads back as v. out has at least 32 bytes. */
+ * of %.15g, %.16g, %.17g that reads back as v. out has at least 32 bytes. */
 void ej__metrics_format_double(char out[32], double v);
 
 /* Appends s with the escapes of a label value (quote true: \\ \" \n) or of

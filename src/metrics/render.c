@@ -25,9 +25,13 @@ void ej__metrics_format_double(char out[32], double v)
         snprintf(out, 32, "%.0f", v);
         return;
     }
-    snprintf(out, 32, "%.15g", v);
-    if (strtod(out, NULL) != v)
-        snprintf(out, 32, "%.17g", v);
+    /* The shortest of 15, 16, 17 significant digits that reads back as v
+     * (17 always does). */
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(out, 32, "%.*g", digits, v);
+        if (strtod(out, NULL) == v)
+            break;
+    }
 }
 
 void ej__metrics_escape(ej_buf *b, const char *s, bool quote)

@@ -51,7 +51,9 @@ static void test_format_double(void **state)
     expect_double(2.5, "2.5");
     expect_double(0.1, "0.1");
     expect_double(1e15, "1e+15");
-    expect_double(1.0 / 3, "0.33333333333333331");
+    expect_double(1.0 / 3, "0.3333333333333333");
+    expect_double(0.1 + 0.2, "0.30000000000000004");
+    expect_double(0.784, "0.784");
     expect_double(INFINITY, "+Inf");
     expect_double(-INFINITY, "-Inf");
     expect_double(NAN, "NaN");
