@@ -113,13 +113,22 @@ grep -qx ready "$D/body" && pass "readyz body" || fail "readyz body: $(cat "$D/b
 # ---------------------------------------------------- counters that move
 num_ge() { awk -v a="${1:-}" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 >= b + 0) }'; }
 num_gt() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { exit !(a != "" && b != "" && a + 0 > b + 0) }'; }
-runs_ok() { scrape "$D/s1" && num_ge "$(value "$D/s1" 'ejob_item_runs_total{job="okJob",result="success"}')" 2; }
-wait_for 30 "okJob items ran" runs_ok
-sleep 3
-scrape "$D/s2" && pass "exposition valid while jobs run"
-for s in 'ejob_job_fires_total{job="okJob"}' 'ejob_item_runs_total{job="okJob",result="success"}' \
-         'ejob_item_runs_total{job="badJob",result="failed"}' 'ejob_zookeeper_requests_total' \
-         'ejob_item_run_duration_seconds_count{job="okJob"}' 'ejob_event_posted_total'; do
+runs_ok() {
+  scrape "$D/s1" && num_ge "$(value "$D/s1" 'ejob_item_runs_total{job="okJob",result="success"}')" 2 &&
+    num_ge "$(value "$D/s1" 'ejob_item_runs_total{job="badJob",result="failed"}')" 1
+}
+wait_for 60 "okJob items ran and badJob failed" runs_ok
+GROWING=('ejob_job_fires_total{job="okJob"}' 'ejob_item_runs_total{job="okJob",result="success"}'
+         'ejob_item_runs_total{job="badJob",result="failed"}' 'ejob_zookeeper_requests_total'
+         'ejob_item_run_duration_seconds_count{job="okJob"}' 'ejob_event_posted_total')
+all_grew() {
+  scrape "$D/s2" || return 1
+  local s
+  for s in "${GROWING[@]}"; do num_gt "$(value "$D/s2" "$s")" "$(value "$D/s1" "$s")" || return 1; done
+}
+sleep 2
+wait_for 60 "every moving counter grew between two scrapes" all_grew
+for s in "${GROWING[@]}"; do
   a=$(value "$D/s1" "$s"); b=$(value "$D/s2" "$s")
   num_gt "$b" "$a" && pass "$s grows ($a -> $b)" || fail "$s did not grow: '$a' -> '$b'"
 done
@@ -171,6 +180,14 @@ wait_for 60 "readyz 200 again after ZooKeeper is back" is_status /readyz 200
 scrape "$D/s4"
 R=$(awk '/^ejob_zookeeper_reconnects_total/ { n += $NF } END { print n + 0 }' "$D/s4")
 num_ge "$R" 1 && pass "reconnect counted ($R)" || fail "reconnects: $(grep reconnects "$D/s4")"
+
+# An operator's shutdown of one job on this instance: not ready, says which.
+EJOB_REGISTRY="$ZKF_CONNECT/met" "$E" shutdown okJob >/dev/null || fail "ejob shutdown okJob"
+readyz_names_job() { is_status /readyz 503 && grep -q "not ready: job okJob: stopped" "$D/body"; }
+wait_for 20 "readyz 503 after a console shutdown of okJob" readyz_names_job
+scrape "$D/s5" && pass "exposition valid after the shutdown"
+[ "$(value "$D/s5" 'ejob_job_leader{job="okJob"}')" = 0 ] && pass "okJob no longer leads here" \
+  || fail "okJob leader: $(value "$D/s5" 'ejob_job_leader{job="okJob"}')"
 
 kill -TERM $P; wait $P; RC=$?
 [ $RC -eq 0 ] && pass "SIGTERM: exit 0" || fail "exit $RC"
