@@ -186,8 +186,8 @@ EJOB_REGISTRY="$ZKF_CONNECT/met" "$E" shutdown okJob >/dev/null || fail "ejob sh
 readyz_names_job() { is_status /readyz 503 && grep -q "not ready: job okJob: stopped" "$D/body"; }
 wait_for 20 "readyz 503 after a console shutdown of okJob" readyz_names_job
 scrape "$D/s5" && pass "exposition valid after the shutdown"
-[ "$(value "$D/s5" 'ejob_job_leader{job="okJob"}')" = 0 ] && pass "okJob no longer leads here" \
-  || fail "okJob leader: $(value "$D/s5" 'ejob_job_leader{job="okJob"}')"
+not_leading() { scrape "$D/s5" && [ "$(value "$D/s5" 'ejob_job_leader{job="okJob"}')" = 0 ]; }
+wait_for 20 "okJob no longer leads here" not_leading
 
 kill -TERM $P; wait $P; RC=$?
 [ $RC -eq 0 ] && pass "SIGTERM: exit 0" || fail "exit $RC"
@@ -196,8 +196,9 @@ curl -s -o /dev/null "$URL/healthz" && fail "port still open after exit" || pass
 # A port in use is refused at start (exit 1), before anything else runs.
 nc -l 127.0.0.1 "$MPORT" </dev/null >/dev/null 2>&1 &
 H=$!; zkf_track $H
-sleep 1
-"$E" run -c "$D/jobs.yaml" --metrics-listen "127.0.0.1:$MPORT" 2>"$D/err"; RC=$?
+listening() { [ -n "$(ss -Hltn "sport = :$MPORT")" ]; }
+wait_for 10 "another process listens on the port" listening
+timeout 60 "$E" run -c "$D/jobs.yaml" --metrics-listen "127.0.0.1:$MPORT" 2>"$D/err"; RC=$?
 [ $RC -eq 1 ] && grep -q "cannot listen" "$D/err" && pass "port in use: exit 1, says why" \
   || fail "port in use: exit $RC, $(cat "$D/err")"
 kill $H 2>/dev/null; wait $H 2>/dev/null
