@@ -554,6 +554,43 @@ static void test_server(void **state)
     ej_metrics_destroy(m);
 }
 
+/* An IPv6 listen address, when the machine has IPv6 loopback. */
+static void test_server_ipv6(void **state)
+{
+    (void)state;
+    int probe = socket(AF_INET6, SOCK_STREAM, 0);
+    struct sockaddr_in6 lo = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    bool have_v6 = probe >= 0 && bind(probe, (struct sockaddr *)&lo, sizeof lo) == 0;
+    if (probe >= 0)
+        close(probe);
+    if (!have_v6) {
+        printf("no IPv6 loopback here: IPv6 listening not tested\n");
+        return;
+    }
+    ej_metrics *m;
+    assert_int_equal(ej_metrics_create(&m), 0);
+    struct ej_metrics_server_opts o = {.listen = "[::1]:0", .metrics = m};
+    ej_metrics_server *srv;
+    char err[200] = "";
+    assert_int_equal(ej_metrics_server_start(&o, &srv, err, sizeof err), 0);
+    int fd = socket(AF_INET6, SOCK_STREAM, 0);
+    lo.sin6_port = htons((uint16_t)ej_metrics_server_port(srv));
+    assert_int_equal(connect(fd, (struct sockaddr *)&lo, sizeof lo), 0);
+    const char *req = "GET /healthz HTTP/1.0\r\n\r\n";
+    assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+    char buf[1024];
+    size_t len = 0;
+    ssize_t n;
+    while ((n = read(fd, buf + len, sizeof buf - len - 1)) > 0)
+        len += (size_t)n;
+    buf[len] = '\0';
+    close(fd);
+    assert_true(strncmp(buf, "HTTP/1.1 200", 12) == 0);
+    assert_non_null(strstr(buf, "\r\n\r\nok\n"));
+    ej_metrics_server_stop(srv);
+    ej_metrics_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -563,6 +600,7 @@ int main(void)
         cmocka_unit_test(test_collector),       cmocka_unit_test(test_concurrent_updates),
         cmocka_unit_test(test_proc_stat),       cmocka_unit_test(test_process_metrics),
         cmocka_unit_test(test_parse_listen),    cmocka_unit_test(test_server),
+        cmocka_unit_test(test_server_ipv6),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
