@@ -365,6 +365,15 @@ static int run_daemon(int argc, char **argv)
         goto out_cfg;
     }
 
+    if (metrics_listen != NULL) {
+        char merr[512] = "";
+        int me = ejd_metrics_start(metrics_listen, d.cfg.job_count, merr, sizeof(merr));
+        if (me != 0) {
+            fprintf(stderr, "ejob run: --metrics-listen: %s\n", merr);
+            rc = me == EJ_EINVAL ? EJ_EXIT_USAGE : EJ_EXIT_FAILED;
+            goto out_sfd;
+        }
+    }
     const char *ns = ns_override != NULL ? ns_override : d.cfg.reg_center.name_space;
     if (servers[0] == '\0' && !d.cfg.reg_center.embedded)
         snprintf(servers, sizeof(servers), "%s", d.cfg.reg_center.server_lists);
@@ -384,15 +393,6 @@ static int run_daemon(int argc, char **argv)
         free(dir);
     }
 
-    if (metrics_listen != NULL) {
-        char merr[512] = "";
-        int me = ejd_metrics_start(metrics_listen, d.cfg.job_count, merr, sizeof(merr));
-        if (me != 0) {
-            fprintf(stderr, "ejob run: --metrics-listen: %s\n", merr);
-            rc = me == EJ_EINVAL ? EJ_EXIT_USAGE : EJ_EXIT_FAILED;
-            goto out_embedded;
-        }
-    }
     const struct ej_reg_center_config *rcfg = &d.cfg.reg_center;
     struct ej_registry_opts opts = {
         .servers = servers,
@@ -454,9 +454,9 @@ out_reg:
     ejd_metrics_stop();
     ej_registry_destroy(d.reg);
 out_embedded:
-    ejd_metrics_stop();
     ejcli_embedded_leave(d.embedded, EMBEDDED_STOP_WAIT_MS);
 out_sfd:
+    ejd_metrics_stop();
     close(sfd);
 out_cfg:
     ej_daemon_config_fini(&d.cfg);
