@@ -181,6 +181,17 @@ scrape "$D/s4"
 R=$(awk '/^ejob_zookeeper_reconnects_total/ { n += $NF } END { print n + 0 }' "$D/s4")
 num_ge "$R" 1 && pass "reconnect counted ($R)" || fail "reconnects: $(grep reconnects "$D/s4")"
 
+# A reload that removes badJob: its per-job gauges go, readiness stays.
+awk '/^  badJob:/ { skip = 1; next } skip && /^  [^ ]/ { skip = 0 } !skip' "$D/jobs.yaml" >"$D/jobs2.yaml"
+cp "$D/jobs2.yaml" "$D/jobs.yaml"
+kill -HUP $P
+one_job() { scrape "$D/s6" && [ "$(value "$D/s6" ejob_jobs)" = 1 ]; }
+wait_for 30 "after a reload without badJob: ejob_jobs 1" one_job
+grep -q '^ejob_job_leader{job="badJob"}' "$D/s6" && fail "badJob still has a leader gauge" \
+  || pass "badJob's per-job gauges are gone"
+[ -n "$(value "$D/s6" 'ejob_job_leader{job="okJob"}')" ] && pass "okJob's stay" || fail "okJob gauges gone"
+is_status /readyz 200 && pass "still ready after the reload" || fail "readyz after reload: $(cat "$D/body")"
+
 # An operator's shutdown of one job on this instance: not ready, says which.
 EJOB_REGISTRY="$ZKF_CONNECT/met" "$E" shutdown okJob >/dev/null || fail "ejob shutdown okJob"
 readyz_names_job() { is_status /readyz 503 && grep -q "not ready: job okJob: stopped" "$D/body"; }
