@@ -79,6 +79,9 @@ void ej__metrics_render_family(ej_buf *b, const ej_metric *f);
  * when destroyed. On failure the caller still owns user. */
 int ej__metrics_add_collector(ej_metrics *m, ej_metrics_collect_fn fn, void *user, bool owned);
 
+/* printf into err (errlen bytes) when err is not NULL. */
+void ej__metrics_set_err(char *err, size_t errlen, const char *fmt, ...) EJ_PRINTF(3, 4);
+
 /* Double stored in an atomic word. */
 double ej__metrics_load(const _Atomic uint64_t *p);
 

@@ -1,5 +1,4 @@
 /* The listen address of the metrics endpoint: HOST:PORT, [IPV6]:PORT, :PORT. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <arpa/inet.h>
@@ -10,18 +9,8 @@
 
 #define MAX_HOST 64
 
-static int bad(char *err, size_t errlen, const char *fmt, ...) EJ_PRINTF(3, 4);
-
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return EJ_EINVAL;
-}
+/* The error of this parser: EJ_EINVAL, with err saying why. */
+#define LISTEN_ERROR(err, errlen, ...) (ej__metrics_set_err(err, errlen, __VA_ARGS__), EJ_EINVAL)
 
 static int parse_port(const char *s, int *port)
 {
@@ -51,9 +40,9 @@ static int split(const char *text, char host[MAX_HOST], const char **port, bool 
     if (text[0] == '[') {
         const char *close = strchr(text, ']');
         if (close == NULL)
-            return bad(err, errlen, "\"%s\": missing ']' after the IPv6 address", text);
+            return LISTEN_ERROR(err, errlen, "\"%s\": missing ']' after the IPv6 address", text);
         if (close[1] != ':')
-            return bad(err, errlen, "\"%s\": expected :PORT after ']'", text);
+            return LISTEN_ERROR(err, errlen, "\"%s\": expected :PORT after ']'", text);
         h = text + 1;
         hlen = (size_t)(close - h);
         colon = close + 1;
@@ -61,13 +50,14 @@ static int split(const char *text, char host[MAX_HOST], const char **port, bool 
     } else {
         colon = strrchr(text, ':');
         if (colon == NULL)
-            return bad(err, errlen, "\"%s\": expected HOST:PORT", text);
+            return LISTEN_ERROR(err, errlen, "\"%s\": expected HOST:PORT", text);
         hlen = (size_t)(colon - text);
         if (memchr(text, ':', hlen) != NULL)
-            return bad(err, errlen, "\"%s\": write an IPv6 address in brackets, [ADDR]:PORT", text);
+            return LISTEN_ERROR(err, errlen,
+                                "\"%s\": write an IPv6 address in brackets, [ADDR]:PORT", text);
     }
     if (hlen >= MAX_HOST)
-        return bad(err, errlen, "host too long (%zu bytes)", hlen);
+        return LISTEN_ERROR(err, errlen, "host too long (%zu bytes)", hlen);
     memcpy(host, h, hlen);
     host[hlen] = '\0';
     *port = colon + 1;
@@ -77,7 +67,7 @@ static int split(const char *text, char host[MAX_HOST], const char **port, bool 
 int ej_metrics_parse_listen(const char *text, void *addr, size_t *addrlen, char *err, size_t errlen)
 {
     if (text == NULL || addr == NULL || addrlen == NULL)
-        return bad(err, errlen, "no listen address");
+        return LISTEN_ERROR(err, errlen, "no listen address");
     char host[MAX_HOST];
     const char *port_text = NULL;
     bool v6 = false;
@@ -86,14 +76,14 @@ int ej_metrics_parse_listen(const char *text, void *addr, size_t *addrlen, char 
         return rc;
     int port;
     if (parse_port(port_text, &port) != 0)
-        return bad(err, errlen, "\"%s\": port must be a number 0..65535", text);
+        return LISTEN_ERROR(err, errlen, "\"%s\": port must be a number 0..65535", text);
     if (v6) {
         struct sockaddr_in6 sa6;
         memset(&sa6, 0, sizeof sa6);
         sa6.sin6_family = AF_INET6;
         sa6.sin6_port = htons((uint16_t)port);
         if (inet_pton(AF_INET6, host, &sa6.sin6_addr) != 1)
-            return bad(err, errlen, "\"%s\": \"%s\" is not an IPv6 address", text, host);
+            return LISTEN_ERROR(err, errlen, "\"%s\": \"%s\" is not an IPv6 address", text, host);
         memcpy(addr, &sa6, sizeof sa6);
         *addrlen = sizeof sa6;
         return 0;
@@ -104,10 +94,10 @@ int ej_metrics_parse_listen(const char *text, void *addr, size_t *addrlen, char 
     sa.sin_port = htons((uint16_t)port);
     const char *ip = host[0] == '\0' || strcmp(host, "localhost") == 0 ? "127.0.0.1" : host;
     if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1)
-        return bad(err, errlen,
-                   "\"%s\": \"%s\" is not an IPv4 address (names other than "
-                   "localhost are not looked up)",
-                   text, host);
+        return LISTEN_ERROR(err, errlen,
+                            "\"%s\": \"%s\" is not an IPv4 address (names other than "
+                            "localhost are not looked up)",
+                            text, host);
     memcpy(addr, &sa, sizeof sa);
     *addrlen = sizeof sa;
     return 0;

@@ -11,9 +11,7 @@
 const double ej_metric_default_buckets[16] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
                                               2.5,   5,    10,    30,   60,  300,  900, 3600};
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) EJ_PRINTF(3, 4);
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
+void ej__metrics_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err == NULL || errlen == 0)
         return;
@@ -116,22 +114,22 @@ static int check_labels(const struct ej_metric_desc *d, size_t *n, char *err, si
         (*n)++;
     for (size_t i = *n; i < EJ_METRIC_MAX_LABELS; i++)
         if (d->labels[i] != NULL) {
-            set_err(err, errlen, "%s: label %zu set after an empty slot", d->name, i);
+            ej__metrics_set_err(err, errlen, "%s: label %zu set after an empty slot", d->name, i);
             return EJ_EINVAL;
         }
     for (size_t i = 0; i < *n; i++) {
         const char *l = d->labels[i];
         if (!valid_name(l, false) || strncmp(l, "__", 2) == 0) {
-            set_err(err, errlen, "%s: bad label name \"%s\"", d->name, l);
+            ej__metrics_set_err(err, errlen, "%s: bad label name \"%s\"", d->name, l);
             return EJ_EINVAL;
         }
         if (d->type == EJ_METRIC_HISTOGRAM && strcmp(l, "le") == 0) {
-            set_err(err, errlen, "%s: a histogram cannot have a label \"le\"", d->name);
+            ej__metrics_set_err(err, errlen, "%s: a histogram cannot have a label \"le\"", d->name);
             return EJ_EINVAL;
         }
         for (size_t j = 0; j < i; j++)
             if (strcmp(d->labels[j], l) == 0) {
-                set_err(err, errlen, "%s: label \"%s\" twice", d->name, l);
+                ej__metrics_set_err(err, errlen, "%s: label \"%s\" twice", d->name, l);
                 return EJ_EINVAL;
             }
     }
@@ -150,12 +148,14 @@ static int check_buckets(const struct ej_metric_desc *d, const double **b, size_
         *n = sizeof ej_metric_default_buckets / sizeof ej_metric_default_buckets[0];
     }
     if (*b == NULL || *n == 0 || *n > EJ_METRIC_MAX_BUCKETS) {
-        set_err(err, errlen, "%s: histogram needs 1..%d buckets", d->name, EJ_METRIC_MAX_BUCKETS);
+        ej__metrics_set_err(err, errlen, "%s: histogram needs 1..%d buckets", d->name,
+                            EJ_METRIC_MAX_BUCKETS);
         return EJ_EINVAL;
     }
     for (size_t i = 0; i < *n; i++)
         if (!isfinite((*b)[i]) || (i > 0 && !((*b)[i] > (*b)[i - 1]))) {
-            set_err(err, errlen, "%s: buckets must be finite and strictly increasing", d->name);
+            ej__metrics_set_err(err, errlen, "%s: buckets must be finite and strictly increasing",
+                                d->name);
             return EJ_EINVAL;
         }
     return 0;
@@ -165,16 +165,16 @@ static int check_desc(ej_metrics *m, const struct ej_metric_desc *d, size_t *nla
                       const double **b, size_t *nb, char *err, size_t errlen)
 {
     if (m == NULL || d == NULL) {
-        set_err(err, errlen, "no registry or description");
+        ej__metrics_set_err(err, errlen, "no registry or description");
         return EJ_EINVAL;
     }
     if (!valid_name(d->name, true)) {
-        set_err(err, errlen, "bad metric name \"%s\"", d->name ? d->name : "(null)");
+        ej__metrics_set_err(err, errlen, "bad metric name \"%s\"", d->name ? d->name : "(null)");
         return EJ_EINVAL;
     }
     if (d->type != EJ_METRIC_COUNTER && d->type != EJ_METRIC_GAUGE &&
         d->type != EJ_METRIC_HISTOGRAM) {
-        set_err(err, errlen, "%s: unknown type %d", d->name, (int)d->type);
+        ej__metrics_set_err(err, errlen, "%s: unknown type %d", d->name, (int)d->type);
         return EJ_EINVAL;
     }
     int rc = check_labels(d, nlabels, err, errlen);
@@ -227,19 +227,19 @@ int ej_metrics_register(ej_metrics *m, const struct ej_metric_desc *desc, ej_met
         return rc;
     ej_metric *f = new_family(m, desc, nlabels, b, nb);
     if (f == NULL) {
-        set_err(err, errlen, "%s: out of memory", desc->name);
+        ej__metrics_set_err(err, errlen, "%s: out of memory", desc->name);
         return EJ_ENOMEM;
     }
     pthread_mutex_lock(&m->mu);
     if (find_locked(m, desc->name) != NULL) {
         rc = EJ_EINVAL;
-        set_err(err, errlen, "%s: registered twice", desc->name);
+        ej__metrics_set_err(err, errlen, "%s: registered twice", desc->name);
     } else if (m->nfamilies == m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 16;
         ej_metric **n = realloc(m->families, cap * sizeof *n);
         if (n == NULL) {
             rc = EJ_ENOMEM;
-            set_err(err, errlen, "%s: out of memory", desc->name);
+            ej__metrics_set_err(err, errlen, "%s: out of memory", desc->name);
         } else {
             m->families = n;
             m->cap = cap;
