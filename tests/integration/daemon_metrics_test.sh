@@ -4,7 +4,9 @@
 # (fires, item runs, a failing script's result="failed", ZooKeeper
 # requests); /readyz is 503 before the registry connects and while
 # ZooKeeper is down, 200 otherwise; /healthz stays 200 through a ZooKeeper
-# outage; other paths 404, other methods 405; bad addresses are refused.
+# outage; other paths 404, other methods 405; bad addresses are refused; a
+# reload drops a removed job's gauges; a failover is counted on the instance
+# that takes the item over.
 set -u
 source "$EJ_SOURCE_DIR/tests/support/zkfixture.sh"
 E=${EJOB:?EJOB must name the ejob binary}
@@ -213,6 +215,40 @@ timeout 60 "$E" run -c "$D/jobs.yaml" --metrics-listen "127.0.0.1:$MPORT" 2>"$D/
 [ $RC -eq 1 ] && grep -q "cannot listen" "$D/err" && pass "port in use: exit 1, says why" \
   || fail "port in use: exit $RC, $(cat "$D/err")"
 kill $H 2>/dev/null; wait $H 2>/dev/null
+
+# ------------------------------------ a failover, counted on the survivor
+# Two instances of a job whose items take 4 s; the one without metrics is
+# killed while its item runs; the other takes the item over.
+MPORT2=$(zkf_free_port)
+cat >"$D/fo.yaml" <<EOF
+regCenter:
+  serverLists: $ZKF_CONNECT
+  namespace: met2
+  sessionTimeoutMilliseconds: 4000
+jobs:
+  foJob:
+    elasticJobType: SCRIPT
+    cron: "0/10 * * * * ?"
+    shardingTotalCount: 2
+    failover: true
+    overwrite: true
+    props:
+      script.command.line: /bin/sh -c 'sleep 4'
+EOF
+EJOB_IP=127.0.0.21 setpriv --pdeathsig KILL "$E" run -c "$D/fo.yaml" --metrics-listen "127.0.0.1:$MPORT2" \
+  2>"$D/a.log" &
+PA=$!; zkf_track $PA
+URL=http://127.0.0.1:$MPORT2
+wait_for 30 "survivor ready" is_status /readyz 200
+EJOB_IP=127.0.0.22 setpriv --pdeathsig KILL "$E" run -c "$D/fo.yaml" 2>"$D/b.log" &
+PB=$!; zkf_track $PB
+b_runs() { grep -q "job=foJob item=[01] source=NORMAL_TRIGGER.*: started" "$D/b.log"; }
+wait_for 40 "the second instance runs an item" b_runs
+kill -KILL $PB; wait $PB 2>/dev/null
+failed_over() { scrape "$D/s7" && num_ge "$(value "$D/s7" 'ejob_failovers_total{job="foJob"}')" 1; }
+wait_for 90 'ejob_failovers_total{job="foJob"} counts the take-over' failed_over
+kill -TERM $PA; wait $PA; RC=$?
+[ $RC -eq 0 ] && pass "survivor: SIGTERM -> exit 0" || fail "survivor exit $RC"
 
 echo "$FAILS failure(s)"
 exit $((FAILS > 0))
