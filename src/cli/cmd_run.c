@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "cli/cli_util.h"
 #include "cli/daemon.h"
+#include "cli/daemon_metrics.h"
 #include "cli/embedded.h"
 #include "cli/jobinfo.h"
 
@@ -27,6 +28,7 @@ static const char usage[] =
     "Usage: ejob run -c FILE [--registry HOST:PORT[,...][/NAMESPACE]] [--digest USER:PASS]\n"
     "                [--log-format text|json] [--log-level LEVEL]\n"
     "                [--drain-timeout-ms N] [--state-dir DIR] [--check]\n"
+    "                [--metrics-listen ADDR:PORT]\n"
     "\n"
     "Run the SCRIPT and HTTP jobs of a YAML file (the shape of ElasticJob 3.x's\n"
     "Spring Boot configuration; see docs/cli.md) until stopped.\n"
@@ -46,6 +48,8 @@ static const char usage[] =
     "                          EJOB_STATE_DIR, else $XDG_RUNTIME_DIR/ejob, else\n"
     "                          /tmp/ejob-$UID)\n"
     "      --check             only load and validate the file, then exit\n"
+    "      --metrics-listen ADDR:PORT  serve /metrics (Prometheus), /healthz and\n"
+    "                          /readyz over HTTP, e.g. 127.0.0.1:9464 (docs/metrics.md)\n"
     "\n"
     "The file is checked completely before anything starts: every problem is\n"
     "printed as FILE:LINE:COLUMN: message and the exit code is 2.\n"
@@ -282,7 +286,7 @@ static int registry_arg(const char *arg, char *servers, size_t slen, const char 
 static int run_daemon(int argc, char **argv)
 {
     const char *file = NULL, *registry = NULL, *digest = NULL, *log_format = NULL,
-               *log_level = NULL, *state_dir = NULL;
+               *log_level = NULL, *state_dir = NULL, *metrics_listen = NULL;
     long drain_ms = DEFAULT_DRAIN_MS;
     bool check = false;
     struct ejcli_flag flags[] = {{"config", 'c', EJCLI_STR, &file},
@@ -293,6 +297,7 @@ static int run_daemon(int argc, char **argv)
                                  {"drain-timeout-ms", 0, EJCLI_INT, &drain_ms},
                                  {"state-dir", 0, EJCLI_STR, &state_dir},
                                  {"check", 0, EJCLI_BOOL, &check},
+                                 {"metrics-listen", 0, EJCLI_STR, &metrics_listen},
                                  EJCLI_FLAGS_END};
     char *pos[1];
     int npos;
@@ -362,6 +367,15 @@ static int run_daemon(int argc, char **argv)
         goto out_cfg;
     }
 
+    if (metrics_listen != NULL) {
+        char merr[512] = "";
+        int me = ejd_metrics_start(metrics_listen, d.cfg.job_count, merr, sizeof(merr));
+        if (me != 0) {
+            fprintf(stderr, "ejob run: --metrics-listen: %s\n", merr);
+            rc = me == EJ_EINVAL ? EJ_EXIT_USAGE : EJ_EXIT_FAILED;
+            goto out_sfd;
+        }
+    }
     const char *ns = ns_override != NULL ? ns_override : d.cfg.reg_center.name_space;
     if (servers[0] == '\0' && !d.cfg.reg_center.embedded)
         snprintf(servers, sizeof(servers), "%s", d.cfg.reg_center.server_lists);
@@ -391,6 +405,7 @@ static int run_daemon(int argc, char **argv)
         .max_sleep_ms = rcfg->max_sleep_time_ms,
         .max_retries = rcfg->max_retries,
         .digest = digest != NULL ? digest : rcfg->digest,
+        .on_state = ejd_metrics_registry_state,
     };
     int e = ej_registry_create(&d.reg, &opts);
     if (e != 0) {
@@ -441,10 +456,12 @@ out_jobs:
     stop_all(&d);
     ejd_fini();
 out_reg:
+    ejd_metrics_stop();
     ej_registry_destroy(d.reg);
 out_embedded:
     ejcli_embedded_leave(d.embedded, EMBEDDED_STOP_WAIT_MS);
 out_sfd:
+    ejd_metrics_stop();
     close(sfd);
 out_cfg:
     ej_daemon_config_fini(&d.cfg);

@@ -10,6 +10,7 @@
 #include "ejob/log.h"
 #include "cli/daemon.h"
 #include "cli/daemon_events.h"
+#include "cli/daemon_metrics.h"
 
 struct ejd_job {
     ej_job *job;
@@ -36,6 +37,8 @@ int ejd_init(const struct ej_tracing_config *tracing, const char *config_file,
                            tracing ? tracing->retention_days : EJ_TRACING_RETENTION_DAYS_DEFAULT,
                            drain_timeout_ms, err, errlen);
     ejd_trace_where_fini(&where);
+    if (rc == 0)
+        ejd_metrics_watch_bus(bus);
     return rc;
 }
 
@@ -58,6 +61,7 @@ static const struct ej_job_def *def_with_cap(ejd_job *d, const struct ej_job_con
 
 void ejd_fini(void)
 {
+    ejd_metrics_watch_bus(NULL);
     ejd_events_destroy(bus);
     bus = NULL;
 }
@@ -85,6 +89,7 @@ int ejd_job_start(ej_registry *reg, const struct ej_job_config *cfg, ejd_job **o
         snprintf(err, errlen, "%s", why != NULL && why[0] != '\0' ? why : ej_strerror(rc));
         goto fail;
     }
+    ejd_metrics_job_started(d->job);
     *out = d;
     return 0;
 fail:
@@ -155,6 +160,7 @@ void ejd_jobs_stop(ejd_job **jobs, size_t n)
         if (started != NULL && started[i])
             pthread_join(threads[i], NULL);
     for (size_t i = 0; i < n; i++) {
+        ejd_metrics_job_stopped(jobs[i]->job);
         ej_job_destroy(jobs[i]->job);
         ej_job_config_fini(&jobs[i]->cfg);
         free(jobs[i]);

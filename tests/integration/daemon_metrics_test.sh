@@ -1,0 +1,254 @@
+#!/bin/bash
+# `ejob run --metrics-listen`: /metrics parsed whole by a strict checker of
+# the text format (prom_check) at every scrape; counters that must move do
+# (fires, item runs, a failing script's result="failed", ZooKeeper
+# requests); /readyz is 503 before the registry connects and while
+# ZooKeeper is down, 200 otherwise; /healthz stays 200 through a ZooKeeper
+# outage; other paths 404, other methods 405; bad addresses are refused; a
+# reload drops a removed job's gauges; a failover is counted on the instance
+# that takes the item over.
+set -u
+source "$EJ_SOURCE_DIR/tests/support/zkfixture.sh"
+E=${EJOB:?EJOB must name the ejob binary}
+CHECK=${EJ_BUILD_DIR:?EJ_BUILD_DIR must name the build directory}/prom_check
+[ -x "$CHECK" ] || { echo "FAIL: $CHECK not built" >&2; exit 1; }
+zkf_start || exit 1
+
+FAILS=0
+fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
+pass() { echo "ok: $*"; }
+wait_for() {
+  local secs=$1 what=$2; shift 2
+  local end=$((SECONDS + secs))
+  while [ $SECONDS -lt $end ]; do "$@" && { pass "$what"; return 0; }; sleep 0.2; done
+  fail "$what (not within ${secs}s)"; return 1
+}
+D=$ZKF_DIR/t
+mkdir -p "$D"
+
+# ------------------------------------------- the checker can fail at all
+bad_exposition() { # name, text: the checker must refuse it
+  if printf '%b' "$2" | "$CHECK" >/dev/null 2>"$D/check.err"; then
+    fail "checker accepted $1"
+  else
+    pass "checker refuses $1 ($(cat "$D/check.err"))"
+  fi
+}
+printf '# HELP a_total A.\n# TYPE a_total counter\na_total{x="1"} 2\n' | "$CHECK" >/dev/null \
+  && pass "checker accepts a good exposition" || fail "checker refuses a good exposition"
+bad_exposition "no final newline" '# TYPE a gauge\na 1'
+bad_exposition "a bad escape" '# TYPE a gauge\na{x="\\t"} 1\n'
+bad_exposition "a label twice" '# TYPE a gauge\na{x="1",x="2"} 1\n'
+bad_exposition "a negative counter" '# TYPE a_total counter\na_total -1\n'
+bad_exposition "a series twice" '# TYPE a gauge\na 1\na 2\n'
+bad_exposition "a family split" '# TYPE a gauge\n# TYPE b gauge\na{x="1"} 1\nb 1\na{x="2"} 1\n'
+bad_exposition "TYPE after samples" '# TYPE a gauge\na 1\n# TYPE a gauge\n'
+bad_exposition "a sample without TYPE" 'a 1\n'
+bad_exposition "a bad value" '# TYPE a gauge\na 1,5\n'
+bad_exposition "buckets not cumulative" \
+  '# TYPE h histogram\nh_bucket{le="1"} 3\nh_bucket{le="+Inf"} 2\nh_sum 1\nh_count 2\n'
+bad_exposition "no +Inf bucket" '# TYPE h histogram\nh_bucket{le="1"} 3\nh_sum 1\nh_count 3\n'
+bad_exposition "_count not the +Inf bucket" \
+  '# TYPE h histogram\nh_bucket{le="1"} 1\nh_bucket{le="+Inf"} 2\nh_sum 1\nh_count 3\n'
+bad_exposition "buckets out of order" \
+  '# TYPE h histogram\nh_bucket{le="2"} 1\nh_bucket{le="1"} 1\nh_bucket{le="+Inf"} 1\nh_sum 1\nh_count 1\n'
+
+# --------------------------------------------------------- bad addresses
+cat >"$D/jobs.yaml" <<EOF
+regCenter:
+  serverLists: $ZKF_CONNECT
+  namespace: met
+  sessionTimeoutMilliseconds: 4000
+  connectionTimeoutMilliseconds: 60000
+jobs:
+  okJob:
+    elasticJobType: SCRIPT
+    cron: "* * * * * ?"
+    shardingTotalCount: 2
+    overwrite: true
+    props:
+      script.command.line: /bin/true
+  badJob:
+    elasticJobType: SCRIPT
+    cron: "* * * * * ?"
+    shardingTotalCount: 1
+    overwrite: true
+    props:
+      script.command.line: /bin/sh -c 'echo broken; exit 3'
+EOF
+"$E" run -c "$D/jobs.yaml" --metrics-listen 127.0.0.1 2>"$D/err"; RC=$?
+[ $RC -eq 2 ] && grep -q "expected HOST:PORT" "$D/err" && pass "address without a port: exit 2, says why" \
+  || fail "no port: exit $RC, $(cat "$D/err")"
+"$E" run -c "$D/jobs.yaml" --metrics-listen example.com:80 2>"$D/err"; RC=$?
+[ $RC -eq 2 ] && grep -q "not an IPv4 address" "$D/err" && pass "host name: exit 2, says why" \
+  || fail "host name: exit $RC, $(cat "$D/err")"
+
+# ------------------------------------------ readiness before ZooKeeper
+zkf_stop
+MPORT=$(zkf_free_port)
+URL=http://127.0.0.1:$MPORT
+setpriv --pdeathsig KILL "$E" run -c "$D/jobs.yaml" --metrics-listen "127.0.0.1:$MPORT" \
+  2>"$D/daemon.log" &
+P=$!; zkf_track $P
+status_of() { curl -s -o "$D/body" -w '%{http_code}' "$URL$1"; }
+is_status() { [ "$(status_of "$1")" = "$2" ]; }
+wait_for 20 "endpoint up before ZooKeeper answers (healthz 200)" is_status /healthz 200
+[ "$(status_of /readyz)" = 503 ] && grep -q "not ready: connecting to ZooKeeper" "$D/body" \
+  && pass "readyz 503 before connecting: $(cat "$D/body")" || fail "readyz before connect: $(cat "$D/body")"
+scrape() { # file: scrape and check the whole exposition
+  curl -s -D "$1.headers" "$URL/metrics" >"$1.raw" || { fail "scrape failed"; return 1; }
+  "$CHECK" <"$1.raw" >"$1" 2>"$1.err" || { fail "exposition invalid: $(cat "$1.err")"; return 1; }
+}
+value() { # file, series: the value of one series ("" when absent)
+  awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1"
+}
+scrape "$D/s0" && pass "exposition valid before connecting"
+[ "$(value "$D/s0" 'ejob_zookeeper_session_state{state="connecting"}')" = 1 ] \
+  && pass "session state connecting" || fail "session state: $(grep session_state "$D/s0")"
+grep -qi '^Content-Type: text/plain; version=0.0.4' "$D/s0.headers" \
+  && pass "Content-Type text/plain; version=0.0.4" || fail "headers: $(cat "$D/s0.headers")"
+
+zkf_restart || exit 1
+wait_for 60 "readyz 200 once ZooKeeper is up and both jobs registered" is_status /readyz 200
+grep -qx ready "$D/body" && pass "readyz body" || fail "readyz body: $(cat "$D/body")"
+
+# ---------------------------------------------------- counters that move
+num_ge() { awk -v a="${1:-}" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 >= b + 0) }'; }
+num_gt() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { exit !(a != "" && b != "" && a + 0 > b + 0) }'; }
+runs_ok() {
+  scrape "$D/s1" && num_ge "$(value "$D/s1" 'ejob_item_runs_total{job="okJob",result="success"}')" 2 &&
+    num_ge "$(value "$D/s1" 'ejob_item_runs_total{job="badJob",result="failed"}')" 1
+}
+wait_for 60 "okJob items ran and badJob failed" runs_ok
+GROWING=('ejob_job_fires_total{job="okJob"}' 'ejob_item_runs_total{job="okJob",result="success"}'
+         'ejob_item_runs_total{job="badJob",result="failed"}' 'ejob_zookeeper_requests_total'
+         'ejob_item_run_duration_seconds_count{job="okJob"}' 'ejob_event_posted_total')
+all_grew() {
+  scrape "$D/s2" || return 1
+  local s
+  for s in "${GROWING[@]}"; do num_gt "$(value "$D/s2" "$s")" "$(value "$D/s1" "$s")" || return 1; done
+}
+sleep 2
+wait_for 60 "every moving counter grew between two scrapes" all_grew
+for s in "${GROWING[@]}"; do
+  a=$(value "$D/s1" "$s"); b=$(value "$D/s2" "$s")
+  num_gt "$b" "$a" && pass "$s grows ($a -> $b)" || fail "$s did not grow: '$a' -> '$b'"
+done
+[ -z "$(value "$D/s2" 'ejob_item_runs_total{job="badJob",result="success"}')" ] \
+  && pass "the failing script has no success" || fail "badJob success: $(grep badJob "$D/s2")"
+[ -z "$(value "$D/s2" 'ejob_item_runs_total{job="okJob",result="failed"}')" ] \
+  && pass "the good script has no failure" || fail "okJob failed: $(grep okJob "$D/s2")"
+expect() { # series, value
+  local v; v=$(value "$D/s2" "$1")
+  [ "$v" = "$2" ] && pass "$1 = $2" || fail "$1 = '$v', want $2"
+}
+expect 'ejob_job_leader{job="okJob"}' 1
+expect 'ejob_job_shard_items{job="okJob"}' 2
+expect 'ejob_job_shard_items{job="badJob"}' 1
+expect 'ejob_jobs' 2
+expect 'ejob_zookeeper_session_state{state="connected"}' 1
+expect 'ejob_zookeeper_session_state{state="connecting"}' 0
+expect 'ejob_zookeeper_session_timeout_seconds' 4
+expect 'ejob_event_dropped_total' 0
+num_ge "$(value "$D/s2" 'ejob_item_run_duration_seconds_bucket{job="okJob",le="+Inf"}')" 1 \
+  && pass "duration histogram has observations" || fail "duration histogram empty"
+num_gt "$(value "$D/s2" process_resident_memory_bytes)" 1000000 \
+  && pass "process_resident_memory_bytes $(value "$D/s2" process_resident_memory_bytes)" \
+  || fail "rss: $(value "$D/s2" process_resident_memory_bytes)"
+NEXT=$(value "$D/s2" 'ejob_job_next_fire_timestamp_seconds{job="okJob"}')
+awk -v n="$NEXT" -v t="$(date +%s)" 'BEGIN { exit !(n > t - 5 && n < t + 5) }' \
+  && pass "next fire within seconds of now ($NEXT)" || fail "next fire $NEXT"
+
+# ------------------------------------------------------ other requests
+[ "$(status_of /nope)" = 404 ] && pass "unknown path: 404" || fail "unknown path: $(status_of /nope)"
+[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/metrics")" = 405 ] \
+  && pass "POST: 405" || fail "POST not refused"
+HEAD_OUT=$(curl -s -I "$URL/metrics")
+grep -q '^HTTP/1.1 200' <<<"$HEAD_OUT" && pass "HEAD: 200" || fail "HEAD: $HEAD_OUT"
+
+# ----------------------------------------- ZooKeeper away and back
+zkf_stop
+wait_for 20 "readyz 503 while ZooKeeper is down" is_status /readyz 503
+grep -q "not ready: ZooKeeper session" "$D/body" && pass "says why: $(cat "$D/body")" \
+  || fail "readyz body: $(cat "$D/body")"
+is_status /healthz 200 && pass "healthz stays 200 while ZooKeeper is down" || fail "healthz: $(cat "$D/body")"
+scrape "$D/s3" && pass "exposition valid while ZooKeeper is down"
+[ "$(value "$D/s3" 'ejob_zookeeper_session_state{state="connected"}')" = 0 ] \
+  && pass "session state no longer connected" || fail "state: $(grep session_state "$D/s3")"
+num_ge "$(value "$D/s3" ejob_zookeeper_disconnects_total)" 1 && pass "disconnect counted" \
+  || fail "disconnects: $(value "$D/s3" ejob_zookeeper_disconnects_total)"
+zkf_restart || exit 1
+wait_for 60 "readyz 200 again after ZooKeeper is back" is_status /readyz 200
+scrape "$D/s4"
+R=$(awk '/^ejob_zookeeper_reconnects_total/ { n += $NF } END { print n + 0 }' "$D/s4")
+num_ge "$R" 1 && pass "reconnect counted ($R)" || fail "reconnects: $(grep reconnects "$D/s4")"
+
+# A reload that removes badJob: its per-job gauges go, readiness stays.
+awk '/^  badJob:/ { skip = 1; next } skip && /^  [^ ]/ { skip = 0 } !skip' "$D/jobs.yaml" >"$D/jobs2.yaml"
+cp "$D/jobs2.yaml" "$D/jobs.yaml"
+kill -HUP $P
+one_job() { scrape "$D/s6" && [ "$(value "$D/s6" ejob_jobs)" = 1 ]; }
+wait_for 30 "after a reload without badJob: ejob_jobs 1" one_job
+grep -q '^ejob_job_leader{job="badJob"}' "$D/s6" && fail "badJob still has a leader gauge" \
+  || pass "badJob's per-job gauges are gone"
+[ -n "$(value "$D/s6" 'ejob_job_leader{job="okJob"}')" ] && pass "okJob's stay" || fail "okJob gauges gone"
+is_status /readyz 200 && pass "still ready after the reload" || fail "readyz after reload: $(cat "$D/body")"
+
+# An operator's shutdown of one job on this instance: not ready, says which.
+EJOB_REGISTRY="$ZKF_CONNECT/met" "$E" shutdown okJob >/dev/null || fail "ejob shutdown okJob"
+readyz_names_job() { is_status /readyz 503 && grep -q "not ready: job okJob: stopped" "$D/body"; }
+wait_for 20 "readyz 503 after a console shutdown of okJob" readyz_names_job
+scrape "$D/s5" && pass "exposition valid after the shutdown"
+not_leading() { scrape "$D/s5" && [ "$(value "$D/s5" 'ejob_job_leader{job="okJob"}')" = 0 ]; }
+wait_for 20 "okJob no longer leads here" not_leading
+
+kill -TERM $P; wait $P; RC=$?
+[ $RC -eq 0 ] && pass "SIGTERM: exit 0" || fail "exit $RC"
+curl -s -o /dev/null "$URL/healthz" && fail "port still open after exit" || pass "port closed after exit"
+
+# A port in use is refused at start (exit 1), before anything else runs.
+nc -l 127.0.0.1 "$MPORT" </dev/null >/dev/null 2>&1 &
+H=$!; zkf_track $H
+listening() { [ -n "$(ss -Hltn "sport = :$MPORT")" ]; }
+wait_for 10 "another process listens on the port" listening
+timeout 60 "$E" run -c "$D/jobs.yaml" --metrics-listen "127.0.0.1:$MPORT" 2>"$D/err"; RC=$?
+[ $RC -eq 1 ] && grep -q "cannot listen" "$D/err" && pass "port in use: exit 1, says why" \
+  || fail "port in use: exit $RC, $(cat "$D/err")"
+kill $H 2>/dev/null; wait $H 2>/dev/null
+
+# ------------------------------------ a failover, counted on the survivor
+# Two instances of a job whose items take 4 s; the one without metrics is
+# killed while its item runs; the other takes the item over.
+MPORT2=$(zkf_free_port)
+cat >"$D/fo.yaml" <<EOF
+regCenter:
+  serverLists: $ZKF_CONNECT
+  namespace: met2
+  sessionTimeoutMilliseconds: 4000
+jobs:
+  foJob:
+    elasticJobType: SCRIPT
+    cron: "0/10 * * * * ?"
+    shardingTotalCount: 2
+    failover: true
+    overwrite: true
+    props:
+      script.command.line: /bin/sh -c 'sleep 4'
+EOF
+EJOB_IP=127.0.0.21 setpriv --pdeathsig KILL "$E" run -c "$D/fo.yaml" --metrics-listen "127.0.0.1:$MPORT2" \
+  2>"$D/a.log" &
+PA=$!; zkf_track $PA
+URL=http://127.0.0.1:$MPORT2
+wait_for 30 "survivor ready" is_status /readyz 200
+EJOB_IP=127.0.0.22 setpriv --pdeathsig KILL "$E" run -c "$D/fo.yaml" 2>"$D/b.log" &
+PB=$!; zkf_track $PB
+b_runs() { grep -q "job=foJob item=[01] source=NORMAL_TRIGGER.*: started" "$D/b.log"; }
+wait_for 40 "the second instance runs an item" b_runs
+kill -KILL $PB; wait $PB 2>/dev/null
+failed_over() { scrape "$D/s7" && num_ge "$(value "$D/s7" 'ejob_failovers_total{job="foJob"}')" 1; }
+wait_for 90 'ejob_failovers_total{job="foJob"} counts the take-over' failed_over
+kill -TERM $PA; wait $PA; RC=$?
+[ $RC -eq 0 ] && pass "survivor: SIGTERM -> exit 0" || fail "survivor exit $RC"
+
+echo "$FAILS failure(s)"
+exit $((FAILS > 0))
