@@ -349,4 +349,99 @@ EJ_EXTERN int ej_console_config_set(ej_console *con, const char *job, const char
                                     struct ej_console_config_change *change,
                                     struct ej_config_errors *errs);
 
+/* ------------------------------------------------------------------------ */
+/* Web console (`ejob console`)                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Roles: admin reads and operates, guest only reads. */
+typedef enum {
+    EJ_CONSOLE_ROLE_GUEST = 0,
+    EJ_CONSOLE_ROLE_ADMIN = 1,
+} ej_console_role;
+
+struct ej_console_account {
+    char *name;
+    ej_console_role role;
+    char *password_hash; /* crypt(3) SHA-512 ("$6$...") */
+};
+
+struct ej_console_registry {
+    char *name;       /* shown in the page and used in API paths */
+    char *servers;    /* host:port[,host:port...] */
+    char *namespace_; /* namespace */
+    char *digest;     /* user:password for ZooKeeper digest auth, or NULL */
+};
+
+/* Everything `ejob console` runs with: its settings file plus flags. */
+struct ej_console_settings {
+    char *listen;        /* ADDR:PORT; default 127.0.0.1:8899 */
+    char *tls_cert_file; /* PEM; both or neither */
+    char *tls_key_file;
+    char *audit_log;         /* file the audit lines are appended to; NULL: stderr */
+    int session_ttl_seconds; /* idle time after which a session ends; default 1800 */
+    int connect_timeout_ms;  /* per registry; default 15000 */
+    bool no_auth;            /* only allowed on a loopback address, without accounts */
+    struct ej_console_account *accounts;
+    size_t account_count;
+    struct ej_console_registry *registries;
+    size_t registry_count;
+};
+
+/* Defaults, no registry, no account. */
+EJ_EXTERN void ej_console_settings_init(struct ej_console_settings *s);
+EJ_EXTERN void ej_console_settings_fini(struct ej_console_settings *s);
+
+/*
+ * Read a settings file (YAML, at most 64 KiB):
+ *   listen: 127.0.0.1:8899
+ *   tls: {certFile: cert.pem, keyFile: key.pem}
+ *   sessionTimeoutSeconds: 1800
+ *   auditLog: /var/log/ejob/console-audit.log
+ *   registries:
+ *     - {name: prod, serverLists: "zk1:2181,zk2:2181", namespace: ejob-prod}
+ *   accounts:
+ *     - {name: alice, role: admin, passwordHash: "$6$..."}
+ * into s (initialised). A file that others may write is refused (it holds
+ * the accounts). Returns 0, or EJ_ECONFIG / EJ_EPARSE / -errno with
+ * "FILE:LINE:COL: message" in err.
+ */
+EJ_EXTERN int ej_console_settings_load(const char *path, struct ej_console_settings *s, char *err,
+                                       size_t errlen);
+
+/* Append a registry / account (strings copied). 0 or EJ_ENOMEM / EJ_EINVAL. */
+EJ_EXTERN int ej_console_settings_add_registry(struct ej_console_settings *s, const char *name,
+                                               const char *servers, const char *namespace_,
+                                               const char *digest);
+
+/* Check the settings can be served: listen address, accounts or --no-auth
+ * on loopback, TLS files in pairs, unique registry names. EJ_ECONFIG with a
+ * message. */
+EJ_EXTERN int ej_console_settings_check(const struct ej_console_settings *s, char *err,
+                                        size_t errlen);
+
+/* Hash password with crypt(3) SHA-512 and a random salt into out (at least
+ * 128 bytes). Returns 0, EJ_EINVAL or -errno. */
+EJ_EXTERN int ej_console_hash_password(const char *password, char *out, size_t len);
+
+/* True when password matches hash (crypt(3)); constant-time comparison. */
+EJ_EXTERN bool ej_console_check_password(const char *password, const char *hash);
+
+typedef struct ej_console_web ej_console_web;
+
+/*
+ * Connect to every registry, load their trees, and serve the REST API and
+ * the page (built into the binary) on settings->listen, with TLS when
+ * cert and key are set. settings is copied. Returns 0 and *out, or an error
+ * with a message in err (bad settings, registry not reachable, address in
+ * use, unreadable TLS files).
+ */
+EJ_EXTERN int ej_console_web_start(const struct ej_console_settings *settings, ej_console_web **out,
+                                   char *err, size_t errlen);
+
+/* The port it listens on (useful with port 0). */
+EJ_EXTERN int ej_console_web_port(const ej_console_web *web);
+
+/* Stop serving and free everything. NULL ok. */
+EJ_EXTERN void ej_console_web_stop(ej_console_web *web);
+
 #endif
