@@ -18,6 +18,11 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
+// Replace node's children; null entries (e.g. buttons a guest does not get) are left out.
+function put(node, ...kids) {
+  node.replaceChildren(...kids.flat().filter(k => k !== null && k !== undefined));
+}
+
 function flash(text, good) {
   const f = document.getElementById('flash');
   f.textContent = text;
@@ -107,7 +112,7 @@ function showLogin() {
     state.session = r.data;
     await start();
   };
-  document.getElementById('view').replaceChildren(form);
+  put(document.getElementById('view'), form);
 }
 
 // ------------------------------------------------------------ jobs
@@ -137,11 +142,11 @@ function jobsView() {
         el('td', {}, j.jobType || '?'),
         el('td', {}, j.description),
         el('td', { class: 'error' }, j.configError || '')));
-    body.replaceChildren(...rows);
+    put(body, ...rows);
     document.getElementById('jobs-count').textContent = rows.length + ' of ' + jobs.length + ' jobs';
   };
   text.oninput = render; status.onchange = render; errorsOnly.onchange = render;
-  document.getElementById('view').replaceChildren(
+  put(document.getElementById('view'), 
     el('h1', {}, 'Jobs'),
     el('div', { class: 'filters' }, text, status, el('label', {}, errorsOnly, ' config errors only'),
       el('span', { id: 'jobs-count', class: 'muted' })),
@@ -169,7 +174,7 @@ function jobView(job) {
   const items = el('tbody', { id: 'items-body' });
   const tbl = (id, headers, tbody) => el('table', { id },
     el('thead', {}, el('tr', {}, headers.map(h => el('th', {}, h)))), tbody);
-  document.getElementById('view').replaceChildren(
+  put(document.getElementById('view'), 
     el('h1', {}, 'Job ', el('span', { id: 'job-name' }, job)), head, ops,
     el('h2', {}, 'Servers'), tbl('servers', ['Server', 'State', 'Instances', ''], servers),
     el('h2', {}, 'Instances'), tbl('instances', ['Instance', 'Server', 'Leader', 'Trigger', ''], instances),
@@ -177,12 +182,12 @@ function jobView(job) {
       'Misfire', 'Disabled', 'Parameter', ''], items));
   const refresh = async () => {
     const r = await api('GET', regPath(jp));
-    if (r.status !== 200) { head.replaceChildren(el('p', { class: 'error' }, r.data.error)); return; }
+    if (r.status !== 200) { put(head, el('p', { class: 'error' }, r.data.error)); return; }
     const j = r.data;
-    head.replaceChildren(el('p', {}, 'Status ', statusBadge(j.status), '  cron ', j.cron || '?',
+    put(head, el('p', {}, 'Status ', statusBadge(j.status), '  cron ', j.cron || '?',
       '  type ', j.jobType || '?', '  leader ', j.leader ? j.leader + (j.leaderLive ? '' : ' (gone)') : '-'),
       j.configError ? el('p', { class: 'error', id: 'job-config-error' }, 'Config error: ' + j.configError) : null);
-    ops.replaceChildren(
+    put(ops, 
       opButton('Trigger', 'op-trigger', 'Trigger ' + job + ' on every live instance?', 'POST', regPath(jp + '/trigger'), {}, refresh),
       opButton('Disable', 'op-disable', 'Disable ' + job + ' on every server?', 'POST', regPath(jp + '/disable'), {}, refresh),
       opButton('Enable', 'op-enable', 'Enable ' + job + ' on every server?', 'POST', regPath(jp + '/enable'), {}, refresh),
@@ -190,18 +195,18 @@ function jobView(job) {
       opButton('Remove', 'op-remove', 'Remove ' + job + ' from the registry?', 'DELETE', regPath(jp), undefined, refresh, true),
       el('a', { href: '#/job/' + enc(job) + '/config', id: 'op-config' }, isAdmin() ? 'Edit config' : 'Config'), ' ',
       el('a', { href: '#/job/' + enc(job) + '/history', id: 'op-history' }, 'History'));
-    servers.replaceChildren(...j.servers.map(s => el('tr', { 'data-ip': s.ip },
-      el('td', {}, s.ip), el('td', {}, statusBadge(s.disabled ? 'DISABLED' : 'OK')), el('td', {}, s.instanceCount),
+    put(servers, ...j.servers.map(s => el('tr', { 'data-ip': s.ip },
+      el('td', {}, s.ip), el('td', {}, statusBadge(s.disabled ? 'DISABLED' : 'ENABLED')), el('td', {}, s.instanceCount),
       el('td', { class: 'ops' }, s.disabled
         ? opButton('Enable', null, 'Enable ' + job + ' on ' + s.ip + '?', 'POST', regPath(jp + '/enable'), { server: s.ip }, refresh)
         : opButton('Disable', null, 'Disable ' + job + ' on ' + s.ip + '?', 'POST', regPath(jp + '/disable'), { server: s.ip }, refresh)))));
-    instances.replaceChildren(...j.instances.map(i => el('tr', { 'data-instance': i.instanceId },
+    put(instances, ...j.instances.map(i => el('tr', { 'data-instance': i.instanceId },
       el('td', {}, i.instanceId), el('td', {}, i.serverIp), el('td', {}, i.leader ? 'yes' : ''),
       el('td', {}, i.triggerPending ? 'pending' : ''),
       el('td', { class: 'ops' },
         opButton('Trigger', null, 'Trigger ' + job + ' on ' + i.instanceId + '?', 'POST', regPath(jp + '/trigger'), { instance: i.instanceId }, refresh),
         opButton('Shut down', null, 'Shut down ' + i.instanceId + '?', 'POST', regPath(jp + '/shutdown'), { instance: i.instanceId }, refresh, true)))));
-    items.replaceChildren(...j.items.map(it => el('tr', { 'data-item': it.item },
+    put(items, ...j.items.map(it => el('tr', { 'data-item': it.item },
       el('td', {}, it.item), el('td', { class: 'owner' }, it.instanceId ? it.instanceId + (it.ownerLive ? '' : ' (gone)') : '-'),
       el('td', {}, statusBadge(it.status)), el('td', {}, it.running ? 'yes' : ''), el('td', {}, it.failover || ''),
       el('td', {}, it.misfire ? 'yes' : ''), el('td', {}, it.disabled ? 'yes' : ''), el('td', {}, it.parameter || ''),
@@ -218,7 +223,7 @@ async function configView(job) {
   stopPolling();
   const r = await api('GET', regPath('/jobs/' + enc(job) + '/config'));
   const view = document.getElementById('view');
-  if (r.status !== 200) { view.replaceChildren(el('p', { class: 'error' }, r.data.error)); return; }
+  if (r.status !== 200) { put(view, el('p', { class: 'error' }, r.data.error)); return; }
   const cfg = r.data.config || {};
   const version = r.data.version;
   const inputs = {};
@@ -269,7 +274,7 @@ async function configView(job) {
       else general.textContent += (e.field ? e.field + ': ' : '') + e.message + ' ';
     }
   };
-  view.replaceChildren(form);
+  put(view, form);
 }
 
 // ------------------------------------------------------------ history
@@ -277,7 +282,7 @@ async function configView(job) {
 async function historyView(job) {
   stopPolling();
   const r = await api('GET', regPath('/jobs/' + enc(job) + '/history'));
-  document.getElementById('view').replaceChildren(el('h1', {}, 'History of ', job),
+  put(document.getElementById('view'), el('h1', {}, 'History of ', job),
     r.status === 200 ? el('pre', {}, JSON.stringify(r.data, null, 2))
       : el('p', { class: 'muted', id: 'history-message' }, r.data.error),
     el('a', { href: '#/job/' + enc(job) }, 'Back to the job'));
@@ -287,11 +292,11 @@ async function historyView(job) {
 
 function serversView() {
   const body = el('div', { id: 'servers-list' });
-  document.getElementById('view').replaceChildren(el('h1', {}, 'Servers'), body);
+  put(document.getElementById('view'), el('h1', {}, 'Servers'), body);
   const refresh = async () => {
     const r = await api('GET', regPath('/servers'));
-    if (r.status !== 200) { body.replaceChildren(el('p', { class: 'error' }, r.data.error)); return; }
-    body.replaceChildren(...r.data.map(s => el('section', { 'data-ip': s.ip },
+    if (r.status !== 200) { put(body, el('p', { class: 'error' }, r.data.error)); return; }
+    put(body, ...r.data.map(s => el('section', { 'data-ip': s.ip },
       el('h2', {}, s.ip, el('span', { class: 'muted' }, '  ' + s.instanceCount + ' instances, ' +
         s.jobCount + ' jobs, ' + s.disabledJobCount + ' disabled')),
       el('div', { class: 'ops' },
@@ -301,7 +306,7 @@ function serversView() {
       el('table', {}, el('thead', {}, el('tr', {}, ['Job', 'On this server', 'Instances here', 'Job status'].map(h => el('th', {}, h)))),
         el('tbody', {}, s.jobs.map(j => el('tr', {},
           el('td', {}, el('a', { href: '#/job/' + enc(j.jobName) }, j.jobName)),
-          el('td', {}, statusBadge(j.disabled ? 'DISABLED' : 'OK')), el('td', {}, j.instanceCount),
+          el('td', {}, statusBadge(j.disabled ? 'DISABLED' : 'ENABLED')), el('td', {}, j.instanceCount),
           el('td', {}, statusBadge(j.jobStatus)))))))));
   };
   poll(refresh);
@@ -333,7 +338,7 @@ async function start() {
   const r = await api('GET', '/api/registries');
   state.registries = r.status === 200 ? r.data : [];
   const sel = document.getElementById('registry');
-  sel.replaceChildren(...state.registries.map(x =>
+  put(sel, ...state.registries.map(x =>
     el('option', { value: x.name }, x.name + ' (' + x.servers + '/' + x.namespace + ')')));
   state.registry = state.registry || (state.registries[0] && state.registries[0].name);
   sel.value = state.registry;
