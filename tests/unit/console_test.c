@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "console/web.h"
 #include "ejob/console.h"
 #include "ejob/error.h"
 
@@ -173,12 +174,126 @@ static void test_config_check(void **state)
     ej_config_errors_fini(&errs);
 }
 
+static int parse(const char *text, struct ej_console_settings *s, char *err, size_t errlen)
+{
+    ej_console_settings_init(s);
+    err[0] = '\0';
+    return ej__console_settings_parse(text, strlen(text), "c.yaml", s, err, errlen);
+}
+
+static void test_settings_file(void **state)
+{
+    (void)state;
+    struct ej_console_settings s;
+    char err[512];
+    const char *text = "listen: 127.0.0.1:9000\n"
+                       "sessionTimeoutSeconds: 60\n"
+                       "tls: {certFile: c.pem, keyFile: k.pem}\n"
+                       "registries:\n"
+                       "  - {name: prod, serverLists: \"a:1,b:2\", namespace: ns}\n"
+                       "  - {serverLists: \"a:1\", namespace: other}\n"
+                       "accounts:\n"
+                       "  - {name: alice, role: admin, passwordHash: \"$6$s$h\"}\n"
+                       "  - {name: bob, role: guest, passwordHash: \"$6$s$h\"}\n";
+    assert_int_equal(parse(text, &s, err, sizeof err), 0);
+    assert_string_equal(s.listen, "127.0.0.1:9000");
+    assert_int_equal(s.session_ttl_seconds, 60);
+    assert_string_equal(s.tls_key_file, "k.pem");
+    assert_int_equal((int)s.registry_count, 2);
+    assert_string_equal(s.registries[0].servers, "a:1,b:2");
+    assert_string_equal(s.registries[1].name, "other"); /* named after its namespace */
+    assert_int_equal((int)s.account_count, 2);
+    assert_int_equal(s.accounts[0].role, EJ_CONSOLE_ROLE_ADMIN);
+    assert_int_equal(s.accounts[1].role, EJ_CONSOLE_ROLE_GUEST);
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), 0);
+    ej_console_settings_fini(&s);
+
+    static const struct {
+        const char *text, *message;
+    } bad[] = {
+        {"frob: 1\n", "c.yaml:1:7: unknown key \"frob\""},
+        {"accounts:\n  - {name: a, role: root, passwordHash: \"$6$x$y\"}\n",
+         "c.yaml:2:21: role: expected admin or guest"},
+        {"accounts:\n  - {name: a, role: admin, password: pw}\n",
+         "c.yaml:2:38: password: plain passwords are not accepted; store passwordHash (ejob "
+         "console hash-password)"},
+        {"accounts:\n  - {name: a, role: admin, passwordHash: md5}\n",
+         "c.yaml:2:5: account \"a\": passwordHash must be a SHA-512 crypt hash ($6$...; ejob "
+         "console hash-password makes one)"},
+        {"sessionTimeoutSeconds: 0\n", "c.yaml:1:24: sessionTimeoutSeconds: expected an integer "
+                                       "1..604800"},
+        {"registries:\n  - {name: x}\n", "c.yaml:2:5: registries: each needs serverLists and "
+                                         "namespace"},
+        {"listen: [\n", "c.yaml:2:1: did not find expected node content"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_not_equal(parse(bad[i].text, &s, err, sizeof err), 0);
+        assert_string_equal(err, bad[i].message);
+        ej_console_settings_fini(&s);
+    }
+}
+
+static void test_settings_check(void **state)
+{
+    (void)state;
+    struct ej_console_settings s;
+    char err[512];
+    ej_console_settings_init(&s);
+    assert_int_equal(ej_console_settings_add_registry(&s, NULL, "h:1", "ns", NULL), 0);
+    /* No accounts and no --no-auth: refused, there is no default password. */
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), EJ_ECONFIG);
+    assert_non_null(strstr(err, "no accounts"));
+    s.no_auth = true;
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), 0);
+    s.listen = strdup("10.1.2.3:8899");
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), EJ_ECONFIG);
+    assert_string_equal(err, "--no-auth is only allowed on a loopback address, not 10.1.2.3:8899");
+    free(s.listen);
+    s.listen = strdup("127.0.0.1:99999");
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), EJ_ECONFIG);
+    assert_non_null(strstr(err, "listen: expected"));
+    free(s.listen);
+    s.listen = strdup("127.0.0.1:0");
+    s.tls_cert_file = strdup("c.pem");
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), EJ_ECONFIG);
+    assert_string_equal(err, "tls: give both certFile and keyFile");
+    free(s.tls_cert_file);
+    s.tls_cert_file = NULL;
+    assert_int_equal(ej_console_settings_add_registry(&s, NULL, "h:2", "ns", NULL), 0);
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), EJ_ECONFIG);
+    assert_string_equal(err, "two registries are named \"ns\"");
+    ej_console_settings_fini(&s);
+}
+
+static void test_passwords(void **state)
+{
+    (void)state;
+    char a[256], b[256];
+    assert_int_equal(ej_console_hash_password("s3cret pass", a, sizeof a), 0);
+    assert_int_equal(ej_console_hash_password("s3cret pass", b, sizeof b), 0);
+    assert_memory_equal(a, "$6$", 3);
+    assert_string_not_equal(a, b); /* salted */
+    assert_true(ej_console_check_password("s3cret pass", a));
+    assert_true(ej_console_check_password("s3cret pass", b));
+    assert_false(ej_console_check_password("s3cret pas", a));
+    assert_false(ej_console_check_password("", a));
+    assert_false(ej_console_check_password("x", "plain"));
+    assert_int_equal(ej_console_hash_password("", a, sizeof a), EJ_EINVAL);
+    assert_int_equal(ej_console_hash_password("x", a, 10), EJ_EINVAL);
+    assert_true(ej__console_token_equal("abc", "abc"));
+    assert_false(ej__console_token_equal("abc", "abd"));
+    assert_false(ej__console_token_equal("abc", "abcd"));
+    assert_false(ej__console_token_equal("", ""));
+    assert_false(ej__console_token_equal(NULL, "a"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_node),   cmocka_unit_test(test_bad_arguments),
-        cmocka_unit_test(test_instance_ids), cmocka_unit_test(test_status_names),
-        cmocka_unit_test(test_config_check),
+        cmocka_unit_test(test_every_node),     cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_instance_ids),   cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_config_check),   cmocka_unit_test(test_settings_file),
+        cmocka_unit_test(test_settings_check), cmocka_unit_test(test_passwords),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
