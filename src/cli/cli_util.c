@@ -239,12 +239,8 @@ int ejcli_connect(const char *cmd, const struct ejcli_common *c, ej_registry **o
 
 int ejcli_check_job_name(const char *cmd, const char *job)
 {
-    if (job == NULL || job[0] == '\0' || strchr(job, '/') != NULL || strcmp(job, ".") == 0 ||
-        strcmp(job, "..") == 0 || strlen(job) > 255)
+    if (!ej_console_is_job_name(job))
         return ej_cli_usage_error(cmd, "bad job name \"%s\"", job != NULL ? job : "");
-    for (const char *p = job; *p != '\0'; p++)
-        if ((unsigned char)*p < 0x20)
-            return ej_cli_usage_error(cmd, "bad job name (control character)");
     return 0;
 }
 
