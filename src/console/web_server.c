@@ -184,9 +184,26 @@ static const char *authenticate(struct ej__console_request *req, struct MHD_Conn
     return s->csrf;
 }
 
-static void handle_api(struct ej__console_request *req, struct MHD_Connection *c)
+static bool parse_body(struct ej__console_request *req, struct upload *up)
+{
+    if (up == NULL || up->body.len == 0)
+        return true;
+    json_error_t jerr;
+    req->body = json_loadb(up->body.data, up->body.len, 0, &jerr);
+    if (req->body == NULL || !json_is_object(req->body)) {
+        ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST,
+                                "the request body must be a JSON object (%s)", jerr.text);
+        return false;
+    }
+    return true;
+}
+
+/* The body is only looked at once the caller is known (login aside). */
+static void handle_api(struct ej__console_request *req, struct MHD_Connection *c, struct upload *up)
 {
     if (strcmp(req->url, "/api/login") == 0) {
+        if (!parse_body(req, up))
+            return;
         if (strcmp(req->method, "POST") != 0)
             ej__console_reply_error(req, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST");
         else if (req->web->settings.no_auth)
@@ -209,6 +226,8 @@ static void handle_api(struct ej__console_request *req, struct MHD_Connection *c
             return;
         }
     }
+    if (!parse_body(req, up))
+        return;
     if (strcmp(req->url, "/api/logout") == 0 && req->write) {
         ej__console_session_end(req->web, MHD_lookup_connection_value(c, MHD_COOKIE_KIND, COOKIE));
         req->set_cookie = strdup(COOKIE "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
@@ -229,20 +248,6 @@ static void handle_api(struct ej__console_request *req, struct MHD_Connection *c
         return;
     }
     ej__console_api(req);
-}
-
-static bool parse_body(struct ej__console_request *req, struct upload *up)
-{
-    if (up == NULL || up->body.len == 0)
-        return true;
-    json_error_t jerr;
-    req->body = json_loadb(up->body.data, up->body.len, 0, &jerr);
-    if (req->body == NULL || !json_is_object(req->body)) {
-        ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST,
-                                "the request body must be a JSON object (%s)", jerr.text);
-        return false;
-    }
-    return true;
 }
 
 enum MHD_Result ej__console_on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -286,8 +291,8 @@ enum MHD_Result ej__console_on_request(void *cls, struct MHD_Connection *c, cons
     if (up->too_big || up->body.failed)
         ej__console_reply_error(&req, MHD_HTTP_CONTENT_TOO_LARGE, "request body over %d bytes",
                                 EJ__CONSOLE_MAX_BODY);
-    else if (parse_body(&req, up))
-        handle_api(&req, c);
+    else
+        handle_api(&req, c, up);
     if (req.reply == NULL)
         ej__console_reply_error(&req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     if (write)

@@ -89,6 +89,7 @@ pass "console serving at $URL"
 req GET /api/registries/capi/jobs; expect_code 401 "no session: jobs"
 req POST /api/registries/capi/jobs/apiJob/trigger '{}'; expect_code 401 "no session: trigger"
 req GET /api/session; expect_code 401 "no session: session"
+req POST /api/registries/capi/jobs/apiJob/trigger 'not json'; expect_code 401 "no session: a bad body is not even read"
 req GET /; expect_code 200 "the page itself needs no session"
 grep -q '<script src="/app.js">' <<<"$BODY" && pass "page served from the binary" || fail "page: $BODY"
 req GET /app.js; expect_code 200 "script served"
@@ -124,6 +125,7 @@ SAVED=$CSRF
 CSRF=; req POST /api/registries/capi/jobs/apiJob/trigger '{}'; expect_code 403 "write without CSRF token"
 CSRF=deadbeef; req POST /api/registries/capi/jobs/apiJob/trigger '{}'; expect_code 403 "write with a bad CSRF token"
 CSRF=$SAVED
+req POST /api/registries/capi/jobs/apiJob/trigger 'not json'; expect_code 400 "a body that is not a JSON object"
 GJAR=$D/guest.jar
 CODE=$(curl -s -o "$D/body" -w '%{http_code}' -c "$GJAR" -H 'Content-Type: application/json' --data '{"user":"gus","password":"guest-pass"}' "$URL/api/login"); BODY=$(cat "$D/body")
 expect_code 200 "guest login"; GCSRF=$(jq_ 'd["csrfToken"]')
