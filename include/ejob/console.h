@@ -353,6 +353,9 @@ EJ_EXTERN int ej_console_config_set(ej_console *con, const char *job, const char
 /* Web console (`ejob console`)                                              */
 /* ------------------------------------------------------------------------ */
 
+/* In the library ejob_console_web (the rest is in ejob_console, which does
+ * not link a web server). */
+
 /* Roles: admin reads and operates, guest only reads. */
 typedef enum {
     EJ_CONSOLE_ROLE_GUEST = 0,

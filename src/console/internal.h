@@ -5,7 +5,8 @@
  *   jobs.c        job, job list and server view queries
  *   ops.c         trigger, shutdown, disable/enable, remove
  *   config_edit.c config get / check / version-checked set
- *   web_*.c       `ejob console`: HTTP server, REST API, auth, settings file
+ *   web_*.c       `ejob console` (library ejob_console_web): HTTP server, REST API,
+ *                 auth, settings file
  */
 #ifndef EJ_CONSOLE_INTERNAL_H
 #define EJ_CONSOLE_INTERNAL_H
