@@ -113,6 +113,12 @@ expect_json 'sorted(s["ip"] for s in d["servers"])' "['127.0.0.51', '127.0.0.52'
 req GET /api/registries/other/jobs; expect_code 200 "jobs of the second namespace"
 expect_json '[j["status"] for j in d if j["jobName"]=="lostJob"][0]' LEADER_LOST "leader naming no live instance: LEADER_LOST"
 expect_json '[j["configError"] for j in d if j["jobName"]=="badJob"][0]' "shardingTotalCount: must be >= 1, got 0" "config error shown, naming the field"
+# The same verdicts in `ejob jobs` and `ejob status`.
+out=$("$E" jobs --registry "$ZKF_CONNECT/other" 2>"$D/jobs.err")
+grep -qE '^lostJob +LEADER_LOST .* 10\.0\.0\.9@-@9 \(gone\)' <<<"$out" && pass "ejob jobs: LEADER_LOST, leader (gone)" || fail "ejob jobs: $out"
+grep -q 'job "badJob": config error: shardingTotalCount: must be >= 1, got 0' "$D/jobs.err" && pass "ejob jobs: config error on stderr" || fail "ejob jobs stderr: $(cat "$D/jobs.err")"
+out=$("$E" status lostJob --registry "$ZKF_CONNECT/other")
+grep -q '^Leader: *10.0.0.9@-@9 (not a live instance' <<<"$out" && pass "ejob status flags the lost leader" || fail "ejob status: $out"
 req GET /api/registries/nosuch/jobs; expect_code 404 "unknown registry"
 req GET /api/registries/capi/jobs/nosuch; expect_code 404 "unknown job"
 req GET /api/registries/capi/jobs/apiJob/history; expect_code 501 "history without a tracing store: 501"
