@@ -239,38 +239,30 @@ int ejcli_connect(const char *cmd, const struct ejcli_common *c, ej_registry **o
 
 int ejcli_check_job_name(const char *cmd, const char *job)
 {
-    if (job == NULL || job[0] == '\0' || strchr(job, '/') != NULL || strcmp(job, ".") == 0 ||
-        strcmp(job, "..") == 0 || strlen(job) > 255)
+    if (!ej_console_is_job_name(job))
         return ej_cli_usage_error(cmd, "bad job name \"%s\"", job != NULL ? job : "");
-    for (const char *p = job; *p != '\0'; p++)
-        if ((unsigned char)*p < 0x20)
-            return ej_cli_usage_error(cmd, "bad job name (control character)");
     return 0;
 }
 
-int ejcli_require_job(const char *cmd, ej_registry *reg, const char *job)
+int ejcli_console(const char *cmd, const struct ejcli_common *c, ej_registry **reg,
+                  ej_console **con)
 {
-    char *path = ej__asprintf("/%s", job);
-    if (path == NULL)
-        return ejcli_fail(cmd, "out of memory");
-    bool exists = false;
-    int rc = ej_registry_exists(reg, path, &exists, NULL);
-    free(path);
+    *con = NULL;
+    int rc = ejcli_connect(cmd, c, reg, NULL);
     if (rc != 0)
-        return ejcli_reg_fail(cmd, rc, "cannot read the job");
-    if (!exists)
-        return ejcli_fail(cmd, "no job \"%s\" in namespace \"%s\"", job,
-                          ej_registry_namespace(reg));
+        return rc;
+    int err = ej_console_create(*reg, NULL, con);
+    if (err != 0) {
+        ej_registry_destroy(*reg);
+        *reg = NULL;
+        return ejcli_fail(cmd, "%s", ej_strerror(err));
+    }
     return 0;
 }
 
-int ejcli_get_opt(ej_registry *reg, const char *path, char **out)
+int ejcli_console_fail(const char *cmd, int rc, const char *err)
 {
-    *out = NULL;
-    int rc = ej_registry_get(reg, path, out, NULL, NULL);
-    if (rc == EJ_ENONODE)
-        return 0;
-    return rc;
+    return ejcli_fail(cmd, "%s", err != NULL && err[0] != '\0' ? err : ej_strerror(rc));
 }
 
 /* ------------------------------------------------------------ tables */

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "ejob/console.h"
 #include "ejob/registry.h"
 
 /* ------------------------------------------------------------ options */
@@ -112,15 +113,16 @@ int ejcli_reg_fail(const char *cmd, int rc, const char *what);
 int ejcli_check_job_name(const char *cmd, const char *job);
 
 /*
- * Check /{job} exists. Returns 0; or prints
- *   ejob CMD: no job "X" in namespace "ns"
- * and returns EJ_EXIT_FAILED (also for registry errors, with their message).
+ * Connect (as ejcli_connect) and open the console library over the registry
+ * (direct reads). Returns 0 with *reg and *con (destroy con, then reg), or
+ * prints why and returns an exit code.
  */
-int ejcli_require_job(const char *cmd, ej_registry *reg, const char *job);
+int ejcli_console(const char *cmd, const struct ejcli_common *c, ej_registry **reg,
+                  ej_console **con);
 
-/* Read a node as a string; *out NULL and 0 returned when it does not exist.
- * Other errors are returned. Caller frees *out. */
-int ejcli_get_opt(ej_registry *reg, const char *path, char **out);
+/* Print "ejob CMD: err" (or the code's message when err is empty) and
+ * return EJ_EXIT_FAILED. */
+int ejcli_console_fail(const char *cmd, int rc, const char *err);
 
 /* ------------------------------------------------------------ tables */
 

@@ -7,11 +7,11 @@
 #include <jansson.h>
 
 #include "ejob/config.h"
+#include "ejob/console.h"
 #include "ejob/error.h"
 #include "common/util.h"
 #include "cli/cli.h"
 #include "cli/cli_util.h"
-#include "cli/jobinfo.h"
 
 #define CMD "config"
 
@@ -125,16 +125,13 @@ static int diff_objects(json_t *old, json_t *new, const char *prefix, FILE *out)
     return changes;
 }
 
-static int config_get(ej_registry *reg, const char *job, bool raw)
+static int config_get(ej_console *con, const char *job, bool raw)
 {
-    char path[600];
-    snprintf(path, sizeof(path), "/%s/config", job);
     char *data = NULL;
-    int err = ejcli_get_opt(reg, path, &data);
-    if (err != 0)
-        return ejcli_reg_fail(CMD, err, path);
-    if (data == NULL)
-        return ejcli_fail(CMD, "job \"%s\" has no config node (%s)", job, path);
+    char err[1024] = "";
+    int e = ej_console_config_get(con, job, &data, NULL, err, sizeof err);
+    if (e != 0)
+        return ejcli_console_fail(CMD, e, err);
     int rc = 0;
     if (raw) {
         printf("%s\n", data);
@@ -143,7 +140,8 @@ static int config_get(ej_registry *reg, const char *job, bool raw)
         json_t *v = json_loads(data, JSON_DECODE_ANY, &jerr);
         if (v == NULL) {
             printf("%s\n", data);
-            rc = ejcli_fail(CMD, "%s is not valid JSON (line %d, column %d: %s)", path, jerr.line,
+            rc = ejcli_fail(CMD, "/%s/%s/config is not valid JSON (line %d, column %d: %s)",
+                            ej_registry_namespace(ej_console_registry(con)), job, jerr.line,
                             jerr.column, jerr.text);
         } else {
             char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
@@ -157,7 +155,29 @@ static int config_get(ej_registry *reg, const char *job, bool raw)
     return rc;
 }
 
-static int config_set(ej_registry *reg, const char *job, const char *file, bool dry_run)
+/* Print what changes between the stored and the new JSON. */
+static void print_changes(const struct ej_console_config_change *ch)
+{
+    json_t *jold = ch->old_json != NULL ? json_loads(ch->old_json, JSON_DECODE_ANY, NULL) : NULL;
+    json_t *jnew = json_loads(ch->new_json, 0, NULL);
+    int changes =
+        jnew != NULL ? diff_objects(json_is_object(jold) ? jold : NULL, jnew, NULL, stdout) : 0;
+    if (changes == 0)
+        printf("  (same fields; the stored JSON is rewritten in ElasticJob's exact form)\n");
+    json_decref(jold);
+    json_decref(jnew);
+}
+
+static char *join_errors(const struct ej_config_errors *errs)
+{
+    ej_buf b;
+    ej__buf_init(&b);
+    for (size_t i = 0; i < errs->count; i++)
+        ej__buf_printf(&b, "%s%s", i ? "; " : "", errs->messages[i]);
+    return b.failed ? NULL : ej__buf_steal(&b);
+}
+
+static int config_set(ej_console *con, const char *job, const char *file, bool dry_run)
 {
     char err[512];
     size_t len = 0;
@@ -165,89 +185,50 @@ static int config_set(ej_registry *reg, const char *job, const char *file, bool 
     if (input == NULL)
         return ejcli_fail(CMD, "%s", err);
     const char *name = strcmp(file, "-") == 0 ? "standard input" : file;
-
-    ejcli_install_cron_checker();
-    struct ej_job_config cfg;
+    const char *ns = ej_registry_namespace(ej_console_registry(con));
+    struct ej_console_config_change ch;
+    struct ej_config_errors errs;
+    ej_config_errors_init(&errs);
+    /* Compare first, so the changes are printed before the write. */
+    int e = ej_console_config_set(con, job, input, len, -1, true, &ch, &errs);
+    int version = ch.old_version;
     int rc = 0;
-    char *json = NULL, *old = NULL;
-    json_t *jold = NULL, *jnew = NULL;
-    if (ej_job_config_init(&cfg) != 0) {
-        free(input);
-        return ejcli_fail(CMD, "out of memory");
-    }
-    if (ej_job_config_from_json(input, len, &cfg, err, sizeof(err)) != 0) {
-        rc = ejcli_fail(CMD, "invalid config in %s: %s; /%s/%s/config is unchanged", name, err,
-                        ej_registry_namespace(reg), job);
-        goto out;
-    }
-    if (cfg.job_name[0] == '\0' && ej_job_config_set_str(&cfg.job_name, job) != 0) {
-        rc = ejcli_fail(CMD, "out of memory");
-        goto out;
-    }
-    if (strcmp(cfg.job_name, job) != 0) {
+    if (e == EJ_ECONFIG) {
+        char *all = join_errors(&errs);
+        rc = ejcli_fail(CMD, "invalid config in %s: %s; /%s/%s/config is unchanged", name,
+                        all != NULL ? all : "out of memory", ns, job);
+        free(all);
+    } else if (e == EJ_EBADVERSION) {
         rc = ejcli_fail(CMD,
-                        "invalid config in %s: jobName: is \"%s\" but the job is \"%s\"; "
-                        "/%s/%s/config is unchanged",
-                        name, cfg.job_name, job, ej_registry_namespace(reg), job);
-        goto out;
+                        "/%s/%s/config changed while this command ran; nothing was written, run "
+                        "it again",
+                        ns, job);
+    } else if (e != 0) {
+        rc = ejcli_console_fail(CMD, e, errs.count > 0 ? errs.messages[0] : NULL);
+    } else if (!ch.changed) {
+        printf("no change: /%s/%s/config already holds this config\n", ns, job);
+    } else {
+        print_changes(&ch);
+        if (dry_run) {
+            printf("dry run: /%s/%s/config not changed\n", ns, job);
+        } else {
+            ej_console_config_change_fini(&ch);
+            ej_config_errors_fini(&errs);
+            e = ej_console_config_set(con, job, input, len, version, false, &ch, &errs);
+            if (e == EJ_EBADVERSION)
+                rc = ejcli_fail(CMD,
+                                "/%s/%s/config changed while this command ran; nothing was "
+                                "written, run it again",
+                                ns, job);
+            else if (e != 0)
+                rc = ejcli_console_fail(CMD, e, errs.count > 0 ? errs.messages[0] : NULL);
+            else
+                printf("updated /%s/%s/config\n", ns, job);
+        }
     }
-    if (ej_job_config_validate(&cfg, err, sizeof(err)) != 0) {
-        rc = ejcli_fail(CMD, "invalid config in %s: %s; /%s/%s/config is unchanged", name, err,
-                        ej_registry_namespace(reg), job);
-        goto out;
-    }
-    json = ej_job_config_to_json(&cfg);
-    if (json == NULL) {
-        rc = ejcli_fail(CMD, "out of memory");
-        goto out;
-    }
-
-    char path[600];
-    snprintf(path, sizeof(path), "/%s/config", job);
-    struct ej_node_stat st;
-    size_t oldlen = 0;
-    int e = ej_registry_get(reg, path, &old, &oldlen, &st);
-    if (e != 0 && e != EJ_ENONODE) {
-        rc = ejcli_reg_fail(CMD, e, path);
-        goto out;
-    }
-    bool exists = e == 0;
-    if (exists && oldlen == strlen(json) && memcmp(old, json, oldlen) == 0) {
-        printf("no change: /%s/%s/config already holds this config\n", ej_registry_namespace(reg),
-               job);
-        goto out;
-    }
-    jold = exists ? json_loads(old, JSON_DECODE_ANY, NULL) : NULL;
-    jnew = json_loads(json, 0, NULL);
-    int changes =
-        jnew != NULL ? diff_objects(json_is_object(jold) ? jold : NULL, jnew, NULL, stdout) : 0;
-    if (changes == 0)
-        printf("  (same fields; the stored JSON is rewritten in ElasticJob's exact form)\n");
-    if (dry_run) {
-        printf("dry run: /%s/%s/config not changed\n", ej_registry_namespace(reg), job);
-        goto out;
-    }
-    e = exists ? ej_registry_set(reg, path, json, strlen(json), st.version, NULL)
-               : ej_registry_create_node(reg, path, json, strlen(json), EJ_REG_PERSISTENT, 0, NULL);
-    if (e == EJ_EBADVERSION || e == EJ_ENODEEXISTS || (exists && e == EJ_ENONODE)) {
-        rc = ejcli_fail(CMD,
-                        "/%s/%s/config changed while this command ran; nothing was "
-                        "written, run it again",
-                        ej_registry_namespace(reg), job);
-        goto out;
-    }
-    if (e != 0) {
-        rc = ejcli_reg_fail(CMD, e, path);
-        goto out;
-    }
-    printf("updated /%s/%s/config\n", ej_registry_namespace(reg), job);
-out:
-    json_decref(jold);
-    json_decref(jnew);
-    free(old);
-    free(json);
+    ej_console_config_change_fini(&ch);
+    ej_config_errors_fini(&errs);
     free(input);
-    ej_job_config_fini(&cfg);
     return rc;
 }
 
@@ -284,11 +265,11 @@ static int run_config(int argc, char **argv)
     if ((rc = ejcli_check_job_name(CMD, pos[1])) != 0)
         return rc;
     ej_registry *reg;
-    if ((rc = ejcli_connect(CMD, &c, &reg, NULL)) != 0)
+    ej_console *con;
+    if ((rc = ejcli_console(CMD, &c, &reg, &con)) != 0)
         return rc;
-    rc = ejcli_require_job(CMD, reg, pos[1]);
-    if (rc == 0)
-        rc = get ? config_get(reg, pos[1], raw) : config_set(reg, pos[1], pos[2], dry_run);
+    rc = get ? config_get(con, pos[1], raw) : config_set(con, pos[1], pos[2], dry_run);
+    ej_console_destroy(con);
     ej_registry_destroy(reg);
     return rc;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ejob/config.h"
+#include "ejob/console.h"
 #include "ejob/error.h"
 #include "ejob/monitor.h"
 #include "cli/cli.h"
@@ -41,13 +42,11 @@ static const char usage[] =
     "\n"
     "Exit codes: 0 printed, 1 no such job / registry error, 2 usage error.\n";
 
-static int monitor_port_of(ej_registry *reg, const char *job)
+static int monitor_port_of(ej_console *con, const char *job)
 {
-    char path[600];
-    snprintf(path, sizeof(path), "/%s/config", job);
     char *raw = NULL;
     int port = -1;
-    if (ejcli_get_opt(reg, path, &raw) != 0 || raw == NULL)
+    if (ej_console_config_get(con, job, &raw, NULL, NULL, 0) != 0)
         return -1;
     struct ej_job_config cfg;
     if (ej_job_config_init(&cfg) == 0) {
@@ -77,8 +76,9 @@ static bool try_instances(ej_registry *reg, const char *job, int port)
 {
     if (try_monitor("127.0.0.1", port))
         return true;
-    char path[600];
-    snprintf(path, sizeof(path), "/%s/instances", job);
+    char path[EJ_REG_MAX_PATH_LEN + 1];
+    if (ej_console_path(path, sizeof path, job, EJ_CONSOLE_NODE_INSTANCES, 0, NULL) < 0)
+        return false;
     char **ids = NULL;
     size_t n = 0;
     if (ej_registry_children(reg, path, EJ_REG_SORT_DESC, &ids, &n) != 0)
@@ -88,12 +88,9 @@ static bool try_instances(ej_registry *reg, const char *job, int port)
     size_t ntried = 0;
     for (size_t i = 0; i < n && !ok; i++) {
         char ip[64];
-        const char *sep = strstr(ids[i], "@-@");
-        size_t len = sep != NULL ? (size_t)(sep - ids[i]) : strlen(ids[i]);
-        if (len == 0 || len >= sizeof(ip))
+        ej_console_instance_ip(ids[i], ip, sizeof ip);
+        if (ip[0] == '\0' || strlen(ip) + 1 >= sizeof ip)
             continue;
-        memcpy(ip, ids[i], len);
-        ip[len] = '\0';
         bool seen = strcmp(ip, "127.0.0.1") == 0;
         for (size_t k = 0; k < ntried && !seen; k++)
             seen = strcmp(tried[k], ip) == 0;
@@ -133,13 +130,27 @@ static int run_dump(int argc, char **argv)
     if (zookeeper && (host != NULL || port != -1))
         return ej_cli_usage_error(CMD, "--zookeeper excludes --host and --port");
     ej_registry *reg;
-    if ((rc = ejcli_connect(CMD, &c, &reg, NULL)) != 0)
+    ej_console *con;
+    if ((rc = ejcli_console(CMD, &c, &reg, &con)) != 0)
         return rc;
     const char *job = pos[0];
-    if ((rc = ejcli_require_job(CMD, reg, job)) != 0)
+    char why[1024] = "";
+    bool exists = false;
+    char jobpath[EJ_REG_MAX_PATH_LEN + 1];
+    ej_console_path(jobpath, sizeof jobpath, job, EJ_CONSOLE_NODE_JOB, 0, NULL);
+    int e = ej_registry_exists(reg, jobpath, &exists, NULL);
+    if (e != 0) {
+        rc = ejcli_reg_fail(CMD, e, "cannot read the job");
         goto out;
+    }
+    if (!exists) {
+        snprintf(why, sizeof why, "no job \"%s\" in namespace \"%s\"", job,
+                 ej_registry_namespace(reg));
+        rc = ejcli_console_fail(CMD, EJ_ENOTFOUND, why);
+        goto out;
+    }
     if (!zookeeper) {
-        int p = port > 0 ? (int)port : monitor_port_of(reg, job);
+        int p = port > 0 ? (int)port : monitor_port_of(con, job);
         if (p > 0) {
             bool ok = host != NULL ? try_monitor(host, p) : try_instances(reg, job, p);
             if (ok)
@@ -158,6 +169,7 @@ static int run_dump(int argc, char **argv)
     fputs(text, stdout);
     free(text);
 out:
+    ej_console_destroy(con);
     ej_registry_destroy(reg);
     return rc;
 }

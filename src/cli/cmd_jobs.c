@@ -5,10 +5,10 @@
 
 #include <jansson.h>
 
+#include "ejob/console.h"
 #include "ejob/error.h"
 #include "cli/cli.h"
 #include "cli/cli_util.h"
-#include "cli/jobinfo.h"
 
 #define CMD "jobs"
 
@@ -26,15 +26,53 @@ static const char usage[] =
     "  CRASHED        no live instance\n"
     "  DISABLED       every server of the job is disabled\n"
     "  SHARDING_FLAG  an item's owner is not live, or no item is assigned yet\n"
-    "A job whose config node does not parse shows CRON \"?\" and its error on\n"
-    "stderr.\n"
+    "and ejob's own:\n"
+    "  LEADER_LOST    leader/election/instance names an instance that is not live\n"
+    "                 (LEADER then ends in \"(gone)\"): sharding waits for it\n"
+    "A job whose config node does not parse or validate shows its error on\n"
+    "stderr (and in configError with --json); one that does not parse shows\n"
+    "CRON \"?\".\n"
     "\n" EJCLI_COMMON_HELP "\n"
     "Exit codes: 0 listed (also when there are no jobs), 1 registry error,\n"
     "2 usage error.\n";
 
-static int cmp_str(const void *a, const void *b)
+static json_t *job_json(const struct ej_console_job *j)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    const struct ej_job_config *cfg = &j->cfg;
+    json_t *o = json_object();
+    json_object_set_new(o, "jobName", json_string(j->name));
+    json_object_set_new(o, "status", json_string(ej_console_status_name(j->status)));
+    json_object_set_new(o, "cron", j->config_parsed ? json_string(cfg->cron) : json_null());
+    json_object_set_new(o, "shardingTotalCount",
+                        json_integer(j->config_parsed ? cfg->sharding_total_count : 0));
+    json_object_set_new(o, "instanceCount", json_integer((json_int_t)j->instance_count));
+    json_object_set_new(o, "leader", j->leader ? json_string(j->leader) : json_null());
+    json_object_set_new(o, "leaderLive", json_boolean(j->leader_live));
+    json_object_set_new(o, "jobType",
+                        j->config_parsed ? json_string(ej_job_type_name(cfg->job_type))
+                                         : json_null());
+    json_object_set_new(o, "description", json_string(j->config_parsed ? cfg->description : ""));
+    json_object_set_new(o, "configError",
+                        j->config_ok ? json_null() : json_string(j->config_error));
+    return o;
+}
+
+static void add_row(ejcli_table *table, const struct ej_console_job *j)
+{
+    char items[16], instances[16], leader[300];
+    snprintf(items, sizeof(items), "%d", j->config_parsed ? j->cfg.sharding_total_count : 0);
+    snprintf(instances, sizeof(instances), "%zu", j->instance_count);
+    snprintf(leader, sizeof(leader), "%s%s", j->leader ? j->leader : "-",
+             j->leader && !j->leader_live ? " (gone)" : "");
+    const char *row[] = {j->name,
+                         ej_console_status_name(j->status),
+                         j->config_parsed ? j->cfg.cron : "?",
+                         items,
+                         instances,
+                         leader,
+                         j->config_parsed ? ej_job_type_name(j->cfg.job_type) : "?",
+                         j->config_parsed ? j->cfg.description : ""};
+    ejcli_table_row(table, row);
 }
 
 static int run_jobs(int argc, char **argv)
@@ -48,92 +86,44 @@ static int run_jobs(int argc, char **argv)
     if (rc != 0)
         return rc;
     ej_registry *reg;
-    if ((rc = ejcli_connect(CMD, &c, &reg, NULL)) != 0)
+    ej_console *con;
+    if ((rc = ejcli_console(CMD, &c, &reg, &con)) != 0)
         return rc;
-
-    char **names = NULL;
+    struct ej_console_job *jobs = NULL;
     size_t count = 0;
-    int err = ej_registry_children(reg, "/", EJ_REG_SORT_ASC, &names, &count);
-    if (err == EJ_ENONODE) {
-        err = 0;
-        count = 0;
-    }
+    int err = ej_console_jobs(con, &jobs, &count);
     if (err != 0) {
         rc = ejcli_reg_fail(CMD, err, "cannot list jobs");
-        ej_registry_destroy(reg);
-        return rc;
+        goto out;
     }
-    if (count > 1)
-        qsort(names, count, sizeof(char *), cmp_str);
-
     static const char *const headers[] = {"JOB",       "STATUS", "CRON", "ITEMS",
                                           "INSTANCES", "LEADER", "TYPE", "DESCRIPTION"};
-    ejcli_table *table = c.json ? NULL : ejcli_table_new(8, headers);
-    json_t *arr = c.json ? json_array() : NULL;
-    size_t shown = 0;
-    for (size_t i = 0; i < count && rc == 0; i++) {
-        struct ejcli_job j;
-        err = ejcli_job_load(reg, names[i], true, &j);
-        if (err == EJ_ENONODE) {
-            ejcli_job_free(&j);
-            continue;
-        }
-        if (err != 0) {
-            rc = ejcli_reg_fail(CMD, err, names[i]);
-            ejcli_job_free(&j);
-            break;
-        }
-        if (j.config_raw == NULL) {
-            /* Not a job (no config), as the Java console skips it. */
-            ejcli_job_free(&j);
-            continue;
-        }
-        if (!j.config_ok)
-            fprintf(stderr, "ejob jobs: job \"%s\": config error: %s\n", j.name, j.config_error);
-        const char *status = ejcli_job_status_name(j.status);
-        char items[16], instances[16];
-        snprintf(items, sizeof(items), "%d", j.config_parsed ? j.cfg.sharding_total_count : 0);
-        snprintf(instances, sizeof(instances), "%zu", j.instance_count);
-        const char *cron = j.config_parsed ? j.cfg.cron : "?";
-        const char *type = j.config_parsed ? ej_job_type_name(j.cfg.job_type) : "?";
-        const char *desc = j.config_parsed ? j.cfg.description : "";
-        if (c.json) {
-            json_t *o = json_object();
-            json_object_set_new(o, "jobName", json_string(j.name));
-            json_object_set_new(o, "status", json_string(status));
-            json_object_set_new(o, "cron", j.config_parsed ? json_string(cron) : json_null());
-            json_object_set_new(o, "shardingTotalCount",
-                                json_integer(j.config_parsed ? j.cfg.sharding_total_count : 0));
-            json_object_set_new(o, "instanceCount", json_integer((json_int_t)j.instance_count));
-            json_object_set_new(o, "leader", j.leader ? json_string(j.leader) : json_null());
-            json_object_set_new(o, "jobType", j.config_parsed ? json_string(type) : json_null());
-            json_object_set_new(o, "description", json_string(desc));
-            json_object_set_new(o, "configError",
-                                j.config_ok ? json_null() : json_string(j.config_error));
-            json_array_append_new(arr, o);
-        } else {
-            const char *row[] = {j.name, status, cron, items, instances, j.leader ? j.leader : "-",
-                                 type,   desc};
-            ejcli_table_row(table, row);
-        }
-        shown++;
-        ejcli_job_free(&j);
+    ejcli_table *table = ejcli_table_new(8, headers);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < count; i++) {
+        if (!jobs[i].config_ok)
+            fprintf(stderr, "ejob jobs: job \"%s\": config error: %s\n", jobs[i].name,
+                    jobs[i].config_error);
+        if (c.json)
+            json_array_append_new(arr, job_json(&jobs[i]));
+        else
+            add_row(table, &jobs[i]);
     }
-    ej_registry_free_names(names);
-    if (rc == 0) {
-        if (c.json) {
-            char *s = json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-            if (s != NULL)
-                printf("%s\n", s);
-            free(s);
-        } else if (shown == 0) {
-            fprintf(stderr, "ejob jobs: no jobs in namespace \"%s\"\n", ej_registry_namespace(reg));
-        } else {
-            ejcli_table_print(table, stdout);
-        }
+    if (c.json) {
+        char *s = json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (s != NULL)
+            printf("%s\n", s);
+        free(s);
+    } else if (count == 0) {
+        fprintf(stderr, "ejob jobs: no jobs in namespace \"%s\"\n", ej_registry_namespace(reg));
+    } else {
+        ejcli_table_print(table, stdout);
     }
     json_decref(arr);
     ejcli_table_free(table);
+    ej_console_jobs_free(jobs, count);
+out:
+    ej_console_destroy(con);
     ej_registry_destroy(reg);
     return rc;
 }

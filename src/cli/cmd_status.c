@@ -5,10 +5,10 @@
 
 #include <jansson.h>
 
+#include "ejob/console.h"
 #include "ejob/error.h"
 #include "cli/cli.h"
 #include "cli/cli_util.h"
-#include "cli/jobinfo.h"
 
 #define CMD "status"
 
@@ -23,7 +23,8 @@ static const char usage[] =
     "\n"
     "OWNER is sharding/ITEM/instance, FAILOVER the instance running the item as\n"
     "a failover, STATUS ElasticJob's ShardingInfo status (DISABLED, RUNNING,\n"
-    "SHARDING_FLAG when the owner is not live, else PENDING). When the config\n"
+    "SHARDING_FLAG when the owner is not live, else PENDING). Status is as in\n"
+    "`ejob jobs` (LEADER_LOST: the leader node names no live instance). When the config\n"
     "node does not parse or validate, the error is shown naming the field (the\n"
     "instances keep running with their last good config).\n"
     "\n" EJCLI_COMMON_HELP "\n"
@@ -34,7 +35,12 @@ static const char *yn(bool b)
     return b ? "yes" : "no";
 }
 
-static json_t *config_json(const struct ejcli_job *j)
+static const char *server_status(const struct ej_console_server *s)
+{
+    return s->disabled ? ej_console_status_name(EJ_CONSOLE_STATUS_DISABLED) : "ENABLED";
+}
+
+static json_t *config_json(const struct ej_console_job *j)
 {
     if (!j->config_parsed)
         return json_null();
@@ -44,16 +50,17 @@ static json_t *config_json(const struct ejcli_job *j)
     return v != NULL ? v : json_null();
 }
 
-static void print_json(const struct ejcli_job *j, const char *ns)
+static void print_json(const struct ej_console_job *j, const char *ns)
 {
     json_t *o = json_object();
     json_object_set_new(o, "jobName", json_string(j->name));
     json_object_set_new(o, "namespace", json_string(ns));
-    json_object_set_new(o, "status", json_string(ejcli_job_status_name(j->status)));
+    json_object_set_new(o, "status", json_string(ej_console_status_name(j->status)));
     json_object_set_new(o, "config", config_json(j));
     json_object_set_new(o, "configError",
                         j->config_ok ? json_null() : json_string(j->config_error));
     json_object_set_new(o, "leader", j->leader ? json_string(j->leader) : json_null());
+    json_object_set_new(o, "leaderLive", json_boolean(j->leader_live));
     json_object_set_new(o, "shardingNecessary", json_boolean(j->sharding_necessary));
     json_object_set_new(o, "shardingProcessing", json_boolean(j->sharding_processing));
     json_object_set_new(o, "failoverItemsWaiting", json_integer((json_int_t)j->failover_waiting));
@@ -61,8 +68,7 @@ static void print_json(const struct ejcli_job *j, const char *ns)
     for (size_t i = 0; i < j->server_count; i++) {
         json_t *s = json_object();
         json_object_set_new(s, "ip", json_string(j->servers[i].ip));
-        json_object_set_new(s, "status",
-                            json_string(j->servers[i].disabled ? "DISABLED" : "ENABLED"));
+        json_object_set_new(s, "status", json_string(server_status(&j->servers[i])));
         json_object_set_new(s, "instanceCount",
                             json_integer((json_int_t)j->servers[i].instance_count));
         json_array_append_new(servers, s);
@@ -71,21 +77,20 @@ static void print_json(const struct ejcli_job *j, const char *ns)
     json_t *instances = json_array();
     for (size_t i = 0; i < j->instance_count; i++) {
         char ip[256];
-        ejcli_instance_ip(j->instances[i].id, ip, sizeof(ip));
+        ej_console_instance_ip(j->instances[i].id, ip, sizeof(ip));
         json_t *s = json_object();
         json_object_set_new(s, "instanceId", json_string(j->instances[i].id));
         json_object_set_new(s, "serverIp", json_string(ip));
         json_object_set_new(
             s, "leader",
             json_boolean(j->leader != NULL && strcmp(j->leader, j->instances[i].id) == 0));
-        json_object_set_new(s, "triggerPending",
-                            json_boolean(strcmp(j->instances[i].data, "TRIGGER") == 0));
+        json_object_set_new(s, "triggerPending", json_boolean(j->instances[i].trigger_pending));
         json_array_append_new(instances, s);
     }
     json_object_set_new(o, "instances", instances);
     json_t *items = json_array();
     for (size_t i = 0; i < j->item_count; i++) {
-        const struct ejcli_item *it = &j->items[i];
+        const struct ej_console_item *it = &j->items[i];
         json_t *s = json_object();
         json_object_set_new(s, "item", json_integer(it->item));
         json_object_set_new(s, "instanceId", it->owner ? json_string(it->owner) : json_null());
@@ -94,7 +99,7 @@ static void print_json(const struct ejcli_job *j, const char *ns)
         json_object_set_new(s, "failover", it->failover ? json_string(it->failover) : json_null());
         json_object_set_new(s, "misfire", json_boolean(it->misfire));
         json_object_set_new(s, "disabled", json_boolean(it->disabled));
-        json_object_set_new(s, "status", json_string(it->status));
+        json_object_set_new(s, "status", json_string(ej_console_item_status_name(it->status)));
         json_object_set_new(s, "parameter",
                             it->parameter ? json_string(it->parameter) : json_null());
         json_array_append_new(items, s);
@@ -107,10 +112,10 @@ static void print_json(const struct ejcli_job *j, const char *ns)
     json_decref(o);
 }
 
-static void print_text(const struct ejcli_job *j, const char *ns)
+static void print_text(const struct ej_console_job *j, const char *ns)
 {
     printf("Job:        %s (namespace %s)\n", j->name, ns);
-    printf("Status:     %s\n", ejcli_job_status_name(j->status));
+    printf("Status:     %s\n", ej_console_status_name(j->status));
     if (j->config_parsed) {
         const struct ej_job_config *cfg = &j->cfg;
         printf("Type:       %s", ej_job_type_name(cfg->job_type));
@@ -140,7 +145,9 @@ static void print_text(const struct ejcli_job *j, const char *ns)
     }
     if (!j->config_ok)
         printf("Config error: %s\n", j->config_error);
-    printf("Leader:     %s\n", j->leader ? j->leader : "(none)");
+    printf("Leader:     %s%s\n", j->leader ? j->leader : "(none)",
+           j->leader != NULL && !j->leader_live ? " (not a live instance: sharding waits for it)"
+                                                : "");
     if (j->sharding_necessary || j->sharding_processing)
         printf("Sharding:   %s\n",
                j->sharding_processing ? "in progress" : "needed at the next fire");
@@ -153,32 +160,36 @@ static void print_text(const struct ejcli_job *j, const char *ns)
     for (size_t i = 0; i < j->server_count; i++) {
         char n[16];
         snprintf(n, sizeof(n), "%zu", j->servers[i].instance_count);
-        const char *row[] = {j->servers[i].ip, j->servers[i].disabled ? "DISABLED" : "ENABLED", n};
+        const char *row[] = {j->servers[i].ip, server_status(&j->servers[i]), n};
         ejcli_table_row(t, row);
     }
     ejcli_table_print(t, stdout);
     ejcli_table_free(t);
 
     printf("\n");
-    static const char *const ih[] = {"INSTANCE", "SERVER", "LEADER", "TRIGGER"};
+    /* The TRIGGER column: is the console's trigger marker waiting there? */
+    static const char *const ih[] = {"INSTANCE", "SERVER", "LEADER", EJ_CONSOLE_INSTANCE_TRIGGER};
     t = ejcli_table_new(4, ih);
     for (size_t i = 0; i < j->instance_count; i++) {
         char ip[256];
-        ejcli_instance_ip(j->instances[i].id, ip, sizeof(ip));
+        ej_console_instance_ip(j->instances[i].id, ip, sizeof(ip));
         bool leader = j->leader != NULL && strcmp(j->leader, j->instances[i].id) == 0;
         const char *row[] = {j->instances[i].id, ip, yn(leader),
-                             strcmp(j->instances[i].data, "TRIGGER") == 0 ? "pending" : "-"};
+                             j->instances[i].trigger_pending ? "pending" : "-"};
         ejcli_table_row(t, row);
     }
     ejcli_table_print(t, stdout);
     ejcli_table_free(t);
 
     printf("\n");
-    static const char *const th[] = {"ITEM",    "OWNER",    "RUNNING", "FAILOVER",
-                                     "MISFIRE", "DISABLED", "STATUS",  "PARAMETER"};
+    /* The DISABLED column: does the item have the DISABLED flag? */
+    const char *const th[] = {"ITEM",    "OWNER",
+                              "RUNNING", "FAILOVER",
+                              "MISFIRE", ej_console_item_status_name(EJ_CONSOLE_ITEM_DISABLED),
+                              "STATUS",  "PARAMETER"};
     t = ejcli_table_new(8, th);
     for (size_t i = 0; i < j->item_count; i++) {
-        const struct ejcli_item *it = &j->items[i];
+        const struct ej_console_item *it = &j->items[i];
         char item[16], owner[300];
         snprintf(item, sizeof(item), "%d", it->item);
         snprintf(owner, sizeof(owner), "%s%s", it->owner ? it->owner : "-",
@@ -189,7 +200,7 @@ static void print_text(const struct ejcli_job *j, const char *ns)
                              it->failover ? it->failover : "-",
                              yn(it->misfire),
                              yn(it->disabled),
-                             it->status,
+                             ej_console_item_status_name(it->status),
                              it->parameter ? it->parameter : "-"};
         ejcli_table_row(t, row);
     }
@@ -212,10 +223,11 @@ static int run_status(int argc, char **argv)
     if ((rc = ejcli_check_job_name(CMD, pos[0])) != 0)
         return rc;
     ej_registry *reg;
-    if ((rc = ejcli_connect(CMD, &c, &reg, NULL)) != 0)
+    ej_console *con;
+    if ((rc = ejcli_console(CMD, &c, &reg, &con)) != 0)
         return rc;
-    struct ejcli_job j;
-    int err = ejcli_job_load(reg, pos[0], false, &j);
+    struct ej_console_job j;
+    int err = ej_console_job_load(con, pos[0], false, &j);
     if (err == EJ_ENONODE)
         rc = ejcli_fail(CMD, "no job \"%s\" in namespace \"%s\"", pos[0],
                         ej_registry_namespace(reg));
@@ -225,7 +237,8 @@ static int run_status(int argc, char **argv)
         print_json(&j, ej_registry_namespace(reg));
     else
         print_text(&j, ej_registry_namespace(reg));
-    ejcli_job_free(&j);
+    ej_console_job_fini(&j);
+    ej_console_destroy(con);
     ej_registry_destroy(reg);
     return rc;
 }

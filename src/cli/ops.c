@@ -5,12 +5,10 @@
 
 #include <jansson.h>
 
-#include "ejob/config.h"
+#include "ejob/console.h"
 #include "ejob/error.h"
-#include "common/util.h"
 #include "cli/cli.h"
 #include "cli/cli_util.h"
-#include "cli/jobinfo.h"
 #include "cli/ops.h"
 
 const char ejcli_trigger_usage[] =
@@ -161,33 +159,30 @@ static int parse_op(const char *cmd, int argc, char **argv, struct op_args *a, b
 
 /* Collects what an operation touched, for the final output. */
 struct report {
-    const char *cmd;
     const char *job;
     bool json;
+    const char *verb, *joiner; /* text line: "VERB JOB JOINERtarget" */
     json_t *targets;
 };
 
-static void report_init(struct report *r, const char *cmd, const char *job, bool json)
+static void report_init(struct report *r, const char *job, bool json, const char *const line[2])
 {
-    r->cmd = cmd;
     r->job = job;
     r->json = json;
+    r->verb = line != NULL ? line[0] : "";
+    r->joiner = line != NULL ? line[1] : "";
     r->targets = json ? json_array() : NULL;
 }
 
-static void report_add(struct report *r, const char *target, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void report_add(struct report *r, const char *target, const char *fmt, ...)
+/* An ej_console_touched_fn: one line per node the operation changed. */
+static void report_touched(const char *target, void *user)
 {
+    struct report *r = user;
     if (r->json) {
         json_array_append_new(r->targets, json_string(target));
         return;
     }
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    putchar('\n');
+    printf("%s %s %s%s\n", r->verb, r->job, r->joiner, target);
 }
 
 static void report_finish(struct report *r, const char *ns, const char *action)
@@ -207,99 +202,117 @@ static void report_finish(struct report *r, const char *ns, const char *action)
     r->targets = NULL;
 }
 
-static int list_children(ej_registry *reg, const char *job, const char *sub, char ***names,
-                         size_t *n)
-{
-    char path[600];
-    snprintf(path, sizeof(path), "/%s/%s", job, sub);
-    int rc = ej_registry_children(reg, path, EJ_REG_SORT_DESC, names, n);
-    if (rc == EJ_ENONODE) {
-        *names = calloc(1, sizeof(char *));
-        *n = 0;
-        return *names != NULL ? 0 : EJ_ENOMEM;
-    }
-    return rc;
-}
+/* Connect, run op over the console library, print its report or error. */
+typedef int (*op_fn)(ej_console *con, const struct op_args *a, struct report *r, char *err,
+                     size_t errlen);
 
-static bool instance_selected(const struct op_args *a, const char *id)
+static int run_op(const char *cmd, const struct op_args *a, op_fn op, const char *const line[2])
 {
-    if (a->instance != NULL)
-        return strcmp(a->instance, id) == 0;
-    if (a->server != NULL) {
-        size_t n = strlen(a->server);
-        return strncmp(id, a->server, n) == 0 && strncmp(id + n, "@-@", 3) == 0;
-    }
-    return true;
-}
-
-/* The instance operations: trigger (set TRIGGER) and shutdown (delete). */
-static int instance_op(const char *cmd, int argc, char **argv, bool shutdown)
-{
-    struct op_args a;
-    int rc = parse_op(cmd, argc, argv, &a, true, false, false);
+    ej_registry *reg;
+    ej_console *con;
+    int rc = ejcli_console(cmd, &a->c, &reg, &con);
     if (rc != 0)
         return rc;
-    ej_registry *reg;
-    if ((rc = ejcli_connect(cmd, &a.c, &reg, NULL)) != 0)
-        return rc;
-    if ((rc = ejcli_require_job(cmd, reg, a.job)) != 0)
-        goto out;
-    char **ids = NULL;
-    size_t n = 0;
-    int err = list_children(reg, a.job, "instances", &ids, &n);
-    if (err != 0) {
-        rc = ejcli_reg_fail(cmd, err, "cannot list instances");
-        goto out;
-    }
     struct report r;
-    report_init(&r, cmd, a.job, a.c.json);
-    size_t done = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        if (!instance_selected(&a, ids[i]))
-            continue;
-        char path[900];
-        snprintf(path, sizeof(path), "/%s/instances/%s", a.job, ids[i]);
-        /* set, never persist: an instance node that vanished meanwhile must
-         * not come back as a persistent node. */
-        err = shutdown ? ej_registry_delete(reg, path, -1)
-                       : ej_registry_set(reg, path, "TRIGGER", 7, -1, NULL);
-        if (err == EJ_ENONODE)
-            continue;
-        if (err != 0) {
-            rc = ejcli_reg_fail(cmd, err, path);
-            break;
-        }
-        done++;
-        if (shutdown)
-            report_add(&r, ids[i], "shut down %s instance %s", a.job, ids[i]);
-        else
-            report_add(&r, ids[i], "triggered %s on %s", a.job, ids[i]);
-    }
-    if (rc == 0 && done == 0) {
-        if (a.instance != NULL)
-            rc = ejcli_fail(cmd, "no live instance \"%s\" of job \"%s\"", a.instance, a.job);
-        else if (a.server != NULL)
-            rc = ejcli_fail(cmd, "job \"%s\" has no live instance on server %s", a.job, a.server);
-        else
-            rc = ejcli_fail(cmd, "job \"%s\" has no live instance", a.job);
-    }
-    if (rc == 0)
-        report_finish(&r, ej_registry_namespace(reg), shutdown ? "shutdown" : "trigger");
+    report_init(&r, a->job, a->c.json, line);
+    char err[1024] = "";
+    int e = op(con, a, &r, err, sizeof err);
+    if (e != 0)
+        rc = ejcli_fail(cmd, "%s", err[0] != '\0' ? err : ej_strerror(e));
+    else
+        report_finish(&r, ej_registry_namespace(reg), cmd);
     json_decref(r.targets);
-    ej_registry_free_names(ids);
-out:
+    ej_console_destroy(con);
     ej_registry_destroy(reg);
     return rc;
 }
 
+static int do_trigger(ej_console *con, const struct op_args *a, struct report *r, char *err,
+                      size_t errlen)
+{
+    struct ej_console_select sel = {a->instance, a->server};
+    return ej_console_trigger(con, a->job, &sel, report_touched, r, err, errlen);
+}
+
+static int do_shutdown(ej_console *con, const struct op_args *a, struct report *r, char *err,
+                       size_t errlen)
+{
+    struct ej_console_select sel = {a->instance, a->server};
+    return ej_console_shutdown(con, a->job, &sel, report_touched, r, err, errlen);
+}
+
+static int do_disable(ej_console *con, const struct op_args *a, struct report *r, char *err,
+                      size_t errlen)
+{
+    return ej_console_server_set_disabled(con, a->job, a->server, true, report_touched, r, err,
+                                          errlen);
+}
+
+static int do_enable(ej_console *con, const struct op_args *a, struct report *r, char *err,
+                     size_t errlen)
+{
+    return ej_console_server_set_disabled(con, a->job, a->server, false, report_touched, r, err,
+                                          errlen);
+}
+
+static int do_item(ej_console *con, const struct op_args *a, struct report *r, char *err,
+                   size_t errlen, bool disable)
+{
+    bool changed = false;
+    int rc =
+        ej_console_item_set_disabled(con, a->job, (int)a->item, disable, &changed, err, errlen);
+    if (rc != 0)
+        return rc;
+    if (r->json)
+        json_array_append_new(r->targets, json_string(a->item_text));
+    else if (!changed && !disable)
+        printf("item %ld of %s was not disabled\n", a->item, a->job);
+    else
+        printf("%s item %ld of %s\n", disable ? "disabled" : "enabled", a->item, a->job);
+    return 0;
+}
+
+static int do_disable_item(ej_console *con, const struct op_args *a, struct report *r, char *err,
+                           size_t errlen)
+{
+    return do_item(con, a, r, err, errlen, true);
+}
+
+static int do_enable_item(ej_console *con, const struct op_args *a, struct report *r, char *err,
+                          size_t errlen)
+{
+    return do_item(con, a, r, err, errlen, false);
+}
+
+static int do_remove(ej_console *con, const struct op_args *a, struct report *r, char *err,
+                     size_t errlen)
+{
+    int rc = ej_console_remove(con, a->job, err, errlen);
+    if (rc != 0)
+        return rc;
+    if (r->json)
+        json_array_append_new(r->targets, json_string(a->job));
+    else
+        printf("removed job %s from namespace %s\n", a->job,
+               ej_registry_namespace(ej_console_registry(con)));
+    return 0;
+}
+
 int ejcli_op_trigger(int argc, char **argv)
 {
-    return instance_op("trigger", argc, argv, false);
+    struct op_args a;
+    int rc = parse_op("trigger", argc, argv, &a, true, false, false);
+    return rc != 0 ? rc
+                   : run_op("trigger", &a, do_trigger, (const char *const[]){"triggered", "on "});
 }
 
 int ejcli_op_shutdown(int argc, char **argv)
 {
-    return instance_op("shutdown", argc, argv, true);
+    struct op_args a;
+    int rc = parse_op("shutdown", argc, argv, &a, true, false, false);
+    return rc != 0 ? rc
+                   : run_op("shutdown", &a, do_shutdown,
+                            (const char *const[]){"shut down", "instance "});
 }
 
 int ejcli_op_server(int argc, char **argv, bool disable)
@@ -309,57 +322,8 @@ int ejcli_op_server(int argc, char **argv, bool disable)
     int rc = parse_op(cmd, argc, argv, &a, false, true, false);
     if (rc != 0)
         return rc;
-    ej_registry *reg;
-    if ((rc = ejcli_connect(cmd, &a.c, &reg, NULL)) != 0)
-        return rc;
-    if ((rc = ejcli_require_job(cmd, reg, a.job)) != 0)
-        goto out;
-    char **ips = NULL;
-    size_t n = 0;
-    int err = list_children(reg, a.job, "servers", &ips, &n);
-    if (err != 0) {
-        rc = ejcli_reg_fail(cmd, err, "cannot list servers");
-        goto out;
-    }
-    if (a.server != NULL) {
-        bool known = false;
-        for (size_t i = 0; i < n; i++)
-            known = known || strcmp(ips[i], a.server) == 0;
-        if (!known) {
-            ej_buf b;
-            ej__buf_init(&b);
-            for (size_t i = 0; i < n; i++)
-                ej__buf_printf(&b, "%s%s", i ? ", " : "", ips[i]);
-            rc = ejcli_fail(cmd, "job \"%s\" has no server %s (its servers: %s)", a.job, a.server,
-                            n ? b.data : "none");
-            ej__buf_fini(&b);
-        }
-    } else if (n == 0) {
-        rc = ejcli_fail(cmd, "job \"%s\" has no servers yet", a.job);
-    }
-    struct report r;
-    report_init(&r, cmd, a.job, a.c.json);
-    const char *value = disable ? "DISABLED" : "";
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        if (a.server != NULL && strcmp(ips[i], a.server) != 0)
-            continue;
-        char path[900];
-        snprintf(path, sizeof(path), "/%s/servers/%s", a.job, ips[i]);
-        err = ej_registry_persist(reg, path, value, strlen(value));
-        if (err != 0) {
-            rc = ejcli_reg_fail(cmd, err, path);
-            break;
-        }
-        report_add(&r, ips[i], "%s %s on server %s", disable ? "disabled" : "enabled", a.job,
-                   ips[i]);
-    }
-    if (rc == 0)
-        report_finish(&r, ej_registry_namespace(reg), cmd);
-    json_decref(r.targets);
-    ej_registry_free_names(ips);
-out:
-    ej_registry_destroy(reg);
-    return rc;
+    const char *const line[] = {disable ? "disabled" : "enabled", "on server "};
+    return run_op(cmd, &a, disable ? do_disable : do_enable, line);
 }
 
 int ejcli_op_item(int argc, char **argv, bool disable)
@@ -367,104 +331,12 @@ int ejcli_op_item(int argc, char **argv, bool disable)
     const char *cmd = disable ? "disable-item" : "enable-item";
     struct op_args a;
     int rc = parse_op(cmd, argc, argv, &a, false, false, true);
-    if (rc != 0)
-        return rc;
-    ej_registry *reg;
-    if ((rc = ejcli_connect(cmd, &a.c, &reg, NULL)) != 0)
-        return rc;
-    if ((rc = ejcli_require_job(cmd, reg, a.job)) != 0)
-        goto out;
-    char path[700];
-    if (disable) {
-        /* Refuse items the job does not have, when its config says. */
-        snprintf(path, sizeof(path), "/%s/config", a.job);
-        char *raw = NULL;
-        int err = ejcli_get_opt(reg, path, &raw);
-        if (err != 0) {
-            rc = ejcli_reg_fail(cmd, err, path);
-            goto out;
-        }
-        struct ej_job_config cfg;
-        if (raw != NULL && ej_job_config_init(&cfg) == 0) {
-            if (ej_job_config_from_json(raw, strlen(raw), &cfg, NULL, 0) == 0 &&
-                cfg.sharding_total_count > 0 && a.item >= cfg.sharding_total_count)
-                rc = ejcli_fail(cmd, "job \"%s\" has items 0..%d; there is no item %ld", a.job,
-                                cfg.sharding_total_count - 1, a.item);
-            ej_job_config_fini(&cfg);
-        }
-        free(raw);
-        if (rc != 0)
-            goto out;
-    }
-    snprintf(path, sizeof(path), "/%s/sharding/%ld/disabled", a.job, a.item);
-    int err = disable ? ej_registry_persist(reg, path, "", 0) : ej_registry_delete(reg, path, -1);
-    if (err == EJ_ENONODE && !disable) {
-        if (!a.c.json)
-            printf("item %ld of %s was not disabled\n", a.item, a.job);
-        err = 0;
-    } else if (err == 0 && !a.c.json) {
-        printf("%s item %ld of %s\n", disable ? "disabled" : "enabled", a.item, a.job);
-    }
-    if (err != 0) {
-        rc = ejcli_reg_fail(cmd, err, path);
-        goto out;
-    }
-    if (a.c.json) {
-        struct report r;
-        report_init(&r, cmd, a.job, true);
-        report_add(&r, a.item_text, "%s", "");
-        report_finish(&r, ej_registry_namespace(reg), cmd);
-    }
-out:
-    ej_registry_destroy(reg);
-    return rc;
+    return rc != 0 ? rc : run_op(cmd, &a, disable ? do_disable_item : do_enable_item, NULL);
 }
 
 int ejcli_op_remove(int argc, char **argv)
 {
-    const char *cmd = "remove";
     struct op_args a;
-    int rc = parse_op(cmd, argc, argv, &a, false, false, false);
-    if (rc != 0)
-        return rc;
-    ej_registry *reg;
-    if ((rc = ejcli_connect(cmd, &a.c, &reg, NULL)) != 0)
-        return rc;
-    if ((rc = ejcli_require_job(cmd, reg, a.job)) != 0)
-        goto out;
-    char **ids = NULL;
-    size_t n = 0;
-    int err = list_children(reg, a.job, "instances", &ids, &n);
-    if (err != 0) {
-        rc = ejcli_reg_fail(cmd, err, "cannot list instances");
-        goto out;
-    }
-    if (n > 0) {
-        ej_buf b;
-        ej__buf_init(&b);
-        for (size_t i = 0; i < n && i < 5; i++)
-            ej__buf_printf(&b, "%s%s", i ? ", " : "", ids[i]);
-        rc = ejcli_fail(cmd,
-                        "job \"%s\" has %zu live instance(s): %s%s; shut them down first "
-                        "(ejob shutdown %s) or stop their daemons",
-                        a.job, n, b.data != NULL ? b.data : "", n > 5 ? ", ..." : "", a.job);
-        ej__buf_fini(&b);
-        ej_registry_free_names(ids);
-        goto out;
-    }
-    ej_registry_free_names(ids);
-    char path[600];
-    snprintf(path, sizeof(path), "/%s", a.job);
-    err = ej_registry_delete_recursive(reg, path);
-    if (err != 0) {
-        rc = ejcli_reg_fail(cmd, err, path);
-        goto out;
-    }
-    struct report r;
-    report_init(&r, cmd, a.job, a.c.json);
-    report_add(&r, a.job, "removed job %s from namespace %s", a.job, ej_registry_namespace(reg));
-    report_finish(&r, ej_registry_namespace(reg), cmd);
-out:
-    ej_registry_destroy(reg);
-    return rc;
+    int rc = parse_op("remove", argc, argv, &a, false, false, false);
+    return rc != 0 ? rc : run_op("remove", &a, do_remove, NULL);
 }

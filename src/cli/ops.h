@@ -1,6 +1,6 @@
 /*
  * The console operations of ElasticJob 2.1.5's lifecycle API (JobOperateAPI,
- * ShardingOperateAPI), written straight into ZooKeeper so they work on jobs
+ * ShardingOperateAPI), done by the console library (ejob/console.h) so they work on jobs
  * run by Java instances as well as by ejob. Each prints what it did (a line
  * per node, or JSON with --json) and returns an exit code.
  */
@@ -9,9 +9,9 @@
 
 #include <stdbool.h>
 
-/* trigger: "TRIGGER" into instances/{id}. */
+/* trigger: EJ_CONSOLE_INSTANCE_TRIGGER into instances/{id}. */
 int ejcli_op_trigger(int argc, char **argv);
-/* disable / enable: servers/{ip} = "DISABLED" / "". */
+/* disable / enable: servers/{ip} = EJ_CONSOLE_SERVER_DISABLED / ENABLED. */
 int ejcli_op_server(int argc, char **argv, bool disable);
 /* disable-item / enable-item: create / delete sharding/{item}/disabled. */
 int ejcli_op_item(int argc, char **argv, bool disable);

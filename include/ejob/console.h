@@ -1,0 +1,450 @@
+/*
+ * The console library: ElasticJob-Lite 2.1.5's ZooKeeper layout (SPEC §2)
+ * built in one place, and the queries and operations of ElasticJob's console
+ * (JobStatisticsAPI, ShardingStatisticsAPI, ServerStatisticsAPI,
+ * JobOperateAPI, ShardingOperateAPI, JobSettingsAPI) as C functions.
+ *
+ * Everything here reads and writes the nodes directly, with the bytes Java
+ * writes, so it works on jobs run by Java instances as well as by ejob. The
+ * coordinator, the `ejob` commands and `ejob console` all go through it.
+ *
+ * Thread safety: the path functions are pure. An ej_console handle may be
+ * used from several threads at once (the registry and the tree cache are
+ * thread-safe); errors are returned through caller buffers, never kept in
+ * the handle.
+ */
+#ifndef EJOB_CONSOLE_H
+#define EJOB_CONSOLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ejob/common.h"
+#include "ejob/config.h"
+#include "ejob/registry.h"
+
+/* ------------------------------------------------------------------------ */
+/* Layout                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Data of servers/{ip}: disabled, enabled. */
+#define EJ_CONSOLE_SERVER_DISABLED "DISABLED"
+#define EJ_CONSOLE_SERVER_ENABLED ""
+/* Data the console writes into instances/{id} to run the job once now. */
+#define EJ_CONSOLE_INSTANCE_TRIGGER "TRIGGER"
+/* Separator of an instance id: {ip}@-@{pid}. */
+#define EJ_CONSOLE_ID_SEP "@-@"
+
+/*
+ * The nodes of a job, below /{job}. "(item)" nodes take the item argument,
+ * "(name)" nodes the name argument (an IP or an instance id: one path
+ * segment).
+ */
+typedef enum {
+    EJ_CONSOLE_NODE_JOB = 0,                  /* /{job} */
+    EJ_CONSOLE_NODE_CONFIG,                   /* config */
+    EJ_CONSOLE_NODE_SERVERS,                  /* servers */
+    EJ_CONSOLE_NODE_SERVER,                   /* servers/{ip} (name) */
+    EJ_CONSOLE_NODE_INSTANCES,                /* instances */
+    EJ_CONSOLE_NODE_INSTANCE,                 /* instances/{id} (name) */
+    EJ_CONSOLE_NODE_SHARDING,                 /* sharding */
+    EJ_CONSOLE_NODE_ITEM,                     /* sharding/{item} (item) */
+    EJ_CONSOLE_NODE_ITEM_INSTANCE,            /* sharding/{item}/instance (item) */
+    EJ_CONSOLE_NODE_ITEM_RUNNING,             /* sharding/{item}/running (item) */
+    EJ_CONSOLE_NODE_ITEM_FAILOVER,            /* sharding/{item}/failover (item) */
+    EJ_CONSOLE_NODE_ITEM_MISFIRE,             /* sharding/{item}/misfire (item) */
+    EJ_CONSOLE_NODE_ITEM_DISABLED,            /* sharding/{item}/disabled (item) */
+    EJ_CONSOLE_NODE_LEADER,                   /* leader */
+    EJ_CONSOLE_NODE_ELECTION_LATCH,           /* leader/election/latch */
+    EJ_CONSOLE_NODE_ELECTION_INSTANCE,        /* leader/election/instance */
+    EJ_CONSOLE_NODE_SHARDING_NECESSARY,       /* leader/sharding/necessary */
+    EJ_CONSOLE_NODE_SHARDING_PROCESSING,      /* leader/sharding/processing */
+    EJ_CONSOLE_NODE_FAILOVER_ITEMS,           /* leader/failover/items */
+    EJ_CONSOLE_NODE_FAILOVER_ITEM,            /* leader/failover/items/{item} (item) */
+    EJ_CONSOLE_NODE_FAILOVER_LATCH,           /* leader/failover/latch */
+    EJ_CONSOLE_NODE_GUARANTEE_STARTED,        /* guarantee/started */
+    EJ_CONSOLE_NODE_GUARANTEE_STARTED_ITEM,   /* guarantee/started/{item} (item) */
+    EJ_CONSOLE_NODE_GUARANTEE_COMPLETED,      /* guarantee/completed */
+    EJ_CONSOLE_NODE_GUARANTEE_COMPLETED_ITEM, /* guarantee/completed/{item} (item) */
+    EJ_CONSOLE_NODE_SYSTEM_TIME,              /* systemTime/current */
+    EJ_CONSOLE_NODE_COUNT_                    /* not a node */
+} ej_console_node;
+
+/*
+ * Write the namespace-relative path of node of job into buf (len bytes),
+ * e.g. "/demoJob/sharding/3/instance". item is used by "(item)" nodes (>= 0),
+ * name by "(name)" nodes (one non-empty segment, no '/'). Returns the
+ * length, or EJ_EINVAL (bad job name, node, item or name; buf too small:
+ * buf then holds ""). Pure, thread-safe.
+ */
+EJ_EXTERN int ej_console_path(char *buf, size_t len, const char *job, ej_console_node node,
+                              int item, const char *name);
+
+/* The same as a new string (caller frees), or NULL on EJ_EINVAL / no memory. */
+EJ_EXTERN char *ej_console_path_dup(const char *job, ej_console_node node, int item,
+                                    const char *name);
+
+/* True when job is a usable job name: one path segment, no control
+ * characters, not "." / "..", at most 255 bytes. */
+EJ_EXTERN bool ej_console_is_job_name(const char *job);
+
+/* True when s can be one path segment (an IP, an instance id): non-empty,
+ * no '/', no control characters, not "." / "..". */
+EJ_EXTERN bool ej_console_is_segment(const char *s);
+
+/* Copy the IP part of an instance id ("10.0.0.7" of "10.0.0.7@-@4123")
+ * into buf (truncated to len - 1). */
+EJ_EXTERN void ej_console_instance_ip(const char *id, char *buf, size_t len);
+
+/* True when instance id belongs to server ip ("10.0.0.7@-@..." and "10.0.0.7"). */
+EJ_EXTERN bool ej_console_instance_on_server(const char *id, const char *ip);
+
+/* ------------------------------------------------------------------------ */
+/* Handle                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct ej_console ej_console;
+
+struct ej_console_opts {
+    /* Serve reads from a tree cache of the whole namespace (kept up to date
+     * by watches) instead of asking ZooKeeper each time: what a long-running
+     * console wants. Writes always go to ZooKeeper. */
+    bool cached;
+    /* How long ej_console_create waits for the cache's first load. */
+    int cache_wait_ms;
+};
+
+/*
+ * A console over reg (borrowed: it must outlive the console). opts may be
+ * NULL (direct reads). Returns 0 and *out, EJ_ETIMEDOUT (cache not loaded in
+ * time), EJ_ENOMEM or a registry error.
+ */
+EJ_EXTERN int ej_console_create(ej_registry *reg, const struct ej_console_opts *opts,
+                                ej_console **out);
+/* Free the console (not the registry). NULL ok. */
+EJ_EXTERN void ej_console_destroy(ej_console *con);
+/* The registry, borrowed. */
+EJ_EXTERN ej_registry *ej_console_registry(const ej_console *con);
+
+/* ------------------------------------------------------------------------ */
+/* Queries                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* A job's status: JobBriefInfo.JobStatus of 2.1.5, plus LEADER_LOST. */
+typedef enum {
+    EJ_CONSOLE_STATUS_OK = 0,
+    EJ_CONSOLE_STATUS_CRASHED = 1,       /* no live instance */
+    EJ_CONSOLE_STATUS_DISABLED = 2,      /* every server DISABLED */
+    EJ_CONSOLE_STATUS_SHARDING_FLAG = 3, /* an owner is not live, or nothing is assigned */
+    /* leader/election/instance names no live instance while instances are
+     * live: the job waits for a leader that is gone (ejob's own status). */
+    EJ_CONSOLE_STATUS_LEADER_LOST = 4,
+} ej_console_status;
+
+/* "OK", "CRASHED", "DISABLED", "SHARDING_FLAG", "LEADER_LOST". */
+EJ_EXTERN const char *ej_console_status_name(ej_console_status s);
+
+/* ShardingInfo status of 2.1.5, in its order of precedence. */
+typedef enum {
+    EJ_CONSOLE_ITEM_DISABLED = 0,
+    EJ_CONSOLE_ITEM_RUNNING = 1,
+    EJ_CONSOLE_ITEM_SHARDING_FLAG = 2, /* owner missing or not live */
+    EJ_CONSOLE_ITEM_PENDING = 3,
+} ej_console_item_status;
+
+EJ_EXTERN const char *ej_console_item_status_name(ej_console_item_status s);
+
+struct ej_console_server {
+    char *ip;
+    bool disabled; /* data is EJ_CONSOLE_SERVER_DISABLED */
+    size_t instance_count;
+};
+
+struct ej_console_instance {
+    char *id;
+    bool trigger_pending; /* data is EJ_CONSOLE_INSTANCE_TRIGGER */
+};
+
+struct ej_console_item {
+    int item;
+    char *owner; /* sharding/{item}/instance, NULL when absent */
+    bool owner_live;
+    bool running;
+    char *failover; /* sharding/{item}/failover, NULL when absent */
+    bool misfire;
+    bool disabled;
+    const char *parameter; /* borrowed from the job, NULL when none */
+    ej_console_item_status status;
+};
+
+struct ej_console_job {
+    char *name;
+    char *config_raw;        /* the config node, NULL when absent */
+    int config_version;      /* its version, -1 when absent */
+    bool config_parsed;      /* cfg holds the parsed config (maybe invalid) */
+    bool config_ok;          /* parsed and valid */
+    char config_error[1024]; /* why not ("field: message"), "" when ok */
+    struct ej_job_config cfg;
+    struct ej_sharding_params params;
+    struct ej_console_server *servers; /* reverse lexicographic, as ElasticJob lists them */
+    size_t server_count;
+    struct ej_console_instance *instances; /* reverse lexicographic */
+    size_t instance_count;
+    char *leader;     /* leader/election/instance, NULL when none */
+    bool leader_live; /* leader names a live instance */
+    bool sharding_necessary, sharding_processing;
+    struct ej_console_item *items; /* 0..count-1 plus any other numeric sharding/ child */
+    size_t item_count;
+    size_t failover_waiting; /* leader/failover/items children */
+    ej_console_status status;
+};
+
+/*
+ * Read job. brief: only what the job list needs (config, servers,
+ * instances, leader, owners); items then have owner and owner_live only.
+ * Returns 0, EJ_ENONODE (no /{job}), EJ_EINVAL (bad name), EJ_ENOMEM or a
+ * registry error. out is always safe to pass to ej_console_job_fini.
+ */
+EJ_EXTERN int ej_console_job_load(ej_console *con, const char *job, bool brief,
+                                  struct ej_console_job *out);
+EJ_EXTERN void ej_console_job_fini(struct ej_console_job *job);
+
+/*
+ * Every job of the namespace (children of / that have a config node, as the
+ * Java console lists them), by name, loaded brief. On 0 *jobs (free with
+ * ej_console_jobs_free) and *count.
+ */
+EJ_EXTERN int ej_console_jobs(ej_console *con, struct ej_console_job **jobs, size_t *count);
+EJ_EXTERN void ej_console_jobs_free(struct ej_console_job *jobs, size_t count);
+
+/* One job as seen from one server (ServerStatisticsAPI's job of a server). */
+struct ej_console_server_job {
+    char *job;
+    bool disabled;         /* servers/{ip} of this job is DISABLED */
+    size_t instance_count; /* this server's live instances of the job */
+    ej_console_status job_status;
+};
+
+/* One server (IP) and the jobs that name it under servers/. */
+struct ej_console_server_view {
+    char *ip;
+    size_t instance_count;              /* live instances over all its jobs */
+    size_t disabled_count;              /* jobs disabled on it */
+    struct ej_console_server_job *jobs; /* by job name */
+    size_t job_count;
+};
+
+/* Every server of the namespace with its jobs, by IP. Free with
+ * ej_console_servers_free. */
+EJ_EXTERN int ej_console_servers(ej_console *con, struct ej_console_server_view **servers,
+                                 size_t *count);
+EJ_EXTERN void ej_console_servers_free(struct ej_console_server_view *servers, size_t count);
+
+/* ------------------------------------------------------------------------ */
+/* Operations                                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Each operation writes straight into ZooKeeper. err (errlen bytes) gets a
+ * message naming what failed ("no job \"x\" in namespace \"ns\"", "job
+ * \"x\" has no server 10.0.0.9 (its servers: ...)"). touched, when not NULL,
+ * is called once per node the operation changed, with its target (instance
+ * id, IP, item or job name). Return codes besides registry errors:
+ *   EJ_EINVAL    bad job name, instance id, IP or item
+ *   EJ_ENOTFOUND no such job, server, instance, or no live instance at all
+ *   EJ_EBUSY     remove: the job still has live instances
+ */
+typedef void (*ej_console_touched_fn)(const char *target, void *user);
+
+/* Which instances an instance operation acts on: one instance, the
+ * instances of one server, or (both NULL) all. */
+struct ej_console_select {
+    const char *instance;
+    const char *server;
+};
+
+/* Run the job once now: EJ_CONSOLE_INSTANCE_TRIGGER into each selected
+ * instances/{id} (set, never create: a vanished instance stays gone). */
+EJ_EXTERN int ej_console_trigger(ej_console *con, const char *job,
+                                 const struct ej_console_select *sel, ej_console_touched_fn touched,
+                                 void *user, char *err, size_t errlen);
+
+/* Shut the selected instances down: delete instances/{id}. */
+EJ_EXTERN int ej_console_shutdown(ej_console *con, const char *job,
+                                  const struct ej_console_select *sel,
+                                  ej_console_touched_fn touched, void *user, char *err,
+                                  size_t errlen);
+
+/* Disable (or enable) the job on server ip, or on every server when ip is
+ * NULL: servers/{ip} = EJ_CONSOLE_SERVER_DISABLED / ENABLED. */
+EJ_EXTERN int ej_console_server_set_disabled(ej_console *con, const char *job, const char *ip,
+                                             bool disable, ej_console_touched_fn touched,
+                                             void *user, char *err, size_t errlen);
+
+/* Disable (create sharding/{item}/disabled) or enable (delete it) one item.
+ * Disabling an item >= shardingTotalCount of a parsable config is refused
+ * (EJ_ENOTFOUND). *changed (may be NULL): false when it already was so. */
+EJ_EXTERN int ej_console_item_set_disabled(ej_console *con, const char *job, int item, bool disable,
+                                           bool *changed, char *err, size_t errlen);
+
+/* Delete /{job} and everything below it; refused while an instance is live. */
+EJ_EXTERN int ej_console_remove(ej_console *con, const char *job, char *err, size_t errlen);
+
+/* What an operation on every job of one server does. */
+typedef enum {
+    EJ_CONSOLE_SERVER_OP_DISABLE = 0,
+    EJ_CONSOLE_SERVER_OP_ENABLE = 1,
+    EJ_CONSOLE_SERVER_OP_SHUTDOWN = 2, /* delete the server's instances of every job */
+} ej_console_server_op;
+
+/* Apply op to every job that lists server ip under servers/ (the Java
+ * console's server view). touched gets each job name changed. EJ_ENOTFOUND
+ * when no job names the server. */
+EJ_EXTERN int ej_console_server_apply(ej_console *con, const char *ip, ej_console_server_op op,
+                                      ej_console_touched_fn touched, void *user, char *err,
+                                      size_t errlen);
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Read config of job: *raw (caller frees) and *version (may be NULL).
+ * EJ_ENOTFOUND with a message when the job or its config node is missing. */
+EJ_EXTERN int ej_console_config_get(ej_console *con, const char *job, char **raw, int *version,
+                                    char *err, size_t errlen);
+
+/*
+ * Parse and validate json (either shape Java writes) as the config of job,
+ * with the config module's public parser and validator. A missing jobName
+ * is taken from job, a different one is an error. On 0, cfg (initialised by
+ * the caller) holds the config. Otherwise every problem is appended to errs
+ * as "field: message" and EJ_ECONFIG (or EJ_ENOMEM) is returned.
+ */
+EJ_EXTERN int ej_console_config_check(const char *job, const char *json, size_t len,
+                                      struct ej_job_config *cfg, struct ej_config_errors *errs);
+
+/* Outcome of ej_console_config_set. */
+struct ej_console_config_change {
+    char *old_json;  /* what the node held, NULL when it was missing */
+    int old_version; /* its version, -1 when it was missing */
+    char *new_json;  /* the exact bytes ElasticJob 2.1.5 writes for the config */
+    bool changed;    /* new_json differs from old_json */
+    bool written;    /* the node was written */
+    int new_version; /* the node's version after the write, else -1 */
+};
+
+EJ_EXTERN void ej_console_config_change_fini(struct ej_console_config_change *c);
+
+/*
+ * Replace the config of job with json, after ej_console_config_check (an
+ * invalid config is never written: EJ_ECONFIG with every problem in errs).
+ * expected_version >= 0: write only if the node is still at that version
+ * (what the caller read); -1: the version read here. A concurrent change
+ * gives EJ_EBADVERSION and writes nothing. dry_run: check and compare only.
+ * The job must exist (EJ_ENOTFOUND). change (caller-owned, filled on 0 and
+ * EJ_EBADVERSION) may be NULL. Registry errors get their path in errs.
+ */
+EJ_EXTERN int ej_console_config_set(ej_console *con, const char *job, const char *json, size_t len,
+                                    int expected_version, bool dry_run,
+                                    struct ej_console_config_change *change,
+                                    struct ej_config_errors *errs);
+
+/* ------------------------------------------------------------------------ */
+/* Web console (`ejob console`)                                              */
+/* ------------------------------------------------------------------------ */
+
+/* In the library ejob_console_web (the rest is in ejob_console, which does
+ * not link a web server). */
+
+/* Roles: admin reads and operates, guest only reads. */
+typedef enum {
+    EJ_CONSOLE_ROLE_GUEST = 0,
+    EJ_CONSOLE_ROLE_ADMIN = 1,
+} ej_console_role;
+
+struct ej_console_account {
+    char *name;
+    ej_console_role role;
+    char *password_hash; /* crypt(3) SHA-512 ("$6$...") */
+};
+
+struct ej_console_registry {
+    char *name;       /* shown in the page and used in API paths */
+    char *servers;    /* host:port[,host:port...] */
+    char *namespace_; /* namespace */
+    char *digest;     /* user:password for ZooKeeper digest auth, or NULL */
+};
+
+/* Everything `ejob console` runs with: its settings file plus flags. */
+struct ej_console_settings {
+    char *listen;        /* ADDR:PORT; default 127.0.0.1:8899 */
+    char *tls_cert_file; /* PEM; both or neither */
+    char *tls_key_file;
+    char *audit_log;         /* file the audit lines are appended to; NULL: stderr */
+    int session_ttl_seconds; /* idle time after which a session ends; default 1800 */
+    int connect_timeout_ms;  /* per registry; default 15000 */
+    bool no_auth;            /* only allowed on a loopback address, without accounts */
+    struct ej_console_account *accounts;
+    size_t account_count;
+    struct ej_console_registry *registries;
+    size_t registry_count;
+};
+
+/* Defaults, no registry, no account. */
+EJ_EXTERN void ej_console_settings_init(struct ej_console_settings *s);
+EJ_EXTERN void ej_console_settings_fini(struct ej_console_settings *s);
+
+/*
+ * Read a settings file (YAML, at most 64 KiB):
+ *   listen: 127.0.0.1:8899
+ *   tls: {certFile: cert.pem, keyFile: key.pem}
+ *   sessionTimeoutSeconds: 1800
+ *   auditLog: /var/log/ejob/console-audit.log
+ *   registries:
+ *     - {name: prod, serverLists: "zk1:2181,zk2:2181", namespace: ejob-prod}
+ *   accounts:
+ *     - {name: alice, role: admin, passwordHash: "$6$..."}
+ * into s (initialised). A file that others may write is refused (it holds
+ * the accounts). Returns 0, or EJ_ECONFIG / EJ_EPARSE / -errno with
+ * "FILE:LINE:COL: message" in err.
+ */
+EJ_EXTERN int ej_console_settings_load(const char *path, struct ej_console_settings *s, char *err,
+                                       size_t errlen);
+
+/* Append a registry / account (strings copied). 0 or EJ_ENOMEM / EJ_EINVAL. */
+EJ_EXTERN int ej_console_settings_add_registry(struct ej_console_settings *s, const char *name,
+                                               const char *servers, const char *namespace_,
+                                               const char *digest);
+
+/* Check the settings can be served: listen address, accounts or --no-auth
+ * on loopback, TLS files in pairs, unique registry names. EJ_ECONFIG with a
+ * message. */
+EJ_EXTERN int ej_console_settings_check(const struct ej_console_settings *s, char *err,
+                                        size_t errlen);
+
+/* Hash password with crypt(3) SHA-512 and a random salt into out (at least
+ * 128 bytes). Returns 0, EJ_EINVAL or -errno. */
+EJ_EXTERN int ej_console_hash_password(const char *password, char *out, size_t len);
+
+/* True when password matches hash (crypt(3)); constant-time comparison. */
+EJ_EXTERN bool ej_console_check_password(const char *password, const char *hash);
+
+typedef struct ej_console_web ej_console_web;
+
+/*
+ * Connect to every registry, load their trees, and serve the REST API and
+ * the page (built into the binary) on settings->listen, with TLS when
+ * cert and key are set. settings is copied. Returns 0 and *out, or an error
+ * with a message in err (bad settings, registry not reachable, address in
+ * use, unreadable TLS files).
+ */
+EJ_EXTERN int ej_console_web_start(const struct ej_console_settings *settings, ej_console_web **out,
+                                   char *err, size_t errlen);
+
+/* The port it listens on (useful with port 0). */
+EJ_EXTERN int ej_console_web_port(const ej_console_web *web);
+
+/* Stop serving and free everything. NULL ok. */
+EJ_EXTERN void ej_console_web_stop(ej_console_web *web);
+
+#endif

@@ -1,0 +1,108 @@
+/* Inside `ejob console`: the web server's state shared by its files. */
+#ifndef EJ_CONSOLE_WEB_H
+#define EJ_CONSOLE_WEB_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "ejob/console.h"
+
+#define EJ__CONSOLE_DEFAULT_LISTEN "127.0.0.1:8899"
+#define EJ__CONSOLE_TOKEN_HEX 64 /* 32 random bytes */
+#define EJ__CONSOLE_MAX_SESSIONS 1024
+#define EJ__CONSOLE_MAX_BODY (EJ_CONFIG_MAX_JSON + 4096)
+
+struct ej__console_session {
+    char token[EJ__CONSOLE_TOKEN_HEX + 1];
+    char csrf[EJ__CONSOLE_TOKEN_HEX + 1];
+    char user[128];
+    ej_console_role role;
+    int64_t expires_ms; /* monotonic; extended on each use */
+};
+
+struct ej__console_backend {
+    const struct ej_console_registry *def; /* in web->settings */
+    ej_registry *reg;
+    ej_console *con; /* cached reads */
+};
+
+struct ej_console_web {
+    struct ej_console_settings settings;
+    struct ej__console_backend *backends;
+    size_t backend_count;
+    struct MHD_Daemon *mhd;
+    int port;
+    bool tls;
+    char *tls_cert, *tls_key; /* PEM contents */
+    pthread_mutex_t mu;       /* sessions and the audit log */
+    struct ej__console_session sessions[EJ__CONSOLE_MAX_SESSIONS];
+    char no_auth_csrf[EJ__CONSOLE_TOKEN_HEX + 1];
+    FILE *audit;
+};
+
+/* What a request is, once authenticated. */
+struct ej__console_request {
+    ej_console_web *web;
+    const char *method;
+    const char *url;
+    const char *remote;
+    json_t *body;   /* parsed JSON body of a write, NULL when none */
+    char user[128]; /* "" before login */
+    ej_console_role role;
+    bool write; /* POST, PUT or DELETE */
+    /* the response */
+    unsigned status;
+    json_t *reply;
+    char *set_cookie; /* Set-Cookie header value, or NULL */
+    char audit_detail[512];
+};
+
+/* web_auth.c */
+int ej__console_random_hex(char *out, size_t hex_len);
+bool ej__console_token_equal(const char *a, const char *b);
+/* New session for user; copies its tokens out. EJ_EBUSY when full. */
+int ej__console_session_new(ej_console_web *web, const char *user, ej_console_role role,
+                            struct ej__console_session *out);
+/* Look up a live session by token (extends it); false when none. */
+bool ej__console_session_find(ej_console_web *web, const char *token,
+                              struct ej__console_session *out);
+void ej__console_session_end(ej_console_web *web, const char *token);
+const struct ej_console_account *ej__console_account(const ej_console_web *web, const char *name);
+
+/* web_api.c: fill req->status / reply for an authenticated API request. */
+void ej__console_api(struct ej__console_request *req);
+/* web_config.c: GET / PUT of a job's config. */
+void ej__console_api_config(struct ej__console_request *req, ej_console *con, const char *job);
+/* Set an error reply. */
+void ej__console_reply_error(struct ej__console_request *req, unsigned status, const char *fmt, ...)
+    EJ_PRINTF(3, 4);
+
+/* web_assets.c (generated): the page's files. */
+struct ej__console_asset {
+    const char *path; /* "/index.html" */
+    const char *type; /* Content-Type */
+    const unsigned char *data;
+    size_t len;
+};
+const struct ej__console_asset *ej__console_asset_find(const char *path);
+
+/* web_server.c: libmicrohttpd's callbacks. */
+enum MHD_Result ej__console_on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                       const char *method, const char *version,
+                                       const char *upload_data, size_t *upload_size,
+                                       void **con_cls);
+void ej__console_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                              enum MHD_RequestTerminationCode toe);
+
+/* web_settings.c */
+int ej__console_parse_listen(const char *listen, struct sockaddr_in *out);
+int ej__console_settings_parse(const char *text, size_t len, const char *name,
+                               struct ej_console_settings *s, char *err, size_t errlen);
+
+#endif

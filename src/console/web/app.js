@@ -1,0 +1,355 @@
+// ejob console page: a client of the console's REST API (/api/...). Every
+// name that comes from ZooKeeper is put into the page as text, never as HTML.
+'use strict';
+
+const state = { session: null, registries: [], registry: null, timer: null };
+const POLL_MS = 1500; // live views refresh well within 2 s
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'onclick' || k === 'oninput' || k === 'onchange' || k === 'onsubmit') e[k] = v;
+    else if (v !== null && v !== undefined && v !== false) e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+// Replace node's children; null entries (e.g. buttons a guest does not get) are left out.
+function put(node, ...kids) {
+  node.replaceChildren(...kids.flat().filter(k => k !== null && k !== undefined));
+}
+
+function flash(text, good) {
+  const f = document.getElementById('flash');
+  f.textContent = text;
+  f.className = good ? 'ok' : 'bad';
+}
+
+async function api(method, path, body) {
+  const headers = { 'Accept': 'application/json' };
+  if (method !== 'GET') {
+    headers['Content-Type'] = 'application/json';
+    if (state.session) headers['X-CSRF-Token'] = state.session.csrfToken;
+  }
+  const res = await fetch(path, {
+    method, headers, credentials: 'same-origin',
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  let data = null;
+  try { data = await res.json(); } catch (e) { data = { error: 'bad reply from the console' }; }
+  if (res.status === 401 && path !== '/api/login') {
+    state.session = null;
+    showLogin();
+  }
+  return { status: res.status, data };
+}
+
+function regPath(rest) {
+  return '/api/registries/' + encodeURIComponent(state.registry) + rest;
+}
+
+function enc(s) { return encodeURIComponent(s); }
+
+function statusBadge(s) { return el('span', { class: 'status status-' + s }, s); }
+
+// Every operation asks first; resolve(true) when confirmed.
+function confirmDialog(text, detail) {
+  return new Promise(resolve => {
+    const box = document.getElementById('confirm');
+    document.getElementById('confirm-text').textContent = text;
+    document.getElementById('confirm-detail').textContent = detail || '';
+    box.hidden = false;
+    const done = v => { box.hidden = true; resolve(v); };
+    document.getElementById('confirm-ok').onclick = () => done(true);
+    document.getElementById('confirm-cancel').onclick = () => done(false);
+  });
+}
+
+async function operate(question, method, path, body, after) {
+  if (!(await confirmDialog(question))) return;
+  const r = await api(method, path, body);
+  if (r.status === 200) flash(question.replace(/\?$/, '') + ': done', true);
+  else flash(r.data.error || ('failed: HTTP ' + r.status), false);
+  if (after) after();
+}
+
+function isAdmin() { return state.session && state.session.role === 'admin'; }
+
+function stopPolling() {
+  if (state.timer) clearInterval(state.timer);
+  state.timer = null;
+}
+
+function poll(fn) {
+  stopPolling();
+  fn();
+  state.timer = setInterval(fn, POLL_MS);
+}
+
+// ------------------------------------------------------------ login
+
+function showLogin() {
+  stopPolling();
+  document.getElementById('nav').hidden = true;
+  document.getElementById('logout').hidden = true;
+  document.getElementById('who').textContent = '';
+  const user = el('input', { id: 'login-user', autocomplete: 'username' });
+  const pass = el('input', { id: 'login-password', type: 'password', autocomplete: 'current-password' });
+  const msg = el('p', { class: 'error', id: 'login-error' });
+  const form = el('form', { class: 'login', id: 'login-form' },
+    el('h1', {}, 'Log in'),
+    el('label', {}, 'User', user),
+    el('label', {}, 'Password', pass),
+    el('button', { type: 'submit', id: 'login-submit' }, 'Log in'), msg);
+  form.onsubmit = async ev => {
+    ev.preventDefault();
+    const r = await api('POST', '/api/login', { user: user.value, password: pass.value });
+    if (r.status !== 200) { msg.textContent = r.data.error; return; }
+    state.session = r.data;
+    await start();
+  };
+  put(document.getElementById('view'), form);
+}
+
+// ------------------------------------------------------------ jobs
+
+function jobsView() {
+  const text = el('input', { id: 'filter-name', placeholder: 'job name contains' });
+  const status = el('select', { id: 'filter-status' },
+    ['', 'OK', 'CRASHED', 'DISABLED', 'SHARDING_FLAG', 'LEADER_LOST'].map(s =>
+      el('option', { value: s }, s === '' ? 'any status' : s)));
+  const errorsOnly = el('input', { type: 'checkbox', id: 'filter-errors' });
+  const body = el('tbody', { id: 'jobs-body' });
+  const table = el('table', { id: 'jobs' },
+    el('thead', {}, el('tr', {}, ['Job', 'Status', 'Cron', 'Items', 'Instances', 'Leader', 'Type',
+      'Description', 'Config error'].map(h => el('th', {}, h)))), body);
+  let jobs = [];
+  const render = () => {
+    const t = text.value.toLowerCase();
+    const rows = jobs.filter(j => (!t || j.jobName.toLowerCase().includes(t)) &&
+      (!status.value || j.status === status.value) && (!errorsOnly.checked || j.configError))
+      .map(j => el('tr', { 'data-job': j.jobName },
+        el('td', {}, el('a', { href: '#/job/' + enc(j.jobName) }, j.jobName)),
+        el('td', {}, statusBadge(j.status)),
+        el('td', {}, j.cron === null ? '?' : j.cron),
+        el('td', {}, j.shardingTotalCount),
+        el('td', {}, j.instanceCount),
+        el('td', {}, j.leader ? j.leader + (j.leaderLive ? '' : ' (gone)') : '-'),
+        el('td', {}, j.jobType || '?'),
+        el('td', {}, j.description),
+        el('td', { class: 'error' }, j.configError || '')));
+    put(body, ...rows);
+    document.getElementById('jobs-count').textContent = rows.length + ' of ' + jobs.length + ' jobs';
+  };
+  text.oninput = render; status.onchange = render; errorsOnly.onchange = render;
+  put(document.getElementById('view'), 
+    el('h1', {}, 'Jobs'),
+    el('div', { class: 'filters' }, text, status, el('label', {}, errorsOnly, ' config errors only'),
+      el('span', { id: 'jobs-count', class: 'muted' })),
+    table);
+  poll(async () => {
+    const r = await api('GET', regPath('/jobs'));
+    if (r.status === 200) { jobs = r.data; render(); }
+  });
+}
+
+// ------------------------------------------------------------ one job
+
+function opButton(label, id, question, method, path, body, refresh, danger) {
+  if (!isAdmin()) return null;
+  return el('button', { id, class: danger ? 'danger' : null,
+    onclick: () => operate(question, method, path, body, refresh) }, label);
+}
+
+function jobView(job) {
+  const jp = '/jobs/' + enc(job);
+  const head = el('div', { id: 'job-head' });
+  const ops = el('div', { class: 'ops', id: 'job-ops' });
+  const servers = el('tbody', { id: 'servers-body' });
+  const instances = el('tbody', { id: 'instances-body' });
+  const items = el('tbody', { id: 'items-body' });
+  const tbl = (id, headers, tbody) => el('table', { id },
+    el('thead', {}, el('tr', {}, headers.map(h => el('th', {}, h)))), tbody);
+  put(document.getElementById('view'), 
+    el('h1', {}, 'Job ', el('span', { id: 'job-name' }, job)), head, ops,
+    el('h2', {}, 'Servers'), tbl('servers', ['Server', 'State', 'Instances', ''], servers),
+    el('h2', {}, 'Instances'), tbl('instances', ['Instance', 'Server', 'Leader', 'Trigger', ''], instances),
+    el('h2', {}, 'Items'), tbl('items', ['Item', 'Instance', 'Status', 'Running', 'Failover',
+      'Misfire', 'Disabled', 'Parameter', ''], items));
+  const refresh = async () => {
+    const r = await api('GET', regPath(jp));
+    if (r.status !== 200) { put(head, el('p', { class: 'error' }, r.data.error)); return; }
+    const j = r.data;
+    put(head, el('p', {}, 'Status ', statusBadge(j.status), '  cron ', j.cron || '?',
+      '  type ', j.jobType || '?', '  leader ', j.leader ? j.leader + (j.leaderLive ? '' : ' (gone)') : '-'),
+      j.configError ? el('p', { class: 'error', id: 'job-config-error' }, 'Config error: ' + j.configError) : null);
+    put(ops, 
+      opButton('Trigger', 'op-trigger', 'Trigger ' + job + ' on every live instance?', 'POST', regPath(jp + '/trigger'), {}, refresh),
+      opButton('Disable', 'op-disable', 'Disable ' + job + ' on every server?', 'POST', regPath(jp + '/disable'), {}, refresh),
+      opButton('Enable', 'op-enable', 'Enable ' + job + ' on every server?', 'POST', regPath(jp + '/enable'), {}, refresh),
+      opButton('Shut down', 'op-shutdown', 'Shut down every instance of ' + job + '?', 'POST', regPath(jp + '/shutdown'), {}, refresh, true),
+      opButton('Remove', 'op-remove', 'Remove ' + job + ' from the registry?', 'DELETE', regPath(jp), undefined, refresh, true),
+      el('a', { href: '#/job/' + enc(job) + '/config', id: 'op-config' }, isAdmin() ? 'Edit config' : 'Config'), ' ',
+      el('a', { href: '#/job/' + enc(job) + '/history', id: 'op-history' }, 'History'));
+    put(servers, ...j.servers.map(s => el('tr', { 'data-ip': s.ip },
+      el('td', {}, s.ip), el('td', {}, statusBadge(s.disabled ? 'DISABLED' : 'ENABLED')), el('td', {}, s.instanceCount),
+      el('td', { class: 'ops' }, s.disabled
+        ? opButton('Enable', null, 'Enable ' + job + ' on ' + s.ip + '?', 'POST', regPath(jp + '/enable'), { server: s.ip }, refresh)
+        : opButton('Disable', null, 'Disable ' + job + ' on ' + s.ip + '?', 'POST', regPath(jp + '/disable'), { server: s.ip }, refresh)))));
+    put(instances, ...j.instances.map(i => el('tr', { 'data-instance': i.instanceId },
+      el('td', {}, i.instanceId), el('td', {}, i.serverIp), el('td', {}, i.leader ? 'yes' : ''),
+      el('td', {}, i.triggerPending ? 'pending' : ''),
+      el('td', { class: 'ops' },
+        opButton('Trigger', null, 'Trigger ' + job + ' on ' + i.instanceId + '?', 'POST', regPath(jp + '/trigger'), { instance: i.instanceId }, refresh),
+        opButton('Shut down', null, 'Shut down ' + i.instanceId + '?', 'POST', regPath(jp + '/shutdown'), { instance: i.instanceId }, refresh, true)))));
+    put(items, ...j.items.map(it => el('tr', { 'data-item': it.item },
+      el('td', {}, it.item), el('td', { class: 'owner' }, it.instanceId ? it.instanceId + (it.ownerLive ? '' : ' (gone)') : '-'),
+      el('td', {}, statusBadge(it.status)), el('td', {}, it.running ? 'yes' : ''), el('td', {}, it.failover || ''),
+      el('td', {}, it.misfire ? 'yes' : ''), el('td', {}, it.disabled ? 'yes' : ''), el('td', {}, it.parameter || ''),
+      el('td', { class: 'ops' }, it.disabled
+        ? opButton('Enable', null, 'Enable item ' + it.item + ' of ' + job + '?', 'POST', regPath(jp + '/items/' + it.item + '/enable'), {}, refresh)
+        : opButton('Disable', null, 'Disable item ' + it.item + ' of ' + job + '?', 'POST', regPath(jp + '/items/' + it.item + '/disable'), {}, refresh)))));
+  };
+  poll(refresh);
+}
+
+// ------------------------------------------------------------ config
+
+async function configView(job) {
+  stopPolling();
+  const r = await api('GET', regPath('/jobs/' + enc(job) + '/config'));
+  const view = document.getElementById('view');
+  if (r.status !== 200) { put(view, el('p', { class: 'error' }, r.data.error)); return; }
+  const cfg = r.data.config || {};
+  const version = r.data.version;
+  const inputs = {};
+  const rows = Object.entries(cfg).map(([k, v]) => {
+    let input;
+    if (typeof v === 'boolean') input = el('input', { type: 'checkbox', name: k, checked: v });
+    else if (v !== null && typeof v === 'object') input = el('textarea', { name: k }, JSON.stringify(v, null, 2));
+    else input = el('input', { type: 'text', name: k, value: v === null ? '' : String(v) });
+    if (!isAdmin()) input.disabled = true;
+    inputs[k] = { input, kind: typeof v === 'boolean' ? 'bool' : (v !== null && typeof v === 'object') ? 'json' : typeof v };
+    return el('label', { 'data-field': k }, el('span', { class: 'name' }, k), input,
+      el('span', { class: 'field-error', id: 'err-' + k }));
+  });
+  const general = el('p', { class: 'error', id: 'config-errors' });
+  const problems = (r.data.problems || []).length
+    ? el('p', { class: 'error' }, 'Stored config is not valid: ' + r.data.problems.join('; ')) : null;
+  const form = el('form', { class: 'config', id: 'config-form' },
+    el('h1', {}, 'Config of ', job), el('p', { class: 'muted' }, 'version ' + version), problems,
+    rows, general, isAdmin() ? el('button', { type: 'submit', id: 'config-save' }, 'Save') : null,
+    ' ', el('a', { href: '#/job/' + enc(job) }, 'Back to the job'));
+  form.onsubmit = async ev => {
+    ev.preventDefault();
+    const next = {};
+    for (const [k, { input, kind }] of Object.entries(inputs)) {
+      if (kind === 'bool') next[k] = input.checked;
+      else if (kind === 'json') {
+        try { next[k] = JSON.parse(input.value); } catch (e) { next[k] = input.value; }
+      } else if (kind === 'number') {
+        // Sent as typed when it is not a number, so the validator names it.
+        next[k] = /^-?\d+$/.test(input.value.trim()) ? Number(input.value.trim()) : input.value;
+      } else next[k] = input.value;
+    }
+    const changed = Object.keys(next).filter(k => JSON.stringify(next[k]) !== JSON.stringify(cfg[k]));
+    if (!(await confirmDialog('Save the config of ' + job + '?',
+      changed.map(k => k + ': ' + JSON.stringify(cfg[k]) + ' -> ' + JSON.stringify(next[k])).join('\n') || '(no field changed)'))) return;
+    for (const k of Object.keys(inputs)) document.getElementById('err-' + k).textContent = '';
+    general.textContent = '';
+    const w = await api('PUT', regPath('/jobs/' + enc(job) + '/config'), { version, config: next });
+    if (w.status === 200) {
+      flash('config of ' + job + (w.data.changed ? ' saved (version ' + w.data.version + ')' : ' unchanged'), true);
+      configView(job);
+      return;
+    }
+    flash(w.data.error || ('failed: HTTP ' + w.status), false);
+    for (const e of (w.data.errors || [])) {
+      const spot = document.getElementById('err-' + e.field);
+      if (spot) spot.textContent = e.message;
+      else general.textContent += (e.field ? e.field + ': ' : '') + e.message + ' ';
+    }
+  };
+  put(view, form);
+}
+
+// ------------------------------------------------------------ history
+
+async function historyView(job) {
+  stopPolling();
+  const r = await api('GET', regPath('/jobs/' + enc(job) + '/history'));
+  put(document.getElementById('view'), el('h1', {}, 'History of ', job),
+    r.status === 200 ? el('pre', {}, JSON.stringify(r.data, null, 2))
+      : el('p', { class: 'muted', id: 'history-message' }, r.data.error),
+    el('a', { href: '#/job/' + enc(job) }, 'Back to the job'));
+}
+
+// ------------------------------------------------------------ servers
+
+function serversView() {
+  const body = el('div', { id: 'servers-list' });
+  put(document.getElementById('view'), el('h1', {}, 'Servers'), body);
+  const refresh = async () => {
+    const r = await api('GET', regPath('/servers'));
+    if (r.status !== 200) { put(body, el('p', { class: 'error' }, r.data.error)); return; }
+    put(body, ...r.data.map(s => el('section', { 'data-ip': s.ip },
+      el('h2', {}, s.ip, el('span', { class: 'muted' }, '  ' + s.instanceCount + ' instances, ' +
+        s.jobCount + ' jobs, ' + s.disabledJobCount + ' disabled')),
+      el('div', { class: 'ops' },
+        opButton('Disable all', null, 'Disable every job on ' + s.ip + '?', 'POST', regPath('/servers/' + enc(s.ip) + '/disable'), {}, refresh),
+        opButton('Enable all', null, 'Enable every job on ' + s.ip + '?', 'POST', regPath('/servers/' + enc(s.ip) + '/enable'), {}, refresh),
+        opButton('Shut down all', null, 'Shut down every job instance on ' + s.ip + '?', 'POST', regPath('/servers/' + enc(s.ip) + '/shutdown'), {}, refresh, true)),
+      el('table', {}, el('thead', {}, el('tr', {}, ['Job', 'On this server', 'Instances here', 'Job status'].map(h => el('th', {}, h)))),
+        el('tbody', {}, s.jobs.map(j => el('tr', {},
+          el('td', {}, el('a', { href: '#/job/' + enc(j.jobName) }, j.jobName)),
+          el('td', {}, statusBadge(j.disabled ? 'DISABLED' : 'ENABLED')), el('td', {}, j.instanceCount),
+          el('td', {}, statusBadge(j.jobStatus)))))))));
+  };
+  poll(refresh);
+}
+
+// ------------------------------------------------------------ routing
+
+function route() {
+  if (!state.session) return showLogin();
+  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  for (const a of document.querySelectorAll('#nav a')) a.classList.remove('active');
+  if (parts[0] === 'job' && parts[1]) {
+    if (parts[2] === 'config') return configView(parts[1]);
+    if (parts[2] === 'history') return historyView(parts[1]);
+    return jobView(parts[1]);
+  }
+  if (parts[0] === 'servers') {
+    document.getElementById('nav-servers').classList.add('active');
+    return serversView();
+  }
+  document.getElementById('nav-jobs').classList.add('active');
+  return jobsView();
+}
+
+async function start() {
+  const s = await api('GET', '/api/session');
+  if (s.status !== 200) return showLogin();
+  state.session = s.data;
+  const r = await api('GET', '/api/registries');
+  state.registries = r.status === 200 ? r.data : [];
+  const sel = document.getElementById('registry');
+  put(sel, ...state.registries.map(x =>
+    el('option', { value: x.name }, x.name + ' (' + x.servers + '/' + x.namespace + ')')));
+  state.registry = state.registry || (state.registries[0] && state.registries[0].name);
+  sel.value = state.registry;
+  sel.onchange = () => { state.registry = sel.value; route(); };
+  document.getElementById('nav').hidden = false;
+  document.getElementById('who').textContent = state.session.user + ' (' + state.session.role + ')';
+  const out = document.getElementById('logout');
+  out.hidden = state.session.noAuth;
+  out.onclick = async () => { await api('POST', '/api/logout', {}); state.session = null; showLogin(); };
+  route();
+}
+
+window.addEventListener('hashchange', route);
+start();

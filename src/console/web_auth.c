@@ -1,0 +1,169 @@
+/* Accounts, password hashes (crypt(3) SHA-512), sessions and CSRF tokens. */
+#include <crypt.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <stdio.h>
+
+#include "common/util.h"
+#include "console/internal.h"
+#include "console/web.h"
+#include "ejob/error.h"
+
+static int random_bytes(unsigned char *b, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = getrandom(b + got, n - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? -errno : EJ_EAGAIN;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+int ej__console_random_hex(char *out, size_t hex_len)
+{
+    unsigned char b[64];
+    size_t n = hex_len / 2;
+    if (n > sizeof b)
+        return EJ_EINVAL;
+    int rc = random_bytes(b, n);
+    if (rc != 0)
+        return rc;
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hex[b[i] >> 4];
+        out[2 * i + 1] = hex[b[i] & 15];
+    }
+    out[2 * n] = '\0';
+    return 0;
+}
+
+bool ej__console_token_equal(const char *a, const char *b)
+{
+    if (a == NULL || b == NULL)
+        return false;
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = (unsigned char)(la != lb);
+    size_t n = la < lb ? la : lb;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(a[i] ^ b[i]);
+    return diff == 0 && la > 0;
+}
+
+int ej_console_hash_password(const char *password, char *out, size_t len)
+{
+    if (password == NULL || out == NULL || len < 128 || password[0] == '\0')
+        return EJ_EINVAL;
+    char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+    unsigned char rnd[16];
+    int rc = random_bytes(rnd, sizeof rnd);
+    if (rc != 0)
+        return rc;
+    if (crypt_gensalt_rn("$6$", 0, (const char *)rnd, sizeof rnd, salt, sizeof salt) == NULL)
+        return -errno;
+    struct crypt_data *cd = calloc(1, sizeof(*cd));
+    if (cd == NULL)
+        return EJ_ENOMEM;
+    const char *h = crypt_r(password, salt, cd);
+    rc = 0;
+    if (h == NULL || h[0] == '*' || strlen(h) >= len)
+        rc = EJ_EINVAL;
+    else
+        strcpy(out, h);
+    explicit_bzero(cd, sizeof(*cd));
+    free(cd);
+    return rc;
+}
+
+bool ej_console_check_password(const char *password, const char *hash)
+{
+    if (password == NULL || hash == NULL || strncmp(hash, "$6$", 3) != 0)
+        return false;
+    struct crypt_data *cd = calloc(1, sizeof(*cd));
+    if (cd == NULL)
+        return false;
+    const char *h = crypt_r(password, hash, cd);
+    bool ok = h != NULL && h[0] != '*' && ej__console_token_equal(h, hash);
+    explicit_bzero(cd, sizeof(*cd));
+    free(cd);
+    return ok;
+}
+
+const struct ej_console_account *ej__console_account(const ej_console_web *web, const char *name)
+{
+    for (size_t i = 0; name != NULL && i < web->settings.account_count; i++)
+        if (strcmp(web->settings.accounts[i].name, name) == 0)
+            return &web->settings.accounts[i];
+    return NULL;
+}
+
+int ej__console_session_new(ej_console_web *web, const char *user, ej_console_role role,
+                            struct ej__console_session *out)
+{
+    struct ej__console_session s = {0};
+    int rc = ej__console_random_hex(s.token, EJ__CONSOLE_TOKEN_HEX);
+    if (rc == 0)
+        rc = ej__console_random_hex(s.csrf, EJ__CONSOLE_TOKEN_HEX);
+    if (rc != 0)
+        return rc;
+    snprintf(s.user, sizeof s.user, "%s", user);
+    s.role = role;
+    int64_t now = ej__mono_ms();
+    s.expires_ms = now + (int64_t)web->settings.session_ttl_seconds * 1000;
+    pthread_mutex_lock(&web->mu);
+    /* A free or expired slot; when every slot is live, the one closest to expiry. */
+    size_t victim = 0;
+    for (size_t i = 0; i < EJ__CONSOLE_MAX_SESSIONS; i++) {
+        if (web->sessions[i].token[0] == '\0' || web->sessions[i].expires_ms <= now) {
+            victim = i;
+            break;
+        }
+        if (web->sessions[i].expires_ms < web->sessions[victim].expires_ms)
+            victim = i;
+    }
+    web->sessions[victim] = s;
+    pthread_mutex_unlock(&web->mu);
+    *out = s;
+    return 0;
+}
+
+bool ej__console_session_find(ej_console_web *web, const char *token,
+                              struct ej__console_session *out)
+{
+    if (token == NULL || strlen(token) != EJ__CONSOLE_TOKEN_HEX)
+        return false;
+    bool found = false;
+    int64_t now = ej__mono_ms();
+    pthread_mutex_lock(&web->mu);
+    for (size_t i = 0; i < EJ__CONSOLE_MAX_SESSIONS && !found; i++) {
+        struct ej__console_session *s = &web->sessions[i];
+        if (s->token[0] == '\0' || !ej__console_token_equal(s->token, token))
+            continue;
+        if (s->expires_ms <= now) {
+            memset(s, 0, sizeof(*s));
+            break;
+        }
+        s->expires_ms = now + (int64_t)web->settings.session_ttl_seconds * 1000;
+        *out = *s;
+        found = true;
+    }
+    pthread_mutex_unlock(&web->mu);
+    return found;
+}
+
+void ej__console_session_end(ej_console_web *web, const char *token)
+{
+    if (token == NULL)
+        return;
+    pthread_mutex_lock(&web->mu);
+    for (size_t i = 0; i < EJ__CONSOLE_MAX_SESSIONS; i++)
+        if (web->sessions[i].token[0] != '\0' &&
+            ej__console_token_equal(web->sessions[i].token, token))
+            memset(&web->sessions[i], 0, sizeof(web->sessions[i]));
+    pthread_mutex_unlock(&web->mu);
+}

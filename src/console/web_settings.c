@@ -1,0 +1,385 @@
+/* Settings of `ejob console`: the YAML file, defaults and checks. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <yaml.h>
+
+#include "console/internal.h"
+#include "console/web.h"
+#include "ejob/error.h"
+
+#define MAX_SETTINGS_BYTES (64 * 1024)
+
+void ej_console_settings_init(struct ej_console_settings *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->session_ttl_seconds = 1800;
+    s->connect_timeout_ms = 15000;
+}
+
+void ej_console_settings_fini(struct ej_console_settings *s)
+{
+    if (s == NULL)
+        return;
+    free(s->listen);
+    free(s->tls_cert_file);
+    free(s->tls_key_file);
+    free(s->audit_log);
+    for (size_t i = 0; i < s->account_count; i++) {
+        free(s->accounts[i].name);
+        free(s->accounts[i].password_hash);
+    }
+    free(s->accounts);
+    for (size_t i = 0; i < s->registry_count; i++) {
+        free(s->registries[i].name);
+        free(s->registries[i].servers);
+        free(s->registries[i].namespace_);
+        free(s->registries[i].digest);
+    }
+    free(s->registries);
+    memset(s, 0, sizeof(*s));
+}
+
+static char *dup_or_null(const char *v)
+{
+    return v != NULL ? strdup(v) : NULL;
+}
+
+int ej_console_settings_add_registry(struct ej_console_settings *s, const char *name,
+                                     const char *servers, const char *namespace_,
+                                     const char *digest)
+{
+    if (s == NULL || servers == NULL || namespace_ == NULL)
+        return EJ_EINVAL;
+    struct ej_console_registry *grown =
+        realloc(s->registries, (s->registry_count + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return EJ_ENOMEM;
+    s->registries = grown;
+    struct ej_console_registry *r = &grown[s->registry_count];
+    r->name = strdup(name != NULL && name[0] != '\0' ? name : namespace_);
+    r->servers = strdup(servers);
+    r->namespace_ = strdup(namespace_);
+    r->digest = dup_or_null(digest);
+    s->registry_count++;
+    if (r->name == NULL || r->servers == NULL || r->namespace_ == NULL ||
+        (digest != NULL && r->digest == NULL))
+        return EJ_ENOMEM;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- YAML */
+
+struct loader {
+    yaml_document_t doc;
+    const char *file;
+    char *err;
+    size_t errlen;
+};
+
+static int fail_at(struct loader *l, yaml_node_t *n, const char *fmt, ...) EJ_PRINTF(3, 4);
+static int fail_at(struct loader *l, yaml_node_t *n, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ej__console_err(EJ_ECONFIG, l->err, l->errlen, "%s:%zu:%zu: %s", l->file,
+                           n != NULL ? n->start_mark.line + 1 : 0,
+                           n != NULL ? n->start_mark.column + 1 : 0, msg);
+}
+
+static const char *scalar(yaml_node_t *n)
+{
+    return n != NULL && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static int take_string(struct loader *l, yaml_node_t *v, const char *key, char **out)
+{
+    const char *s = scalar(v);
+    if (s == NULL)
+        return fail_at(l, v, "%s: expected a string", key);
+    free(*out);
+    *out = strdup(s);
+    return *out != NULL ? 0 : EJ_ENOMEM;
+}
+
+static int take_int(struct loader *l, yaml_node_t *v, const char *key, int min, int max, int *out)
+{
+    const char *s = scalar(v);
+    char *end = NULL;
+    errno = 0;
+    long n = s != NULL ? strtol(s, &end, 10) : 0;
+    if (s == NULL || s[0] == '\0' || *end != '\0' || errno != 0 || n < min || n > max) {
+        char what[160];
+        snprintf(what, sizeof what, "%s: expected an integer %d..%d", key, min, max);
+        return fail_at(l, v, "%s", what);
+    }
+    *out = (int)n;
+    return 0;
+}
+
+typedef int (*pair_fn)(struct loader *l, const char *key, yaml_node_t *value, void *target);
+
+/* Call fn for each key of a mapping. */
+static int each_pair(struct loader *l, yaml_node_t *map, const char *what, pair_fn fn, void *target)
+{
+    if (map == NULL || map->type != YAML_MAPPING_NODE)
+        return fail_at(l, map, "%s: expected a mapping", what);
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+         p++) {
+        yaml_node_t *k = yaml_document_get_node(&l->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(&l->doc, p->value);
+        const char *key = scalar(k);
+        if (key == NULL)
+            return fail_at(l, k, "%s: keys must be strings", what);
+        int rc = fn(l, key, v, target);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int registry_pair(struct loader *l, const char *key, yaml_node_t *v, void *target)
+{
+    struct ej_console_registry *r = target;
+    if (strcmp(key, "name") == 0)
+        return take_string(l, v, key, &r->name);
+    if (strcmp(key, "serverLists") == 0)
+        return take_string(l, v, key, &r->servers);
+    if (strcmp(key, "namespace") == 0)
+        return take_string(l, v, key, &r->namespace_);
+    if (strcmp(key, "digest") == 0)
+        return take_string(l, v, key, &r->digest);
+    return fail_at(l, v, "registries: unknown key \"%s\"", key);
+}
+
+static int account_pair(struct loader *l, const char *key, yaml_node_t *v, void *target)
+{
+    struct ej_console_account *a = target;
+    if (strcmp(key, "name") == 0)
+        return take_string(l, v, key, &a->name);
+    if (strcmp(key, "passwordHash") == 0)
+        return take_string(l, v, key, &a->password_hash);
+    if (strcmp(key, "role") == 0) {
+        const char *s = scalar(v);
+        if (s != NULL && strcmp(s, "admin") == 0)
+            a->role = EJ_CONSOLE_ROLE_ADMIN;
+        else if (s != NULL && strcmp(s, "guest") == 0)
+            a->role = EJ_CONSOLE_ROLE_GUEST;
+        else
+            return fail_at(l, v, "%s: expected admin or guest", "role");
+        return 0;
+    }
+    if (strcmp(key, "password") == 0)
+        return fail_at(l, v,
+                       "%s: plain passwords are not accepted; store passwordHash "
+                       "(ejob console hash-password)",
+                       "password");
+    return fail_at(l, v, "accounts: unknown key \"%s\"", key);
+}
+
+static int check_account(struct loader *l, yaml_node_t *n, const struct ej_console_account *a)
+{
+    if (a->name == NULL || a->name[0] == '\0')
+        return fail_at(l, n, "%s: an account needs a name", "accounts");
+    if (a->password_hash == NULL || strncmp(a->password_hash, "$6$", 3) != 0)
+        return fail_at(l, n,
+                       "account \"%s\": passwordHash must be a SHA-512 crypt hash "
+                       "($6$...; ejob console hash-password makes one)",
+                       a->name);
+    return 0;
+}
+
+static int load_list(struct loader *l, yaml_node_t *seq, struct ej_console_settings *s,
+                     bool accounts)
+{
+    const char *what = accounts ? "accounts" : "registries";
+    if (seq == NULL || seq->type != YAML_SEQUENCE_NODE)
+        return fail_at(l, seq, "%s: expected a list", what);
+    for (yaml_node_item_t *i = seq->data.sequence.items.start; i < seq->data.sequence.items.top;
+         i++) {
+        yaml_node_t *n = yaml_document_get_node(&l->doc, *i);
+        int rc;
+        if (accounts) {
+            struct ej_console_account a = {0};
+            rc = each_pair(l, n, what, account_pair, &a);
+            if (rc == 0)
+                rc = check_account(l, n, &a);
+            struct ej_console_account *grown =
+                rc == 0 ? realloc(s->accounts, (s->account_count + 1) * sizeof(a)) : NULL;
+            if (grown != NULL) {
+                s->accounts = grown;
+                grown[s->account_count++] = a;
+            } else {
+                free(a.name);
+                free(a.password_hash);
+                if (rc == 0)
+                    rc = EJ_ENOMEM;
+            }
+        } else {
+            struct ej_console_registry r = {0};
+            rc = each_pair(l, n, what, registry_pair, &r);
+            if (rc == 0 && (r.servers == NULL || r.namespace_ == NULL))
+                rc = fail_at(l, n, "%s: each needs serverLists and namespace", what);
+            if (rc == 0)
+                rc = ej_console_settings_add_registry(s, r.name, r.servers, r.namespace_, r.digest);
+            free(r.name);
+            free(r.servers);
+            free(r.namespace_);
+            free(r.digest);
+        }
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int tls_pair(struct loader *l, const char *key, yaml_node_t *v, void *target)
+{
+    struct ej_console_settings *s = target;
+    if (strcmp(key, "certFile") == 0)
+        return take_string(l, v, key, &s->tls_cert_file);
+    if (strcmp(key, "keyFile") == 0)
+        return take_string(l, v, key, &s->tls_key_file);
+    return fail_at(l, v, "tls: unknown key \"%s\"", key);
+}
+
+static int top_pair(struct loader *l, const char *key, yaml_node_t *v, void *target)
+{
+    struct ej_console_settings *s = target;
+    if (strcmp(key, "listen") == 0)
+        return take_string(l, v, key, &s->listen);
+    if (strcmp(key, "auditLog") == 0)
+        return take_string(l, v, key, &s->audit_log);
+    if (strcmp(key, "sessionTimeoutSeconds") == 0)
+        return take_int(l, v, key, 1, 7 * 24 * 3600, &s->session_ttl_seconds);
+    if (strcmp(key, "connectionTimeoutMilliseconds") == 0)
+        return take_int(l, v, key, 100, 600000, &s->connect_timeout_ms);
+    if (strcmp(key, "tls") == 0)
+        return each_pair(l, v, key, tls_pair, s);
+    if (strcmp(key, "registries") == 0)
+        return load_list(l, v, s, false);
+    if (strcmp(key, "accounts") == 0)
+        return load_list(l, v, s, true);
+    return fail_at(l, v, "unknown key \"%s\"", key);
+}
+
+int ej__console_settings_parse(const char *text, size_t len, const char *name,
+                               struct ej_console_settings *s, char *err, size_t errlen)
+{
+    if (len > MAX_SETTINGS_BYTES)
+        return ej__console_err(EJ_ECONFIG, err, errlen, "%s: larger than %d bytes", name,
+                               MAX_SETTINGS_BYTES);
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        return EJ_ENOMEM;
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    struct loader l = {.file = name, .err = err, .errlen = errlen};
+    int rc = 0;
+    if (!yaml_parser_load(&parser, &l.doc)) {
+        rc = ej__console_err(EJ_EPARSE, err, errlen, "%s:%zu:%zu: %s", name,
+                             parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+                             parser.problem != NULL ? parser.problem : "YAML syntax error");
+        yaml_parser_delete(&parser);
+        return rc;
+    }
+    yaml_node_t *root = yaml_document_get_root_node(&l.doc);
+    if (root != NULL)
+        rc = each_pair(&l, root, "settings", top_pair, s);
+    yaml_document_delete(&l.doc);
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+int ej_console_settings_load(const char *path, struct ej_console_settings *s, char *err,
+                             size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return ej__console_err(-errno, err, errlen, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        fclose(f);
+        return ej__console_err(EJ_ECONFIG, err, errlen,
+                               "%s: others may write it, and it holds the console's accounts "
+                               "(chmod go-w %s)",
+                               path, path);
+    }
+    char *buf = malloc(MAX_SETTINGS_BYTES + 1);
+    size_t n = buf != NULL ? fread(buf, 1, MAX_SETTINGS_BYTES + 1, f) : 0;
+    fclose(f);
+    if (buf == NULL)
+        return EJ_ENOMEM;
+    int rc = ej__console_settings_parse(buf, n, path, s, err, errlen);
+    free(buf);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- checks */
+
+int ej__console_parse_listen(const char *listen, struct sockaddr_in *out)
+{
+    memset(out, 0, sizeof(*out));
+    const char *colon = listen != NULL ? strrchr(listen, ':') : NULL;
+    if (colon == NULL || colon == listen || (size_t)(colon - listen) >= INET_ADDRSTRLEN)
+        return EJ_EINVAL;
+    char host[INET_ADDRSTRLEN];
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = '\0';
+    char *end = NULL;
+    long port = strtol(colon + 1, &end, 10);
+    if (colon[1] == '\0' || *end != '\0' || port < 0 || port > 65535)
+        return EJ_EINVAL;
+    out->sin_family = AF_INET;
+    out->sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, host, &out->sin_addr) != 1)
+        return EJ_EINVAL;
+    return 0;
+}
+
+int ej_console_settings_check(const struct ej_console_settings *s, char *err, size_t errlen)
+{
+    struct sockaddr_in sa;
+    const char *listen = s->listen != NULL ? s->listen : EJ__CONSOLE_DEFAULT_LISTEN;
+    if (ej__console_parse_listen(listen, &sa) != 0)
+        return ej__console_err(EJ_ECONFIG, err, errlen,
+                               "listen: expected IPV4ADDR:PORT (e.g. 127.0.0.1:8899), got \"%s\"",
+                               listen);
+    bool loopback = (ntohl(sa.sin_addr.s_addr) >> 24) == 127;
+    if (s->no_auth && s->account_count > 0)
+        return ej__console_err(EJ_ECONFIG, err, errlen,
+                               "--no-auth with accounts configured: drop one of them");
+    if (s->no_auth && !loopback)
+        return ej__console_err(EJ_ECONFIG, err, errlen,
+                               "--no-auth is only allowed on a loopback address, not %s", listen);
+    if (!s->no_auth && s->account_count == 0)
+        return ej__console_err(EJ_ECONFIG, err, errlen,
+                               "no accounts: add accounts (with passwordHash) to the settings "
+                               "file, or pass --no-auth to serve without login on loopback");
+    if ((s->tls_cert_file == NULL) != (s->tls_key_file == NULL))
+        return ej__console_err(EJ_ECONFIG, err, errlen, "tls: give both certFile and keyFile");
+    if (s->registry_count == 0)
+        return ej__console_err(EJ_ECONFIG, err, errlen, "no registry to show");
+    for (size_t i = 0; i < s->registry_count; i++) {
+        if (!ej_console_is_segment(s->registries[i].name))
+            return ej__console_err(EJ_ECONFIG, err, errlen, "registry name \"%s\" is not usable",
+                                   s->registries[i].name);
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(s->registries[i].name, s->registries[k].name) == 0)
+                return ej__console_err(EJ_ECONFIG, err, errlen, "two registries are named \"%s\"",
+                                       s->registries[i].name);
+    }
+    for (size_t i = 0; i < s->account_count; i++)
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(s->accounts[i].name, s->accounts[k].name) == 0)
+                return ej__console_err(EJ_ECONFIG, err, errlen, "two accounts are named \"%s\"",
+                                       s->accounts[i].name);
+    return 0;
+}

@@ -1,0 +1,223 @@
+/* Starting and stopping `ejob console`: registries, TLS files, the daemon. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "console/internal.h"
+#include "console/web.h"
+#include "ejob/error.h"
+
+static char *read_pem(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        ej__console_err(-errno, err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    ej_buf b;
+    ej__buf_init(&b);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len < 1024 * 1024)
+        ej__buf_append(&b, chunk, n);
+    fclose(f);
+    if (b.failed || b.len == 0) {
+        ej__console_err(EJ_EINVAL, err, errlen, "%s is empty or unreadable", path);
+        ej__buf_fini(&b);
+        return NULL;
+    }
+    return ej__buf_steal(&b);
+}
+
+static int copy_settings(struct ej_console_settings *dst, const struct ej_console_settings *src)
+{
+    ej_console_settings_init(dst);
+    dst->session_ttl_seconds = src->session_ttl_seconds;
+    dst->connect_timeout_ms = src->connect_timeout_ms;
+    dst->no_auth = src->no_auth;
+    dst->listen = strdup(src->listen != NULL ? src->listen : EJ__CONSOLE_DEFAULT_LISTEN);
+    dst->tls_cert_file = src->tls_cert_file ? strdup(src->tls_cert_file) : NULL;
+    dst->tls_key_file = src->tls_key_file ? strdup(src->tls_key_file) : NULL;
+    dst->audit_log = src->audit_log ? strdup(src->audit_log) : NULL;
+    int rc = dst->listen != NULL ? 0 : EJ_ENOMEM;
+    for (size_t i = 0; i < src->registry_count && rc == 0; i++)
+        rc = ej_console_settings_add_registry(
+            dst, src->registries[i].name, src->registries[i].servers, src->registries[i].namespace_,
+            src->registries[i].digest);
+    if (rc == 0 && src->account_count > 0) {
+        dst->accounts = calloc(src->account_count, sizeof(*dst->accounts));
+        if (dst->accounts == NULL)
+            return EJ_ENOMEM;
+        for (size_t i = 0; i < src->account_count; i++) {
+            struct ej_console_account *a = &dst->accounts[dst->account_count++];
+            a->name = strdup(src->accounts[i].name);
+            a->password_hash = strdup(src->accounts[i].password_hash);
+            a->role = src->accounts[i].role;
+            if (a->name == NULL || a->password_hash == NULL)
+                rc = EJ_ENOMEM;
+        }
+    }
+    return rc;
+}
+
+static int connect_backends(ej_console_web *web, char *err, size_t errlen)
+{
+    const struct ej_console_settings *s = &web->settings;
+    web->backends = calloc(s->registry_count, sizeof(*web->backends));
+    if (web->backends == NULL)
+        return EJ_ENOMEM;
+    for (size_t i = 0; i < s->registry_count; i++) {
+        struct ej__console_backend *b = &web->backends[web->backend_count++];
+        b->def = &s->registries[i];
+        struct ej_registry_opts opts = {
+            .servers = b->def->servers,
+            .namespace_ = b->def->namespace_,
+            .session_timeout_ms = 30000,
+            .connection_timeout_ms = s->connect_timeout_ms,
+            .base_sleep_ms = 500,
+            .max_sleep_ms = 3000,
+            .max_retries = 3,
+            .digest = b->def->digest,
+        };
+        int rc = ej_registry_create(&b->reg, &opts);
+        if (rc != 0)
+            return ej__console_err(rc, err, errlen, "registry \"%s\" (%s/%s): %s", b->def->name,
+                                   b->def->servers, b->def->namespace_,
+                                   ej_registry_errmsg(NULL)[0] ? ej_registry_errmsg(NULL)
+                                                               : ej_strerror(rc));
+        struct ej_console_opts copts = {.cached = true, .cache_wait_ms = s->connect_timeout_ms};
+        rc = ej_console_create(b->reg, &copts, &b->con);
+        if (rc != 0)
+            return ej__console_err(rc, err, errlen, "registry \"%s\": cannot load its tree: %s",
+                                   b->def->name, ej_strerror(rc));
+    }
+    return 0;
+}
+
+/* The listening socket, with TCP_NODELAY (inherited by accepted sockets) so
+ * that a reply larger than one segment is not held back by Nagle's algorithm
+ * waiting for the client's delayed ACK (40 ms per request otherwise). */
+static int listen_socket(const struct sockaddr_in *sa, char *err, size_t errlen,
+                         const char *listen_text)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return ej__console_err(-errno, err, errlen, "socket: %s", strerror(errno));
+    int on = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    if (bind(fd, (const struct sockaddr *)sa, sizeof *sa) != 0 || listen(fd, 128) != 0) {
+        int e = errno;
+        close(fd);
+        return ej__console_err(-e, err, errlen, "cannot listen on %s: %s", listen_text,
+                               strerror(e));
+    }
+    return fd;
+}
+
+static int start_daemon(ej_console_web *web, char *err, size_t errlen)
+{
+    struct sockaddr_in sa;
+    ej__console_parse_listen(web->settings.listen, &sa);
+
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    web->tls = web->settings.tls_cert_file != NULL;
+    if (web->tls) {
+        if ((web->tls_cert = read_pem(web->settings.tls_cert_file, err, errlen)) == NULL ||
+            (web->tls_key = read_pem(web->settings.tls_key_file, err, errlen)) == NULL)
+            return EJ_EINVAL;
+        flags |= MHD_USE_TLS;
+    }
+    int fd = listen_socket(&sa, err, errlen, web->settings.listen);
+    if (fd < 0)
+        return fd;
+    struct MHD_OptionItem tls_opts[] = {
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, web->tls_cert},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, web->tls_key},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    web->mhd =
+        MHD_start_daemon(flags, 0, NULL, NULL, ej__console_on_request, web,
+                         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
+                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT,
+                         (unsigned)256, MHD_OPTION_NOTIFY_COMPLETED, ej__console_on_completed, web,
+                         MHD_OPTION_ARRAY, web->tls ? tls_opts : &tls_opts[2], MHD_OPTION_END);
+    if (web->mhd == NULL) {
+        close(fd);
+        return ej__console_err(EJ_EINVAL, err, errlen, "cannot serve on %s%s", web->settings.listen,
+                               web->tls ? " (bad TLS cert or key?)" : "");
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(web->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    web->port = info != NULL ? info->port : ntohs(sa.sin_port);
+    return 0;
+}
+
+int ej_console_web_start(const struct ej_console_settings *settings, ej_console_web **out,
+                         char *err, size_t errlen)
+{
+    if (settings == NULL || out == NULL)
+        return EJ_EINVAL;
+    *out = NULL;
+    int rc = ej_console_settings_check(settings, err, errlen);
+    if (rc != 0)
+        return rc;
+    ej_console_web *web = calloc(1, sizeof(*web));
+    if (web == NULL)
+        return EJ_ENOMEM;
+    pthread_mutex_init(&web->mu, NULL);
+    rc = copy_settings(&web->settings, settings);
+    if (rc == 0 && web->settings.no_auth)
+        rc = ej__console_random_hex(web->no_auth_csrf, EJ__CONSOLE_TOKEN_HEX);
+    if (rc == 0 && web->settings.audit_log != NULL &&
+        (web->audit = fopen(web->settings.audit_log, "ae")) == NULL)
+        rc = ej__console_err(-errno, err, errlen, "audit log %s: %s", web->settings.audit_log,
+                             strerror(errno));
+    if (rc == 0)
+        rc = connect_backends(web, err, errlen);
+    if (rc == 0)
+        rc = start_daemon(web, err, errlen);
+    if (rc != 0) {
+        if (rc == EJ_ENOMEM && err != NULL && err[0] == '\0')
+            ej__console_err(rc, err, errlen, "out of memory");
+        ej_console_web_stop(web);
+        return rc;
+    }
+    *out = web;
+    return 0;
+}
+
+int ej_console_web_port(const ej_console_web *web)
+{
+    return web != NULL ? web->port : -1;
+}
+
+void ej_console_web_stop(ej_console_web *web)
+{
+    if (web == NULL)
+        return;
+    if (web->mhd != NULL)
+        MHD_stop_daemon(web->mhd);
+    for (size_t i = 0; i < web->backend_count; i++) {
+        ej_console_destroy(web->backends[i].con);
+        ej_registry_destroy(web->backends[i].reg);
+    }
+    free(web->backends);
+    if (web->audit != NULL)
+        fclose(web->audit);
+    free(web->tls_cert);
+    if (web->tls_key != NULL) {
+        explicit_bzero(web->tls_key, strlen(web->tls_key));
+        free(web->tls_key);
+    }
+    ej_console_settings_fini(&web->settings);
+    pthread_mutex_destroy(&web->mu);
+    explicit_bzero(web->sessions, sizeof(web->sessions));
+    free(web);
+}

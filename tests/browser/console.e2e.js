@@ -1,0 +1,163 @@
+// The console page end to end in Debian's chromium, driven by playwright-core:
+// log in, filter the job list, watch items move after a daemon is killed,
+// trigger, disable and enable, edit a config and see the validator's errors
+// next to the fields, read history, the server view, a guest without buttons.
+// Environment: CONSOLE_URL, KILL_PID (a daemon to kill -9), KEEP_IP (the
+// survivor's IP), ARTIFACTS (screenshot directory), USER_DATA_DIR.
+'use strict';
+const path = require('path');
+const { chromium } = require('playwright-core');
+
+const url = process.env.CONSOLE_URL;
+const artifacts = process.env.ARTIFACTS;
+let failures = 0;
+function ok(what) { console.log('ok: ' + what); }
+function fail(what) { console.error('FAIL: ' + what); failures++; }
+function check(cond, what) { cond ? ok(what) : fail(what); }
+
+async function waitFor(page, fn, arg, what, timeout) {
+  try {
+    await page.waitForFunction(fn, arg, { timeout: timeout || 15000, polling: 200 });
+    ok(what);
+    return true;
+  } catch (e) {
+    fail(what + ' (' + e.message.split('\n')[0] + ')');
+    return false;
+  }
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(artifacts, name + '.png'), fullPage: true });
+}
+
+async function confirmYes(page) {
+  await page.waitForSelector('#confirm:not([hidden])', { timeout: 5000 });
+  await page.click('#confirm-ok');
+}
+
+async function login(page, user, password) {
+  await page.goto(url + '/', { waitUntil: 'domcontentloaded' });
+  await page.waitForSelector('#login-form', { timeout: 10000 });
+  await page.fill('#login-user', user);
+  await page.fill('#login-password', password);
+  await page.click('#login-submit');
+}
+
+const owners = () => [...document.querySelectorAll('#items-body tr td.owner')].map(td => td.textContent);
+
+async function main() {
+  const ctx = await chromium.launchPersistentContext(process.env.USER_DATA_DIR, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1280, height: 900 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const page = ctx.pages()[0] || await ctx.newPage();
+  page.on('pageerror', e => fail('script error in the page: ' + e.message));
+
+  // ---------------------------------------------------------------- login
+  await login(page, 'alice', 'wrong');
+  await waitFor(page, () => /wrong user name or password/.test(document.querySelector('#login-error').textContent),
+    null, 'wrong password shown on the login form');
+  await login(page, 'alice', 'adm1n pass');
+  await waitFor(page, () => !!document.querySelector('#jobs-body tr[data-job="browserJob"]'), null, 'job list after login');
+  await waitFor(page, () => {
+    const r = document.querySelector('#jobs-body tr[data-job="browserJob"]');
+    return r && r.querySelector('.status').textContent === 'OK' && r.children[4].textContent === '2';
+  }, null, 'browserJob OK with 2 instances');
+  await waitFor(page, () => {
+    const r = document.querySelector('#jobs-body tr[data-job="brokenJob"]');
+    return r && /shardingTotalCount/.test(r.lastChild.textContent);
+  }, null, 'a job with an invalid config shows its error');
+  await page.fill('#filter-name', 'broken');
+  await waitFor(page, () => document.querySelectorAll('#jobs-body tr').length === 1, null, 'name filter');
+  await page.fill('#filter-name', '');
+  await page.selectOption('#filter-status', 'CRASHED');
+  await waitFor(page, () => [...document.querySelectorAll('#jobs-body tr')].every(r => r.querySelector('.status').textContent === 'CRASHED'),
+    null, 'status filter');
+  await page.selectOption('#filter-status', '');
+  await shot(page, '1-jobs');
+
+  // ---------------------------------------------------------------- items move after kill -9
+  await page.click('#jobs-body tr[data-job="browserJob"] a');
+  await waitFor(page, () => document.querySelectorAll('#items-body tr').length === 4, null, 'job page shows 4 items');
+  check(!/\bnull\b|undefined/.test(await page.textContent('#view')), 'no "null" or "undefined" shown on the job page');
+  const before = await page.evaluate(owners);
+  const killed = before.filter(o => !o.startsWith(process.env.KEEP_IP + '@')).length;
+  check(killed > 0, 'items spread over both daemons before the kill: ' + before.join(', '));
+  await shot(page, '2-job-before-kill');
+  const t0 = Date.now();
+  process.kill(Number(process.env.KILL_PID), 'SIGKILL');
+  // No reload: the page polls and must show the new owners by itself.
+  await waitFor(page, ip => {
+    const o = [...document.querySelectorAll('#items-body tr td.owner')].map(td => td.textContent);
+    return o.length === 4 && o.every(x => x.startsWith(ip + '@') && !x.includes('(gone)'));
+  }, process.env.KEEP_IP, 'items moved to the surviving daemon on the page', 30000);
+  console.log('figure: items shown on the survivor ' + (Date.now() - t0) + ' ms after kill -9');
+  await shot(page, '3-job-after-kill');
+
+  // ---------------------------------------------------------------- trigger
+  await page.click('#op-trigger');
+  await page.waitForSelector('#confirm:not([hidden])');
+  check(/Trigger browserJob/.test(await page.textContent('#confirm-text')), 'trigger asks for confirmation');
+  await page.click('#confirm-cancel');
+  await page.click('#op-trigger');
+  await confirmYes(page);
+  await waitFor(page, () => /Trigger browserJob on every live instance: done/.test(document.querySelector('#flash').textContent),
+    null, 'trigger done');
+
+  // ---------------------------------------------------------------- disable / enable
+  await page.click('#op-disable');
+  await confirmYes(page);
+  await waitFor(page, () => document.querySelector('#job-head .status').textContent === 'DISABLED', null, 'job DISABLED after disable');
+  await shot(page, '4-job-disabled');
+  await page.click('#op-enable');
+  await confirmYes(page);
+  await waitFor(page, () => document.querySelector('#job-head .status').textContent !== 'DISABLED', null, 'job enabled again');
+  // One item.
+  await page.click('#items-body tr[data-item="1"] button');
+  await confirmYes(page);
+  await waitFor(page, () => document.querySelector('#items-body tr[data-item="1"] .status').textContent === 'DISABLED', null, 'item 1 disabled');
+
+  // ---------------------------------------------------------------- config editing
+  await page.click('#op-config');
+  await page.waitForSelector('#config-form input[name="cron"]');
+  await page.fill('#config-form input[name="shardingTotalCount"]', '0');
+  await page.fill('#config-form input[name="cron"]', '0 0 0 30 2 ? x');
+  await page.click('#config-save');
+  await page.waitForSelector('#confirm:not([hidden])');
+  check(/shardingTotalCount: 4 -> 0/.test(await page.textContent('#confirm-detail')), 'save confirmation lists the changed fields');
+  await page.click('#confirm-ok');
+  await waitFor(page, () => /must be >= 1/.test(document.querySelector('#err-shardingTotalCount').textContent),
+    null, 'validator error next to shardingTotalCount');
+  await waitFor(page, () => document.querySelector('#err-cron').textContent.length > 0, null, 'validator error next to cron');
+  await shot(page, '5-config-errors');
+  await page.fill('#config-form input[name="shardingTotalCount"]', '4');
+  await page.fill('#config-form input[name="cron"]', '0/3 * * * * ?');
+  await page.click('#config-save');
+  await confirmYes(page);
+  await waitFor(page, () => /saved \(version/.test(document.querySelector('#flash').textContent), null, 'valid config saved');
+
+  // ---------------------------------------------------------------- history, servers
+  await page.goto(url + '/#/job/browserJob/history');
+  await waitFor(page, () => /tracing store/.test((document.querySelector('#history-message') || {}).textContent || ''),
+    null, 'history page says a tracing store is needed');
+  await page.click('#nav-servers');
+  await waitFor(page, () => document.querySelectorAll('#servers-list section').length === 2, null, 'server view shows both IPs');
+  await shot(page, '6-servers');
+
+  // ---------------------------------------------------------------- a guest sees no buttons
+  await page.click('#logout');
+  await login(page, 'gus', 'guest-pass');
+  await waitFor(page, () => !!document.querySelector('#jobs-body tr[data-job="browserJob"]'), null, 'guest sees the job list');
+  await page.goto(url + '/#/job/browserJob');
+  await waitFor(page, () => document.querySelectorAll('#items-body tr').length === 4, null, 'guest sees the items');
+  check(await page.$('#op-trigger') === null, 'guest has no trigger button');
+  await ctx.close();
+}
+
+main().then(() => {
+  console.log(failures + ' failure(s)');
+  process.exit(failures === 0 ? 0 : 1);
+}).catch(e => { console.error('FAIL: ' + e.stack); process.exit(1); });

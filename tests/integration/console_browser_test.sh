@@ -1,0 +1,47 @@
+#!/bin/bash
+# The console page end to end in a real headless browser (Debian's chromium
+# driven by playwright-core from tests/browser, both installed by
+# scripts/install-deps): two daemons on a real ZooKeeper, `ejob console`
+# with accounts, then tests/browser/console.e2e.js. Screenshots are kept in
+# BUILD_DIR/console-screenshots/.
+set -u
+NODE_MODULES=$EJ_SOURCE_DIR/tests/browser/node_modules
+missing=
+[ -x /usr/bin/chromium ] || missing="$missing chromium (/usr/bin/chromium)"
+command -v node >/dev/null || missing="$missing node"
+[ -d "$NODE_MODULES/playwright-core" ] || missing="$missing playwright-core ($NODE_MODULES)"
+if [ -n "$missing" ]; then
+  echo "FAIL: missing:$missing; run scripts/install-deps (this test installs nothing)" >&2
+  exit 1
+fi
+source "$EJ_SOURCE_DIR/tests/support/zkfixture.sh"
+source "$EJ_SOURCE_DIR/tests/integration/console_env.sh"
+zkf_start || exit 1
+D=$ZKF_DIR
+ART=${EJ_BUILD_DIR:-$D}/console-screenshots
+rm -rf "$ART"; mkdir -p "$ART"
+
+cenv_job_yaml "$D/b.yaml" cbrowse browserJob 4
+cenv_daemon 127.0.0.61 "$D/b.yaml"; P61=$CENV_PID
+cenv_daemon 127.0.0.62 "$D/b.yaml"
+zkf_cli create /cbrowse "" >/dev/null 2>&1
+zkf_cli create /cbrowse/brokenJob "" >/dev/null
+zkf_cli create /cbrowse/brokenJob/config '{"jobName":"brokenJob","jobType":"SCRIPT","cron":"0/2 * * * * ?","shardingTotalCount":0,"scriptCommandLine":"/bin/true"}' >/dev/null
+cat >"$D/console.yaml" <<YAML
+listen: 127.0.0.1:0
+auditLog: $D/audit.log
+registries:
+  - {name: cbrowse, serverLists: "$ZKF_CONNECT", namespace: cbrowse}
+accounts:
+  - {name: alice, role: admin, passwordHash: "$(cenv_hash 'adm1n pass')"}
+  - {name: gus, role: guest, passwordHash: "$(cenv_hash 'guest-pass')"}
+YAML
+chmod 600 "$D/console.yaml"
+cenv_console "$D/console.log" -c "$D/console.yaml" || exit 1
+
+CONSOLE_URL=$CENV_URL KILL_PID=$P61 KEEP_IP=127.0.0.62 ARTIFACTS=$ART USER_DATA_DIR=$D/chromium-profile \
+  NODE_PATH=$NODE_MODULES timeout 300 node "$EJ_SOURCE_DIR/tests/browser/console.e2e.js"
+rc=$?
+grep -q 'user=alice role=admin .*jobs/browserJob/trigger" result=200' "$D/audit.log" || { echo "FAIL: no audit line for the page's trigger" >&2; rc=1; }
+ls "$ART"
+exit $rc

@@ -1,0 +1,53 @@
+# Source this from a console test (after zkfixture.sh and zkf_start):
+#   cenv_job_yaml FILE NS JOB ITEMS      a daemon YAML with one SCRIPT job
+#   cenv_daemon IP FILE                  starts `ejob run` as instance IP; sets CENV_PID
+#   cenv_console LOG ARGS...             starts `ejob console` with ARGS; sets
+#                                        CENV_URL (from its first line), CENV_CONSOLE_PID
+#   cenv_hash PASSWORD                   prints a passwordHash
+# Every process started is tracked for the fixture's cleanup (killed by pid).
+E=${EJOB:?EJOB must name the ejob binary}
+
+cenv_job_yaml() {
+  cat >"$1" <<YAML
+regCenter:
+  serverLists: $ZKF_CONNECT
+  namespace: $2
+  sessionTimeoutMilliseconds: 3000
+jobs:
+  $3:
+    elasticJobType: SCRIPT
+    cron: "0/2 * * * * ?"
+    shardingTotalCount: $4
+    shardingItemParameters: "0=Beijing,1=Shanghai"
+    failover: true
+    overwrite: true
+    description: console test job
+    props:
+      script.command.line: /bin/true
+YAML
+}
+
+cenv_daemon() {
+  EJOB_IP=$1 setpriv --pdeathsig KILL "$E" run -c "$2" >>"$ZKF_DIR/daemon-$1.log" 2>&1 &
+  CENV_PID=$!
+  zkf_track "$CENV_PID"
+}
+
+cenv_console() {
+  local log=$1; shift
+  setpriv --pdeathsig KILL "$E" console "$@" >"$log" 2>"$log.err" &
+  CENV_CONSOLE_PID=$!
+  zkf_track "$CENV_CONSOLE_PID"
+  local i
+  CENV_URL=
+  for i in $(seq 1 300); do
+    CENV_URL=$(sed -n 's|^ejob console: serving \(https\{0,1\}://[^ ]*\)/ .*|\1|p' "$log")
+    [ -n "$CENV_URL" ] && return 0
+    kill -0 "$CENV_CONSOLE_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "console did not start: $(cat "$log.err")" >&2
+  return 1
+}
+
+cenv_hash() { printf '%s\n' "$1" | "$E" console hash-password; }

@@ -1,0 +1,299 @@
+/* Unit tests of the console library's pure parts: paths and config checks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "console/web.h"
+#include "ejob/console.h"
+#include "ejob/error.h"
+
+static void expect_path(ej_console_node node, int item, const char *name, const char *want)
+{
+    char buf[256];
+    int n = ej_console_path(buf, sizeof buf, "demoJob", node, item, name);
+    assert_int_equal(n, (int)strlen(want));
+    assert_string_equal(buf, want);
+}
+
+static void test_every_node(void **state)
+{
+    (void)state;
+    expect_path(EJ_CONSOLE_NODE_JOB, 0, NULL, "/demoJob");
+    expect_path(EJ_CONSOLE_NODE_CONFIG, 0, NULL, "/demoJob/config");
+    expect_path(EJ_CONSOLE_NODE_SERVERS, 0, NULL, "/demoJob/servers");
+    expect_path(EJ_CONSOLE_NODE_SERVER, 0, "10.0.0.7", "/demoJob/servers/10.0.0.7");
+    expect_path(EJ_CONSOLE_NODE_INSTANCES, 0, NULL, "/demoJob/instances");
+    expect_path(EJ_CONSOLE_NODE_INSTANCE, 0, "10.0.0.7@-@42", "/demoJob/instances/10.0.0.7@-@42");
+    expect_path(EJ_CONSOLE_NODE_SHARDING, 0, NULL, "/demoJob/sharding");
+    expect_path(EJ_CONSOLE_NODE_ITEM, 3, NULL, "/demoJob/sharding/3");
+    expect_path(EJ_CONSOLE_NODE_ITEM_INSTANCE, 3, NULL, "/demoJob/sharding/3/instance");
+    expect_path(EJ_CONSOLE_NODE_ITEM_RUNNING, 0, NULL, "/demoJob/sharding/0/running");
+    expect_path(EJ_CONSOLE_NODE_ITEM_FAILOVER, 12, NULL, "/demoJob/sharding/12/failover");
+    expect_path(EJ_CONSOLE_NODE_ITEM_MISFIRE, 1, NULL, "/demoJob/sharding/1/misfire");
+    expect_path(EJ_CONSOLE_NODE_ITEM_DISABLED, 999999, NULL, "/demoJob/sharding/999999/disabled");
+    expect_path(EJ_CONSOLE_NODE_LEADER, 0, NULL, "/demoJob/leader");
+    expect_path(EJ_CONSOLE_NODE_ELECTION_LATCH, 0, NULL, "/demoJob/leader/election/latch");
+    expect_path(EJ_CONSOLE_NODE_ELECTION_INSTANCE, 0, NULL, "/demoJob/leader/election/instance");
+    expect_path(EJ_CONSOLE_NODE_SHARDING_NECESSARY, 0, NULL, "/demoJob/leader/sharding/necessary");
+    expect_path(EJ_CONSOLE_NODE_SHARDING_PROCESSING, 0, NULL,
+                "/demoJob/leader/sharding/processing");
+    expect_path(EJ_CONSOLE_NODE_FAILOVER_ITEMS, 0, NULL, "/demoJob/leader/failover/items");
+    expect_path(EJ_CONSOLE_NODE_FAILOVER_ITEM, 4, NULL, "/demoJob/leader/failover/items/4");
+    expect_path(EJ_CONSOLE_NODE_FAILOVER_LATCH, 0, NULL, "/demoJob/leader/failover/latch");
+    expect_path(EJ_CONSOLE_NODE_GUARANTEE_STARTED, 0, NULL, "/demoJob/guarantee/started");
+    expect_path(EJ_CONSOLE_NODE_GUARANTEE_STARTED_ITEM, 2, NULL, "/demoJob/guarantee/started/2");
+    expect_path(EJ_CONSOLE_NODE_GUARANTEE_COMPLETED, 0, NULL, "/demoJob/guarantee/completed");
+    expect_path(EJ_CONSOLE_NODE_GUARANTEE_COMPLETED_ITEM, 2, NULL,
+                "/demoJob/guarantee/completed/2");
+    expect_path(EJ_CONSOLE_NODE_SYSTEM_TIME, 0, NULL, "/demoJob/systemTime/current");
+}
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    char buf[64];
+    assert_int_equal(ej_console_path(buf, sizeof buf, "a/b", EJ_CONSOLE_NODE_CONFIG, 0, NULL),
+                     EJ_EINVAL);
+    assert_string_equal(buf, "");
+    assert_int_equal(ej_console_path(buf, sizeof buf, "..", EJ_CONSOLE_NODE_JOB, 0, NULL),
+                     EJ_EINVAL);
+    assert_int_equal(ej_console_path(buf, sizeof buf, "", EJ_CONSOLE_NODE_JOB, 0, NULL), EJ_EINVAL);
+    assert_int_equal(ej_console_path(buf, sizeof buf, "j", EJ_CONSOLE_NODE_ITEM, -1, NULL),
+                     EJ_EINVAL);
+    assert_int_equal(ej_console_path(buf, sizeof buf, "j", EJ_CONSOLE_NODE_SERVER, 0, NULL),
+                     EJ_EINVAL);
+    assert_int_equal(ej_console_path(buf, sizeof buf, "j", EJ_CONSOLE_NODE_SERVER, 0, "../x"),
+                     EJ_EINVAL);
+    assert_int_equal(ej_console_path(buf, sizeof buf, "j", EJ_CONSOLE_NODE_INSTANCE, 0, "a\nb"),
+                     EJ_EINVAL);
+    assert_int_equal(ej_console_path(buf, sizeof buf, "j", EJ_CONSOLE_NODE_COUNT_, 0, NULL),
+                     EJ_EINVAL);
+    /* Too small a buffer: refused, not truncated. */
+    char small[10];
+    assert_int_equal(
+        ej_console_path(small, sizeof small, "demoJob", EJ_CONSOLE_NODE_CONFIG, 0, NULL),
+        EJ_EINVAL);
+    assert_string_equal(small, "");
+    char name[300];
+    memset(name, 'a', 256);
+    name[256] = '\0';
+    assert_false(ej_console_is_job_name(name));
+    name[255] = '\0';
+    assert_true(ej_console_is_job_name(name));
+    char *p = ej_console_path_dup("j", EJ_CONSOLE_NODE_ITEM_FAILOVER, 7, NULL);
+    assert_non_null(p);
+    assert_string_equal(p, "/j/sharding/7/failover");
+    free(p);
+    assert_null(ej_console_path_dup("j/k", EJ_CONSOLE_NODE_JOB, 0, NULL));
+}
+
+static void test_instance_ids(void **state)
+{
+    (void)state;
+    char ip[32];
+    ej_console_instance_ip("10.0.0.7@-@4123", ip, sizeof ip);
+    assert_string_equal(ip, "10.0.0.7");
+    ej_console_instance_ip("noseparator", ip, sizeof ip);
+    assert_string_equal(ip, "noseparator");
+    ej_console_instance_ip("10.0.0.7@-@4123", ip, 4);
+    assert_string_equal(ip, "10.");
+    assert_true(ej_console_instance_on_server("10.0.0.7@-@4123", "10.0.0.7"));
+    assert_false(ej_console_instance_on_server("10.0.0.70@-@4123", "10.0.0.7"));
+    assert_false(ej_console_instance_on_server("10.0.0.7@-@4123", ""));
+    assert_false(ej_console_instance_on_server(NULL, "10.0.0.7"));
+}
+
+static void test_status_names(void **state)
+{
+    (void)state;
+    assert_string_equal(ej_console_status_name(EJ_CONSOLE_STATUS_OK), "OK");
+    assert_string_equal(ej_console_status_name(EJ_CONSOLE_STATUS_CRASHED), "CRASHED");
+    assert_string_equal(ej_console_status_name(EJ_CONSOLE_STATUS_DISABLED), "DISABLED");
+    assert_string_equal(ej_console_status_name(EJ_CONSOLE_STATUS_SHARDING_FLAG), "SHARDING_FLAG");
+    assert_string_equal(ej_console_status_name(EJ_CONSOLE_STATUS_LEADER_LOST), "LEADER_LOST");
+    assert_string_equal(ej_console_item_status_name(EJ_CONSOLE_ITEM_PENDING), "PENDING");
+    assert_string_equal(ej_console_item_status_name(EJ_CONSOLE_ITEM_RUNNING), "RUNNING");
+}
+
+static const char good[] = "{\"jobName\":\"j\",\"jobType\":\"SCRIPT\",\"cron\":\"0/5 * * * * ?\","
+                           "\"shardingTotalCount\":3,\"scriptCommandLine\":\"/bin/true\"}";
+
+static void test_config_check(void **state)
+{
+    (void)state;
+    struct ej_job_config cfg;
+    struct ej_config_errors errs;
+    ej_config_errors_init(&errs);
+    assert_int_equal(ej_job_config_init(&cfg), 0);
+    assert_int_equal(ej_console_config_check("j", good, strlen(good), &cfg, &errs), 0);
+    assert_int_equal((int)errs.count, 0);
+    assert_int_equal(cfg.sharding_total_count, 3);
+    ej_job_config_fini(&cfg);
+
+    /* A missing jobName is the job's; another job's name is refused. */
+    const char *noname = "{\"jobType\":\"SCRIPT\",\"cron\":\"0/5 * * * * ?\","
+                         "\"shardingTotalCount\":1,\"scriptCommandLine\":\"x\"}";
+    assert_int_equal(ej_job_config_init(&cfg), 0);
+    assert_int_equal(ej_console_config_check("mine", noname, strlen(noname), &cfg, &errs), 0);
+    assert_string_equal(cfg.job_name, "mine");
+    ej_job_config_fini(&cfg);
+    assert_int_equal(ej_job_config_init(&cfg), 0);
+    assert_int_equal(ej_console_config_check("other", good, strlen(good), &cfg, &errs), EJ_ECONFIG);
+    assert_int_equal((int)errs.count, 1);
+    assert_string_equal(errs.messages[0], "jobName: is \"j\" but the job is \"other\"");
+    ej_job_config_fini(&cfg);
+    ej_config_errors_fini(&errs);
+
+    /* Every problem is reported, each naming its field; the cron is checked. */
+    const char *bad = "{\"jobName\":\"j\",\"jobType\":\"SCRIPT\",\"cron\":\"0 0 0 ? * FOO\","
+                      "\"shardingTotalCount\":0,\"scriptCommandLine\":\"x\"}";
+    assert_int_equal(ej_job_config_init(&cfg), 0);
+    assert_int_equal(ej_console_config_check("j", bad, strlen(bad), &cfg, &errs), EJ_ECONFIG);
+    assert_true(errs.count >= 2);
+    bool cron = false, count = false;
+    for (size_t i = 0; i < errs.count; i++) {
+        cron = cron || strncmp(errs.messages[i], "cron: ", 6) == 0;
+        count = count || strncmp(errs.messages[i], "shardingTotalCount: ", 20) == 0;
+    }
+    assert_true(cron);
+    assert_true(count);
+    ej_job_config_fini(&cfg);
+    ej_config_errors_fini(&errs);
+
+    const char *syntax = "{\"jobName\":";
+    assert_int_equal(ej_job_config_init(&cfg), 0);
+    assert_int_equal(ej_console_config_check("j", syntax, strlen(syntax), &cfg, &errs), EJ_ECONFIG);
+    assert_int_equal((int)errs.count, 1);
+    assert_non_null(strstr(errs.messages[0], "JSON"));
+    ej_job_config_fini(&cfg);
+    ej_config_errors_fini(&errs);
+}
+
+static int parse(const char *text, struct ej_console_settings *s, char *err, size_t errlen)
+{
+    ej_console_settings_init(s);
+    err[0] = '\0';
+    return ej__console_settings_parse(text, strlen(text), "c.yaml", s, err, errlen);
+}
+
+static void test_settings_file(void **state)
+{
+    (void)state;
+    struct ej_console_settings s;
+    char err[512];
+    const char *text = "listen: 127.0.0.1:9000\n"
+                       "sessionTimeoutSeconds: 60\n"
+                       "tls: {certFile: c.pem, keyFile: k.pem}\n"
+                       "registries:\n"
+                       "  - {name: prod, serverLists: \"a:1,b:2\", namespace: ns}\n"
+                       "  - {serverLists: \"a:1\", namespace: other}\n"
+                       "accounts:\n"
+                       "  - {name: alice, role: admin, passwordHash: \"$6$s$h\"}\n"
+                       "  - {name: bob, role: guest, passwordHash: \"$6$s$h\"}\n";
+    assert_int_equal(parse(text, &s, err, sizeof err), 0);
+    assert_string_equal(s.listen, "127.0.0.1:9000");
+    assert_int_equal(s.session_ttl_seconds, 60);
+    assert_string_equal(s.tls_key_file, "k.pem");
+    assert_int_equal((int)s.registry_count, 2);
+    assert_string_equal(s.registries[0].servers, "a:1,b:2");
+    assert_string_equal(s.registries[1].name, "other"); /* named after its namespace */
+    assert_int_equal((int)s.account_count, 2);
+    assert_int_equal(s.accounts[0].role, EJ_CONSOLE_ROLE_ADMIN);
+    assert_int_equal(s.accounts[1].role, EJ_CONSOLE_ROLE_GUEST);
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), 0);
+    ej_console_settings_fini(&s);
+
+    static const struct {
+        const char *text, *message;
+    } bad[] = {
+        {"frob: 1\n", "c.yaml:1:7: unknown key \"frob\""},
+        {"accounts:\n  - {name: a, role: root, passwordHash: \"$6$x$y\"}\n",
+         "c.yaml:2:21: role: expected admin or guest"},
+        {"accounts:\n  - {name: a, role: admin, password: pw}\n",
+         "c.yaml:2:38: password: plain passwords are not accepted; store passwordHash (ejob "
+         "console hash-password)"},
+        {"accounts:\n  - {name: a, role: admin, passwordHash: md5}\n",
+         "c.yaml:2:5: account \"a\": passwordHash must be a SHA-512 crypt hash ($6$...; ejob "
+         "console hash-password makes one)"},
+        {"sessionTimeoutSeconds: 0\n", "c.yaml:1:24: sessionTimeoutSeconds: expected an integer "
+                                       "1..604800"},
+        {"registries:\n  - {name: x}\n", "c.yaml:2:5: registries: each needs serverLists and "
+                                         "namespace"},
+        {"listen: [\n", "c.yaml:2:1: did not find expected node content"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_not_equal(parse(bad[i].text, &s, err, sizeof err), 0);
+        assert_string_equal(err, bad[i].message);
+        ej_console_settings_fini(&s);
+    }
+}
+
+static void test_settings_check(void **state)
+{
+    (void)state;
+    struct ej_console_settings s;
+    char err[512];
+    ej_console_settings_init(&s);
+    assert_int_equal(ej_console_settings_add_registry(&s, NULL, "h:1", "ns", NULL), 0);
+    /* No accounts and no --no-auth: refused, there is no default password. */
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), EJ_ECONFIG);
+    assert_non_null(strstr(err, "no accounts"));
+    s.no_auth = true;
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), 0);
+    s.listen = strdup("10.1.2.3:8899");
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), EJ_ECONFIG);
+    assert_string_equal(err, "--no-auth is only allowed on a loopback address, not 10.1.2.3:8899");
+    free(s.listen);
+    s.listen = strdup("127.0.0.1:99999");
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), EJ_ECONFIG);
+    assert_non_null(strstr(err, "listen: expected"));
+    free(s.listen);
+    s.listen = strdup("127.0.0.1:0");
+    s.tls_cert_file = strdup("c.pem");
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), EJ_ECONFIG);
+    assert_string_equal(err, "tls: give both certFile and keyFile");
+    free(s.tls_cert_file);
+    s.tls_cert_file = NULL;
+    assert_int_equal(ej_console_settings_add_registry(&s, NULL, "h:2", "ns", NULL), 0);
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), EJ_ECONFIG);
+    assert_string_equal(err, "two registries are named \"ns\"");
+    ej_console_settings_fini(&s);
+}
+
+static void test_passwords(void **state)
+{
+    (void)state;
+    char a[256], b[256];
+    assert_int_equal(ej_console_hash_password("s3cret pass", a, sizeof a), 0);
+    assert_int_equal(ej_console_hash_password("s3cret pass", b, sizeof b), 0);
+    assert_memory_equal(a, "$6$", 3);
+    assert_string_not_equal(a, b); /* salted */
+    assert_true(ej_console_check_password("s3cret pass", a));
+    assert_true(ej_console_check_password("s3cret pass", b));
+    assert_false(ej_console_check_password("s3cret pas", a));
+    assert_false(ej_console_check_password("", a));
+    assert_false(ej_console_check_password("x", "plain"));
+    assert_int_equal(ej_console_hash_password("", a, sizeof a), EJ_EINVAL);
+    assert_int_equal(ej_console_hash_password("x", a, 10), EJ_EINVAL);
+    assert_true(ej__console_token_equal("abc", "abc"));
+    assert_false(ej__console_token_equal("abc", "abd"));
+    assert_false(ej__console_token_equal("abc", "abcd"));
+    assert_false(ej__console_token_equal("", ""));
+    assert_false(ej__console_token_equal(NULL, "a"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_node),     cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_instance_ids),   cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_config_check),   cmocka_unit_test(test_settings_file),
+        cmocka_unit_test(test_settings_check), cmocka_unit_test(test_passwords),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
