@@ -864,7 +864,7 @@ static void m_tz_dir(struct ej_job_config *c)
 }
 static void m_tz_gmt(struct ej_job_config *c)
 {
-    ej_job_config_set_str(&c->time_zone, "GMT+08:00");
+    ej_job_config_set_str(&c->time_zone, "GMT+99:00");
 }
 static void m_time_diff(struct ej_job_config *c)
 {
@@ -982,7 +982,7 @@ static void test_validate_messages(void **state)
     assert_invalid(m_tz_abs, "timeZone: invalid time zone name \"/usr/share/zoneinfo/UTC\"");
     assert_invalid(m_tz_not_tzif, "timeZone: unknown time zone \"zone.tab\"");
     assert_invalid(m_tz_dir, "timeZone: unknown time zone \"Asia\"");
-    assert_invalid(m_tz_gmt, "timeZone: invalid time zone name \"GMT+08:00\"");
+    assert_invalid(m_tz_gmt, "timeZone: invalid time zone name \"GMT+99:00\"");
     assert_invalid(m_time_diff, "maxTimeDiffSeconds: must be -1 or >= 0, got -5");
     assert_invalid(m_script_timeout, "scriptTimeoutMilliseconds: must be >= 0, got -1");
     assert_invalid(m_type, "jobType: unknown job type 7");
@@ -1044,39 +1044,58 @@ static void test_validate_valid_and_all(void **state)
 
 static int fake_cron(const char *cron, const char *tz, char *err, size_t errlen)
 {
-    if (strcmp(cron, "bad") == 0) {
-        snprintf(err, errlen, "field 1 (seconds): \"bad\" is not valid (tz %s)", tz);
-        return -1;
-    }
-    return 0;
-}
-
-static int silent_cron(const char *cron, const char *tz, char *err, size_t errlen)
-{
     (void)cron;
     (void)tz;
-    (void)err;
-    (void)errlen;
+    snprintf(err, errlen, "never used");
     return -1;
 }
 
-static void test_validate_cron_hook(void **state)
+/* One cron rule: syntax, zone and a fire time ahead, whatever hook is set. */
+static void test_validate_cron_rule(void **state)
 {
     (void)state;
     struct ej_job_config c;
     char err[256];
     make_script_job(&c, "j", "bad", 1, "x");
-    assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), 0); /* no checker */
-    ej_config_set_cron_checker(fake_cron);
     assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), EJ_ECONFIG);
-    assert_string_equal(err, "cron: field 1 (seconds): \"bad\" is not valid (tz )");
+    assert_memory_equal(err, "cron: ", 6);
+    static const char *const never[] = {"0 0 0 30 2 ?", "0 0 0 1 1 ? 2001", "0 0 0 31 4 ?"};
+    for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+        ej_job_config_set_str(&c.cron, never[i]);
+        assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), EJ_ECONFIG);
+        assert_string_equal(err, "cron: has no fire time ahead");
+        assert_int_equal(ej_config_check_cron(never[i], "", err, sizeof(err)), EJ_ECONFIG);
+        assert_string_equal(err, "cron: has no fire time ahead");
+    }
     ej_job_config_set_str(&c.cron, "0 * * * * ?");
+    ej_config_set_cron_checker(fake_cron); /* no effect any more */
     assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), 0);
-    ej_config_set_cron_checker(silent_cron);
-    assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), EJ_ECONFIG);
-    assert_string_equal(err, "cron: invalid cron expression");
     ej_config_set_cron_checker(NULL);
+    /* One zone rule: Java's custom ids load, so they are valid. */
+    ej_job_config_set_str(&c.time_zone, "GMT+08:00");
     assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), 0);
+    assert_int_equal(ej_config_check_cron("0 * * * * ?", "GMT+08:00", err, sizeof(err)), 0);
+    ej_job_config_set_str(&c.time_zone, "Mars/Base");
+    assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), EJ_ECONFIG);
+    assert_string_equal(err, "timeZone: unknown time zone \"Mars/Base\"");
+    assert_int_equal(ej_config_check_cron("0 * * * * ?", "Mars/Base", err, sizeof(err)),
+                     EJ_ECONFIG);
+    assert_string_equal(err, "timeZone: unknown time zone \"Mars/Base\"");
+    ej_job_config_fini(&c);
+}
+
+/* A command line the executor cannot split is refused at validation. */
+static void test_validate_command_line(void **state)
+{
+    (void)state;
+    struct ej_job_config c;
+    char err[256];
+    make_script_job(&c, "j", "0 * * * * ?", 1, "/bin/echo 'unbalanced");
+    assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), EJ_ECONFIG);
+    assert_string_equal(err, "scriptCommandLine: unbalanced quotes in '/bin/echo 'unbalanced'");
+    ej_job_config_set_str(&c.script_command_line, "'' x");
+    assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), EJ_ECONFIG);
+    assert_string_equal(err, "scriptCommandLine: no program in '\'\' x'");
     ej_job_config_fini(&c);
 }
 
@@ -1099,14 +1118,22 @@ static void test_time_zone_check(void **state)
     assert_non_null(mkdtemp(dir));
     char path[300];
     snprintf(path, sizeof(path), "%s/Test_Zone", dir);
+    /* A real TZif file under a name no other database has. */
+    FILE *in = fopen("/usr/share/zoneinfo/UTC", "rb");
     FILE *f = fopen(path, "wb");
-    fputs("TZif2 fake", f);
+    assert_non_null(in);
+    char buf[4096];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof(buf), in)) > 0)
+        fwrite(buf, 1, got, f);
+    fclose(in);
     fclose(f);
     const char *old = getenv("TZDIR");
     char *saved = old ? strdup(old) : NULL;
     setenv("TZDIR", dir, 1);
     assert_int_equal(ej_config_check_time_zone("Test_Zone", err, sizeof(err)), 0);
-    assert_int_equal(ej_config_check_time_zone("Asia/Shanghai", err, sizeof(err)), EJ_ECONFIG);
+    assert_int_equal(ej_config_check_time_zone("Not/Here", err, sizeof(err)), EJ_ECONFIG);
+    assert_string_equal(err, "unknown time zone \"Not/Here\"");
     if (saved) {
         setenv("TZDIR", saved, 1);
         free(saved);
@@ -1750,7 +1777,8 @@ int main(void)
         cmocka_unit_test(test_json_huge_and_hostile_input),
         cmocka_unit_test(test_validate_messages),
         cmocka_unit_test(test_validate_valid_and_all),
-        cmocka_unit_test(test_validate_cron_hook),
+        cmocka_unit_test(test_validate_cron_rule),
+        cmocka_unit_test(test_validate_command_line),
         cmocka_unit_test(test_time_zone_check),
         cmocka_unit_test(test_sharding_params),
         cmocka_unit_test(test_yaml_spec_example),
