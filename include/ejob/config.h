@@ -49,6 +49,11 @@
 #define EJ_CONFIG_MAX_JSON_DEPTH 32
 /* Largest daemon YAML file accepted. */
 #define EJ_CONFIG_MAX_YAML (16 * 1024 * 1024)
+/* regCenter.sessionTimeoutMilliseconds range (ZooKeeper's server default
+ * allows 2..20 ticks of 2000 ms; the client cannot keep a session shorter
+ * than its own round trips). */
+#define EJ_CONFIG_MIN_SESSION_TIMEOUT_MS 1000
+#define EJ_CONFIG_MAX_SESSION_TIMEOUT_MS 3600000
 /* Most jobs one daemon file may define. */
 #define EJ_CONFIG_MAX_DAEMON_JOBS 10000
 /* At most this many messages are kept in an ej_config_errors list; the

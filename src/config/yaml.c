@@ -21,6 +21,13 @@
  * enormous tree, and walking it must stay cheap. */
 #define MAX_VISITS 2000000
 
+/* Deepest nesting of mappings and sequences, and most aliases, a file may
+ * have. Checked on the event stream before the document is built: libyaml's
+ * document loader recurses per level and slows down quadratically, so a
+ * hostile file must be refused before it gets there. */
+#define MAX_DEPTH 64
+#define MAX_ALIASES 1000
+
 /* Problems are gathered with their position, then reported in file order. */
 #define MAX_GATHERED 1000
 
@@ -529,8 +536,11 @@ static void load_reg_center(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
     if (!bad[RC_NAMESPACE])
         check_namespace(c, set[RC_NAMESPACE] ? marks[RC_NAMESPACE] : k0->start_mark,
                         ej__config_str(rc->name_space));
-    if (set[RC_SESSION] && rc->session_timeout_ms < 1)
-        yerr(c, marks[RC_SESSION], "regCenter.sessionTimeoutMilliseconds", "must be >= 1, got %d",
+    /* Below ZooKeeper's own floor (2 ticks) the client only spins. */
+    if (set[RC_SESSION] && (rc->session_timeout_ms < EJ_CONFIG_MIN_SESSION_TIMEOUT_MS ||
+                            rc->session_timeout_ms > EJ_CONFIG_MAX_SESSION_TIMEOUT_MS))
+        yerr(c, marks[RC_SESSION], "regCenter.sessionTimeoutMilliseconds", "must be %d..%d, got %d",
+             EJ_CONFIG_MIN_SESSION_TIMEOUT_MS, EJ_CONFIG_MAX_SESSION_TIMEOUT_MS,
              rc->session_timeout_ms);
     if (set[RC_CONNECTION] && rc->connection_timeout_ms < 1)
         yerr(c, marks[RC_CONNECTION], "regCenter.connectionTimeoutMilliseconds",
@@ -1162,6 +1172,56 @@ static void syntax_error(struct yctx *c, yaml_parser_t *p, const char *text, siz
         yerr(c, m, NULL, "YAML syntax error: %s", problem);
 }
 
+/* Walk the event stream once: nesting depth and alias count within their
+ * limits, and no syntax error. Returns true when the document may be
+ * loaded; otherwise the problem is reported. */
+static bool prescan(struct yctx *c, const char *text, size_t len)
+{
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p)) {
+        c->rc = EJ_ENOMEM;
+        return false;
+    }
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    int depth = 0, aliases = 0;
+    bool ok = true, done = false;
+    while (ok && !done) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev)) {
+            syntax_error(c, &p, text, len);
+            ok = false;
+            break;
+        }
+        switch (ev.type) {
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            if (++depth > MAX_DEPTH) {
+                yerr(c, ev.start_mark, NULL, "nested deeper than %d levels", MAX_DEPTH);
+                ok = false;
+            }
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+            depth--;
+            break;
+        case YAML_ALIAS_EVENT:
+            if (++aliases > MAX_ALIASES) {
+                yerr(c, ev.start_mark, NULL, "more than %d aliases", MAX_ALIASES);
+                ok = false;
+            }
+            break;
+        case YAML_STREAM_END_EVENT:
+            done = true;
+            break;
+        default:
+            break;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    return ok;
+}
+
 int ej_daemon_config_init(struct ej_daemon_config *cfg)
 {
     if (cfg == NULL)
@@ -1221,6 +1281,8 @@ static int load_text(const char *text, size_t len, const char *name, struct ej_d
         rc = EJ_ENOMEM;
         goto out_fini;
     }
+    if (!prescan(&c, text, len))
+        goto out_parser;
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &doc)) {
         syntax_error(&c, &parser, text, len);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -72,6 +73,13 @@ static char *read_data_file(const char *name, size_t *len)
     if (len)
         *len = n;
     return buf;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void make_script_job(struct ej_job_config *c, const char *name, const char *cron, int count,
@@ -1521,8 +1529,9 @@ static void test_yaml_errors(void **state)
     assert_yaml_error("regCenter:\n  namespace: n\n  serverLists: \"[::1]x\"\n",
                       "jobs.yaml:3:16: regCenter.serverLists: server \"[::1]x\": port must be "
                       "1..65535");
-    assert_yaml_error("regCenter:\n  namespace: n\n  sessionTimeoutMilliseconds: 0\n",
-                      "jobs.yaml:3:31: regCenter.sessionTimeoutMilliseconds: must be >= 1, got 0");
+    assert_yaml_error(
+        "regCenter:\n  namespace: n\n  sessionTimeoutMilliseconds: 0\n",
+        "jobs.yaml:3:31: regCenter.sessionTimeoutMilliseconds: must be 1000..3600000, got 0");
     assert_yaml_error("regCenter:\n  namespace: n\n  connectionTimeoutMilliseconds: -1\n",
                       "jobs.yaml:3:34: regCenter.connectionTimeoutMilliseconds: must be >= 1, "
                       "got -1");
@@ -1707,16 +1716,40 @@ static void test_yaml_limits_and_files(void **state)
 
     /* An alias bomb stays cheap and is refused. */
     n = (size_t)sprintf(buf, "regCenter: {namespace: n}\nx0: &a0 {");
-    for (int k = 0; k < 1000; k++)
+    for (int k = 0; k < 2500; k++)
         n += (size_t)sprintf(buf + n, "%sk%d: 1", k ? ", " : "", k);
     n += (size_t)sprintf(buf + n, "}\njobs:\n");
-    for (int j = 0; j < 3000; j++)
+    for (int j = 0; j < 1000; j++)
         n += (size_t)sprintf(buf + n, "  j%d: *a0\n", j);
     assert_true(n < cap);
     assert_int_equal(load_yaml(buf, &d, &e), EJ_ECONFIG);
     assert_int_equal(e.count, 1);
     assert_non_null(strstr(e.messages[0], ": document too complex: more than 2000000 mapping "
                                           "entries after aliases"));
+    ej_config_errors_fini(&e);
+
+    /* More aliases than the limit: refused before the document is built. */
+    n = (size_t)sprintf(buf, "regCenter: {namespace: n}\nx0: &a0 {k: 1}\njobs:\n");
+    for (int j = 0; j < 1001; j++)
+        n += (size_t)sprintf(buf + n, "  j%d: *a0\n", j);
+    assert_int_equal(load_yaml(buf, &d, &e), EJ_ECONFIG);
+    assert_int_equal(e.count, 1);
+    assert_string_equal(e.messages[0], "jobs.yaml:1004:10: more than 1000 aliases");
+    ej_config_errors_fini(&e);
+
+    /* Nesting: 200,000 levels are refused at level 65, at once. */
+    free(buf);
+    cap = 500000;
+    buf = malloc(cap);
+    n = (size_t)sprintf(buf, "regCenter: {namespace: n}\njobs: ");
+    memset(buf + n, '[', 200000);
+    memset(buf + n + 200000, ']', 200000);
+    buf[n + 400000] = '\0';
+    int64_t t0 = mono_ms();
+    assert_int_equal(load_yaml(buf, &d, &e), EJ_ECONFIG);
+    assert_true(mono_ms() - t0 < 2000); /* quadratic before: minutes */
+    assert_int_equal(e.count, 1);
+    assert_string_equal(e.messages[0], "jobs.yaml:2:71: nested deeper than 64 levels");
     ej_config_errors_fini(&e);
 
     /* Too many jobs. */
