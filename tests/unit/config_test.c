@@ -1737,7 +1737,7 @@ static void test_yaml_limits_and_files(void **state)
     assert_string_equal(e.messages[0], "jobs.yaml:1004:10: more than 1000 aliases");
     ej_config_errors_fini(&e);
 
-    /* Nesting: 200,000 levels are refused at level 65, at once. */
+    /* Nesting: 200,000 levels are refused at level 65 (the top mapping is 1), at once. */
     free(buf);
     cap = 500000;
     buf = malloc(cap);
@@ -1749,7 +1749,7 @@ static void test_yaml_limits_and_files(void **state)
     assert_int_equal(load_yaml(buf, &d, &e), EJ_ECONFIG);
     assert_true(mono_ms() - t0 < 2000); /* quadratic before: minutes */
     assert_int_equal(e.count, 1);
-    assert_string_equal(e.messages[0], "jobs.yaml:2:71: nested deeper than 64 levels");
+    assert_string_equal(e.messages[0], "jobs.yaml:2:70: nested deeper than 64 levels");
     ej_config_errors_fini(&e);
 
     /* Too many jobs. */
