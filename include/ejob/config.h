@@ -343,6 +343,8 @@ struct ej_reg_center_config {
     int max_sleep_time_ms;     /* maxSleepTimeMilliseconds (3000) */
     int max_retries;           /* maxRetries (3) */
     char *digest;              /* "user:password", or NULL for none */
+    char *digest_file;         /* digestFile as given, or NULL; digest then
+                                  holds what it contains */
 };
 
 typedef enum ej_tracing_type {
@@ -370,6 +372,9 @@ struct ej_daemon_config {
     size_t job_count;
     struct ej_job_config *jobs;
     int *job_lines; /* 1-based line of each job's key in the file */
+    /* Things worth saying that do not stop the file, e.g. a secret in a
+     * world-readable file: "NAME: message" each. */
+    struct ej_config_errors warnings;
 };
 
 /* Defaults (no jobs, embedded registry, no namespace yet). Returns 0 or
@@ -386,6 +391,12 @@ EJ_EXTERN void ej_daemon_config_fini(struct ej_daemon_config *cfg);
  *   jobs.yaml:9:26: jobs.orderSync.shardingTotalCount: expected an integer, got "three"
  *   jobs.yaml:2:3: regCenter.namespace: is required
  *   jobs.yaml:3:1: YAML syntax error: mapping values are not allowed in this context
+ *   jobs.yaml:4:9: nested deeper than 64 levels
+ * regCenter.digestFile names a file (relative to the YAML file's directory)
+ * whose first line is the digest (ej_config_read_secret_file). A file
+ * holding a secret (regCenter.digest, or the digestFile) that is group- or
+ * world-writable is refused; world-readable adds a warning to
+ * out->warnings (load_file only: a string has no file mode).
  * Unknown keys are errors; every job then goes through ej_job_config_validate
  * (errors placed at the offending key, or the job's key).
  *
@@ -401,5 +412,32 @@ EJ_EXTERN int ej_daemon_config_load_string(const char *text, const char *name,
                                            struct ej_config_errors *errs);
 EJ_EXTERN int ej_daemon_config_load_file(const char *path, struct ej_daemon_config *out,
                                          struct ej_config_errors *errs);
+
+/* ------------------------------------------------------------------------ */
+/* Secrets in files                                                          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The rule for a file that holds a secret (the digest), as ssh applies it to
+ * keys: mode (st_mode) group- or world-writable is refused (EJ_ECONFIG,
+ * err: "PATH holds a secret and is world-writable (mode 666): refused;
+ * chmod go-w PATH"); world-readable is allowed with a warning in warn
+ * ("PATH holds a secret and is world-readable (mode 644); chmod o-r PATH"),
+ * else warn is "". Messages never contain the secret. Returns 0 or
+ * EJ_ECONFIG.
+ */
+EJ_EXTERN int ej_config_check_secret_mode(const char *path, unsigned mode, char *warn,
+                                          size_t warnlen, char *err, size_t errlen);
+
+/*
+ * Read a ZooKeeper digest from a file: its first line, "USER:PASSWORD"
+ * (the line end is dropped). The file must be a regular file (symbolic
+ * links are not followed) and pass ej_config_check_secret_mode.
+ * out: receives a heap string the caller frees (and should wipe).
+ * Returns 0, EJ_ECONFIG (err says why, naming the path, never the
+ * content), -errno from open/read, EJ_EINVAL or EJ_ENOMEM.
+ */
+EJ_EXTERN int ej_config_read_secret_file(const char *path, char **out, char *warn, size_t warnlen,
+                                         char *err, size_t errlen);
 
 #endif

@@ -46,6 +46,9 @@ struct yctx {
     bool too_complex;
     struct ymsg *msgs;
     size_t nmsgs;
+    const char *dir;                   /* of the file, for digestFile; NULL = cwd */
+    unsigned mode;                     /* the file's st_mode; 0 for a string */
+    struct ej_config_errors *warnings; /* out->warnings */
 };
 
 static void yerr(struct yctx *c, yaml_mark_t m, const char *path, const char *fmt, ...)
@@ -351,6 +354,7 @@ enum {
     RC_MAX_SLEEP,
     RC_MAX_RETRIES,
     RC_DIGEST,
+    RC_DIGEST_FILE,
     RC_COUNT
 };
 static const char *const rc_keys[RC_COUNT] = {
@@ -362,6 +366,7 @@ static const char *const rc_keys[RC_COUNT] = {
     "maxSleepTimeMilliseconds",
     "maxRetries",
     "digest",
+    "digestFile",
 };
 
 static void check_server_lists(struct yctx *c, yaml_mark_t m, const char *list)
@@ -458,6 +463,53 @@ static void check_namespace(struct yctx *c, yaml_mark_t m, const char *ns)
     }
 }
 
+static void add_warning(struct yctx *c, const char *msg)
+{
+    if (c->warnings != NULL && ej__config_errors_add(c->warnings, "%s", msg) != 0)
+        c->rc = EJ_ENOMEM;
+}
+
+/* regCenter.digest in the file itself: the file is then a secret. */
+static void check_inline_digest(struct yctx *c, yaml_mark_t m, const char *digest)
+{
+    char warn[600], err[600];
+    /* Never echo the value: it is a password. */
+    if (strchr(digest, ':') == NULL || digest[0] == ':') {
+        yerr(c, m, "regCenter.digest", "must be \"user:password\"");
+        return;
+    }
+    if (c->mode == 0)
+        return;
+    if (ej_config_check_secret_mode(c->name, c->mode, warn, sizeof(warn), err, sizeof(err)) != 0)
+        yerr(c, m, "regCenter.digest", "%s", err);
+    else if (warn[0] != '\0')
+        add_warning(c, warn);
+}
+
+/* regCenter.digestFile: read the digest now, so a bad file stops the
+ * daemon's start (or a reload) with its position. */
+static void load_digest_file(struct yctx *c, yaml_mark_t m, struct ej_reg_center_config *rc)
+{
+    char warn[600], err[600];
+    char *path = rc->digest_file[0] == '/' || c->dir == NULL
+                     ? strdup(rc->digest_file)
+                     : ej__asprintf("%s/%s", c->dir, rc->digest_file);
+    if (path == NULL) {
+        c->rc = EJ_ENOMEM;
+        return;
+    }
+    free(rc->digest);
+    rc->digest = NULL;
+    int e = ej_config_read_secret_file(path, &rc->digest, warn, sizeof(warn), err, sizeof(err));
+    if (e == EJ_ENOMEM)
+        c->rc = e;
+    else if (e != 0)
+        yerr(c, m, "regCenter.digestFile", "%s", err);
+    else if (warn[0] != '\0')
+        add_warning(c, warn);
+    free(path);
+}
+
 static void load_reg_center(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
                             struct ej_reg_center_config *rc)
 {
@@ -519,6 +571,9 @@ static void load_reg_center(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
         case RC_DIGEST:
             ok = get_str(c, v, full, &rc->digest);
             break;
+        case RC_DIGEST_FILE:
+            ok = get_str(c, v, full, &rc->digest_file);
+            break;
         }
         bad[i] = !ok;
         set[i] = ok;
@@ -557,8 +612,13 @@ static void load_reg_center(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
     if (set[RC_MAX_RETRIES] && (rc->max_retries < 0 || rc->max_retries > 29))
         yerr(c, marks[RC_MAX_RETRIES], "regCenter.maxRetries", "must be 0..29, got %d",
              rc->max_retries);
-    if (set[RC_DIGEST] && (strchr(rc->digest, ':') == NULL || rc->digest[0] == ':'))
-        yerr(c, marks[RC_DIGEST], "regCenter.digest", "must be \"user:password\"");
+    if (set[RC_DIGEST] && set[RC_DIGEST_FILE])
+        yerr(c, marks[RC_DIGEST_FILE], "regCenter.digestFile",
+             "give digest or digestFile, not both");
+    else if (set[RC_DIGEST_FILE])
+        load_digest_file(c, marks[RC_DIGEST_FILE], rc);
+    else if (set[RC_DIGEST])
+        check_inline_digest(c, marks[RC_DIGEST], rc->digest);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1252,7 +1312,11 @@ void ej_daemon_config_fini(struct ej_daemon_config *cfg)
         return;
     free(cfg->reg_center.server_lists);
     free(cfg->reg_center.name_space);
+    if (cfg->reg_center.digest != NULL)
+        memset(cfg->reg_center.digest, 0, strlen(cfg->reg_center.digest));
     free(cfg->reg_center.digest);
+    free(cfg->reg_center.digest_file);
+    ej_config_errors_fini(&cfg->warnings);
     free(cfg->tracing.url);
     for (size_t i = 0; i < cfg->job_count; i++)
         ej_job_config_fini(&cfg->jobs[i]);
@@ -1261,17 +1325,19 @@ void ej_daemon_config_fini(struct ej_daemon_config *cfg)
     memset(cfg, 0, sizeof(*cfg));
 }
 
-static int load_text(const char *text, size_t len, const char *name, struct ej_daemon_config *out,
-                     struct ej_config_errors *errs)
+static int load_text(const char *text, size_t len, const char *name, const char *dir, unsigned mode,
+                     struct ej_daemon_config *out, struct ej_config_errors *errs)
 {
     yaml_parser_t parser;
     yaml_document_t doc, next;
-    struct yctx c = {&doc, name ? name : "<string>", errs, 0, 0, 0, false, NULL, 0};
+    struct yctx c = {&doc, name ? name : "<string>", errs, 0, 0, 0, false, NULL, 0, dir, 0, NULL};
     yaml_mark_t start = {0, 0, 0};
 
     int rc = ej_daemon_config_init(out);
     if (rc != 0)
         return rc;
+    c.mode = mode;
+    c.warnings = &out->warnings;
     if (len > EJ_CONFIG_MAX_YAML) {
         yerr(&c, start, NULL, "file is %zu bytes, larger than the limit of %d", len,
              EJ_CONFIG_MAX_YAML);
@@ -1325,7 +1391,7 @@ int ej_daemon_config_load_string(const char *text, const char *name, struct ej_d
         memset(out, 0, sizeof(*out));
         return EJ_EINVAL;
     }
-    return load_text(text, strlen(text), name, out, errs);
+    return load_text(text, strlen(text), name, NULL, 0, out, errs);
 }
 
 int ej_daemon_config_load_file(const char *path, struct ej_daemon_config *out,
@@ -1373,7 +1439,14 @@ int ej_daemon_config_load_file(const char *path, struct ej_daemon_config *out,
         goto out_free;
     }
     text[n] = '\0';
-    rc = load_text(text, n, path, out, errs);
+    const char *slash = strrchr(path, '/');
+    char *dir = slash == NULL ? NULL : strndup(path, slash == path ? 1 : (size_t)(slash - path));
+    if (slash != NULL && dir == NULL) {
+        rc = EJ_ENOMEM;
+        goto out_free;
+    }
+    rc = load_text(text, n, path, dir, (unsigned)st.st_mode, out, errs);
+    free(dir);
 
 out_free:
     free(text);
