@@ -647,18 +647,20 @@ void ej_job_status_fini(struct ej_job_status *st)
     memset(st, 0, sizeof *st);
 }
 
-const char *ej_job_last_error(ej_job *job)
+const char *ej_job_last_error(ej_job *job, char *buf, size_t len)
 {
-    if (job == NULL)
+    if (buf == NULL || len == 0)
         return "";
+    buf[0] = '\0';
+    if (job == NULL)
+        return buf;
     char cerr[1024] = "";
     if (job->coord)
         ej__coord_last_error(job->coord, cerr, sizeof cerr);
     pthread_mutex_lock(&job->mu);
-    snprintf(job->err_copy, sizeof job->err_copy, "%s",
-             job->last_error[0] ? job->last_error : cerr);
+    snprintf(buf, len, "%s", job->last_error[0] ? job->last_error : cerr);
     pthread_mutex_unlock(&job->mu);
-    return job->err_copy;
+    return buf;
 }
 
 int ej_job_subscribe(ej_job *job, void (*fn)(const struct ej_event *ev, void *user), void *user)

@@ -118,7 +118,6 @@ struct ej_job {
     uint64_t fires, items_run, items_failed;
     int64_t last_fire_ms;
     char last_error[1024];
-    char err_copy[1024];
 };
 
 void ej__job_ref(struct ej_job *job);
