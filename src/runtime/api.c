@@ -3,6 +3,7 @@
  * start-up, configuration changes, shutdown, status. The fire flow is in
  * fire.c.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -27,13 +28,20 @@
 
 void ej__rt_settings_ref(struct ej__rt_settings *s)
 {
-    if (s)
-        atomic_fetch_add(&s->refs, 1);
+    if (s) {
+        int was = atomic_fetch_add(&s->refs, 1);
+        assert(was >= 1); /* a snapshot already freed */
+        (void)was;
+    }
 }
 
 void ej__rt_settings_unref(struct ej__rt_settings *s)
 {
-    if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1)
+    if (s == NULL)
+        return;
+    int was = atomic_fetch_sub(&s->refs, 1);
+    assert(was >= 1); /* an unref without its ref */
+    if (was != 1)
         return;
     ej__rt_free_def(s->def);
     for (size_t i = 0; i < s->nparams; i++)
@@ -139,12 +147,16 @@ static int install_settings(struct ej_job *job, const struct ej_job_config *cfg)
 
 void ej__job_ref(struct ej_job *job)
 {
-    atomic_fetch_add(&job->refs, 1);
+    int was = atomic_fetch_add(&job->refs, 1);
+    assert(was >= 1); /* a job already freed */
+    (void)was;
 }
 
 void ej__job_unref(struct ej_job *job)
 {
-    if (atomic_fetch_sub(&job->refs, 1) != 1)
+    int was = atomic_fetch_sub(&job->refs, 1);
+    assert(was >= 1);
+    if (was != 1)
         return;
     ej__rt_settings_unref(job->settings);
     if (job->local_cfg) {
@@ -167,22 +179,6 @@ void ej__job_set_error(struct ej_job *job, const char *fmt, ...)
     vsnprintf(job->last_error, sizeof job->last_error, fmt, ap);
     pthread_mutex_unlock(&job->mu);
     va_end(ap);
-}
-
-/* Cron and zone checks, with the message naming the field. */
-static int cron_checker(const char *cron, const char *time_zone, char *err, size_t errlen)
-{
-    ej_tz *tz = NULL;
-    if (ej_tz_load(time_zone && time_zone[0] ? time_zone : NULL, &tz) != 0) {
-        snprintf(err, errlen, "timeZone: unknown time zone \"%s\"", time_zone);
-        return EJ_ECONFIG;
-    }
-    char why[400] = "";
-    if (ej_cron_parse(cron, NULL, why, sizeof why) != 0) {
-        snprintf(err, errlen, "cron: %s", why);
-        return EJ_ECONFIG;
-    }
-    return 0;
 }
 
 static void on_config_hook(void *user, const struct ej_job_config *cfg, unsigned changed)
@@ -214,9 +210,8 @@ int ej_job_create(ej_registry *reg, const struct ej_job_config *cfg, const struc
     if (opts == NULL)
         opts = &none;
     char err[512] = "";
+    /* The one validator (cron with a fire time ahead, zone, ...). */
     int rc = ej_job_config_validate(cfg, err, sizeof err);
-    if (rc == 0)
-        rc = cron_checker(cfg->cron, cfg->time_zone, err, sizeof err);
     if (rc != 0) {
         EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ECONFIG, "job %s: invalid config: %s",
                cfg->job_name ? cfg->job_name : "?", err);
@@ -486,8 +481,6 @@ int ej_job_update_config(ej_job *job, const struct ej_job_config *cfg)
         return EJ_EINVAL;
     }
     int rc = ej_job_config_validate(cfg, err, sizeof err);
-    if (rc == 0)
-        rc = cron_checker(cfg->cron, cfg->time_zone, err, sizeof err);
     if (rc != 0) {
         ej__job_set_error(job, "new config rejected: %s", err);
         return EJ_ECONFIG;
