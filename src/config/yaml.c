@@ -44,6 +44,7 @@ struct yctx {
     int rc; /* EJ_ENOMEM once an allocation failed */
     size_t visits;
     bool too_complex;
+    bool muted; /* applying defaults: their problems were reported once */
     struct ymsg *msgs;
     size_t nmsgs;
     const char *dir;                   /* of the file, for digestFile; NULL = cwd */
@@ -57,6 +58,8 @@ static void yerr(struct yctx *c, yaml_mark_t m, const char *path, const char *fm
 static void yerr(struct yctx *c, yaml_mark_t m, const char *path, const char *fmt, ...)
 {
     char msg[512];
+    if (c->muted)
+        return;
     c->nerr++;
     if (c->nmsgs >= MAX_GATHERED || c->too_complex)
         return;
@@ -799,7 +802,8 @@ static void mark_field(struct job_marks *jm, enum ej__cfg_field f, yaml_node_t *
 }
 
 static void load_props(struct yctx *c, yaml_node_t *map, const char *jpath,
-                       struct ej_job_config *cfg, struct job_marks *jm, bool *seen_props)
+                       struct ej_job_config *cfg, struct job_marks *jm, bool *seen_props,
+                       const bool *skip)
 {
     char path[512], full[640];
     bool seen[PK_COUNT] = {false};
@@ -825,7 +829,7 @@ static void load_props(struct yctx *c, yaml_node_t *map, const char *jpath,
             unknown_key(c, k, path);
             continue;
         }
-        if (seen_before(c, seen, i, k, path))
+        if (seen_before(c, seen, i, k, path) || (skip != NULL && skip[i]))
             continue;
         if (is_null(v))
             continue;
@@ -902,16 +906,186 @@ static int job_verr(void *ctx, enum ej__cfg_field f, const char *msg)
     return 0;
 }
 
-static void load_job(struct yctx *c, yaml_node_t *k0, yaml_node_t *map, struct ej_job_config *cfg)
-{
-    char jpath[300], full[400], shown[128];
-    bool seen[JK_COUNT] = {false};
-    bool seen_props[PK_COUNT] = {false};
+/* One job being loaded: its config and where each field came from. */
+struct job_load {
+    struct yctx *c;
+    struct ej_job_config *cfg;
+    const char *jpath; /* "jobs.NAME" (or "defaults") */
     struct job_marks jm;
-    bool have_type = false;
-    memset(&jm, 0, sizeof(jm));
-    jm.job_key = k0->start_mark;
+    bool seen[JK_COUNT];
+    bool seen_props[PK_COUNT];
+    bool have_type;
+};
 
+/* One key of a job (JK_* index i, a non-null value v) into its config. */
+static void apply_job_key(struct job_load *jl, int i, yaml_node_t *v)
+{
+    char full[400], shown[128];
+    bool ok = true;
+    snprintf(full, sizeof(full), "%s.%s", jl->jpath, job_keys[i]);
+    switch (i) {
+    case JK_ELASTIC_JOB_TYPE:
+        ok = want_scalar(jl->c, v, full, "SCRIPT or HTTP");
+        if (ok && strcasecmp(sval(v), "SCRIPT") == 0) {
+            jl->cfg->job_type = EJ_JOB_TYPE_SCRIPT;
+            jl->have_type = true;
+        } else if (ok && strcasecmp(sval(v), "HTTP") == 0) {
+            jl->cfg->job_type = EJ_JOB_TYPE_HTTP;
+            jl->have_type = true;
+        } else if (ok) {
+            shown_scalar(v, shown, sizeof(shown));
+            yerr(jl->c, v->start_mark, full, "must be SCRIPT or HTTP in the daemon, got %s", shown);
+            ok = false;
+        }
+        mark_field(&jl->jm, EJ_CFG_F_JOB_TYPE, v, ok);
+        break;
+    case JK_CRON:
+        ok = get_str(jl->c, v, full, &jl->cfg->cron);
+        mark_field(&jl->jm, EJ_CFG_F_CRON, v, ok);
+        break;
+    case JK_TIME_ZONE:
+        ok = get_str(jl->c, v, full, &jl->cfg->time_zone);
+        mark_field(&jl->jm, EJ_CFG_F_TIME_ZONE, v, ok);
+        break;
+    case JK_SHARDING_TOTAL_COUNT:
+        ok = get_int(jl->c, v, full, &jl->cfg->sharding_total_count);
+        mark_field(&jl->jm, EJ_CFG_F_SHARDING_TOTAL_COUNT, v, ok);
+        break;
+    case JK_SHARDING_ITEM_PARAMETERS:
+        ok = get_str(jl->c, v, full, &jl->cfg->sharding_item_parameters);
+        mark_field(&jl->jm, EJ_CFG_F_SHARDING_ITEM_PARAMETERS, v, ok);
+        break;
+    case JK_JOB_PARAMETER:
+        ok = get_str(jl->c, v, full, &jl->cfg->job_parameter);
+        mark_field(&jl->jm, EJ_CFG_F_JOB_PARAMETER, v, ok);
+        break;
+    case JK_FAILOVER:
+        get_bool(jl->c, v, full, &jl->cfg->failover);
+        break;
+    case JK_MISFIRE:
+        get_bool(jl->c, v, full, &jl->cfg->misfire);
+        break;
+    case JK_MONITOR_EXECUTION:
+        get_bool(jl->c, v, full, &jl->cfg->monitor_execution);
+        break;
+    case JK_MAX_TIME_DIFF_SECONDS:
+        ok = get_int(jl->c, v, full, &jl->cfg->max_time_diff_seconds);
+        mark_field(&jl->jm, EJ_CFG_F_MAX_TIME_DIFF_SECONDS, v, ok);
+        break;
+    case JK_MONITOR_PORT:
+        ok = get_int(jl->c, v, full, &jl->cfg->monitor_port);
+        mark_field(&jl->jm, EJ_CFG_F_MONITOR_PORT, v, ok);
+        break;
+    case JK_RECONCILE_INTERVAL_MINUTES:
+        get_int(jl->c, v, full, &jl->cfg->reconcile_interval_minutes);
+        break;
+    case JK_JOB_SHARDING_STRATEGY_TYPE:
+        ok = get_str(jl->c, v, full, &jl->cfg->job_sharding_strategy_class);
+        if (ok)
+            ok = store_java_strategy_name(jl->c, &jl->cfg->job_sharding_strategy_class);
+        mark_field(&jl->jm, EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS, v, ok);
+        break;
+    case JK_DESCRIPTION:
+        ok = get_str(jl->c, v, full, &jl->cfg->description);
+        mark_field(&jl->jm, EJ_CFG_F_DESCRIPTION, v, ok);
+        break;
+    case JK_DISABLED:
+        get_bool(jl->c, v, full, &jl->cfg->disabled);
+        break;
+    case JK_OVERWRITE:
+        get_bool(jl->c, v, full, &jl->cfg->overwrite);
+        break;
+    }
+}
+
+/* The pairs of one mapping into the job. For `defaults:` (as_defaults),
+ * keys the job set itself are skipped and problems are not reported again
+ * (check_defaults reported them once, at their place). */
+static void apply_job_map(struct job_load *jl, yaml_node_t *map, bool as_defaults)
+{
+    struct yctx *c = jl->c;
+    bool seen[JK_COUNT] = {false};
+    bool muted = c->muted;
+    c->muted = muted || as_defaults;
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k, *v;
+        const char *key = pair_key(c, pr, jl->jpath, &k, &v);
+        int i = key == NULL ? -1 : key_index(key, job_keys, JK_COUNT);
+        if (key != NULL && i < 0)
+            unknown_key(c, k, jl->jpath);
+        if (i < 0 || seen_before(c, seen, i, k, jl->jpath))
+            continue;
+        if (i == JK_PROPS) {
+            load_props(c, v, jl->jpath, jl->cfg, &jl->jm, jl->seen_props,
+                       as_defaults ? jl->seen_props : NULL);
+            continue;
+        }
+        /* An empty value counts as absent; the job's own value wins. */
+        if (is_null(v) || (as_defaults && jl->seen[i]))
+            continue;
+        jl->seen[i] = true;
+        apply_job_key(jl, i, v);
+    }
+    c->muted = muted;
+}
+
+/* After the keys: the type, its props, the required count, validation. */
+static void finish_job(struct job_load *jl)
+{
+    struct yctx *c = jl->c;
+    struct ej_job_config *cfg = jl->cfg;
+    const char *jpath = jl->jpath;
+    bool *seen_props = jl->seen_props;
+    bool have_type = jl->have_type;
+    char full[400];
+    /* Without elasticJobType an http.uri alone makes an HTTP job. */
+    if (!have_type && !jl->jm.bad[EJ_CFG_F_JOB_TYPE])
+        cfg->job_type = seen_props[PK_HTTP_URI] && !seen_props[PK_SCRIPT_COMMAND_LINE]
+                            ? EJ_JOB_TYPE_HTTP
+                            : EJ_JOB_TYPE_SCRIPT;
+    if (cfg->job_type == EJ_JOB_TYPE_SCRIPT) {
+        if (ej_job_config_set_str(&cfg->job_class, EJ_CONFIG_SCRIPT_JOB_CLASS) != 0)
+            c->rc = EJ_ENOMEM;
+    }
+    /* A type's props that the other type would use are a mistake. */
+    for (int i = 0; i < PK_COUNT; i++) {
+        bool http_prop = i >= PK_HTTP_URI;
+        if (seen_props[i] && !jl->jm.bad[EJ_CFG_F_JOB_TYPE] &&
+            http_prop != (cfg->job_type == EJ_JOB_TYPE_HTTP)) {
+            snprintf(full, sizeof(full), "%s.props", jpath);
+            yerr(c, jl->jm.job_key, full, "%s does not apply to %s jobs", prop_keys[i],
+                 ej_job_type_name(cfg->job_type));
+        }
+    }
+    bool count_bad = jl->jm.bad[EJ_CFG_F_SHARDING_TOTAL_COUNT];
+    if (!jl->jm.have[EJ_CFG_F_SHARDING_TOTAL_COUNT]) {
+        snprintf(full, sizeof(full), "%s.shardingTotalCount", jpath);
+        yerr(c, jl->jm.job_key, full, "is required");
+        count_bad = true;
+        jl->jm.bad[EJ_CFG_F_SHARDING_TOTAL_COUNT] = true;
+    }
+    if (jl->jm.bad[EJ_CFG_F_JOB_TYPE]) {
+        /* The type is unknown: its required props cannot be judged. */
+        jl->jm.bad[EJ_CFG_F_SCRIPT_COMMAND_LINE] = true;
+        jl->jm.bad[EJ_CFG_F_HTTP_URI] = true;
+    }
+    struct job_verr jv = {c, jpath, &jl->jm, count_bad};
+    int rc = ej__config_validate(cfg, job_verr, &jv);
+    if (rc < 0)
+        c->rc = rc;
+}
+
+static void load_job(struct yctx *c, yaml_node_t *k0, yaml_node_t *map, yaml_node_t *defaults,
+                     struct ej_job_config *cfg)
+{
+    char jpath[300];
+    struct job_load jl;
+    memset(&jl, 0, sizeof(jl));
+    jl.c = c;
+    jl.cfg = cfg;
+    jl.jpath = jpath;
+    jl.jm.job_key = k0->start_mark;
     /* The key names the job in every message; cap what is echoed. */
     snprintf(jpath, sizeof(jpath), "jobs.%.200s", sval(k0));
     if (ej_job_config_set_str(&cfg->job_name, sval(k0)) != 0) {
@@ -925,139 +1099,33 @@ static void load_job(struct yctx *c, yaml_node_t *k0, yaml_node_t *map, struct e
             yerr(c, map->start_mark, jpath, "expected a mapping, got %s", kind_name(map));
         return;
     }
-    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
-         pr++) {
-        yaml_node_t *k, *v;
-        const char *key = pair_key(c, pr, jpath, &k, &v);
-        if (key == NULL)
-            continue;
-        int i = key_index(key, job_keys, JK_COUNT);
-        if (i < 0) {
-            unknown_key(c, k, jpath);
-            continue;
-        }
-        if (seen_before(c, seen, i, k, jpath))
-            continue;
-        if (i == JK_PROPS) {
-            load_props(c, v, jpath, cfg, &jm, seen_props);
-            continue;
-        }
-        if (is_null(v)) {
-            seen[i] = false; /* an empty value counts as absent */
-            continue;
-        }
-        snprintf(full, sizeof(full), "%s.%s", jpath, job_keys[i]);
-        bool ok = true;
-        switch (i) {
-        case JK_ELASTIC_JOB_TYPE:
-            ok = want_scalar(c, v, full, "SCRIPT or HTTP");
-            if (ok && strcasecmp(sval(v), "SCRIPT") == 0) {
-                cfg->job_type = EJ_JOB_TYPE_SCRIPT;
-                have_type = true;
-            } else if (ok && strcasecmp(sval(v), "HTTP") == 0) {
-                cfg->job_type = EJ_JOB_TYPE_HTTP;
-                have_type = true;
-            } else if (ok) {
-                shown_scalar(v, shown, sizeof(shown));
-                yerr(c, v->start_mark, full, "must be SCRIPT or HTTP in the daemon, got %s", shown);
-                ok = false;
-            }
-            mark_field(&jm, EJ_CFG_F_JOB_TYPE, v, ok);
-            break;
-        case JK_CRON:
-            ok = get_str(c, v, full, &cfg->cron);
-            mark_field(&jm, EJ_CFG_F_CRON, v, ok);
-            break;
-        case JK_TIME_ZONE:
-            ok = get_str(c, v, full, &cfg->time_zone);
-            mark_field(&jm, EJ_CFG_F_TIME_ZONE, v, ok);
-            break;
-        case JK_SHARDING_TOTAL_COUNT:
-            ok = get_int(c, v, full, &cfg->sharding_total_count);
-            mark_field(&jm, EJ_CFG_F_SHARDING_TOTAL_COUNT, v, ok);
-            break;
-        case JK_SHARDING_ITEM_PARAMETERS:
-            ok = get_str(c, v, full, &cfg->sharding_item_parameters);
-            mark_field(&jm, EJ_CFG_F_SHARDING_ITEM_PARAMETERS, v, ok);
-            break;
-        case JK_JOB_PARAMETER:
-            ok = get_str(c, v, full, &cfg->job_parameter);
-            mark_field(&jm, EJ_CFG_F_JOB_PARAMETER, v, ok);
-            break;
-        case JK_FAILOVER:
-            get_bool(c, v, full, &cfg->failover);
-            break;
-        case JK_MISFIRE:
-            get_bool(c, v, full, &cfg->misfire);
-            break;
-        case JK_MONITOR_EXECUTION:
-            get_bool(c, v, full, &cfg->monitor_execution);
-            break;
-        case JK_MAX_TIME_DIFF_SECONDS:
-            ok = get_int(c, v, full, &cfg->max_time_diff_seconds);
-            mark_field(&jm, EJ_CFG_F_MAX_TIME_DIFF_SECONDS, v, ok);
-            break;
-        case JK_MONITOR_PORT:
-            ok = get_int(c, v, full, &cfg->monitor_port);
-            mark_field(&jm, EJ_CFG_F_MONITOR_PORT, v, ok);
-            break;
-        case JK_RECONCILE_INTERVAL_MINUTES:
-            get_int(c, v, full, &cfg->reconcile_interval_minutes);
-            break;
-        case JK_JOB_SHARDING_STRATEGY_TYPE:
-            ok = get_str(c, v, full, &cfg->job_sharding_strategy_class);
-            if (ok)
-                ok = store_java_strategy_name(c, &cfg->job_sharding_strategy_class);
-            mark_field(&jm, EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS, v, ok);
-            break;
-        case JK_DESCRIPTION:
-            ok = get_str(c, v, full, &cfg->description);
-            mark_field(&jm, EJ_CFG_F_DESCRIPTION, v, ok);
-            break;
-        case JK_DISABLED:
-            get_bool(c, v, full, &cfg->disabled);
-            break;
-        case JK_OVERWRITE:
-            get_bool(c, v, full, &cfg->overwrite);
-            break;
-        }
-    }
+    apply_job_map(&jl, map, false);
+    if (defaults != NULL)
+        apply_job_map(&jl, defaults, true);
+    finish_job(&jl);
+}
 
-    /* Without elasticJobType an http.uri alone makes an HTTP job. */
-    if (!have_type && !jm.bad[EJ_CFG_F_JOB_TYPE])
-        cfg->job_type = seen_props[PK_HTTP_URI] && !seen_props[PK_SCRIPT_COMMAND_LINE]
-                            ? EJ_JOB_TYPE_HTTP
-                            : EJ_JOB_TYPE_SCRIPT;
-    if (cfg->job_type == EJ_JOB_TYPE_SCRIPT) {
-        if (ej_job_config_set_str(&cfg->job_class, EJ_CONFIG_SCRIPT_JOB_CLASS) != 0)
-            c->rc = EJ_ENOMEM;
+/* `defaults:` on its own: its keys are job keys, reported once here. */
+static void check_defaults(struct yctx *c, yaml_node_t *map)
+{
+    struct ej_job_config scratch;
+    struct job_load jl;
+    if (is_null(map))
+        return;
+    if (map->type != YAML_MAPPING_NODE) {
+        yerr(c, map->start_mark, "defaults", "expected a mapping, got %s", kind_name(map));
+        return;
     }
-    /* A type's props that the other type would use are a mistake. */
-    for (int i = 0; i < PK_COUNT; i++) {
-        bool http_prop = i >= PK_HTTP_URI;
-        if (seen_props[i] && !jm.bad[EJ_CFG_F_JOB_TYPE] &&
-            http_prop != (cfg->job_type == EJ_JOB_TYPE_HTTP)) {
-            snprintf(full, sizeof(full), "%s.props", jpath);
-            yerr(c, jm.job_key, full, "%s does not apply to %s jobs", prop_keys[i],
-                 ej_job_type_name(cfg->job_type));
-        }
+    if (ej_job_config_init(&scratch) != 0) {
+        c->rc = EJ_ENOMEM;
+        return;
     }
-    bool count_bad = jm.bad[EJ_CFG_F_SHARDING_TOTAL_COUNT];
-    if (!jm.have[EJ_CFG_F_SHARDING_TOTAL_COUNT]) {
-        snprintf(full, sizeof(full), "%s.shardingTotalCount", jpath);
-        yerr(c, jm.job_key, full, "is required");
-        count_bad = true;
-        jm.bad[EJ_CFG_F_SHARDING_TOTAL_COUNT] = true;
-    }
-    if (jm.bad[EJ_CFG_F_JOB_TYPE]) {
-        /* The type is unknown: its required props cannot be judged. */
-        jm.bad[EJ_CFG_F_SCRIPT_COMMAND_LINE] = true;
-        jm.bad[EJ_CFG_F_HTTP_URI] = true;
-    }
-    struct job_verr jv = {c, jpath, &jm, count_bad};
-    int rc = ej__config_validate(cfg, job_verr, &jv);
-    if (rc < 0)
-        c->rc = rc;
+    memset(&jl, 0, sizeof(jl));
+    jl.c = c;
+    jl.cfg = &scratch;
+    jl.jpath = "defaults";
+    apply_job_map(&jl, map, false);
+    ej_job_config_fini(&scratch);
 }
 
 struct key_ref {
@@ -1078,7 +1146,8 @@ static int cmp_key_ref(const void *a, const void *b)
     return x->index < y->index ? -1 : (x->index > y->index);
 }
 
-static void load_jobs(struct yctx *c, yaml_node_t *map, struct ej_daemon_config *out)
+static void load_jobs(struct yctx *c, yaml_node_t *map, yaml_node_t *defaults,
+                      struct ej_daemon_config *out)
 {
     const char *path = "jobs";
     if (is_null(map))
@@ -1143,7 +1212,7 @@ static void load_jobs(struct yctx *c, yaml_node_t *map, struct ej_daemon_config 
         }
         out->job_lines[out->job_count] = (int)k->start_mark.line + 1;
         out->job_count++;
-        load_job(c, k, v, cfg);
+        load_job(c, k, v, defaults, cfg);
     }
 
 out_free:
@@ -1155,10 +1224,24 @@ out_free:
 /* The document                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* The value of a top-level key, or NULL (a first look, before the keys
+ * are gone through in order). */
+static yaml_node_t *top_value(struct yctx *c, yaml_node_t *root, const char *name)
+{
+    for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k = node(c, pr->key);
+        if (k != NULL && k->type == YAML_SCALAR_NODE && strcmp(sval(k), name) == 0)
+            return node(c, pr->value);
+    }
+    return NULL;
+}
+
 static void load_root(struct yctx *c, struct ej_daemon_config *out)
 {
-    static const char *const keys[] = {"regCenter", "tracing", "jobs"};
-    bool seen[3] = {false};
+    static const char *const keys[] = {"regCenter", "tracing", "defaults", "jobs"};
+    enum { N_KEYS = sizeof(keys) / sizeof(keys[0]) };
+    bool seen[N_KEYS] = {false};
     yaml_mark_t start = {0, 0, 0};
     yaml_node_t *root = yaml_document_get_root_node(c->doc);
 
@@ -1171,13 +1254,17 @@ static void load_root(struct yctx *c, struct ej_daemon_config *out)
              kind_name(root));
         return;
     }
+    /* Job keys every job of the file gets unless it sets them itself. */
+    yaml_node_t *defaults = top_value(c, root, "defaults");
+    if (defaults != NULL && (is_null(defaults) || defaults->type != YAML_MAPPING_NODE))
+        defaults = NULL;
     for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top;
          pr++) {
         yaml_node_t *k, *v;
         const char *key = pair_key(c, pr, NULL, &k, &v);
         if (key == NULL)
             continue;
-        int i = key_index(key, keys, 3);
+        int i = key_index(key, keys, N_KEYS);
         if (i < 0) {
             char shown[128];
             shown_scalar(k, shown, sizeof(shown));
@@ -1190,8 +1277,10 @@ static void load_root(struct yctx *c, struct ej_daemon_config *out)
             load_reg_center(c, k, v, &out->reg_center);
         else if (i == 1)
             load_tracing(c, k, v, &out->tracing);
+        else if (i == 2)
+            check_defaults(c, v);
         else
-            load_jobs(c, v, out);
+            load_jobs(c, v, defaults, out);
         if (c->rc != 0)
             return;
     }
@@ -1330,7 +1419,8 @@ static int load_text(const char *text, size_t len, const char *name, const char 
 {
     yaml_parser_t parser;
     yaml_document_t doc, next;
-    struct yctx c = {&doc, name ? name : "<string>", errs, 0, 0, 0, false, NULL, 0, dir, 0, NULL};
+    struct yctx c = {&doc, name ? name : "<string>", errs, 0, 0, 0, false, false, NULL, 0, dir, 0,
+                     NULL};
     yaml_mark_t start = {0, 0, 0};
 
     int rc = ej_daemon_config_init(out);

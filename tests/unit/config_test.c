@@ -1316,6 +1316,60 @@ static void test_yaml_spec_example(void **state)
     ej_config_errors_fini(&e);
 }
 
+/* defaults: job keys every job of the file gets unless it sets them. */
+static void test_yaml_defaults(void **state)
+{
+    (void)state;
+    struct ej_daemon_config d;
+    struct ej_config_errors e;
+    const char *yaml = "regCenter: {namespace: n}\n"
+                       "defaults:\n"
+                       "  jobShardingStrategyType: ROTATE\n"
+                       "  failover: true\n"
+                       "  shardingTotalCount: 2\n"
+                       "  props: {script.timeout.milliseconds: 5000}\n"
+                       "jobs:\n"
+                       "  a: {elasticJobType: SCRIPT, cron: \"0 * * * * ?\",\n"
+                       "      props: {script.command.line: /bin/true}}\n"
+                       "  b: {elasticJobType: SCRIPT, cron: \"0 * * * * ?\", failover: false,\n"
+                       "      shardingTotalCount: 3, jobShardingStrategyType: AVERAGE,\n"
+                       "      props: {script.command.line: /bin/true,\n"
+                       "              script.timeout.milliseconds: 10}}\n";
+    assert_int_equal(load_yaml(yaml, &d, &e), 0);
+    assert_int_equal(d.job_count, 2);
+    assert_true(d.jobs[0].failover);
+    assert_int_equal(d.jobs[0].sharding_total_count, 2);
+    assert_int_equal(d.jobs[0].script_timeout_ms, 5000);
+    assert_string_equal(d.jobs[0].job_sharding_strategy_class,
+                        "com.dangdang.ddframe.job.lite.api.strategy.impl."
+                        "RotateServerByNameJobShardingStrategy");
+    assert_false(d.jobs[1].failover);
+    assert_int_equal(d.jobs[1].sharding_total_count, 3);
+    assert_int_equal(d.jobs[1].script_timeout_ms, 10);
+    assert_string_equal(d.jobs[1].job_sharding_strategy_class, "");
+    ej_daemon_config_fini(&d);
+    ej_config_errors_fini(&e);
+
+    /* A problem in defaults is reported once, at its place, not per job. */
+    const char *bad = "regCenter: {namespace: n}\n"
+                      "defaults:\n"
+                      "  shardingTotalCount: two\n"
+                      "  shardingTotalCont: 2\n"
+                      "jobs:\n"
+                      "  a: {elasticJobType: SCRIPT, cron: \"0 * * * * ?\",\n"
+                      "      props: {script.command.line: /bin/true}}\n"
+                      "  b: {elasticJobType: SCRIPT, cron: \"0 * * * * ?\",\n"
+                      "      props: {script.command.line: /bin/true}}\n";
+    assert_int_equal(load_yaml(bad, &d, &e), EJ_ECONFIG);
+    assert_int_equal(e.count, 2);
+    assert_string_equal(e.messages[0],
+                        "jobs.yaml:3:23: defaults.shardingTotalCount: expected an integer, got "
+                        "\"two\"");
+    assert_string_equal(e.messages[1],
+                        "jobs.yaml:4:3: defaults: unknown key \"shardingTotalCont\"");
+    ej_config_errors_fini(&e);
+}
+
 static void test_yaml_strategy_java_names(void **state)
 {
     (void)state;
@@ -1816,6 +1870,7 @@ int main(void)
         cmocka_unit_test(test_sharding_params),
         cmocka_unit_test(test_yaml_spec_example),
         cmocka_unit_test(test_yaml_strategy_java_names),
+        cmocka_unit_test(test_yaml_defaults),
         cmocka_unit_test(test_yaml_http_and_defaults),
         cmocka_unit_test(test_yaml_error_file),
         cmocka_unit_test(test_yaml_errors),
