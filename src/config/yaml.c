@@ -360,16 +360,26 @@ enum {
     RC_DIGEST_FILE,
     RC_COUNT
 };
-static const char *const rc_keys[RC_COUNT] = {
-    "serverLists",
-    "namespace",
-    "sessionTimeoutMilliseconds",
-    "connectionTimeoutMilliseconds",
-    "baseSleepTimeMilliseconds",
-    "maxSleepTimeMilliseconds",
-    "maxRetries",
-    "digest",
-    "digestFile",
+/* regCenter's keys: strings or integers of struct ej_reg_center_config. */
+static const struct rc_key {
+    const char *key;
+    bool integer;
+    size_t off;
+} rc_keys[RC_COUNT] = {
+#define RC_KEY(key, integer, member)                                                               \
+    {                                                                                              \
+        key, integer, offsetof(struct ej_reg_center_config, member)                                \
+    }
+    RC_KEY("serverLists", false, server_lists),
+    RC_KEY("namespace", false, name_space),
+    RC_KEY("sessionTimeoutMilliseconds", true, session_timeout_ms),
+    RC_KEY("connectionTimeoutMilliseconds", true, connection_timeout_ms),
+    RC_KEY("baseSleepTimeMilliseconds", true, base_sleep_time_ms),
+    RC_KEY("maxSleepTimeMilliseconds", true, max_sleep_time_ms),
+    RC_KEY("maxRetries", true, max_retries),
+    RC_KEY("digest", false, digest),
+    RC_KEY("digestFile", false, digest_file),
+#undef RC_KEY
 };
 
 static void check_server_lists(struct yctx *c, yaml_mark_t m, const char *list)
@@ -537,7 +547,9 @@ static void load_reg_center(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
         const char *key = pair_key(c, pr, path, &k, &v);
         if (key == NULL)
             continue;
-        int i = key_index(key, rc_keys, RC_COUNT);
+        int i = -1;
+        for (int r = 0; r < RC_COUNT && i < 0; r++)
+            i = strcmp(key, rc_keys[r].key) == 0 ? r : -1;
         if (i < 0) {
             unknown_key(c, k, path);
             continue;
@@ -547,37 +559,10 @@ static void load_reg_center(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
         marks[i] = v->start_mark;
         if (is_null(v))
             continue;
-        snprintf(full, sizeof(full), "regCenter.%s", rc_keys[i]);
-        bool ok = true;
-        switch (i) {
-        case RC_SERVER_LISTS:
-            ok = get_str(c, v, full, &rc->server_lists);
-            break;
-        case RC_NAMESPACE:
-            ok = get_str(c, v, full, &rc->name_space);
-            break;
-        case RC_SESSION:
-            ok = get_int(c, v, full, &rc->session_timeout_ms);
-            break;
-        case RC_CONNECTION:
-            ok = get_int(c, v, full, &rc->connection_timeout_ms);
-            break;
-        case RC_BASE_SLEEP:
-            ok = get_int(c, v, full, &rc->base_sleep_time_ms);
-            break;
-        case RC_MAX_SLEEP:
-            ok = get_int(c, v, full, &rc->max_sleep_time_ms);
-            break;
-        case RC_MAX_RETRIES:
-            ok = get_int(c, v, full, &rc->max_retries);
-            break;
-        case RC_DIGEST:
-            ok = get_str(c, v, full, &rc->digest);
-            break;
-        case RC_DIGEST_FILE:
-            ok = get_str(c, v, full, &rc->digest_file);
-            break;
-        }
+        snprintf(full, sizeof(full), "regCenter.%s", rc_keys[i].key);
+        char *at = (char *)rc + rc_keys[i].off;
+        bool ok = rc_keys[i].integer ? get_int(c, v, full, (int *)(void *)at)
+                                     : get_str(c, v, full, (char **)(void *)at);
         bad[i] = !ok;
         set[i] = ok;
     }
@@ -716,24 +701,52 @@ enum {
     JK_PROPS,
     JK_COUNT
 };
-static const char *const job_keys[JK_COUNT] = {
-    "elasticJobType",
-    "cron",
-    "timeZone",
-    "shardingTotalCount",
-    "shardingItemParameters",
-    "jobParameter",
-    "failover",
-    "misfire",
-    "monitorExecution",
-    "maxTimeDiffSeconds",
-    "monitorPort",
-    "reconcileIntervalMinutes",
-    "jobShardingStrategyType",
-    "description",
-    "disabled",
-    "overwrite",
-    "props",
+/* How a key's value is read into struct ej_job_config. */
+enum vkind {
+    V_STR,      /* char * */
+    V_INT,      /* int */
+    V_INT64,    /* int64_t */
+    V_BOOL,     /* bool */
+    V_TYPE,     /* elasticJobType: SCRIPT or HTTP */
+    V_STRATEGY, /* a strategy type, stored under its Java name when it has one */
+    V_METHOD,   /* an HTTP method, upper-cased */
+    V_PROPS,    /* the props mapping */
+};
+
+/* One YAML key of a job: where it goes and which validated field it is
+ * (-1: no rule of its own), so messages land on it. Adding a key is one
+ * line here (and its enum entry). */
+struct key_desc {
+    const char *key;
+    enum vkind kind;
+    size_t off;
+    int field;
+};
+#define KEY(key, kind, member, field)                                                              \
+    {                                                                                              \
+        key, kind, offsetof(struct ej_job_config, member), field                                   \
+    }
+
+static const struct key_desc job_key_table[JK_COUNT] = {
+    KEY("elasticJobType", V_TYPE, job_type, EJ_CFG_F_JOB_TYPE),
+    KEY("cron", V_STR, cron, EJ_CFG_F_CRON),
+    KEY("timeZone", V_STR, time_zone, EJ_CFG_F_TIME_ZONE),
+    KEY("shardingTotalCount", V_INT, sharding_total_count, EJ_CFG_F_SHARDING_TOTAL_COUNT),
+    KEY("shardingItemParameters", V_STR, sharding_item_parameters,
+        EJ_CFG_F_SHARDING_ITEM_PARAMETERS),
+    KEY("jobParameter", V_STR, job_parameter, EJ_CFG_F_JOB_PARAMETER),
+    KEY("failover", V_BOOL, failover, -1),
+    KEY("misfire", V_BOOL, misfire, -1),
+    KEY("monitorExecution", V_BOOL, monitor_execution, -1),
+    KEY("maxTimeDiffSeconds", V_INT, max_time_diff_seconds, EJ_CFG_F_MAX_TIME_DIFF_SECONDS),
+    KEY("monitorPort", V_INT, monitor_port, EJ_CFG_F_MONITOR_PORT),
+    KEY("reconcileIntervalMinutes", V_INT, reconcile_interval_minutes, -1),
+    KEY("jobShardingStrategyType", V_STRATEGY, job_sharding_strategy_class,
+        EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS),
+    KEY("description", V_STR, description, EJ_CFG_F_DESCRIPTION),
+    KEY("disabled", V_BOOL, disabled, -1),
+    KEY("overwrite", V_BOOL, overwrite, -1),
+    {"props", V_PROPS, 0, -1},
 };
 
 enum {
@@ -747,16 +760,27 @@ enum {
     PK_HTTP_CONTENT_TYPE,
     PK_COUNT
 };
-static const char *const prop_keys[PK_COUNT] = {
-    "script.command.line",
-    "script.timeout.milliseconds",
-    "http.uri",
-    "http.method",
-    "http.data",
-    "http.connect.timeout.milliseconds",
-    "http.read.timeout.milliseconds",
-    "http.content.type",
+static const struct key_desc prop_key_table[PK_COUNT] = {
+    KEY("script.command.line", V_STR, script_command_line, EJ_CFG_F_SCRIPT_COMMAND_LINE),
+    KEY("script.timeout.milliseconds", V_INT64, script_timeout_ms, EJ_CFG_F_SCRIPT_TIMEOUT),
+    KEY("http.uri", V_STR, http.uri, EJ_CFG_F_HTTP_URI),
+    KEY("http.method", V_METHOD, http.method, EJ_CFG_F_HTTP_METHOD),
+    KEY("http.data", V_STR, http.data, EJ_CFG_F_HTTP_DATA),
+    KEY("http.connect.timeout.milliseconds", V_INT, http.connect_timeout_ms,
+        EJ_CFG_F_HTTP_CONNECT_TIMEOUT),
+    KEY("http.read.timeout.milliseconds", V_INT, http.read_timeout_ms, EJ_CFG_F_HTTP_READ_TIMEOUT),
+    KEY("http.content.type", V_STR, http.content_type, EJ_CFG_F_HTTP_CONTENT_TYPE),
 };
+
+/* Index of key in a table of n keys, or -1. */
+static int desc_index(const char *key, const struct key_desc *table, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (strcmp(key, table[i].key) == 0)
+            return i;
+    }
+    return -1;
+}
 
 /* Where each validated field came from in the file. */
 struct job_marks {
@@ -766,32 +790,19 @@ struct job_marks {
     yaml_mark_t at[EJ_CFG_F_COUNT_];
 };
 
-static const char *field_yaml_name(enum ej__cfg_field f)
+/* The YAML key path of a validated field ("props.http.uri"), else its
+ * JSON name, into buf. */
+static const char *field_yaml_name(enum ej__cfg_field f, char *buf, size_t len)
 {
-    switch (f) {
-    case EJ_CFG_F_JOB_TYPE:
-        return "elasticJobType";
-    case EJ_CFG_F_SCRIPT_COMMAND_LINE:
-        return "props.script.command.line";
-    case EJ_CFG_F_SCRIPT_TIMEOUT:
-        return "props.script.timeout.milliseconds";
-    case EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS:
-        return "jobShardingStrategyType";
-    case EJ_CFG_F_HTTP_URI:
-        return "props.http.uri";
-    case EJ_CFG_F_HTTP_METHOD:
-        return "props.http.method";
-    case EJ_CFG_F_HTTP_DATA:
-        return "props.http.data";
-    case EJ_CFG_F_HTTP_CONNECT_TIMEOUT:
-        return "props.http.connect.timeout.milliseconds";
-    case EJ_CFG_F_HTTP_READ_TIMEOUT:
-        return "props.http.read.timeout.milliseconds";
-    case EJ_CFG_F_HTTP_CONTENT_TYPE:
-        return "props.http.content.type";
-    default:
-        return ej__config_field_json_name(f);
-    }
+    for (int i = 0; i < JK_COUNT; i++)
+        if (job_key_table[i].field == (int)f)
+            return job_key_table[i].key;
+    for (int i = 0; i < PK_COUNT; i++)
+        if (prop_key_table[i].field == (int)f) {
+            snprintf(buf, len, "props.%s", prop_key_table[i].key);
+            return buf;
+        }
+    return ej__config_field_json_name(f);
 }
 
 static void mark_field(struct job_marks *jm, enum ej__cfg_field f, yaml_node_t *v, bool ok)
@@ -799,6 +810,61 @@ static void mark_field(struct job_marks *jm, enum ej__cfg_field f, yaml_node_t *
     jm->have[f] = true;
     jm->at[f] = v->start_mark;
     jm->bad[f] = !ok;
+}
+
+/* elasticJobType: the daemon runs SCRIPT and HTTP jobs. */
+static bool get_job_type(struct yctx *c, yaml_node_t *v, const char *full, ej_job_type *dst)
+{
+    char shown[128];
+    if (!want_scalar(c, v, full, "SCRIPT or HTTP"))
+        return false;
+    if (strcasecmp(sval(v), "SCRIPT") == 0 || strcasecmp(sval(v), "HTTP") == 0) {
+        *dst = strcasecmp(sval(v), "SCRIPT") == 0 ? EJ_JOB_TYPE_SCRIPT : EJ_JOB_TYPE_HTTP;
+        return true;
+    }
+    shown_scalar(v, shown, sizeof(shown));
+    yerr(c, v->start_mark, full, "must be SCRIPT or HTTP in the daemon, got %s", shown);
+    return false;
+}
+
+/* Read v as d says into cfg; note where the field came from. */
+static void apply_value(struct yctx *c, const struct key_desc *d, yaml_node_t *v, const char *full,
+                        struct ej_job_config *cfg, struct job_marks *jm, bool *have_type)
+{
+    char *at = (char *)cfg + d->off;
+    long long ll = 0;
+    bool ok = false;
+    switch (d->kind) {
+    case V_STR:
+    case V_STRATEGY:
+    case V_METHOD:
+        ok = get_str(c, v, full, (char **)(void *)at);
+        if (ok && d->kind == V_STRATEGY)
+            ok = store_java_strategy_name(c, (char **)(void *)at);
+        for (char *p = *(char **)(void *)at; ok && d->kind == V_METHOD && *p; p++)
+            *p = (char)toupper((unsigned char)*p);
+        break;
+    case V_INT:
+        ok = get_int(c, v, full, (int *)(void *)at);
+        break;
+    case V_INT64:
+        ok = get_ll(c, v, full, INT64_MIN, INT64_MAX, &ll);
+        if (ok)
+            *(int64_t *)(void *)at = ll;
+        break;
+    case V_BOOL:
+        ok = get_bool(c, v, full, (bool *)(void *)at);
+        break;
+    case V_TYPE:
+        ok = get_job_type(c, v, full, &cfg->job_type);
+        if (ok && have_type != NULL)
+            *have_type = true;
+        break;
+    case V_PROPS:
+        break;
+    }
+    if (d->field >= 0)
+        mark_field(jm, (enum ej__cfg_field)d->field, v, ok);
 }
 
 static void load_props(struct yctx *c, yaml_node_t *map, const char *jpath,
@@ -824,7 +890,7 @@ static void load_props(struct yctx *c, yaml_node_t *map, const char *jpath,
         const char *key = pair_key(c, pr, path, &k, &v);
         if (key == NULL)
             continue;
-        int i = key_index(key, prop_keys, PK_COUNT);
+        int i = desc_index(key, prop_key_table, PK_COUNT);
         if (i < 0) {
             unknown_key(c, k, path);
             continue;
@@ -834,47 +900,8 @@ static void load_props(struct yctx *c, yaml_node_t *map, const char *jpath,
         if (is_null(v))
             continue;
         seen_props[i] = true;
-        snprintf(full, sizeof(full), "%s.%s", path, prop_keys[i]);
-        long long ll;
-        bool ok;
-        switch (i) {
-        case PK_SCRIPT_COMMAND_LINE:
-            ok = get_str(c, v, full, &cfg->script_command_line);
-            mark_field(jm, EJ_CFG_F_SCRIPT_COMMAND_LINE, v, ok);
-            break;
-        case PK_SCRIPT_TIMEOUT:
-            ok = get_ll(c, v, full, INT64_MIN, INT64_MAX, &ll);
-            if (ok)
-                cfg->script_timeout_ms = ll;
-            mark_field(jm, EJ_CFG_F_SCRIPT_TIMEOUT, v, ok);
-            break;
-        case PK_HTTP_URI:
-            ok = get_str(c, v, full, &cfg->http.uri);
-            mark_field(jm, EJ_CFG_F_HTTP_URI, v, ok);
-            break;
-        case PK_HTTP_METHOD:
-            ok = get_str(c, v, full, &cfg->http.method);
-            for (char *p = cfg->http.method; ok && *p; p++)
-                *p = (char)toupper((unsigned char)*p);
-            mark_field(jm, EJ_CFG_F_HTTP_METHOD, v, ok);
-            break;
-        case PK_HTTP_DATA:
-            ok = get_str(c, v, full, &cfg->http.data);
-            mark_field(jm, EJ_CFG_F_HTTP_DATA, v, ok);
-            break;
-        case PK_HTTP_CONNECT_TIMEOUT:
-            ok = get_int(c, v, full, &cfg->http.connect_timeout_ms);
-            mark_field(jm, EJ_CFG_F_HTTP_CONNECT_TIMEOUT, v, ok);
-            break;
-        case PK_HTTP_READ_TIMEOUT:
-            ok = get_int(c, v, full, &cfg->http.read_timeout_ms);
-            mark_field(jm, EJ_CFG_F_HTTP_READ_TIMEOUT, v, ok);
-            break;
-        case PK_HTTP_CONTENT_TYPE:
-            ok = get_str(c, v, full, &cfg->http.content_type);
-            mark_field(jm, EJ_CFG_F_HTTP_CONTENT_TYPE, v, ok);
-            break;
-        }
+        snprintf(full, sizeof(full), "%s.%s", path, prop_key_table[i].key);
+        apply_value(c, &prop_key_table[i], v, full, cfg, jm, NULL);
     }
 }
 
@@ -901,7 +928,8 @@ static int job_verr(void *ctx, enum ej__cfg_field f, const char *msg)
         yerr(jv->c, m, jv->jpath, "job name %s", msg);
         return 0;
     }
-    snprintf(path, sizeof(path), "%s.%s", jv->jpath, field_yaml_name(f));
+    char name[128];
+    snprintf(path, sizeof(path), "%s.%s", jv->jpath, field_yaml_name(f, name, sizeof(name)));
     yerr(jv->c, m, path, "%s", msg);
     return 0;
 }
@@ -920,82 +948,9 @@ struct job_load {
 /* One key of a job (JK_* index i, a non-null value v) into its config. */
 static void apply_job_key(struct job_load *jl, int i, yaml_node_t *v)
 {
-    char full[400], shown[128];
-    bool ok = true;
-    snprintf(full, sizeof(full), "%s.%s", jl->jpath, job_keys[i]);
-    switch (i) {
-    case JK_ELASTIC_JOB_TYPE:
-        ok = want_scalar(jl->c, v, full, "SCRIPT or HTTP");
-        if (ok && strcasecmp(sval(v), "SCRIPT") == 0) {
-            jl->cfg->job_type = EJ_JOB_TYPE_SCRIPT;
-            jl->have_type = true;
-        } else if (ok && strcasecmp(sval(v), "HTTP") == 0) {
-            jl->cfg->job_type = EJ_JOB_TYPE_HTTP;
-            jl->have_type = true;
-        } else if (ok) {
-            shown_scalar(v, shown, sizeof(shown));
-            yerr(jl->c, v->start_mark, full, "must be SCRIPT or HTTP in the daemon, got %s", shown);
-            ok = false;
-        }
-        mark_field(&jl->jm, EJ_CFG_F_JOB_TYPE, v, ok);
-        break;
-    case JK_CRON:
-        ok = get_str(jl->c, v, full, &jl->cfg->cron);
-        mark_field(&jl->jm, EJ_CFG_F_CRON, v, ok);
-        break;
-    case JK_TIME_ZONE:
-        ok = get_str(jl->c, v, full, &jl->cfg->time_zone);
-        mark_field(&jl->jm, EJ_CFG_F_TIME_ZONE, v, ok);
-        break;
-    case JK_SHARDING_TOTAL_COUNT:
-        ok = get_int(jl->c, v, full, &jl->cfg->sharding_total_count);
-        mark_field(&jl->jm, EJ_CFG_F_SHARDING_TOTAL_COUNT, v, ok);
-        break;
-    case JK_SHARDING_ITEM_PARAMETERS:
-        ok = get_str(jl->c, v, full, &jl->cfg->sharding_item_parameters);
-        mark_field(&jl->jm, EJ_CFG_F_SHARDING_ITEM_PARAMETERS, v, ok);
-        break;
-    case JK_JOB_PARAMETER:
-        ok = get_str(jl->c, v, full, &jl->cfg->job_parameter);
-        mark_field(&jl->jm, EJ_CFG_F_JOB_PARAMETER, v, ok);
-        break;
-    case JK_FAILOVER:
-        get_bool(jl->c, v, full, &jl->cfg->failover);
-        break;
-    case JK_MISFIRE:
-        get_bool(jl->c, v, full, &jl->cfg->misfire);
-        break;
-    case JK_MONITOR_EXECUTION:
-        get_bool(jl->c, v, full, &jl->cfg->monitor_execution);
-        break;
-    case JK_MAX_TIME_DIFF_SECONDS:
-        ok = get_int(jl->c, v, full, &jl->cfg->max_time_diff_seconds);
-        mark_field(&jl->jm, EJ_CFG_F_MAX_TIME_DIFF_SECONDS, v, ok);
-        break;
-    case JK_MONITOR_PORT:
-        ok = get_int(jl->c, v, full, &jl->cfg->monitor_port);
-        mark_field(&jl->jm, EJ_CFG_F_MONITOR_PORT, v, ok);
-        break;
-    case JK_RECONCILE_INTERVAL_MINUTES:
-        get_int(jl->c, v, full, &jl->cfg->reconcile_interval_minutes);
-        break;
-    case JK_JOB_SHARDING_STRATEGY_TYPE:
-        ok = get_str(jl->c, v, full, &jl->cfg->job_sharding_strategy_class);
-        if (ok)
-            ok = store_java_strategy_name(jl->c, &jl->cfg->job_sharding_strategy_class);
-        mark_field(&jl->jm, EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS, v, ok);
-        break;
-    case JK_DESCRIPTION:
-        ok = get_str(jl->c, v, full, &jl->cfg->description);
-        mark_field(&jl->jm, EJ_CFG_F_DESCRIPTION, v, ok);
-        break;
-    case JK_DISABLED:
-        get_bool(jl->c, v, full, &jl->cfg->disabled);
-        break;
-    case JK_OVERWRITE:
-        get_bool(jl->c, v, full, &jl->cfg->overwrite);
-        break;
-    }
+    char full[400];
+    snprintf(full, sizeof(full), "%s.%s", jl->jpath, job_key_table[i].key);
+    apply_value(jl->c, &job_key_table[i], v, full, jl->cfg, &jl->jm, &jl->have_type);
 }
 
 /* The pairs of one mapping into the job. For `defaults:` (as_defaults),
@@ -1011,7 +966,7 @@ static void apply_job_map(struct job_load *jl, yaml_node_t *map, bool as_default
          pr++) {
         yaml_node_t *k, *v;
         const char *key = pair_key(c, pr, jl->jpath, &k, &v);
-        int i = key == NULL ? -1 : key_index(key, job_keys, JK_COUNT);
+        int i = key == NULL ? -1 : desc_index(key, job_key_table, JK_COUNT);
         if (key != NULL && i < 0)
             unknown_key(c, k, jl->jpath);
         if (i < 0 || seen_before(c, seen, i, k, jl->jpath))
@@ -1054,7 +1009,7 @@ static void finish_job(struct job_load *jl)
         if (seen_props[i] && !jl->jm.bad[EJ_CFG_F_JOB_TYPE] &&
             http_prop != (cfg->job_type == EJ_JOB_TYPE_HTTP)) {
             snprintf(full, sizeof(full), "%s.props", jpath);
-            yerr(c, jl->jm.job_key, full, "%s does not apply to %s jobs", prop_keys[i],
+            yerr(c, jl->jm.job_key, full, "%s does not apply to %s jobs", prop_key_table[i].key,
                  ej_job_type_name(cfg->job_type));
         }
     }
