@@ -159,10 +159,7 @@ void ej__job_unref(struct ej_job *job)
     if (was != 1)
         return;
     ej__rt_settings_unref(job->settings);
-    if (job->local_cfg) {
-        ej_job_config_fini(job->local_cfg);
-        free(job->local_cfg);
-    }
+    ej_job_config_fini(&job->local_cfg);
     free(job->run_items);
     ej_cron_free(job->cron);
     free(job->name);
@@ -257,13 +254,8 @@ int ej_job_create(ej_registry *reg, const struct ej_job_config *cfg, const struc
     job->reconcile_ms = opts->reconcile_interval_ms;
     job->state = EJ__JOB_CREATED;
     job->name = strdup(cfg->job_name);
-    job->local_cfg = calloc(1, sizeof(struct ej_job_config));
-    if (job->name == NULL || job->local_cfg == NULL ||
-        ej_job_config_copy(job->local_cfg, cfg) != 0) {
-        if (job->local_cfg && ((struct ej_job_config *)job->local_cfg)->job_name == NULL) {
-            free(job->local_cfg);
-            job->local_cfg = NULL;
-        }
+    /* A failed copy leaves local_cfg safe to finalise (ej__job_unref). */
+    if (job->name == NULL || ej_job_config_copy(&job->local_cfg, cfg) != 0) {
         ej__job_unref(job);
         return EJ_ENOMEM;
     }
@@ -343,7 +335,7 @@ int ej_job_start(ej_job *job)
     struct ej_job_config eff;
     memset(&eff, 0, sizeof eff);
     char err[1024] = "";
-    int rc = ej__coord_start(job->coord, job->local_cfg, &eff, err, sizeof err);
+    int rc = ej__coord_start(job->coord, &job->local_cfg, &eff, err, sizeof err);
     if (rc != 0) {
         ej__job_set_error(job, "%s", err);
         EJ_LOG(EJ_LOG_ERROR, MOD, rc, "job %s: start failed: %s", job->name, err);
@@ -501,8 +493,8 @@ int ej_job_update_config(ej_job *job, const struct ej_job_config *cfg)
     struct ej_job_config copy;
     if (ej_job_config_copy(&copy, cfg) == 0) {
         pthread_mutex_lock(&job->mu);
-        ej_job_config_fini(job->local_cfg);
-        *(struct ej_job_config *)job->local_cfg = copy;
+        ej_job_config_fini(&job->local_cfg);
+        job->local_cfg = copy;
         pthread_mutex_unlock(&job->mu);
     }
     if (!active(job))

@@ -96,7 +96,7 @@ struct ej_job {
     bool manual;
     int wait_bound_ms;
     int64_t reconcile_ms;
-    void *local_cfg; /* struct ej_job_config * (api.c) */
+    struct ej_job_config local_cfg; /* as given to create/update (api.c) */
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
