@@ -181,6 +181,13 @@ void ej__job_set_error(struct ej_job *job, const char *fmt, ...)
 static void on_config_hook(void *user, const struct ej_job_config *cfg, unsigned changed)
 {
     struct ej_job *job = user;
+    /* A job being shut down keeps its trigger only until ej_job_destroy
+     * removes it: rescheduling it now could touch a removed trigger. */
+    pthread_mutex_lock(&job->mu);
+    bool running = job->state == EJ__JOB_STARTED;
+    pthread_mutex_unlock(&job->mu);
+    if (!running)
+        return;
     if (install_settings(job, cfg) != 0) {
         EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ENOMEM, "job %s: cannot apply the new config", job->name);
         return;
