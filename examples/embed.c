@@ -131,8 +131,9 @@ int main(int argc, char **argv)
     /* One log line per execution and status event. */
     ej_job_subscribe(simple, ej_event_log_sink, NULL);
     if ((rc = ej_job_start(simple)) != 0 || (rc = ej_job_start(flow)) != 0) {
-        fprintf(stderr, "cannot start: %s: %s %s\n", ej_strerror(rc), ej_job_last_error(simple),
-                ej_job_last_error(flow));
+        fprintf(stderr, "cannot start: %s: %s %s\n", ej_strerror(rc),
+                ej_job_last_error(simple, (char[512]){0}, 512),
+                ej_job_last_error(flow, (char[512]){0}, 512));
         return 1;
     }
     for (int i = 0; i < seconds * 10 && !stop; i++) {

@@ -44,8 +44,16 @@
 /* Largest `config` node ej_job_config_from_json accepts (ZooKeeper's own
  * default node limit is just under 1 MiB). */
 #define EJ_CONFIG_MAX_JSON (1024 * 1024)
+/* Deepest nesting of objects/arrays in a `config` node (the known shape
+ * needs 2; unknown keys are kept, so some room is left). */
+#define EJ_CONFIG_MAX_JSON_DEPTH 32
 /* Largest daemon YAML file accepted. */
 #define EJ_CONFIG_MAX_YAML (16 * 1024 * 1024)
+/* regCenter.sessionTimeoutMilliseconds range (ZooKeeper's server default
+ * allows 2..20 ticks of 2000 ms; the client cannot keep a session shorter
+ * than its own round trips). */
+#define EJ_CONFIG_MIN_SESSION_TIMEOUT_MS 1000
+#define EJ_CONFIG_MAX_SESSION_TIMEOUT_MS 3600000
 /* Most jobs one daemon file may define. */
 #define EJ_CONFIG_MAX_DAEMON_JOBS 10000
 /* At most this many messages are kept in an ej_config_errors list; the
@@ -155,16 +163,26 @@ EJ_EXTERN int ej_job_type_parse(const char *name, ej_job_type *out);
 /* ------------------------------------------------------------------------ */
 
 /*
- * Optional cron checker called by validation (this module does not parse
- * cron; the cron module does). It returns 0 when `cron` is valid in the zone
- * `time_zone` ("" = host zone), else non-zero with a message in err, which
- * validation reports as "cron: <message>". Without a checker, validation only
- * requires cron to be non-blank. Set it once before other threads validate;
- * NULL removes it.
+ * Kept so older callers still build: validation checks cron itself (see
+ * ej_config_check_cron) and a checker set here has no effect.
  */
 typedef int (*ej_config_cron_check_fn)(const char *cron, const char *time_zone, char *err,
                                        size_t errlen);
 EJ_EXTERN void ej_config_set_cron_checker(ej_config_cron_check_fn fn);
+
+/*
+ * The cron rule of validation, for callers that have only an expression
+ * (`ejob cron next/check`): Quartz syntax (ej_cron_parse), the zone
+ * (ej_config_check_time_zone; "" or NULL = the host's zone), and at least
+ * one fire time after now in that zone. err receives the same message
+ * ej_job_config_validate gives for that cron and zone, e.g.
+ *   cron: has no fire time ahead
+ *   cron: day-of-month: value must be 1..31, got 32
+ *   timeZone: unknown time zone "Mars/Base"
+ * Returns 0, EJ_ECONFIG or EJ_ENOMEM. Thread-safe.
+ */
+EJ_EXTERN int ej_config_check_cron(const char *cron, const char *time_zone, char *err,
+                                   size_t errlen);
 
 /* A list of error messages (each a heap string owned by the list). */
 struct ej_config_errors {
@@ -188,7 +206,13 @@ EJ_EXTERN void ej_config_errors_fini(struct ej_config_errors *errs);
  *   shardingItemParameters: item 5 >= shardingTotalCount 3
  *   description: is 70000 bytes, longer than the limit of 65536
  *   timeZone: unknown time zone "Mars/Base"
- * Returns 0 when valid, EJ_ECONFIG otherwise.
+ *   cron: has no fire time ahead
+ *   scriptCommandLine: unbalanced quotes in '...'
+ * This is the one validator of every path (the daemon's file at --check,
+ * start-up and SIGHUP, the `config` node seen in ZooKeeper, ej_job_create,
+ * ej_job_update_config, `ejob config set`): the same config gets the same
+ * verdict and message everywhere.
+ * Returns 0 when valid, EJ_ECONFIG otherwise (EJ_ENOMEM, EJ_EINVAL).
  */
 EJ_EXTERN int ej_job_config_validate(const struct ej_job_config *cfg, char *err, size_t errlen);
 
@@ -200,11 +224,12 @@ EJ_EXTERN int ej_job_config_validate_all(const struct ej_job_config *cfg,
                                          struct ej_config_errors *errs);
 
 /*
- * Check that name is a time zone of the system's tz database: a TZif file
- * $TZDIR/name (TZDIR defaults to /usr/share/zoneinfo). "" and NULL are the
- * host zone and valid. Names with "..", a leading "/" or characters outside
- * [A-Za-z0-9_+-./] are rejected. Returns 0 or EJ_ECONFIG with
- * `unknown time zone "NAME"` (or the reason) in err.
+ * The one time-zone check (also what `ejob cron next --tz` uses): valid when
+ * ej_tz_load (ejob/cron.h) can load it: an IANA name of the system's tz
+ * database ($TZDIR, default /usr/share/zoneinfo) or one of Java's custom ids
+ * (GMT+8, GMT+08:00, GMT-0530). "" and NULL are the host zone and valid.
+ * Returns 0, or EJ_ECONFIG with `unknown time zone "NAME"` or
+ * `invalid time zone name "NAME"` in err (EJ_ENOMEM).
  */
 EJ_EXTERN int ej_config_check_time_zone(const char *name, char *err, size_t errlen);
 
@@ -246,11 +271,26 @@ EJ_EXTERN char *ej_job_config_to_json(const struct ej_job_config *cfg);
  * err: receives e.g. `shardingTotalCount: expected an integer, got "x"`,
  *      `jobType: is required`, `jobType: unknown job type "FOO"`,
  *      `JSON syntax error at line 1, column 17: ...`.
+ * Objects and arrays may nest at most EJ_CONFIG_MAX_JSON_DEPTH deep.
+ * Numbers are read as Java 2.1.5's Gson reads them for an int field (so Java
+ * and ejob instances sharing the node agree): 3, "3", 3.0 and 3e0 are 3;
+ * 3.5, 1e10 and 2147483648 are refused ("expected an integer").
  * Returns 0, EJ_EPARSE (syntax, type or shape error), EJ_EINVAL (NULL
  * arguments) or EJ_ENOMEM.
  */
 EJ_EXTERN int ej_job_config_from_json(const char *json, size_t len, struct ej_job_config *cfg,
                                       char *err, size_t errlen);
+
+/*
+ * ej_job_config_from_json then ej_job_config_validate: what a `config` node
+ * read from ZooKeeper or given to `ejob config set` must pass before anyone
+ * uses it. cfg: an initialised config, replaced only when the JSON parses
+ * (it then holds the parsed config even when validation fails, so callers
+ * can show it). err: the first problem, as those two functions word it.
+ * Returns 0, EJ_EPARSE, EJ_ECONFIG, EJ_EINVAL or EJ_ENOMEM.
+ */
+EJ_EXTERN int ej_job_config_parse(const char *json, size_t len, struct ej_job_config *cfg,
+                                  char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------ */
 /* Sharding item parameters ("0=a,1=b")                                      */
@@ -303,6 +343,8 @@ struct ej_reg_center_config {
     int max_sleep_time_ms;     /* maxSleepTimeMilliseconds (3000) */
     int max_retries;           /* maxRetries (3) */
     char *digest;              /* "user:password", or NULL for none */
+    char *digest_file;         /* digestFile as given, or NULL; digest then
+                                  holds what it contains */
 };
 
 typedef enum ej_tracing_type {
@@ -341,6 +383,9 @@ struct ej_daemon_config {
     size_t job_count;
     struct ej_job_config *jobs;
     int *job_lines; /* 1-based line of each job's key in the file */
+    /* Things worth saying that do not stop the file, e.g. a secret in a
+     * world-readable file: "NAME: message" each. */
+    struct ej_config_errors warnings;
 };
 
 /* Defaults (no jobs, embedded registry, no namespace yet). Returns 0 or
@@ -357,6 +402,12 @@ EJ_EXTERN void ej_daemon_config_fini(struct ej_daemon_config *cfg);
  *   jobs.yaml:9:26: jobs.orderSync.shardingTotalCount: expected an integer, got "three"
  *   jobs.yaml:2:3: regCenter.namespace: is required
  *   jobs.yaml:3:1: YAML syntax error: mapping values are not allowed in this context
+ *   jobs.yaml:4:9: nested deeper than 64 levels
+ * regCenter.digestFile names a file (relative to the YAML file's directory)
+ * whose first line is the digest (ej_config_read_secret_file). A file
+ * holding a secret (regCenter.digest, or the digestFile) that is group- or
+ * world-writable is refused; world-readable adds a warning to
+ * out->warnings (load_file only: a string has no file mode).
  * Unknown keys are errors; every job then goes through ej_job_config_validate
  * (errors placed at the offending key, or the job's key).
  *
@@ -372,5 +423,32 @@ EJ_EXTERN int ej_daemon_config_load_string(const char *text, const char *name,
                                            struct ej_config_errors *errs);
 EJ_EXTERN int ej_daemon_config_load_file(const char *path, struct ej_daemon_config *out,
                                          struct ej_config_errors *errs);
+
+/* ------------------------------------------------------------------------ */
+/* Secrets in files                                                          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The rule for a file that holds a secret (the digest), as ssh applies it to
+ * keys: mode (st_mode) group- or world-writable is refused (EJ_ECONFIG,
+ * err: "PATH holds a secret and is world-writable (mode 666): refused;
+ * chmod go-w PATH"); world-readable is allowed with a warning in warn
+ * ("PATH holds a secret and is world-readable (mode 644); chmod o-r PATH"),
+ * else warn is "". Messages never contain the secret. Returns 0 or
+ * EJ_ECONFIG.
+ */
+EJ_EXTERN int ej_config_check_secret_mode(const char *path, unsigned mode, char *warn,
+                                          size_t warnlen, char *err, size_t errlen);
+
+/*
+ * Read a ZooKeeper digest from a file: its first line, "USER:PASSWORD"
+ * (the line end is dropped). The file must be a regular file (symbolic
+ * links are not followed) and pass ej_config_check_secret_mode.
+ * out: receives a heap string the caller frees (and should wipe).
+ * Returns 0, EJ_ECONFIG (err says why, naming the path, never the
+ * content), -errno from open/read, EJ_EINVAL or EJ_ENOMEM.
+ */
+EJ_EXTERN int ej_config_read_secret_file(const char *path, char **out, char *warn, size_t warnlen,
+                                         char *err, size_t errlen);
 
 #endif

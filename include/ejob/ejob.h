@@ -132,7 +132,7 @@ struct ej_job_opts {
  * out:  receives the job; the caller owns it (ej_job_destroy).
  * Returns 0; EJ_EINVAL (NULL arguments, missing def for SIMPLE/DATAFLOW, a
  * def whose type differs from cfg->job_type); EJ_ECONFIG (invalid config or
- * def; ej_job_last_error() names the field); EJ_ENOMEM; -errno.
+ * def; ej_job_last_error names the field); EJ_ENOMEM; -errno.
  */
 EJ_EXTERN int ej_job_create(ej_registry *reg, const struct ej_job_config *cfg,
                             const struct ej_job_opts *opts, ej_job **out);
@@ -144,7 +144,7 @@ EJ_EXTERN int ej_job_create(ej_registry *reg, const struct ej_job_config *cfg,
  * the monitor port (monitorPort >= 0), the reconcile timer and the cron
  * schedule. Blocks until done (bounded).
  * Returns 0; EJ_EBUSY (already started); EJ_ECONFIG (the config in
- * ZooKeeper is invalid or of another job type; see ej_job_last_error());
+ * ZooKeeper is invalid or of another job type; see ej_job_last_error);
  * registry errors (EJ_ECONNLOSS ...); -errno (monitor port).
  * On error nothing keeps running and the job may be destroyed.
  */
@@ -179,7 +179,7 @@ EJ_EXTERN int ej_job_resume(ej_job *job);
  * turned off removes the failover nodes. Waits (bounded) until this
  * instance has applied it.
  * Returns 0; EJ_EINVAL; EJ_ECONFIG (invalid: nothing written;
- * ej_job_last_error() names the field); EJ_ETIMEDOUT (written, not yet
+ * ej_job_last_error names the field); EJ_ETIMEDOUT (written, not yet
  * applied); registry errors.
  */
 EJ_EXTERN int ej_job_update_config(ej_job *job, const struct ej_job_config *cfg);
@@ -226,9 +226,12 @@ struct ej_job_status {
 EJ_EXTERN int ej_job_status(ej_job *job, struct ej_job_status *st);
 EJ_EXTERN void ej_job_status_fini(struct ej_job_status *st);
 
-/* The last error message ("" when none). Borrowed until the next call on
- * the job from any thread: copy it. */
-EJ_EXTERN const char *ej_job_last_error(ej_job *job);
+/* Copy the job's last error message into buf (at most len bytes with the
+ * NUL; "" when none or job is NULL): e.g. why start failed, or an invalid
+ * config seen in ZooKeeper and not applied ("invalid config in ZooKeeper,
+ * not applied: cron: has no fire time ahead"). Returns buf, so a call can
+ * sit in a printf argument list. Thread-safe. */
+EJ_EXTERN const char *ej_job_last_error(ej_job *job, char *buf, size_t len);
 
 /*
  * Receive the job's events (executions and status changes, SPEC 8) in

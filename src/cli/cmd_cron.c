@@ -7,6 +7,7 @@
 #include <sys/time.h>
 
 #include "cli/cli.h"
+#include "ejob/config.h"
 #include "ejob/cron.h"
 #include "ejob/error.h"
 
@@ -15,7 +16,7 @@
 static const char cron_usage[] =
     "Usage: ejob cron next EXPR [--tz ZONE] [--from EPOCH_MS] [--count N]\n"
     "       ejob cron next --batch\n"
-    "       ejob cron check EXPR\n"
+    "       ejob cron check EXPR [--tz ZONE]\n"
     "\n"
     "EXPR is a Quartz cron expression: second minute hour day-of-month month\n"
     "day-of-week [year], e.g. '0 0 8 ? * MON-FRI'. Quote it; the fields may also\n"
@@ -29,7 +30,11 @@ static const char cron_usage[] =
     "         fire times as epoch ms separated by spaces (fewer than COUNT when\n"
     "         the schedule ends), NONE when there is no fire time at all, or\n"
     "         INVALID (the reason goes to stderr).\n"
-    "check    says whether EXPR is valid; exit code 1 and the reason if not.\n";
+    "check    says whether EXPR is valid in ZONE; exit code 1 and the reason if not.\n"
+    "\n"
+    "next and check judge EXPR and ZONE exactly as a job's cron and timeZone are\n"
+    "judged (same rule, same message): Quartz syntax, a zone that loads, and a\n"
+    "fire time after now (`0 0 0 30 2 ?` never fires: an error).\n";
 
 static int64_t now_ms(void)
 {
@@ -90,6 +95,19 @@ static int load_zone(const char *name, const ej_tz **out)
         return rc;
     *out = tz;
     return 0;
+}
+
+/* The rule jobs are judged by (ejob/config.h); prints the reason. */
+static bool expr_valid(const char *expr, const char *zone, char *err, size_t errlen)
+{
+    int rc = ej_config_check_cron(expr, zone, err, errlen);
+    if (rc == 0)
+        return true;
+    if (rc == EJ_ECONFIG)
+        fprintf(stderr, "ejob cron: invalid expression '%s': %s\n", expr, err);
+    else
+        fprintf(stderr, "ejob cron: %s\n", ej_strerror(rc));
+    return false;
 }
 
 static int cron_batch(void)
@@ -197,19 +215,18 @@ static int cron_next(int argc, char **argv)
         fprintf(stderr, "ejob cron: out of memory\n");
         return EJ_EXIT_FAILED;
     }
-    const ej_tz *tz;
-    int rc = load_zone(zone, &tz);
-    if (rc != 0) {
-        fprintf(stderr, "ejob cron: time zone '%s': %s\n", zone ? zone : "(host)", ej_strerror(rc));
+    char err[400];
+    if (!expr_valid(expr, zone, err, sizeof(err))) {
         free(expr);
         return EJ_EXIT_FAILED;
     }
-    char err[256];
-    ej_cron *cron;
-    rc = ej_cron_parse(expr, &cron, err, sizeof(err));
+    const ej_tz *tz;
+    int rc = load_zone(zone, &tz);
+    ej_cron *cron = NULL;
+    if (rc == 0)
+        rc = ej_cron_parse(expr, &cron, err, sizeof(err));
     if (rc != 0) {
-        fprintf(stderr, "ejob cron: invalid expression '%s': %s\n", expr,
-                rc == EJ_ECRON ? err : ej_strerror(rc));
+        fprintf(stderr, "ejob cron: %s\n", ej_strerror(rc));
         free(expr);
         return EJ_EXIT_FAILED;
     }
@@ -232,27 +249,36 @@ static int cron_next(int argc, char **argv)
 
 static int cron_check(int argc, char **argv)
 {
-    if (argc < 3)
-        return ej_cli_usage_error("cron", "check: missing EXPR");
-    for (int i = 2; i < argc; i++)
-        if (argv[i][0] == '-' && argv[i][1] == '-')
+    const char *zone = NULL;
+    int first = 0, last = 0;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--tz") == 0) {
+            if (i + 1 >= argc)
+                return ej_cli_usage_error("cron", "--tz needs a value");
+            zone = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1] == '-') {
             return ej_cli_usage_error("cron", "unknown option '%s'", argv[i]);
-    char *expr = join_args(argv, 2, argc);
+        } else {
+            if (first != 0 && last != i)
+                return ej_cli_usage_error("cron", "the expression must be one argument");
+            if (first == 0)
+                first = i;
+            last = i + 1;
+        }
+    }
+    if (first == 0)
+        return ej_cli_usage_error("cron", "check: missing EXPR");
+    char *expr = join_args(argv, first, last);
     if (expr == NULL) {
         fprintf(stderr, "ejob cron: out of memory\n");
         return EJ_EXIT_FAILED;
     }
-    char err[256];
-    int rc = ej_cron_parse(expr, NULL, err, sizeof(err));
-    if (rc != 0) {
-        fprintf(stderr, "ejob cron: invalid expression '%s': %s\n", expr,
-                rc == EJ_ECRON ? err : ej_strerror(rc));
-        free(expr);
-        return EJ_EXIT_FAILED;
-    }
-    printf("valid\n");
+    char err[400];
+    bool ok = expr_valid(expr, zone, err, sizeof(err));
+    if (ok)
+        printf("valid\n");
     free(expr);
-    return EJ_EXIT_OK;
+    return ok ? EJ_EXIT_OK : EJ_EXIT_FAILED;
 }
 
 static int run_cron(int argc, char **argv)

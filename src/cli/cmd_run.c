@@ -1,11 +1,14 @@
 /* `ejob run`: the daemon for script and HTTP jobs. */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 
 #include "ejob/config.h"
@@ -25,7 +28,7 @@
 #define EMBEDDED_STOP_WAIT_MS 15000
 
 static const char usage[] =
-    "Usage: ejob run -c FILE [--registry HOST:PORT[,...][/NAMESPACE]] [--digest USER:PASS]\n"
+    "Usage: ejob run -c FILE [--registry HOST:PORT[,...][/NAMESPACE]] [--digest-file FILE]\n"
     "                [--log-format text|json] [--log-level LEVEL]\n"
     "                [--drain-timeout-ms N] [--state-dir DIR] [--check]\n"
     "                [--metrics-listen ADDR:PORT]\n"
@@ -37,7 +40,11 @@ static const char usage[] =
     "  -r, --registry SERVERS  ZooKeeper to use instead of the file's\n"
     "                          regCenter.serverLists; a /NAMESPACE suffix replaces\n"
     "                          regCenter.namespace\n"
-    "      --digest USER:PASS  ZooKeeper digest auth instead of regCenter.digest\n"
+    "      --digest-file FILE  ZooKeeper digest auth: the first line of FILE is\n"
+    "                          USER:PASS (refused when group- or world-writable);\n"
+    "                          also EJOB_DIGEST, or regCenter.digest/digestFile\n"
+    "      --digest USER:PASS  the same on the command line (visible in ps: a\n"
+    "                          warning is logged; prefer the ways above)\n"
     "      --log-format F      text (default) or json: one line per log record and\n"
     "                          per job event, on stderr\n"
     "      --log-level L       debug, info (default), warn or error\n"
@@ -68,7 +75,9 @@ static const char usage[] =
     "  SIGHUP           reload the file: added jobs start, removed jobs stop,\n"
     "                   changed jobs take their new config; the others are not\n"
     "                   touched. A file with errors is ignored (the errors are\n"
-    "                   logged) and the running configuration is kept.\n"
+    "                   logged) and the running configuration is kept. The file\n"
+    "                   is read on its own thread: SIGTERM is acted on at once\n"
+    "                   even while a reload is reading a slow or huge file.\n"
     "\n"
     "The host's IP in instance ids is the first non-loopback IPv4 address\n"
     "(public before site-local), or EJOB_IP when set.\n"
@@ -93,7 +102,79 @@ struct daemon {
     struct running *jobs;
     size_t njobs, cap;
     int drain_ms;
+    struct reload *reload; /* the reload being read, or NULL */
+    bool reload_again;     /* a SIGHUP came while one was being read */
 };
+
+/* A reload's file, read on a thread of its own so that the main loop keeps
+ * answering signals. Shared by the main loop and the thread; whoever
+ * finishes last frees it (`owners` counts them). */
+struct reload {
+    const char *file;
+    int efd; /* written by the thread when done */
+    atomic_int owners;
+    pthread_t thread;
+    int rc;
+    bool taken; /* next was moved into the daemon */
+    struct ej_daemon_config next;
+    struct ej_config_errors errs;
+};
+
+static void reload_unref(struct reload *r)
+{
+    if (r == NULL || atomic_fetch_sub(&r->owners, 1) != 1)
+        return;
+    if (r->rc == 0 && !r->taken)
+        ej_daemon_config_fini(&r->next);
+    ej_config_errors_fini(&r->errs);
+    close(r->efd);
+    free(r);
+}
+
+static void *reload_read(void *arg)
+{
+    struct reload *r = arg;
+    ej_config_errors_init(&r->errs);
+    r->rc = ej_daemon_config_load_file(r->file, &r->next, &r->errs);
+    uint64_t one = 1;
+    if (write(r->efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+        EJ_LOG(EJ_LOG_ERROR, "daemon", -errno, "reload: cannot signal the main loop");
+    reload_unref(r);
+    return NULL;
+}
+
+/* Start reading the file for a reload. Returns 0 or an error (logged). */
+static int reload_start(struct daemon *d)
+{
+    struct reload *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return EJ_ENOMEM;
+    r->file = d->file;
+    r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (r->efd < 0) {
+        int e = -errno;
+        free(r);
+        EJ_LOG(EJ_LOG_ERROR, "daemon", e, "reload: eventfd failed");
+        return e;
+    }
+    atomic_init(&r->owners, 2);
+    int e = pthread_create(&r->thread, NULL, reload_read, r);
+    if (e != 0) {
+        close(r->efd);
+        free(r);
+        EJ_LOG(EJ_LOG_ERROR, "daemon", -e, "reload: cannot start the reader thread");
+        return -e;
+    }
+    pthread_detach(r->thread);
+    d->reload = r;
+    return 0;
+}
+
+static void log_warnings(const struct ej_config_errors *w, const char *prefix)
+{
+    for (size_t i = 0; i < w->count; i++)
+        EJ_LOG(EJ_LOG_WARN, "daemon", 0, "%s%s", prefix, w->messages[i]);
+}
 
 static void print_errors(const struct ej_config_errors *errs, const char *file, int rc)
 {
@@ -202,23 +283,21 @@ static bool same_str(const char *a, const char *b)
     return strcmp(a != NULL ? a : "", b != NULL ? b : "") == 0;
 }
 
-static void reload(struct daemon *d)
+/* Apply a reload the reader thread has finished reading. */
+static void reload_apply(struct daemon *d, struct reload *rl)
 {
-    EJ_LOG(EJ_LOG_INFO, "daemon", 0, "SIGHUP: reloading %s", d->file);
-    struct ej_daemon_config next;
-    struct ej_config_errors errs;
-    ej_config_errors_init(&errs);
-    int rc = ej_daemon_config_load_file(d->file, &next, &errs);
+    int rc = rl->rc;
     if (rc != 0) {
-        log_errors(&errs, d->file, rc);
+        log_errors(&rl->errs, d->file, rc);
         EJ_LOG(EJ_LOG_WARN, "daemon", 0,
                "reload: %s has errors; the running configuration is "
                "kept",
                d->file);
-        ej_config_errors_fini(&errs);
         return;
     }
-    ej_config_errors_fini(&errs);
+    struct ej_daemon_config next = rl->next;
+    rl->taken = true;
+    log_warnings(&next.warnings, "reload: ");
     const struct ej_reg_center_config *a = &d->cfg.reg_center, *b = &next.reg_center;
     if (a->embedded != b->embedded || !same_str(a->server_lists, b->server_lists) ||
         !same_str(a->name_space, b->name_space) || !same_str(a->digest, b->digest) ||
@@ -269,6 +348,41 @@ static void reload(struct daemon *d)
            changed, unchanged);
 }
 
+/* The digest given outside the file: --digest (warned: ps shows it),
+ * --digest-file, else EJOB_DIGEST. *out is NULL when none (the file's
+ * regCenter.digest/digestFile then counts). Returns 0 or an exit code. */
+static int digest_from(const char *arg, const char *file, char **out)
+{
+    *out = NULL;
+    const char *env = getenv("EJOB_DIGEST");
+    if (arg != NULL) {
+        fprintf(stderr, "warning: --digest is visible to every user in ps; use --digest-file, "
+                        "EJOB_DIGEST or regCenter.digestFile\n");
+        *out = strdup(arg);
+    } else if (file != NULL) {
+        char warn[600], err[600];
+        int rc = ej_config_read_secret_file(file, out, warn, sizeof(warn), err, sizeof(err));
+        if (rc != 0) {
+            fprintf(stderr, "ejob %s: --digest-file: %s\n", CMD, err[0] ? err : ej_strerror(rc));
+            return EJ_EXIT_USAGE;
+        }
+        if (warn[0] != '\0')
+            fprintf(stderr, "warning: %s\n", warn);
+        return 0;
+    } else if (env != NULL && env[0] != '\0') {
+        if (strchr(env, ':') == NULL)
+            return ej_cli_usage_error(CMD, "EJOB_DIGEST must be USER:PASSWORD");
+        *out = strdup(env);
+    } else {
+        return 0;
+    }
+    if (*out == NULL) {
+        fprintf(stderr, "ejob %s: out of memory\n", CMD);
+        return EJ_EXIT_FAILED;
+    }
+    return 0;
+}
+
 /* Splits "servers[/namespace]" of --registry. */
 static int registry_arg(const char *arg, char *servers, size_t slen, const char **ns)
 {
@@ -285,13 +399,14 @@ static int registry_arg(const char *arg, char *servers, size_t slen, const char 
 
 static int run_daemon(int argc, char **argv)
 {
-    const char *file = NULL, *registry = NULL, *digest = NULL, *log_format = NULL,
-               *log_level = NULL, *state_dir = NULL, *metrics_listen = NULL;
+    const char *file = NULL, *registry = NULL, *digest = NULL, *digest_file = NULL,
+               *log_format = NULL, *log_level = NULL, *state_dir = NULL, *metrics_listen = NULL;
     long drain_ms = DEFAULT_DRAIN_MS;
     bool check = false;
     struct ejcli_flag flags[] = {{"config", 'c', EJCLI_STR, &file},
                                  {"registry", 'r', EJCLI_STR, &registry},
                                  {"digest", 0, EJCLI_STR, &digest},
+                                 {"digest-file", 0, EJCLI_STR, &digest_file},
                                  {"log-format", 0, EJCLI_STR, &log_format},
                                  {"log-level", 0, EJCLI_STR, &log_level},
                                  {"drain-timeout-ms", 0, EJCLI_INT, &drain_ms},
@@ -314,6 +429,8 @@ static int run_daemon(int argc, char **argv)
         return ej_cli_usage_error(CMD, "--drain-timeout-ms must be 0..86400000");
     if (digest != NULL && strchr(digest, ':') == NULL)
         return ej_cli_usage_error(CMD, "--digest must be USER:PASSWORD");
+    if (digest != NULL && digest_file != NULL)
+        return ej_cli_usage_error(CMD, "give --digest or --digest-file, not both");
     char servers[1024] = "";
     const char *ns_override = NULL;
     if (registry != NULL && registry_arg(registry, servers, sizeof(servers), &ns_override) != 0)
@@ -337,8 +454,17 @@ static int run_daemon(int argc, char **argv)
         return EJ_EXIT_USAGE;
     }
     ej_config_errors_fini(&errs);
+    for (size_t i = 0; i < d.cfg.warnings.count; i++)
+        fprintf(stderr, "warning: %s\n", d.cfg.warnings.messages[i]);
+    char *secret = NULL;
+    rc = digest_from(digest, digest_file, &secret);
+    if (rc != 0) {
+        ej_daemon_config_fini(&d.cfg);
+        return rc;
+    }
     if (check) {
         printf("%s: OK (%zu job%s)\n", file, d.cfg.job_count, d.cfg.job_count == 1 ? "" : "s");
+        free(secret);
         ej_daemon_config_fini(&d.cfg);
         return EJ_EXIT_OK;
     }
@@ -347,6 +473,7 @@ static int run_daemon(int argc, char **argv)
         if (t != EJ_JOB_TYPE_SCRIPT && t != EJ_JOB_TYPE_HTTP) {
             fprintf(stderr, "%s:%d: jobs.%s: the daemon runs SCRIPT and HTTP jobs only\n", file,
                     d.cfg.job_lines ? d.cfg.job_lines[i] : 0, d.cfg.jobs[i].job_name);
+            free(secret);
             ej_daemon_config_fini(&d.cfg);
             return EJ_EXIT_USAGE;
         }
@@ -404,7 +531,7 @@ static int run_daemon(int argc, char **argv)
         .base_sleep_ms = rcfg->base_sleep_time_ms,
         .max_sleep_ms = rcfg->max_sleep_time_ms,
         .max_retries = rcfg->max_retries,
-        .digest = digest != NULL ? digest : rcfg->digest,
+        .digest = secret != NULL ? secret : rcfg->digest,
         .on_state = ejd_metrics_registry_state,
     };
     int e = ej_registry_create(&d.reg, &opts);
@@ -435,24 +562,57 @@ static int run_daemon(int argc, char **argv)
            d.njobs, file, servers, ns, (int)getpid());
 
     for (;;) {
+        struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN},
+                                {.fd = d.reload ? d.reload->efd : -1, .events = POLLIN}};
+        if (poll(pfd, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            EJ_LOG(EJ_LOG_ERROR, "daemon", -errno, "poll failed; stopping");
+            break;
+        }
+        if (pfd[1].revents & POLLIN) {
+            struct reload *r = d.reload;
+            d.reload = NULL;
+            reload_apply(&d, r);
+            reload_unref(r);
+            if (d.reload_again) {
+                d.reload_again = false;
+                EJ_LOG(EJ_LOG_INFO, "daemon", 0, "SIGHUP: reloading %s", d.file);
+                reload_start(&d);
+            }
+        }
+        if (!(pfd[0].revents & POLLIN))
+            continue;
         struct signalfd_siginfo si;
         ssize_t n = read(sfd, &si, sizeof(si));
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
         if (n != (ssize_t)sizeof(si)) {
             EJ_LOG(EJ_LOG_ERROR, "daemon", -errno, "reading signals failed; stopping");
             break;
         }
         if (si.ssi_signo == SIGHUP) {
-            reload(&d);
+            if (d.reload != NULL) {
+                EJ_LOG(EJ_LOG_INFO, "daemon", 0,
+                       "SIGHUP: %s is still being read; reloading again when that ends", d.file);
+                d.reload_again = true;
+            } else {
+                EJ_LOG(EJ_LOG_INFO, "daemon", 0, "SIGHUP: reloading %s", d.file);
+                reload_start(&d);
+            }
             continue;
         }
         EJ_LOG(EJ_LOG_INFO, "daemon", 0, "%s: stopping; running items may take up to %d ms",
                si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT", d.drain_ms);
+        if (d.reload != NULL)
+            EJ_LOG(EJ_LOG_INFO, "daemon", 0, "the reload being read is abandoned");
         break;
     }
     rc = EJ_EXIT_OK;
 out_jobs:
+    /* A reload still being read is left to its thread, which frees it. */
+    reload_unref(d.reload);
+    d.reload = NULL;
     stop_all(&d);
     ejd_fini();
 out_reg:
@@ -464,6 +624,9 @@ out_sfd:
     ejd_metrics_stop();
     close(sfd);
 out_cfg:
+    if (secret != NULL)
+        memset(secret, 0, strlen(secret));
+    free(secret);
     ej_daemon_config_fini(&d.cfg);
     if (rc == EJ_EXIT_OK)
         EJ_LOG(EJ_LOG_INFO, "daemon", 0, "stopped");

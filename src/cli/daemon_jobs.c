@@ -85,7 +85,7 @@ int ejd_job_start(ej_registry *reg, const struct ej_job_config *cfg, ejd_job **o
     }
     rc = ej_job_start(d->job);
     if (rc != 0) {
-        const char *why = ej_job_last_error(d->job);
+        const char *why = ej_job_last_error(d->job, (char[512]){0}, 512);
         snprintf(err, errlen, "%s", why != NULL && why[0] != '\0' ? why : ej_strerror(rc));
         goto fail;
     }
@@ -113,7 +113,7 @@ int ejd_job_update(ejd_job *job, const struct ej_job_config *cfg, char *err, siz
     }
     int rc = ej_job_update_config(job->job, cfg);
     if (rc != 0 && rc != EJ_ETIMEDOUT) {
-        const char *why = ej_job_last_error(job->job);
+        const char *why = ej_job_last_error(job->job, (char[512]){0}, 512);
         snprintf(err, errlen, "%s", why != NULL && why[0] != '\0' ? why : ej_strerror(rc));
         ej_job_config_fini(&copy);
         return rc;

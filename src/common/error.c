@@ -45,3 +45,16 @@ const char *ej_err_name(int err)
     }
     return "EJ_UNKNOWN";
 }
+
+#define EJ_STR2(x) #x
+#define EJ_STR(x) EJ_STR2(x)
+
+unsigned ej_version(void)
+{
+    return EJ_VERSION_HEX;
+}
+
+const char *ej_version_string(void)
+{
+    return EJ_STR(EJ_VERSION_MAJOR) "." EJ_STR(EJ_VERSION_MINOR) "." EJ_STR(EJ_VERSION_PATCH);
+}

@@ -51,4 +51,14 @@ int32_t ej__java_string_hash(const char *utf8);
  * len bytes including the NUL. */
 void ej__local_ip(char *out, size_t len);
 
+/* Split a script command line into argv as Apache commons-exec's
+ * CommandLine.parse does: tokens separated by ' ', '...' and "..." quote
+ * (no escapes). *argv_out is one heap block (argv pointers and strings; free
+ * it with free()), NULL-terminated, with room for one more pointer before
+ * the NULL for a caller's extra argument. Returns 0, EJ_ECONFIG (err says
+ * "command line is empty", "unbalanced quotes in '...'" or "no program in
+ * '...'"), EJ_EINVAL (NULL line or argv_out) or EJ_ENOMEM. */
+int ej__split_command_line(const char *line, char ***argv_out, int *argc_out, char *err,
+                           size_t errlen);
+
 #endif

@@ -547,6 +547,31 @@ static bool read_member(struct reader *r, const char *k, json_t *v, struct ej_jo
     return true;
 }
 
+/* Offset of the bracket that nests deeper than EJ_CONFIG_MAX_JSON_DEPTH, or
+ * (size_t)-1. Checked before parsing so the parser never recurses deep. */
+static size_t too_deep_at(const char *json, size_t len)
+{
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; json != NULL && i < len; i++) {
+        char c = json[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            if (++depth > EJ_CONFIG_MAX_JSON_DEPTH)
+                return i;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        }
+    }
+    return (size_t)-1;
+}
+
 int ej_job_config_from_json(const char *json, size_t len, struct ej_job_config *cfg, char *err,
                             size_t errlen)
 {
@@ -561,6 +586,12 @@ int ej_job_config_from_json(const char *json, size_t len, struct ej_job_config *
     if (len > EJ_CONFIG_MAX_JSON) {
         fail(&r, EJ_EPARSE, "config: JSON is %zu bytes, larger than the limit of %d", len,
              EJ_CONFIG_MAX_JSON);
+        return r.rc;
+    }
+    size_t deep_at = too_deep_at(json, len);
+    if (deep_at != (size_t)-1) {
+        fail(&r, EJ_EPARSE, "config: JSON nested deeper than %d levels at byte %zu",
+             EJ_CONFIG_MAX_JSON_DEPTH, deep_at + 1);
         return r.rc;
     }
     json_error_t jerr;
@@ -622,4 +653,13 @@ out_free_extra:
 out_free_root:
     json_decref(root);
     return r.rc;
+}
+
+int ej_job_config_parse(const char *json, size_t len, struct ej_job_config *cfg, char *err,
+                        size_t errlen)
+{
+    int rc = ej_job_config_from_json(json, len, cfg, err, errlen);
+    if (rc != 0)
+        return rc;
+    return ej_job_config_validate(cfg, err, errlen);
 }

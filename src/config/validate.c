@@ -13,6 +13,7 @@
 
 #include "common/util.h"
 #include "config/internal.h"
+#include "ejob/cron.h"
 #include "ejob/error.h"
 
 /* ------------------------------------------------------------------------ */
@@ -109,82 +110,97 @@ const char *ej__config_field_json_name(enum ej__cfg_field f)
 /* Cron checker hook                                                         */
 /* ------------------------------------------------------------------------ */
 
-static _Atomic(ej_config_cron_check_fn) cron_checker;
-
 void ej_config_set_cron_checker(ej_config_cron_check_fn fn)
 {
-    atomic_store(&cron_checker, fn);
+    /* Validation checks cron itself now (ej_config_check_cron); a checker
+     * set here has no effect. Kept so older callers still link. */
+    (void)fn;
 }
 
 /* ------------------------------------------------------------------------ */
 /* Time zones                                                                */
 /* ------------------------------------------------------------------------ */
 
-static bool tz_name_ok(const char *name)
-{
-    size_t n = strlen(name);
-    if (n > EJ_CONFIG_MAX_SHORT || name[0] == '/' || name[n - 1] == '/')
-        return false;
-    for (const char *p = name; *p; p++) {
-        char c = *p;
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '+' || c == '-' || c == '.' || c == '/';
-        if (!ok)
-            return false;
-    }
-    /* Every path component must be a plain name: no "", "." or "..". */
-    const char *comp = name;
-    for (;;) {
-        const char *end = strchr(comp, '/');
-        size_t len = end ? (size_t)(end - comp) : strlen(comp);
-        if (len == 0 || (len == 1 && comp[0] == '.') ||
-            (len == 2 && comp[0] == '.' && comp[1] == '.'))
-            return false;
-        if (end == NULL)
-            break;
-        comp = end + 1;
-    }
-    return strstr(name, "..") == NULL;
-}
-
 int ej_config_check_time_zone(const char *name, char *err, size_t errlen)
 {
     char shown[96];
     if (name == NULL || name[0] == '\0')
         return 0;
-    ej__config_quote_short(name, strlen(name), shown, sizeof(shown));
-    if (!tz_name_ok(name)) {
+    size_t n = strlen(name);
+    ej__config_quote_short(name, n, shown, sizeof(shown));
+    if (n > EJ_CONFIG_MAX_SHORT) {
         if (err && errlen)
             snprintf(err, errlen, "invalid time zone name %s", shown);
         return EJ_ECONFIG;
     }
-    const char *dir = getenv("TZDIR");
-    if (dir == NULL || dir[0] == '\0')
-        dir = "/usr/share/zoneinfo";
-    char *path = ej__asprintf("%s/%s", dir, name);
-    if (path == NULL) {
+    /* The zone loader of the scheduler is the judge: what it loads is valid
+     * (IANA names, and Java's custom ids such as GMT+08:00), nothing else. */
+    ej_tz *tz = NULL;
+    int rc = ej_tz_load(name, &tz);
+    if (rc == EJ_ENOMEM) {
         if (err && errlen)
             snprintf(err, errlen, "out of memory");
-        return EJ_ENOMEM;
+        return rc;
     }
-    bool found = false;
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-        /* Only TZif files are zones: zone.tab, leapseconds ... are not. */
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            char magic[4];
-            found = read(fd, magic, 4) == 4 && memcmp(magic, "TZif", 4) == 0;
-            close(fd);
-        }
-    }
-    free(path);
-    if (!found) {
+    if (rc != 0) {
         if (err && errlen)
-            snprintf(err, errlen, "unknown time zone %s", shown);
+            snprintf(err, errlen,
+                     rc == EJ_EINVAL ? "invalid time zone name %s" : "unknown time zone %s", shown);
+        return EJ_ECONFIG;
+    }
+    ej_tz_free(tz);
+    return 0;
+}
+
+/* Cron syntax, then a fire time ahead in the job's zone. `why` receives the
+ * message without the field name. Returns 0, EJ_ECONFIG (with field set to
+ * the culprit) or EJ_ENOMEM. */
+static int check_cron_text(const char *cron, const char *time_zone, enum ej__cfg_field *field,
+                           char *why, size_t whylen)
+{
+    *field = EJ_CFG_F_CRON;
+    ej_cron *parsed = NULL;
+    int rc = ej_cron_parse(cron, &parsed, why, whylen);
+    if (rc == EJ_ENOMEM)
+        return rc;
+    if (rc != 0)
+        return EJ_ECONFIG;
+    ej_tz *tz = NULL;
+    if (time_zone != NULL && time_zone[0] != '\0') {
+        rc = ej_config_check_time_zone(time_zone, why, whylen);
+        if (rc != 0) {
+            ej_cron_free(parsed);
+            *field = EJ_CFG_F_TIME_ZONE;
+            return rc;
+        }
+        (void)ej_tz_load(time_zone, &tz);
+    } else if (ej_tz_load(NULL, &tz) != 0) {
+        tz = NULL; /* no usable host zone: judge in UTC */
+    }
+    int64_t next = 0;
+    rc = ej_cron_next(parsed, tz, ej__now_ms(), &next);
+    ej_cron_free(parsed);
+    ej_tz_free(tz);
+    if (rc != 0) {
+        snprintf(why, whylen, "has no fire time ahead");
         return EJ_ECONFIG;
     }
     return 0;
+}
+
+int ej_config_check_cron(const char *cron, const char *time_zone, char *err, size_t errlen)
+{
+    char why[300] = "";
+    enum ej__cfg_field field = EJ_CFG_F_CRON;
+    if (cron == NULL || cron[0] == '\0') {
+        if (err && errlen)
+            snprintf(err, errlen, "cron: is required");
+        return EJ_ECONFIG;
+    }
+    int rc = check_cron_text(cron, time_zone, &field, why, sizeof(why));
+    if (rc != 0 && err && errlen)
+        snprintf(err, errlen, "%s: %s", ej__config_field_json_name(field), why);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -320,20 +336,37 @@ static void check_job_name(struct vstate *v, const char *name)
         report(v, EJ_CFG_F_JOB_NAME, "must not be \".\" or \"..\"");
 }
 
-static void check_cron(struct vstate *v, const struct ej_job_config *cfg)
+static int check_cron(struct vstate *v, const struct ej_job_config *cfg)
 {
     if (is_blank(cfg->cron)) {
         report(v, EJ_CFG_F_CRON, "is required");
-        return;
+        return 0;
     }
     if (!check_text(v, EJ_CFG_F_CRON, cfg->cron, EJ_CONFIG_MAX_SHORT))
-        return;
-    ej_config_cron_check_fn fn = atomic_load(&cron_checker);
-    if (fn != NULL) {
-        char msg[256] = "";
-        if (fn(cfg->cron, ej__config_str(cfg->time_zone), msg, sizeof(msg)) != 0)
-            report(v, EJ_CFG_F_CRON, "%s", msg[0] ? msg : "invalid cron expression");
-    }
+        return 0;
+    char why[300] = "";
+    enum ej__cfg_field field;
+    int rc = check_cron_text(cfg->cron, ej__config_str(cfg->time_zone), &field, why, sizeof(why));
+    if (rc == EJ_ENOMEM)
+        return rc;
+    /* A bad zone is reported by the zone rule, once. */
+    if (rc != 0 && field == EJ_CFG_F_CRON)
+        report(v, EJ_CFG_F_CRON, "%s", why);
+    return 0;
+}
+
+/* The script command line must split as the executor splits it. */
+static int check_command_line(struct vstate *v, const char *line)
+{
+    char **argv = NULL;
+    char why[300] = "";
+    int rc = ej__split_command_line(line, &argv, NULL, why, sizeof(why));
+    free(argv);
+    if (rc == EJ_ENOMEM)
+        return rc;
+    if (rc != 0)
+        report(v, EJ_CFG_F_SCRIPT_COMMAND_LINE, "%s", why);
+    return 0;
 }
 
 static int check_params(struct vstate *v, const struct ej_job_config *cfg)
@@ -403,7 +436,8 @@ int ej__config_validate(const struct ej_job_config *cfg, ej__config_verr_fn fn, 
     char msg[256];
 
     check_job_name(&v, cfg->job_name);
-    check_cron(&v, cfg);
+    if (check_cron(&v, cfg) == EJ_ENOMEM)
+        return EJ_ENOMEM;
     if (cfg->sharding_total_count < 1)
         report(&v, EJ_CFG_F_SHARDING_TOTAL_COUNT, "must be >= 1, got %d",
                cfg->sharding_total_count);
@@ -424,8 +458,11 @@ int ej__config_validate(const struct ej_job_config *cfg, ej__config_verr_fn fn, 
     check_text(&v, EJ_CFG_F_JOB_CLASS, cfg->job_class, EJ_CONFIG_MAX_SHORT);
     if (cfg->job_type == EJ_JOB_TYPE_SCRIPT && is_blank(cfg->script_command_line))
         report(&v, EJ_CFG_F_SCRIPT_COMMAND_LINE, "is required for SCRIPT jobs");
-    else
-        check_text(&v, EJ_CFG_F_SCRIPT_COMMAND_LINE, cfg->script_command_line, EJ_CONFIG_MAX_TEXT);
+    else if (check_text(&v, EJ_CFG_F_SCRIPT_COMMAND_LINE, cfg->script_command_line,
+                        EJ_CONFIG_MAX_TEXT) &&
+             cfg->job_type == EJ_JOB_TYPE_SCRIPT &&
+             check_command_line(&v, cfg->script_command_line) == EJ_ENOMEM)
+        return EJ_ENOMEM;
     if (cfg->script_timeout_ms < 0)
         report(&v, EJ_CFG_F_SCRIPT_TIMEOUT, "must be >= 0, got %lld",
                (long long)cfg->script_timeout_ms);

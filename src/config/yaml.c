@@ -21,6 +21,13 @@
  * enormous tree, and walking it must stay cheap. */
 #define MAX_VISITS 2000000
 
+/* Deepest nesting of mappings and sequences, and most aliases, a file may
+ * have. Checked on the event stream before the document is built: libyaml's
+ * document loader recurses per level and slows down quadratically, so a
+ * hostile file must be refused before it gets there. */
+#define MAX_DEPTH 64
+#define MAX_ALIASES 1000
+
 /* Problems are gathered with their position, then reported in file order. */
 #define MAX_GATHERED 1000
 
@@ -37,8 +44,12 @@ struct yctx {
     int rc; /* EJ_ENOMEM once an allocation failed */
     size_t visits;
     bool too_complex;
+    bool muted; /* applying defaults: their problems were reported once */
     struct ymsg *msgs;
     size_t nmsgs;
+    const char *dir;                   /* of the file, for digestFile; NULL = cwd */
+    unsigned mode;                     /* the file's st_mode; 0 for a string */
+    struct ej_config_errors *warnings; /* out->warnings */
 };
 
 static void yerr(struct yctx *c, yaml_mark_t m, const char *path, const char *fmt, ...)
@@ -47,6 +58,8 @@ static void yerr(struct yctx *c, yaml_mark_t m, const char *path, const char *fm
 static void yerr(struct yctx *c, yaml_mark_t m, const char *path, const char *fmt, ...)
 {
     char msg[512];
+    if (c->muted)
+        return;
     c->nerr++;
     if (c->nmsgs >= MAX_GATHERED || c->too_complex)
         return;
@@ -344,17 +357,29 @@ enum {
     RC_MAX_SLEEP,
     RC_MAX_RETRIES,
     RC_DIGEST,
+    RC_DIGEST_FILE,
     RC_COUNT
 };
-static const char *const rc_keys[RC_COUNT] = {
-    "serverLists",
-    "namespace",
-    "sessionTimeoutMilliseconds",
-    "connectionTimeoutMilliseconds",
-    "baseSleepTimeMilliseconds",
-    "maxSleepTimeMilliseconds",
-    "maxRetries",
-    "digest",
+/* regCenter's keys: strings or integers of struct ej_reg_center_config. */
+static const struct rc_key {
+    const char *key;
+    bool integer;
+    size_t off;
+} rc_keys[RC_COUNT] = {
+#define RC_KEY(key, integer, member)                                                               \
+    {                                                                                              \
+        key, integer, offsetof(struct ej_reg_center_config, member)                                \
+    }
+    RC_KEY("serverLists", false, server_lists),
+    RC_KEY("namespace", false, name_space),
+    RC_KEY("sessionTimeoutMilliseconds", true, session_timeout_ms),
+    RC_KEY("connectionTimeoutMilliseconds", true, connection_timeout_ms),
+    RC_KEY("baseSleepTimeMilliseconds", true, base_sleep_time_ms),
+    RC_KEY("maxSleepTimeMilliseconds", true, max_sleep_time_ms),
+    RC_KEY("maxRetries", true, max_retries),
+    RC_KEY("digest", false, digest),
+    RC_KEY("digestFile", false, digest_file),
+#undef RC_KEY
 };
 
 static void check_server_lists(struct yctx *c, yaml_mark_t m, const char *list)
@@ -451,6 +476,53 @@ static void check_namespace(struct yctx *c, yaml_mark_t m, const char *ns)
     }
 }
 
+static void add_warning(struct yctx *c, const char *msg)
+{
+    if (c->warnings != NULL && ej__config_errors_add(c->warnings, "%s", msg) != 0)
+        c->rc = EJ_ENOMEM;
+}
+
+/* regCenter.digest in the file itself: the file is then a secret. */
+static void check_inline_digest(struct yctx *c, yaml_mark_t m, const char *digest)
+{
+    char warn[600], err[600];
+    /* Never echo the value: it is a password. */
+    if (strchr(digest, ':') == NULL || digest[0] == ':') {
+        yerr(c, m, "regCenter.digest", "must be \"user:password\"");
+        return;
+    }
+    if (c->mode == 0)
+        return;
+    if (ej_config_check_secret_mode(c->name, c->mode, warn, sizeof(warn), err, sizeof(err)) != 0)
+        yerr(c, m, "regCenter.digest", "%s", err);
+    else if (warn[0] != '\0')
+        add_warning(c, warn);
+}
+
+/* regCenter.digestFile: read the digest now, so a bad file stops the
+ * daemon's start (or a reload) with its position. */
+static void load_digest_file(struct yctx *c, yaml_mark_t m, struct ej_reg_center_config *rc)
+{
+    char warn[600], err[600];
+    char *path = rc->digest_file[0] == '/' || c->dir == NULL
+                     ? strdup(rc->digest_file)
+                     : ej__asprintf("%s/%s", c->dir, rc->digest_file);
+    if (path == NULL) {
+        c->rc = EJ_ENOMEM;
+        return;
+    }
+    free(rc->digest);
+    rc->digest = NULL;
+    int e = ej_config_read_secret_file(path, &rc->digest, warn, sizeof(warn), err, sizeof(err));
+    if (e == EJ_ENOMEM)
+        c->rc = e;
+    else if (e != 0)
+        yerr(c, m, "regCenter.digestFile", "%s", err);
+    else if (warn[0] != '\0')
+        add_warning(c, warn);
+    free(path);
+}
+
 static void load_reg_center(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
                             struct ej_reg_center_config *rc)
 {
@@ -475,7 +547,9 @@ static void load_reg_center(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
         const char *key = pair_key(c, pr, path, &k, &v);
         if (key == NULL)
             continue;
-        int i = key_index(key, rc_keys, RC_COUNT);
+        int i = -1;
+        for (int r = 0; r < RC_COUNT && i < 0; r++)
+            i = strcmp(key, rc_keys[r].key) == 0 ? r : -1;
         if (i < 0) {
             unknown_key(c, k, path);
             continue;
@@ -485,34 +559,10 @@ static void load_reg_center(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
         marks[i] = v->start_mark;
         if (is_null(v))
             continue;
-        snprintf(full, sizeof(full), "regCenter.%s", rc_keys[i]);
-        bool ok = true;
-        switch (i) {
-        case RC_SERVER_LISTS:
-            ok = get_str(c, v, full, &rc->server_lists);
-            break;
-        case RC_NAMESPACE:
-            ok = get_str(c, v, full, &rc->name_space);
-            break;
-        case RC_SESSION:
-            ok = get_int(c, v, full, &rc->session_timeout_ms);
-            break;
-        case RC_CONNECTION:
-            ok = get_int(c, v, full, &rc->connection_timeout_ms);
-            break;
-        case RC_BASE_SLEEP:
-            ok = get_int(c, v, full, &rc->base_sleep_time_ms);
-            break;
-        case RC_MAX_SLEEP:
-            ok = get_int(c, v, full, &rc->max_sleep_time_ms);
-            break;
-        case RC_MAX_RETRIES:
-            ok = get_int(c, v, full, &rc->max_retries);
-            break;
-        case RC_DIGEST:
-            ok = get_str(c, v, full, &rc->digest);
-            break;
-        }
+        snprintf(full, sizeof(full), "regCenter.%s", rc_keys[i].key);
+        char *at = (char *)rc + rc_keys[i].off;
+        bool ok = rc_keys[i].integer ? get_int(c, v, full, (int *)(void *)at)
+                                     : get_str(c, v, full, (char **)(void *)at);
         bad[i] = !ok;
         set[i] = ok;
     }
@@ -529,8 +579,11 @@ static void load_reg_center(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
     if (!bad[RC_NAMESPACE])
         check_namespace(c, set[RC_NAMESPACE] ? marks[RC_NAMESPACE] : k0->start_mark,
                         ej__config_str(rc->name_space));
-    if (set[RC_SESSION] && rc->session_timeout_ms < 1)
-        yerr(c, marks[RC_SESSION], "regCenter.sessionTimeoutMilliseconds", "must be >= 1, got %d",
+    /* Below ZooKeeper's own floor (2 ticks) the client only spins. */
+    if (set[RC_SESSION] && (rc->session_timeout_ms < EJ_CONFIG_MIN_SESSION_TIMEOUT_MS ||
+                            rc->session_timeout_ms > EJ_CONFIG_MAX_SESSION_TIMEOUT_MS))
+        yerr(c, marks[RC_SESSION], "regCenter.sessionTimeoutMilliseconds", "must be %d..%d, got %d",
+             EJ_CONFIG_MIN_SESSION_TIMEOUT_MS, EJ_CONFIG_MAX_SESSION_TIMEOUT_MS,
              rc->session_timeout_ms);
     if (set[RC_CONNECTION] && rc->connection_timeout_ms < 1)
         yerr(c, marks[RC_CONNECTION], "regCenter.connectionTimeoutMilliseconds",
@@ -547,8 +600,13 @@ static void load_reg_center(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
     if (set[RC_MAX_RETRIES] && (rc->max_retries < 0 || rc->max_retries > 29))
         yerr(c, marks[RC_MAX_RETRIES], "regCenter.maxRetries", "must be 0..29, got %d",
              rc->max_retries);
-    if (set[RC_DIGEST] && (strchr(rc->digest, ':') == NULL || rc->digest[0] == ':'))
-        yerr(c, marks[RC_DIGEST], "regCenter.digest", "must be \"user:password\"");
+    if (set[RC_DIGEST] && set[RC_DIGEST_FILE])
+        yerr(c, marks[RC_DIGEST_FILE], "regCenter.digestFile",
+             "give digest or digestFile, not both");
+    else if (set[RC_DIGEST_FILE])
+        load_digest_file(c, marks[RC_DIGEST_FILE], rc);
+    else if (set[RC_DIGEST])
+        check_inline_digest(c, marks[RC_DIGEST], rc->digest);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -666,24 +724,52 @@ enum {
     JK_PROPS,
     JK_COUNT
 };
-static const char *const job_keys[JK_COUNT] = {
-    "elasticJobType",
-    "cron",
-    "timeZone",
-    "shardingTotalCount",
-    "shardingItemParameters",
-    "jobParameter",
-    "failover",
-    "misfire",
-    "monitorExecution",
-    "maxTimeDiffSeconds",
-    "monitorPort",
-    "reconcileIntervalMinutes",
-    "jobShardingStrategyType",
-    "description",
-    "disabled",
-    "overwrite",
-    "props",
+/* How a key's value is read into struct ej_job_config. */
+enum vkind {
+    V_STR,      /* char * */
+    V_INT,      /* int */
+    V_INT64,    /* int64_t */
+    V_BOOL,     /* bool */
+    V_TYPE,     /* elasticJobType: SCRIPT or HTTP */
+    V_STRATEGY, /* a strategy type, stored under its Java name when it has one */
+    V_METHOD,   /* an HTTP method, upper-cased */
+    V_PROPS,    /* the props mapping */
+};
+
+/* One YAML key of a job: where it goes and which validated field it is
+ * (-1: no rule of its own), so messages land on it. Adding a key is one
+ * line here (and its enum entry). */
+struct key_desc {
+    const char *key;
+    enum vkind kind;
+    size_t off;
+    int field;
+};
+#define KEY(key, kind, member, field)                                                              \
+    {                                                                                              \
+        key, kind, offsetof(struct ej_job_config, member), field                                   \
+    }
+
+static const struct key_desc job_key_table[JK_COUNT] = {
+    KEY("elasticJobType", V_TYPE, job_type, EJ_CFG_F_JOB_TYPE),
+    KEY("cron", V_STR, cron, EJ_CFG_F_CRON),
+    KEY("timeZone", V_STR, time_zone, EJ_CFG_F_TIME_ZONE),
+    KEY("shardingTotalCount", V_INT, sharding_total_count, EJ_CFG_F_SHARDING_TOTAL_COUNT),
+    KEY("shardingItemParameters", V_STR, sharding_item_parameters,
+        EJ_CFG_F_SHARDING_ITEM_PARAMETERS),
+    KEY("jobParameter", V_STR, job_parameter, EJ_CFG_F_JOB_PARAMETER),
+    KEY("failover", V_BOOL, failover, -1),
+    KEY("misfire", V_BOOL, misfire, -1),
+    KEY("monitorExecution", V_BOOL, monitor_execution, -1),
+    KEY("maxTimeDiffSeconds", V_INT, max_time_diff_seconds, EJ_CFG_F_MAX_TIME_DIFF_SECONDS),
+    KEY("monitorPort", V_INT, monitor_port, EJ_CFG_F_MONITOR_PORT),
+    KEY("reconcileIntervalMinutes", V_INT, reconcile_interval_minutes, -1),
+    KEY("jobShardingStrategyType", V_STRATEGY, job_sharding_strategy_class,
+        EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS),
+    KEY("description", V_STR, description, EJ_CFG_F_DESCRIPTION),
+    KEY("disabled", V_BOOL, disabled, -1),
+    KEY("overwrite", V_BOOL, overwrite, -1),
+    {"props", V_PROPS, 0, -1},
 };
 
 enum {
@@ -697,16 +783,27 @@ enum {
     PK_HTTP_CONTENT_TYPE,
     PK_COUNT
 };
-static const char *const prop_keys[PK_COUNT] = {
-    "script.command.line",
-    "script.timeout.milliseconds",
-    "http.uri",
-    "http.method",
-    "http.data",
-    "http.connect.timeout.milliseconds",
-    "http.read.timeout.milliseconds",
-    "http.content.type",
+static const struct key_desc prop_key_table[PK_COUNT] = {
+    KEY("script.command.line", V_STR, script_command_line, EJ_CFG_F_SCRIPT_COMMAND_LINE),
+    KEY("script.timeout.milliseconds", V_INT64, script_timeout_ms, EJ_CFG_F_SCRIPT_TIMEOUT),
+    KEY("http.uri", V_STR, http.uri, EJ_CFG_F_HTTP_URI),
+    KEY("http.method", V_METHOD, http.method, EJ_CFG_F_HTTP_METHOD),
+    KEY("http.data", V_STR, http.data, EJ_CFG_F_HTTP_DATA),
+    KEY("http.connect.timeout.milliseconds", V_INT, http.connect_timeout_ms,
+        EJ_CFG_F_HTTP_CONNECT_TIMEOUT),
+    KEY("http.read.timeout.milliseconds", V_INT, http.read_timeout_ms, EJ_CFG_F_HTTP_READ_TIMEOUT),
+    KEY("http.content.type", V_STR, http.content_type, EJ_CFG_F_HTTP_CONTENT_TYPE),
 };
+
+/* Index of key in a table of n keys, or -1. */
+static int desc_index(const char *key, const struct key_desc *table, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (strcmp(key, table[i].key) == 0)
+            return i;
+    }
+    return -1;
+}
 
 /* Where each validated field came from in the file. */
 struct job_marks {
@@ -716,32 +813,19 @@ struct job_marks {
     yaml_mark_t at[EJ_CFG_F_COUNT_];
 };
 
-static const char *field_yaml_name(enum ej__cfg_field f)
+/* The YAML key path of a validated field ("props.http.uri"), else its
+ * JSON name, into buf. */
+static const char *field_yaml_name(enum ej__cfg_field f, char *buf, size_t len)
 {
-    switch (f) {
-    case EJ_CFG_F_JOB_TYPE:
-        return "elasticJobType";
-    case EJ_CFG_F_SCRIPT_COMMAND_LINE:
-        return "props.script.command.line";
-    case EJ_CFG_F_SCRIPT_TIMEOUT:
-        return "props.script.timeout.milliseconds";
-    case EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS:
-        return "jobShardingStrategyType";
-    case EJ_CFG_F_HTTP_URI:
-        return "props.http.uri";
-    case EJ_CFG_F_HTTP_METHOD:
-        return "props.http.method";
-    case EJ_CFG_F_HTTP_DATA:
-        return "props.http.data";
-    case EJ_CFG_F_HTTP_CONNECT_TIMEOUT:
-        return "props.http.connect.timeout.milliseconds";
-    case EJ_CFG_F_HTTP_READ_TIMEOUT:
-        return "props.http.read.timeout.milliseconds";
-    case EJ_CFG_F_HTTP_CONTENT_TYPE:
-        return "props.http.content.type";
-    default:
-        return ej__config_field_json_name(f);
-    }
+    for (int i = 0; i < JK_COUNT; i++)
+        if (job_key_table[i].field == (int)f)
+            return job_key_table[i].key;
+    for (int i = 0; i < PK_COUNT; i++)
+        if (prop_key_table[i].field == (int)f) {
+            snprintf(buf, len, "props.%s", prop_key_table[i].key);
+            return buf;
+        }
+    return ej__config_field_json_name(f);
 }
 
 static void mark_field(struct job_marks *jm, enum ej__cfg_field f, yaml_node_t *v, bool ok)
@@ -751,8 +835,64 @@ static void mark_field(struct job_marks *jm, enum ej__cfg_field f, yaml_node_t *
     jm->bad[f] = !ok;
 }
 
+/* elasticJobType: the daemon runs SCRIPT and HTTP jobs. */
+static bool get_job_type(struct yctx *c, yaml_node_t *v, const char *full, ej_job_type *dst)
+{
+    char shown[128];
+    if (!want_scalar(c, v, full, "SCRIPT or HTTP"))
+        return false;
+    if (strcasecmp(sval(v), "SCRIPT") == 0 || strcasecmp(sval(v), "HTTP") == 0) {
+        *dst = strcasecmp(sval(v), "SCRIPT") == 0 ? EJ_JOB_TYPE_SCRIPT : EJ_JOB_TYPE_HTTP;
+        return true;
+    }
+    shown_scalar(v, shown, sizeof(shown));
+    yerr(c, v->start_mark, full, "must be SCRIPT or HTTP in the daemon, got %s", shown);
+    return false;
+}
+
+/* Read v as d says into cfg; note where the field came from. */
+static void apply_value(struct yctx *c, const struct key_desc *d, yaml_node_t *v, const char *full,
+                        struct ej_job_config *cfg, struct job_marks *jm, bool *have_type)
+{
+    char *at = (char *)cfg + d->off;
+    long long ll = 0;
+    bool ok = false;
+    switch (d->kind) {
+    case V_STR:
+    case V_STRATEGY:
+    case V_METHOD:
+        ok = get_str(c, v, full, (char **)(void *)at);
+        if (ok && d->kind == V_STRATEGY)
+            ok = store_java_strategy_name(c, (char **)(void *)at);
+        for (char *p = *(char **)(void *)at; ok && d->kind == V_METHOD && *p; p++)
+            *p = (char)toupper((unsigned char)*p);
+        break;
+    case V_INT:
+        ok = get_int(c, v, full, (int *)(void *)at);
+        break;
+    case V_INT64:
+        ok = get_ll(c, v, full, INT64_MIN, INT64_MAX, &ll);
+        if (ok)
+            *(int64_t *)(void *)at = ll;
+        break;
+    case V_BOOL:
+        ok = get_bool(c, v, full, (bool *)(void *)at);
+        break;
+    case V_TYPE:
+        ok = get_job_type(c, v, full, &cfg->job_type);
+        if (ok && have_type != NULL)
+            *have_type = true;
+        break;
+    case V_PROPS:
+        break;
+    }
+    if (d->field >= 0)
+        mark_field(jm, (enum ej__cfg_field)d->field, v, ok);
+}
+
 static void load_props(struct yctx *c, yaml_node_t *map, const char *jpath,
-                       struct ej_job_config *cfg, struct job_marks *jm, bool *seen_props)
+                       struct ej_job_config *cfg, struct job_marks *jm, bool *seen_props,
+                       const bool *skip)
 {
     char path[512], full[640];
     bool seen[PK_COUNT] = {false};
@@ -773,57 +913,18 @@ static void load_props(struct yctx *c, yaml_node_t *map, const char *jpath,
         const char *key = pair_key(c, pr, path, &k, &v);
         if (key == NULL)
             continue;
-        int i = key_index(key, prop_keys, PK_COUNT);
+        int i = desc_index(key, prop_key_table, PK_COUNT);
         if (i < 0) {
             unknown_key(c, k, path);
             continue;
         }
-        if (seen_before(c, seen, i, k, path))
+        if (seen_before(c, seen, i, k, path) || (skip != NULL && skip[i]))
             continue;
         if (is_null(v))
             continue;
         seen_props[i] = true;
-        snprintf(full, sizeof(full), "%s.%s", path, prop_keys[i]);
-        long long ll;
-        bool ok;
-        switch (i) {
-        case PK_SCRIPT_COMMAND_LINE:
-            ok = get_str(c, v, full, &cfg->script_command_line);
-            mark_field(jm, EJ_CFG_F_SCRIPT_COMMAND_LINE, v, ok);
-            break;
-        case PK_SCRIPT_TIMEOUT:
-            ok = get_ll(c, v, full, INT64_MIN, INT64_MAX, &ll);
-            if (ok)
-                cfg->script_timeout_ms = ll;
-            mark_field(jm, EJ_CFG_F_SCRIPT_TIMEOUT, v, ok);
-            break;
-        case PK_HTTP_URI:
-            ok = get_str(c, v, full, &cfg->http.uri);
-            mark_field(jm, EJ_CFG_F_HTTP_URI, v, ok);
-            break;
-        case PK_HTTP_METHOD:
-            ok = get_str(c, v, full, &cfg->http.method);
-            for (char *p = cfg->http.method; ok && *p; p++)
-                *p = (char)toupper((unsigned char)*p);
-            mark_field(jm, EJ_CFG_F_HTTP_METHOD, v, ok);
-            break;
-        case PK_HTTP_DATA:
-            ok = get_str(c, v, full, &cfg->http.data);
-            mark_field(jm, EJ_CFG_F_HTTP_DATA, v, ok);
-            break;
-        case PK_HTTP_CONNECT_TIMEOUT:
-            ok = get_int(c, v, full, &cfg->http.connect_timeout_ms);
-            mark_field(jm, EJ_CFG_F_HTTP_CONNECT_TIMEOUT, v, ok);
-            break;
-        case PK_HTTP_READ_TIMEOUT:
-            ok = get_int(c, v, full, &cfg->http.read_timeout_ms);
-            mark_field(jm, EJ_CFG_F_HTTP_READ_TIMEOUT, v, ok);
-            break;
-        case PK_HTTP_CONTENT_TYPE:
-            ok = get_str(c, v, full, &cfg->http.content_type);
-            mark_field(jm, EJ_CFG_F_HTTP_CONTENT_TYPE, v, ok);
-            break;
-        }
+        snprintf(full, sizeof(full), "%s.%s", path, prop_key_table[i].key);
+        apply_value(c, &prop_key_table[i], v, full, cfg, jm, NULL);
     }
 }
 
@@ -850,21 +951,119 @@ static int job_verr(void *ctx, enum ej__cfg_field f, const char *msg)
         yerr(jv->c, m, jv->jpath, "job name %s", msg);
         return 0;
     }
-    snprintf(path, sizeof(path), "%s.%s", jv->jpath, field_yaml_name(f));
+    char name[128];
+    snprintf(path, sizeof(path), "%s.%s", jv->jpath, field_yaml_name(f, name, sizeof(name)));
     yerr(jv->c, m, path, "%s", msg);
     return 0;
 }
 
-static void load_job(struct yctx *c, yaml_node_t *k0, yaml_node_t *map, struct ej_job_config *cfg)
-{
-    char jpath[300], full[400], shown[128];
-    bool seen[JK_COUNT] = {false};
-    bool seen_props[PK_COUNT] = {false};
+/* One job being loaded: its config and where each field came from. */
+struct job_load {
+    struct yctx *c;
+    struct ej_job_config *cfg;
+    const char *jpath; /* "jobs.NAME" (or "defaults") */
     struct job_marks jm;
-    bool have_type = false;
-    memset(&jm, 0, sizeof(jm));
-    jm.job_key = k0->start_mark;
+    bool seen[JK_COUNT];
+    bool seen_props[PK_COUNT];
+    bool have_type;
+};
 
+/* One key of a job (JK_* index i, a non-null value v) into its config. */
+static void apply_job_key(struct job_load *jl, int i, yaml_node_t *v)
+{
+    char full[400];
+    snprintf(full, sizeof(full), "%s.%s", jl->jpath, job_key_table[i].key);
+    apply_value(jl->c, &job_key_table[i], v, full, jl->cfg, &jl->jm, &jl->have_type);
+}
+
+/* The pairs of one mapping into the job. For `defaults:` (as_defaults),
+ * keys the job set itself are skipped and problems are not reported again
+ * (check_defaults reported them once, at their place). */
+static void apply_job_map(struct job_load *jl, yaml_node_t *map, bool as_defaults)
+{
+    struct yctx *c = jl->c;
+    bool seen[JK_COUNT] = {false};
+    bool muted = c->muted;
+    c->muted = muted || as_defaults;
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k, *v;
+        const char *key = pair_key(c, pr, jl->jpath, &k, &v);
+        int i = key == NULL ? -1 : desc_index(key, job_key_table, JK_COUNT);
+        if (key != NULL && i < 0)
+            unknown_key(c, k, jl->jpath);
+        if (i < 0 || seen_before(c, seen, i, k, jl->jpath))
+            continue;
+        if (i == JK_PROPS) {
+            load_props(c, v, jl->jpath, jl->cfg, &jl->jm, jl->seen_props,
+                       as_defaults ? jl->seen_props : NULL);
+            continue;
+        }
+        /* An empty value counts as absent; the job's own value wins. */
+        if (is_null(v) || (as_defaults && jl->seen[i]))
+            continue;
+        jl->seen[i] = true;
+        apply_job_key(jl, i, v);
+    }
+    c->muted = muted;
+}
+
+/* After the keys: the type, its props, the required count, validation. */
+static void finish_job(struct job_load *jl)
+{
+    struct yctx *c = jl->c;
+    struct ej_job_config *cfg = jl->cfg;
+    const char *jpath = jl->jpath;
+    bool *seen_props = jl->seen_props;
+    bool have_type = jl->have_type;
+    char full[400];
+    /* Without elasticJobType an http.uri alone makes an HTTP job. */
+    if (!have_type && !jl->jm.bad[EJ_CFG_F_JOB_TYPE])
+        cfg->job_type = seen_props[PK_HTTP_URI] && !seen_props[PK_SCRIPT_COMMAND_LINE]
+                            ? EJ_JOB_TYPE_HTTP
+                            : EJ_JOB_TYPE_SCRIPT;
+    if (cfg->job_type == EJ_JOB_TYPE_SCRIPT) {
+        if (ej_job_config_set_str(&cfg->job_class, EJ_CONFIG_SCRIPT_JOB_CLASS) != 0)
+            c->rc = EJ_ENOMEM;
+    }
+    /* A type's props that the other type would use are a mistake. */
+    for (int i = 0; i < PK_COUNT; i++) {
+        bool http_prop = i >= PK_HTTP_URI;
+        if (seen_props[i] && !jl->jm.bad[EJ_CFG_F_JOB_TYPE] &&
+            http_prop != (cfg->job_type == EJ_JOB_TYPE_HTTP)) {
+            snprintf(full, sizeof(full), "%s.props", jpath);
+            yerr(c, jl->jm.job_key, full, "%s does not apply to %s jobs", prop_key_table[i].key,
+                 ej_job_type_name(cfg->job_type));
+        }
+    }
+    bool count_bad = jl->jm.bad[EJ_CFG_F_SHARDING_TOTAL_COUNT];
+    if (!jl->jm.have[EJ_CFG_F_SHARDING_TOTAL_COUNT]) {
+        snprintf(full, sizeof(full), "%s.shardingTotalCount", jpath);
+        yerr(c, jl->jm.job_key, full, "is required");
+        count_bad = true;
+        jl->jm.bad[EJ_CFG_F_SHARDING_TOTAL_COUNT] = true;
+    }
+    if (jl->jm.bad[EJ_CFG_F_JOB_TYPE]) {
+        /* The type is unknown: its required props cannot be judged. */
+        jl->jm.bad[EJ_CFG_F_SCRIPT_COMMAND_LINE] = true;
+        jl->jm.bad[EJ_CFG_F_HTTP_URI] = true;
+    }
+    struct job_verr jv = {c, jpath, &jl->jm, count_bad};
+    int rc = ej__config_validate(cfg, job_verr, &jv);
+    if (rc < 0)
+        c->rc = rc;
+}
+
+static void load_job(struct yctx *c, yaml_node_t *k0, yaml_node_t *map, yaml_node_t *defaults,
+                     struct ej_job_config *cfg)
+{
+    char jpath[300];
+    struct job_load jl;
+    memset(&jl, 0, sizeof(jl));
+    jl.c = c;
+    jl.cfg = cfg;
+    jl.jpath = jpath;
+    jl.jm.job_key = k0->start_mark;
     /* The key names the job in every message; cap what is echoed. */
     snprintf(jpath, sizeof(jpath), "jobs.%.200s", sval(k0));
     if (ej_job_config_set_str(&cfg->job_name, sval(k0)) != 0) {
@@ -878,139 +1077,33 @@ static void load_job(struct yctx *c, yaml_node_t *k0, yaml_node_t *map, struct e
             yerr(c, map->start_mark, jpath, "expected a mapping, got %s", kind_name(map));
         return;
     }
-    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
-         pr++) {
-        yaml_node_t *k, *v;
-        const char *key = pair_key(c, pr, jpath, &k, &v);
-        if (key == NULL)
-            continue;
-        int i = key_index(key, job_keys, JK_COUNT);
-        if (i < 0) {
-            unknown_key(c, k, jpath);
-            continue;
-        }
-        if (seen_before(c, seen, i, k, jpath))
-            continue;
-        if (i == JK_PROPS) {
-            load_props(c, v, jpath, cfg, &jm, seen_props);
-            continue;
-        }
-        if (is_null(v)) {
-            seen[i] = false; /* an empty value counts as absent */
-            continue;
-        }
-        snprintf(full, sizeof(full), "%s.%s", jpath, job_keys[i]);
-        bool ok = true;
-        switch (i) {
-        case JK_ELASTIC_JOB_TYPE:
-            ok = want_scalar(c, v, full, "SCRIPT or HTTP");
-            if (ok && strcasecmp(sval(v), "SCRIPT") == 0) {
-                cfg->job_type = EJ_JOB_TYPE_SCRIPT;
-                have_type = true;
-            } else if (ok && strcasecmp(sval(v), "HTTP") == 0) {
-                cfg->job_type = EJ_JOB_TYPE_HTTP;
-                have_type = true;
-            } else if (ok) {
-                shown_scalar(v, shown, sizeof(shown));
-                yerr(c, v->start_mark, full, "must be SCRIPT or HTTP in the daemon, got %s", shown);
-                ok = false;
-            }
-            mark_field(&jm, EJ_CFG_F_JOB_TYPE, v, ok);
-            break;
-        case JK_CRON:
-            ok = get_str(c, v, full, &cfg->cron);
-            mark_field(&jm, EJ_CFG_F_CRON, v, ok);
-            break;
-        case JK_TIME_ZONE:
-            ok = get_str(c, v, full, &cfg->time_zone);
-            mark_field(&jm, EJ_CFG_F_TIME_ZONE, v, ok);
-            break;
-        case JK_SHARDING_TOTAL_COUNT:
-            ok = get_int(c, v, full, &cfg->sharding_total_count);
-            mark_field(&jm, EJ_CFG_F_SHARDING_TOTAL_COUNT, v, ok);
-            break;
-        case JK_SHARDING_ITEM_PARAMETERS:
-            ok = get_str(c, v, full, &cfg->sharding_item_parameters);
-            mark_field(&jm, EJ_CFG_F_SHARDING_ITEM_PARAMETERS, v, ok);
-            break;
-        case JK_JOB_PARAMETER:
-            ok = get_str(c, v, full, &cfg->job_parameter);
-            mark_field(&jm, EJ_CFG_F_JOB_PARAMETER, v, ok);
-            break;
-        case JK_FAILOVER:
-            get_bool(c, v, full, &cfg->failover);
-            break;
-        case JK_MISFIRE:
-            get_bool(c, v, full, &cfg->misfire);
-            break;
-        case JK_MONITOR_EXECUTION:
-            get_bool(c, v, full, &cfg->monitor_execution);
-            break;
-        case JK_MAX_TIME_DIFF_SECONDS:
-            ok = get_int(c, v, full, &cfg->max_time_diff_seconds);
-            mark_field(&jm, EJ_CFG_F_MAX_TIME_DIFF_SECONDS, v, ok);
-            break;
-        case JK_MONITOR_PORT:
-            ok = get_int(c, v, full, &cfg->monitor_port);
-            mark_field(&jm, EJ_CFG_F_MONITOR_PORT, v, ok);
-            break;
-        case JK_RECONCILE_INTERVAL_MINUTES:
-            get_int(c, v, full, &cfg->reconcile_interval_minutes);
-            break;
-        case JK_JOB_SHARDING_STRATEGY_TYPE:
-            ok = get_str(c, v, full, &cfg->job_sharding_strategy_class);
-            if (ok)
-                ok = store_java_strategy_name(c, &cfg->job_sharding_strategy_class);
-            mark_field(&jm, EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS, v, ok);
-            break;
-        case JK_DESCRIPTION:
-            ok = get_str(c, v, full, &cfg->description);
-            mark_field(&jm, EJ_CFG_F_DESCRIPTION, v, ok);
-            break;
-        case JK_DISABLED:
-            get_bool(c, v, full, &cfg->disabled);
-            break;
-        case JK_OVERWRITE:
-            get_bool(c, v, full, &cfg->overwrite);
-            break;
-        }
-    }
+    apply_job_map(&jl, map, false);
+    if (defaults != NULL)
+        apply_job_map(&jl, defaults, true);
+    finish_job(&jl);
+}
 
-    /* Without elasticJobType an http.uri alone makes an HTTP job. */
-    if (!have_type && !jm.bad[EJ_CFG_F_JOB_TYPE])
-        cfg->job_type = seen_props[PK_HTTP_URI] && !seen_props[PK_SCRIPT_COMMAND_LINE]
-                            ? EJ_JOB_TYPE_HTTP
-                            : EJ_JOB_TYPE_SCRIPT;
-    if (cfg->job_type == EJ_JOB_TYPE_SCRIPT) {
-        if (ej_job_config_set_str(&cfg->job_class, EJ_CONFIG_SCRIPT_JOB_CLASS) != 0)
-            c->rc = EJ_ENOMEM;
+/* `defaults:` on its own: its keys are job keys, reported once here. */
+static void check_defaults(struct yctx *c, yaml_node_t *map)
+{
+    struct ej_job_config scratch;
+    struct job_load jl;
+    if (is_null(map))
+        return;
+    if (map->type != YAML_MAPPING_NODE) {
+        yerr(c, map->start_mark, "defaults", "expected a mapping, got %s", kind_name(map));
+        return;
     }
-    /* A type's props that the other type would use are a mistake. */
-    for (int i = 0; i < PK_COUNT; i++) {
-        bool http_prop = i >= PK_HTTP_URI;
-        if (seen_props[i] && !jm.bad[EJ_CFG_F_JOB_TYPE] &&
-            http_prop != (cfg->job_type == EJ_JOB_TYPE_HTTP)) {
-            snprintf(full, sizeof(full), "%s.props", jpath);
-            yerr(c, jm.job_key, full, "%s does not apply to %s jobs", prop_keys[i],
-                 ej_job_type_name(cfg->job_type));
-        }
+    if (ej_job_config_init(&scratch) != 0) {
+        c->rc = EJ_ENOMEM;
+        return;
     }
-    bool count_bad = jm.bad[EJ_CFG_F_SHARDING_TOTAL_COUNT];
-    if (!jm.have[EJ_CFG_F_SHARDING_TOTAL_COUNT]) {
-        snprintf(full, sizeof(full), "%s.shardingTotalCount", jpath);
-        yerr(c, jm.job_key, full, "is required");
-        count_bad = true;
-        jm.bad[EJ_CFG_F_SHARDING_TOTAL_COUNT] = true;
-    }
-    if (jm.bad[EJ_CFG_F_JOB_TYPE]) {
-        /* The type is unknown: its required props cannot be judged. */
-        jm.bad[EJ_CFG_F_SCRIPT_COMMAND_LINE] = true;
-        jm.bad[EJ_CFG_F_HTTP_URI] = true;
-    }
-    struct job_verr jv = {c, jpath, &jm, count_bad};
-    int rc = ej__config_validate(cfg, job_verr, &jv);
-    if (rc < 0)
-        c->rc = rc;
+    memset(&jl, 0, sizeof(jl));
+    jl.c = c;
+    jl.cfg = &scratch;
+    jl.jpath = "defaults";
+    apply_job_map(&jl, map, false);
+    ej_job_config_fini(&scratch);
 }
 
 struct key_ref {
@@ -1031,7 +1124,8 @@ static int cmp_key_ref(const void *a, const void *b)
     return x->index < y->index ? -1 : (x->index > y->index);
 }
 
-static void load_jobs(struct yctx *c, yaml_node_t *map, struct ej_daemon_config *out)
+static void load_jobs(struct yctx *c, yaml_node_t *map, yaml_node_t *defaults,
+                      struct ej_daemon_config *out)
 {
     const char *path = "jobs";
     if (is_null(map))
@@ -1096,7 +1190,7 @@ static void load_jobs(struct yctx *c, yaml_node_t *map, struct ej_daemon_config 
         }
         out->job_lines[out->job_count] = (int)k->start_mark.line + 1;
         out->job_count++;
-        load_job(c, k, v, cfg);
+        load_job(c, k, v, defaults, cfg);
     }
 
 out_free:
@@ -1108,10 +1202,24 @@ out_free:
 /* The document                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* The value of a top-level key, or NULL (a first look, before the keys
+ * are gone through in order). */
+static yaml_node_t *top_value(struct yctx *c, yaml_node_t *root, const char *name)
+{
+    for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k = node(c, pr->key);
+        if (k != NULL && k->type == YAML_SCALAR_NODE && strcmp(sval(k), name) == 0)
+            return node(c, pr->value);
+    }
+    return NULL;
+}
+
 static void load_root(struct yctx *c, struct ej_daemon_config *out)
 {
-    static const char *const keys[] = {"regCenter", "tracing", "jobs"};
-    bool seen[3] = {false};
+    static const char *const keys[] = {"regCenter", "tracing", "defaults", "jobs"};
+    enum { N_KEYS = sizeof(keys) / sizeof(keys[0]) };
+    bool seen[N_KEYS] = {false};
     yaml_mark_t start = {0, 0, 0};
     yaml_node_t *root = yaml_document_get_root_node(c->doc);
 
@@ -1124,13 +1232,17 @@ static void load_root(struct yctx *c, struct ej_daemon_config *out)
              kind_name(root));
         return;
     }
+    /* Job keys every job of the file gets unless it sets them itself. */
+    yaml_node_t *defaults = top_value(c, root, "defaults");
+    if (defaults != NULL && (is_null(defaults) || defaults->type != YAML_MAPPING_NODE))
+        defaults = NULL;
     for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top;
          pr++) {
         yaml_node_t *k, *v;
         const char *key = pair_key(c, pr, NULL, &k, &v);
         if (key == NULL)
             continue;
-        int i = key_index(key, keys, 3);
+        int i = key_index(key, keys, N_KEYS);
         if (i < 0) {
             char shown[128];
             shown_scalar(k, shown, sizeof(shown));
@@ -1143,8 +1255,10 @@ static void load_root(struct yctx *c, struct ej_daemon_config *out)
             load_reg_center(c, k, v, &out->reg_center);
         else if (i == 1)
             load_tracing(c, k, v, &out->tracing);
+        else if (i == 2)
+            check_defaults(c, v);
         else
-            load_jobs(c, v, out);
+            load_jobs(c, v, defaults, out);
         if (c->rc != 0)
             return;
     }
@@ -1185,6 +1299,56 @@ static void syntax_error(struct yctx *c, yaml_parser_t *p, const char *text, siz
         yerr(c, m, NULL, "YAML syntax error: %s", problem);
 }
 
+/* Walk the event stream once: nesting depth and alias count within their
+ * limits, and no syntax error. Returns true when the document may be
+ * loaded; otherwise the problem is reported. */
+static bool prescan(struct yctx *c, const char *text, size_t len)
+{
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p)) {
+        c->rc = EJ_ENOMEM;
+        return false;
+    }
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    int depth = 0, aliases = 0;
+    bool ok = true, done = false;
+    while (ok && !done) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev)) {
+            syntax_error(c, &p, text, len);
+            ok = false;
+            break;
+        }
+        switch (ev.type) {
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            if (++depth > MAX_DEPTH) {
+                yerr(c, ev.start_mark, NULL, "nested deeper than %d levels", MAX_DEPTH);
+                ok = false;
+            }
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+            depth--;
+            break;
+        case YAML_ALIAS_EVENT:
+            if (++aliases > MAX_ALIASES) {
+                yerr(c, ev.start_mark, NULL, "more than %d aliases", MAX_ALIASES);
+                ok = false;
+            }
+            break;
+        case YAML_STREAM_END_EVENT:
+            done = true;
+            break;
+        default:
+            break;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    return ok;
+}
+
 int ej_daemon_config_init(struct ej_daemon_config *cfg)
 {
     if (cfg == NULL)
@@ -1217,7 +1381,11 @@ void ej_daemon_config_fini(struct ej_daemon_config *cfg)
         return;
     free(cfg->reg_center.server_lists);
     free(cfg->reg_center.name_space);
+    if (cfg->reg_center.digest != NULL)
+        memset(cfg->reg_center.digest, 0, strlen(cfg->reg_center.digest));
     free(cfg->reg_center.digest);
+    free(cfg->reg_center.digest_file);
+    ej_config_errors_fini(&cfg->warnings);
     free(cfg->tracing.url);
     free(cfg->tracing.password_file);
     for (size_t i = 0; i < cfg->job_count; i++)
@@ -1227,17 +1395,20 @@ void ej_daemon_config_fini(struct ej_daemon_config *cfg)
     memset(cfg, 0, sizeof(*cfg));
 }
 
-static int load_text(const char *text, size_t len, const char *name, struct ej_daemon_config *out,
-                     struct ej_config_errors *errs)
+static int load_text(const char *text, size_t len, const char *name, const char *dir, unsigned mode,
+                     struct ej_daemon_config *out, struct ej_config_errors *errs)
 {
     yaml_parser_t parser;
     yaml_document_t doc, next;
-    struct yctx c = {&doc, name ? name : "<string>", errs, 0, 0, 0, false, NULL, 0};
+    struct yctx c = {&doc, name ? name : "<string>", errs, 0, 0, 0, false, false, NULL, 0, dir, 0,
+                     NULL};
     yaml_mark_t start = {0, 0, 0};
 
     int rc = ej_daemon_config_init(out);
     if (rc != 0)
         return rc;
+    c.mode = mode;
+    c.warnings = &out->warnings;
     if (len > EJ_CONFIG_MAX_YAML) {
         yerr(&c, start, NULL, "file is %zu bytes, larger than the limit of %d", len,
              EJ_CONFIG_MAX_YAML);
@@ -1247,6 +1418,8 @@ static int load_text(const char *text, size_t len, const char *name, struct ej_d
         rc = EJ_ENOMEM;
         goto out_fini;
     }
+    if (!prescan(&c, text, len))
+        goto out_parser;
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &doc)) {
         syntax_error(&c, &parser, text, len);
@@ -1289,7 +1462,7 @@ int ej_daemon_config_load_string(const char *text, const char *name, struct ej_d
         memset(out, 0, sizeof(*out));
         return EJ_EINVAL;
     }
-    return load_text(text, strlen(text), name, out, errs);
+    return load_text(text, strlen(text), name, NULL, 0, out, errs);
 }
 
 int ej_daemon_config_load_file(const char *path, struct ej_daemon_config *out,
@@ -1337,7 +1510,14 @@ int ej_daemon_config_load_file(const char *path, struct ej_daemon_config *out,
         goto out_free;
     }
     text[n] = '\0';
-    rc = load_text(text, n, path, out, errs);
+    const char *slash = strrchr(path, '/');
+    char *dir = slash == NULL ? NULL : strndup(path, slash == path ? 1 : (size_t)(slash - path));
+    if (slash != NULL && dir == NULL) {
+        rc = EJ_ENOMEM;
+        goto out_free;
+    }
+    rc = load_text(text, n, path, dir, (unsigned)st.st_mode, out, errs);
+    free(dir);
 
 out_free:
     free(text);

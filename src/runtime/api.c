@@ -3,6 +3,7 @@
  * start-up, configuration changes, shutdown, status. The fire flow is in
  * fire.c.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -27,13 +28,20 @@
 
 void ej__rt_settings_ref(struct ej__rt_settings *s)
 {
-    if (s)
-        atomic_fetch_add(&s->refs, 1);
+    if (s) {
+        int was = atomic_fetch_add(&s->refs, 1);
+        assert(was >= 1); /* a snapshot already freed */
+        (void)was;
+    }
 }
 
 void ej__rt_settings_unref(struct ej__rt_settings *s)
 {
-    if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1)
+    if (s == NULL)
+        return;
+    int was = atomic_fetch_sub(&s->refs, 1);
+    assert(was >= 1); /* an unref without its ref */
+    if (was != 1)
         return;
     ej__rt_free_def(s->def);
     for (size_t i = 0; i < s->nparams; i++)
@@ -139,18 +147,19 @@ static int install_settings(struct ej_job *job, const struct ej_job_config *cfg)
 
 void ej__job_ref(struct ej_job *job)
 {
-    atomic_fetch_add(&job->refs, 1);
+    int was = atomic_fetch_add(&job->refs, 1);
+    assert(was >= 1); /* a job already freed */
+    (void)was;
 }
 
 void ej__job_unref(struct ej_job *job)
 {
-    if (atomic_fetch_sub(&job->refs, 1) != 1)
+    int was = atomic_fetch_sub(&job->refs, 1);
+    assert(was >= 1);
+    if (was != 1)
         return;
     ej__rt_settings_unref(job->settings);
-    if (job->local_cfg) {
-        ej_job_config_fini(job->local_cfg);
-        free(job->local_cfg);
-    }
+    ej_job_config_fini(&job->local_cfg);
     free(job->run_items);
     ej_cron_free(job->cron);
     free(job->name);
@@ -169,25 +178,16 @@ void ej__job_set_error(struct ej_job *job, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Cron and zone checks, with the message naming the field. */
-static int cron_checker(const char *cron, const char *time_zone, char *err, size_t errlen)
-{
-    ej_tz *tz = NULL;
-    if (ej_tz_load(time_zone && time_zone[0] ? time_zone : NULL, &tz) != 0) {
-        snprintf(err, errlen, "timeZone: unknown time zone \"%s\"", time_zone);
-        return EJ_ECONFIG;
-    }
-    char why[400] = "";
-    if (ej_cron_parse(cron, NULL, why, sizeof why) != 0) {
-        snprintf(err, errlen, "cron: %s", why);
-        return EJ_ECONFIG;
-    }
-    return 0;
-}
-
 static void on_config_hook(void *user, const struct ej_job_config *cfg, unsigned changed)
 {
     struct ej_job *job = user;
+    /* A job being shut down keeps its trigger only until ej_job_destroy
+     * removes it: rescheduling it now could touch a removed trigger. */
+    pthread_mutex_lock(&job->mu);
+    bool running = job->state == EJ__JOB_STARTED;
+    pthread_mutex_unlock(&job->mu);
+    if (!running)
+        return;
     if (install_settings(job, cfg) != 0) {
         EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ENOMEM, "job %s: cannot apply the new config", job->name);
         return;
@@ -214,9 +214,8 @@ int ej_job_create(ej_registry *reg, const struct ej_job_config *cfg, const struc
     if (opts == NULL)
         opts = &none;
     char err[512] = "";
+    /* The one validator (cron with a fire time ahead, zone, ...). */
     int rc = ej_job_config_validate(cfg, err, sizeof err);
-    if (rc == 0)
-        rc = cron_checker(cfg->cron, cfg->time_zone, err, sizeof err);
     if (rc != 0) {
         EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ECONFIG, "job %s: invalid config: %s",
                cfg->job_name ? cfg->job_name : "?", err);
@@ -262,13 +261,8 @@ int ej_job_create(ej_registry *reg, const struct ej_job_config *cfg, const struc
     job->reconcile_ms = opts->reconcile_interval_ms;
     job->state = EJ__JOB_CREATED;
     job->name = strdup(cfg->job_name);
-    job->local_cfg = calloc(1, sizeof(struct ej_job_config));
-    if (job->name == NULL || job->local_cfg == NULL ||
-        ej_job_config_copy(job->local_cfg, cfg) != 0) {
-        if (job->local_cfg && ((struct ej_job_config *)job->local_cfg)->job_name == NULL) {
-            free(job->local_cfg);
-            job->local_cfg = NULL;
-        }
+    /* A failed copy leaves local_cfg safe to finalise (ej__job_unref). */
+    if (job->name == NULL || ej_job_config_copy(&job->local_cfg, cfg) != 0) {
         ej__job_unref(job);
         return EJ_ENOMEM;
     }
@@ -348,7 +342,7 @@ int ej_job_start(ej_job *job)
     struct ej_job_config eff;
     memset(&eff, 0, sizeof eff);
     char err[1024] = "";
-    int rc = ej__coord_start(job->coord, job->local_cfg, &eff, err, sizeof err);
+    int rc = ej__coord_start(job->coord, &job->local_cfg, &eff, err, sizeof err);
     if (rc != 0) {
         ej__job_set_error(job, "%s", err);
         EJ_LOG(EJ_LOG_ERROR, MOD, rc, "job %s: start failed: %s", job->name, err);
@@ -486,8 +480,6 @@ int ej_job_update_config(ej_job *job, const struct ej_job_config *cfg)
         return EJ_EINVAL;
     }
     int rc = ej_job_config_validate(cfg, err, sizeof err);
-    if (rc == 0)
-        rc = cron_checker(cfg->cron, cfg->time_zone, err, sizeof err);
     if (rc != 0) {
         ej__job_set_error(job, "new config rejected: %s", err);
         return EJ_ECONFIG;
@@ -508,8 +500,8 @@ int ej_job_update_config(ej_job *job, const struct ej_job_config *cfg)
     struct ej_job_config copy;
     if (ej_job_config_copy(&copy, cfg) == 0) {
         pthread_mutex_lock(&job->mu);
-        ej_job_config_fini(job->local_cfg);
-        *(struct ej_job_config *)job->local_cfg = copy;
+        ej_job_config_fini(&job->local_cfg);
+        job->local_cfg = copy;
         pthread_mutex_unlock(&job->mu);
     }
     if (!active(job))
@@ -647,18 +639,20 @@ void ej_job_status_fini(struct ej_job_status *st)
     memset(st, 0, sizeof *st);
 }
 
-const char *ej_job_last_error(ej_job *job)
+const char *ej_job_last_error(ej_job *job, char *buf, size_t len)
 {
-    if (job == NULL)
+    if (buf == NULL || len == 0)
         return "";
+    buf[0] = '\0';
+    if (job == NULL)
+        return buf;
     char cerr[1024] = "";
     if (job->coord)
         ej__coord_last_error(job->coord, cerr, sizeof cerr);
     pthread_mutex_lock(&job->mu);
-    snprintf(job->err_copy, sizeof job->err_copy, "%s",
-             job->last_error[0] ? job->last_error : cerr);
+    snprintf(buf, len, "%s", job->last_error[0] ? job->last_error : cerr);
     pthread_mutex_unlock(&job->mu);
-    return job->err_copy;
+    return buf;
 }
 
 int ej_job_subscribe(ej_job *job, void (*fn)(const struct ej_event *ev, void *user), void *user)

@@ -96,7 +96,7 @@ struct ej_job {
     bool manual;
     int wait_bound_ms;
     int64_t reconcile_ms;
-    void *local_cfg; /* struct ej_job_config * (api.c) */
+    struct ej_job_config local_cfg; /* as given to create/update (api.c) */
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -118,7 +118,6 @@ struct ej_job {
     uint64_t fires, items_run, items_failed;
     int64_t last_fire_ms;
     char last_error[1024];
-    char err_copy[1024];
 };
 
 void ej__job_ref(struct ej_job *job);

@@ -100,7 +100,7 @@ int main(void)
     REQUIRE(ej_job_create(reg, &cfg, &opts, &job) == 0, "create");
     CHECK(ej_job_trigger(job) == EJ_ESTOPPED, "trigger before start");
     REQUIRE(ej_job_subscribe(job, on_event, NULL) == 0, "subscribe");
-    REQUIRE(ej_job_start(job) == 0, "start: %s", ej_job_last_error(job));
+    REQUIRE(ej_job_start(job) == 0, "start: %s", ej_job_last_error(job, (char[512]){0}, 512));
     CHECK(ej_job_start(job) == EJ_EBUSY, "second start");
     ej__sleep_ms(2500);
     CHECK(atomic_load(&item_seen[0]) > 0 && atomic_load(&item_seen[1]) > 0, "items ran");
@@ -153,7 +153,8 @@ int main(void)
     struct ej_job_config upd;
     base_config(&upd, "apiJob", 3, "0/2 * * * * ?");
     upd.monitor_port = 0;
-    CHECK(ej_job_update_config(job, &upd) == 0, "update: %s", ej_job_last_error(job));
+    CHECK(ej_job_update_config(job, &upd) == 0, "update: %s",
+          ej_job_last_error(job, (char[512]){0}, 512));
     ej__sleep_ms(2500);
     REQUIRE(ej_job_status(job, &st) == 0, "status");
     CHECK(st.sharding_total_count == 3 && strcmp(st.cron, "0/2 * * * * ?") == 0, "count %d cron %s",
@@ -162,7 +163,8 @@ int main(void)
     ej_job_status_fini(&st);
     ej_job_config_set_str(&upd.cron, "0/2 * * * * ? nope");
     CHECK(ej_job_update_config(job, &upd) == EJ_ECONFIG, "invalid update accepted");
-    CHECK(strstr(ej_job_last_error(job), "cron") != NULL, "error: %s", ej_job_last_error(job));
+    CHECK(strstr(ej_job_last_error(job, (char[512]){0}, 512), "cron") != NULL, "error: %s",
+          ej_job_last_error(job, (char[512]){0}, 512));
     char *cfgnode = zk_get(peek, "/apiJob/config");
     CHECK(cfgnode && strstr(cfgnode, "nope") == NULL, "invalid config written");
     free(cfgnode);
@@ -192,7 +194,8 @@ int main(void)
     struct ej_job_opts fopts = {.def = &flow, .ip = "127.0.5.1"};
     ej_job *fj = NULL;
     REQUIRE(ej_job_create(reg, &fcfg, &fopts, &fj) == 0, "create dataflow");
-    REQUIRE(ej_job_start(fj) == 0, "start dataflow: %s", ej_job_last_error(fj));
+    REQUIRE(ej_job_start(fj) == 0, "start dataflow: %s",
+            ej_job_last_error(fj, (char[512]){0}, 512));
     ej__sleep_ms(2500);
     CHECK(atomic_load(&flow_processed) >= 4, "dataflow processed %d", atomic_load(&flow_processed));
     ej_job_destroy(fj);

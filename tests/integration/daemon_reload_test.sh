@@ -2,7 +2,8 @@
 # `ejob run` and SIGHUP: a changed cron reschedules that job only (the other
 # job's config and instance nodes are untouched); a file with errors is
 # refused with its errors logged and the running configuration kept; added
-# jobs start and removed jobs stop.
+# jobs start and removed jobs stop; a churn of add/remove reloads followed
+# at once by SIGTERM stops cleanly.
 set -u
 source "$EJ_SOURCE_DIR/tests/support/zkfixture.sh"
 E=${EJOB:?EJOB must name the ejob binary}
@@ -97,7 +98,34 @@ wait_for 20 "add/remove applied" logged "$D/daemon.log" "reload done: 1 added, 1
 [ -n "$(zkf_cli ls /reload/jobC/instances | tr -d '[]')" ] && pass "added jobC registered" || fail "jobC not registered"
 kill -0 $P && pass "daemon still running" || fail "daemon died"
 
+# ------------------------------------------------------ churn, then SIGTERM at once
+# Several reloads that each add a job and remove the one added before (their
+# items still running and their next misfire check armed), then SIGTERM
+# straight after the last one: stopping removed, added and kept jobs must
+# not race with shutdown (the ASan build aborts on a use after free).
+slow_job_yaml() { # NAME
+  cat <<EOF
+  $1:
+    elasticJobType: SCRIPT
+    cron: "* * * * * ?"
+    shardingTotalCount: 3
+    failover: true
+    overwrite: true
+    props:
+      script.command.line: $D/slow.sh $D/runs $1
+EOF
+}
+printf '#!/bin/sh\nsleep 0.4\necho "$(date +%%s%%3N) $2" >>"$1"\n' >"$D/slow.sh"
+chmod +x "$D/slow.sh"
+add_removes_done() { [ "$(grep -c 'reload done: 1 added, 1 removed' "$D/daemon.log")" -ge "$1" ]; }
+for r in 1 2 3 4 5; do
+  { head_yaml; job_yaml jobA "0/5 * * * * ?"; slow_job_yaml churn$r; } >"$D/jobs.yaml"
+  kill -HUP $P
+  wait_for 20 "churn reload $r applied" add_removes_done $((r + 1))
+  sleep 1.2 # churn$r fires and its items run
+done
 kill -TERM $P; wait $P; RC=$?
-[ $RC -eq 0 ] && pass "SIGTERM: exit 0" || fail "exit $RC"
+[ $RC -eq 0 ] && pass "SIGTERM right after the churn: exit 0" || fail "exit $RC"
+grep -E "AddressSanitizer|LeakSanitizer|runtime error" "$D/daemon.log" | head -5 | grep . && fail "sanitizer report in the log" || pass "no sanitizer report"
 echo "$FAILS failure(s)"
 exit $((FAILS > 0))

@@ -339,7 +339,7 @@ int main(int argc, char **argv)
         rc = ej_job_start(jobs[j]);
         if (rc != 0) {
             fprintf(stderr, "testnode: start %s: %s: %s\n", name, ej_strerror(rc),
-                    ej_job_last_error(jobs[j]));
+                    ej_job_last_error(jobs[j], (char[512]){0}, 512));
             return 1;
         }
     }

@@ -2,6 +2,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -19,6 +20,33 @@ static void test_strerror_own_and_system(void **state)
     assert_string_equal(ej_err_name(-ENOENT), "ENOENT");
     assert_string_equal(ej_strerror(-ENOENT), "No such file or directory");
     assert_string_equal(ej_strerror(-999999), "unknown error");
+}
+
+/* One error family: the errno-valued codes are -errno (libuv's rule), so a
+ * module returning -ENOMEM and one returning EJ_ENOMEM agree; ejob's own
+ * codes stay below -1000. */
+static void test_error_family(void **state)
+{
+    (void)state;
+    assert_int_equal(EJ_ENOMEM, -ENOMEM);
+    assert_int_equal(EJ_EINVAL, -EINVAL);
+    assert_int_equal(EJ_EAGAIN, -EAGAIN);
+    assert_int_equal(EJ_EBUSY, -EBUSY);
+    assert_int_equal(EJ_ETIMEDOUT, -ETIMEDOUT);
+    assert_string_equal(ej_strerror(-ENOMEM), "out of memory");
+    assert_string_equal(ej_err_name(-ENOMEM), "EJ_ENOMEM");
+    assert_true(EJ_ECONFIG < -1000 && EJ_ECONNLOSS < -1000 && EJ_EDB < -1000);
+}
+
+static void test_version(void **state)
+{
+    (void)state;
+    assert_int_equal(ej_version(), EJ_VERSION_HEX);
+    char want[32];
+    snprintf(want, sizeof(want), "%d.%d.%d", EJ_VERSION_MAJOR, EJ_VERSION_MINOR,
+             EJ_VERSION_PATCH);
+    assert_string_equal(ej_version_string(), want);
+    assert_string_equal(ej_version_string(), EJOB_PROJECT_VERSION);
 }
 
 static void test_java_hash(void **state)
@@ -92,6 +120,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strerror_own_and_system),
+        cmocka_unit_test(test_error_family),
+        cmocka_unit_test(test_version),
         cmocka_unit_test(test_java_hash),
         cmocka_unit_test(test_json_quote_gson_escaping),
         cmocka_unit_test(test_buf),

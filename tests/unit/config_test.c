@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -72,6 +73,13 @@ static char *read_data_file(const char *name, size_t *len)
     if (len)
         *len = n;
     return buf;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void make_script_job(struct ej_job_config *c, const char *name, const char *cron, int count,
@@ -864,7 +872,7 @@ static void m_tz_dir(struct ej_job_config *c)
 }
 static void m_tz_gmt(struct ej_job_config *c)
 {
-    ej_job_config_set_str(&c->time_zone, "GMT+08:00");
+    ej_job_config_set_str(&c->time_zone, "GMT+99:00");
 }
 static void m_time_diff(struct ej_job_config *c)
 {
@@ -982,7 +990,7 @@ static void test_validate_messages(void **state)
     assert_invalid(m_tz_abs, "timeZone: invalid time zone name \"/usr/share/zoneinfo/UTC\"");
     assert_invalid(m_tz_not_tzif, "timeZone: unknown time zone \"zone.tab\"");
     assert_invalid(m_tz_dir, "timeZone: unknown time zone \"Asia\"");
-    assert_invalid(m_tz_gmt, "timeZone: invalid time zone name \"GMT+08:00\"");
+    assert_invalid(m_tz_gmt, "timeZone: invalid time zone name \"GMT+99:00\"");
     assert_invalid(m_time_diff, "maxTimeDiffSeconds: must be -1 or >= 0, got -5");
     assert_invalid(m_script_timeout, "scriptTimeoutMilliseconds: must be >= 0, got -1");
     assert_invalid(m_type, "jobType: unknown job type 7");
@@ -1044,39 +1052,58 @@ static void test_validate_valid_and_all(void **state)
 
 static int fake_cron(const char *cron, const char *tz, char *err, size_t errlen)
 {
-    if (strcmp(cron, "bad") == 0) {
-        snprintf(err, errlen, "field 1 (seconds): \"bad\" is not valid (tz %s)", tz);
-        return -1;
-    }
-    return 0;
-}
-
-static int silent_cron(const char *cron, const char *tz, char *err, size_t errlen)
-{
     (void)cron;
     (void)tz;
-    (void)err;
-    (void)errlen;
+    snprintf(err, errlen, "never used");
     return -1;
 }
 
-static void test_validate_cron_hook(void **state)
+/* One cron rule: syntax, zone and a fire time ahead, whatever hook is set. */
+static void test_validate_cron_rule(void **state)
 {
     (void)state;
     struct ej_job_config c;
     char err[256];
     make_script_job(&c, "j", "bad", 1, "x");
-    assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), 0); /* no checker */
-    ej_config_set_cron_checker(fake_cron);
     assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), EJ_ECONFIG);
-    assert_string_equal(err, "cron: field 1 (seconds): \"bad\" is not valid (tz )");
+    assert_memory_equal(err, "cron: ", 6);
+    static const char *const never[] = {"0 0 0 30 2 ?", "0 0 0 1 1 ? 2001", "0 0 0 31 4 ?"};
+    for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+        ej_job_config_set_str(&c.cron, never[i]);
+        assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), EJ_ECONFIG);
+        assert_string_equal(err, "cron: has no fire time ahead");
+        assert_int_equal(ej_config_check_cron(never[i], "", err, sizeof(err)), EJ_ECONFIG);
+        assert_string_equal(err, "cron: has no fire time ahead");
+    }
     ej_job_config_set_str(&c.cron, "0 * * * * ?");
+    ej_config_set_cron_checker(fake_cron); /* no effect any more */
     assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), 0);
-    ej_config_set_cron_checker(silent_cron);
-    assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), EJ_ECONFIG);
-    assert_string_equal(err, "cron: invalid cron expression");
     ej_config_set_cron_checker(NULL);
+    /* One zone rule: Java's custom ids load, so they are valid. */
+    ej_job_config_set_str(&c.time_zone, "GMT+08:00");
     assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), 0);
+    assert_int_equal(ej_config_check_cron("0 * * * * ?", "GMT+08:00", err, sizeof(err)), 0);
+    ej_job_config_set_str(&c.time_zone, "Mars/Base");
+    assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), EJ_ECONFIG);
+    assert_string_equal(err, "timeZone: unknown time zone \"Mars/Base\"");
+    assert_int_equal(ej_config_check_cron("0 * * * * ?", "Mars/Base", err, sizeof(err)),
+                     EJ_ECONFIG);
+    assert_string_equal(err, "timeZone: unknown time zone \"Mars/Base\"");
+    ej_job_config_fini(&c);
+}
+
+/* A command line the executor cannot split is refused at validation. */
+static void test_validate_command_line(void **state)
+{
+    (void)state;
+    struct ej_job_config c;
+    char err[256];
+    make_script_job(&c, "j", "0 * * * * ?", 1, "/bin/echo 'unbalanced");
+    assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), EJ_ECONFIG);
+    assert_string_equal(err, "scriptCommandLine: unbalanced quotes in '/bin/echo 'unbalanced'");
+    ej_job_config_set_str(&c.script_command_line, "'' x");
+    assert_int_equal(ej_job_config_validate(&c, err, sizeof(err)), EJ_ECONFIG);
+    assert_string_equal(err, "scriptCommandLine: no program in '\'\' x'");
     ej_job_config_fini(&c);
 }
 
@@ -1099,14 +1126,22 @@ static void test_time_zone_check(void **state)
     assert_non_null(mkdtemp(dir));
     char path[300];
     snprintf(path, sizeof(path), "%s/Test_Zone", dir);
+    /* A real TZif file under a name no other database has. */
+    FILE *in = fopen("/usr/share/zoneinfo/UTC", "rb");
     FILE *f = fopen(path, "wb");
-    fputs("TZif2 fake", f);
+    assert_non_null(in);
+    char buf[4096];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof(buf), in)) > 0)
+        fwrite(buf, 1, got, f);
+    fclose(in);
     fclose(f);
     const char *old = getenv("TZDIR");
     char *saved = old ? strdup(old) : NULL;
     setenv("TZDIR", dir, 1);
     assert_int_equal(ej_config_check_time_zone("Test_Zone", err, sizeof(err)), 0);
-    assert_int_equal(ej_config_check_time_zone("Asia/Shanghai", err, sizeof(err)), EJ_ECONFIG);
+    assert_int_equal(ej_config_check_time_zone("Not/Here", err, sizeof(err)), EJ_ECONFIG);
+    assert_string_equal(err, "unknown time zone \"Not/Here\"");
     if (saved) {
         setenv("TZDIR", saved, 1);
         free(saved);
@@ -1278,6 +1313,60 @@ static void test_yaml_spec_example(void **state)
     assert_int_equal(ej_job_config_validate(j, NULL, 0), 0);
     ej_daemon_config_fini(&d);
     ej_daemon_config_fini(&d);
+    ej_config_errors_fini(&e);
+}
+
+/* defaults: job keys every job of the file gets unless it sets them. */
+static void test_yaml_defaults(void **state)
+{
+    (void)state;
+    struct ej_daemon_config d;
+    struct ej_config_errors e;
+    const char *yaml = "regCenter: {namespace: n}\n"
+                       "defaults:\n"
+                       "  jobShardingStrategyType: ROTATE\n"
+                       "  failover: true\n"
+                       "  shardingTotalCount: 2\n"
+                       "  props: {script.timeout.milliseconds: 5000}\n"
+                       "jobs:\n"
+                       "  a: {elasticJobType: SCRIPT, cron: \"0 * * * * ?\",\n"
+                       "      props: {script.command.line: /bin/true}}\n"
+                       "  b: {elasticJobType: SCRIPT, cron: \"0 * * * * ?\", failover: false,\n"
+                       "      shardingTotalCount: 3, jobShardingStrategyType: AVERAGE,\n"
+                       "      props: {script.command.line: /bin/true,\n"
+                       "              script.timeout.milliseconds: 10}}\n";
+    assert_int_equal(load_yaml(yaml, &d, &e), 0);
+    assert_int_equal(d.job_count, 2);
+    assert_true(d.jobs[0].failover);
+    assert_int_equal(d.jobs[0].sharding_total_count, 2);
+    assert_int_equal(d.jobs[0].script_timeout_ms, 5000);
+    assert_string_equal(d.jobs[0].job_sharding_strategy_class,
+                        "com.dangdang.ddframe.job.lite.api.strategy.impl."
+                        "RotateServerByNameJobShardingStrategy");
+    assert_false(d.jobs[1].failover);
+    assert_int_equal(d.jobs[1].sharding_total_count, 3);
+    assert_int_equal(d.jobs[1].script_timeout_ms, 10);
+    assert_string_equal(d.jobs[1].job_sharding_strategy_class, "");
+    ej_daemon_config_fini(&d);
+    ej_config_errors_fini(&e);
+
+    /* A problem in defaults is reported once, at its place, not per job. */
+    const char *bad = "regCenter: {namespace: n}\n"
+                      "defaults:\n"
+                      "  shardingTotalCount: two\n"
+                      "  shardingTotalCont: 2\n"
+                      "jobs:\n"
+                      "  a: {elasticJobType: SCRIPT, cron: \"0 * * * * ?\",\n"
+                      "      props: {script.command.line: /bin/true}}\n"
+                      "  b: {elasticJobType: SCRIPT, cron: \"0 * * * * ?\",\n"
+                      "      props: {script.command.line: /bin/true}}\n";
+    assert_int_equal(load_yaml(bad, &d, &e), EJ_ECONFIG);
+    assert_int_equal(e.count, 2);
+    assert_string_equal(e.messages[0],
+                        "jobs.yaml:3:23: defaults.shardingTotalCount: expected an integer, got "
+                        "\"two\"");
+    assert_string_equal(e.messages[1],
+                        "jobs.yaml:4:3: defaults: unknown key \"shardingTotalCont\"");
     ej_config_errors_fini(&e);
 }
 
@@ -1494,8 +1583,9 @@ static void test_yaml_errors(void **state)
     assert_yaml_error("regCenter:\n  namespace: n\n  serverLists: \"[::1]x\"\n",
                       "jobs.yaml:3:16: regCenter.serverLists: server \"[::1]x\": port must be "
                       "1..65535");
-    assert_yaml_error("regCenter:\n  namespace: n\n  sessionTimeoutMilliseconds: 0\n",
-                      "jobs.yaml:3:31: regCenter.sessionTimeoutMilliseconds: must be >= 1, got 0");
+    assert_yaml_error(
+        "regCenter:\n  namespace: n\n  sessionTimeoutMilliseconds: 0\n",
+        "jobs.yaml:3:31: regCenter.sessionTimeoutMilliseconds: must be 1000..3600000, got 0");
     assert_yaml_error("regCenter:\n  namespace: n\n  connectionTimeoutMilliseconds: -1\n",
                       "jobs.yaml:3:34: regCenter.connectionTimeoutMilliseconds: must be >= 1, "
                       "got -1");
@@ -1680,16 +1770,40 @@ static void test_yaml_limits_and_files(void **state)
 
     /* An alias bomb stays cheap and is refused. */
     n = (size_t)sprintf(buf, "regCenter: {namespace: n}\nx0: &a0 {");
-    for (int k = 0; k < 1000; k++)
+    for (int k = 0; k < 2500; k++)
         n += (size_t)sprintf(buf + n, "%sk%d: 1", k ? ", " : "", k);
     n += (size_t)sprintf(buf + n, "}\njobs:\n");
-    for (int j = 0; j < 3000; j++)
+    for (int j = 0; j < 1000; j++)
         n += (size_t)sprintf(buf + n, "  j%d: *a0\n", j);
     assert_true(n < cap);
     assert_int_equal(load_yaml(buf, &d, &e), EJ_ECONFIG);
     assert_int_equal(e.count, 1);
     assert_non_null(strstr(e.messages[0], ": document too complex: more than 2000000 mapping "
                                           "entries after aliases"));
+    ej_config_errors_fini(&e);
+
+    /* More aliases than the limit: refused before the document is built. */
+    n = (size_t)sprintf(buf, "regCenter: {namespace: n}\nx0: &a0 {k: 1}\njobs:\n");
+    for (int j = 0; j < 1001; j++)
+        n += (size_t)sprintf(buf + n, "  j%d: *a0\n", j);
+    assert_int_equal(load_yaml(buf, &d, &e), EJ_ECONFIG);
+    assert_int_equal(e.count, 1);
+    assert_string_equal(e.messages[0], "jobs.yaml:1004:10: more than 1000 aliases");
+    ej_config_errors_fini(&e);
+
+    /* Nesting: 200,000 levels are refused at level 65 (the top mapping is 1), at once. */
+    free(buf);
+    cap = 500000;
+    buf = malloc(cap);
+    n = (size_t)sprintf(buf, "regCenter: {namespace: n}\njobs: ");
+    memset(buf + n, '[', 200000);
+    memset(buf + n + 200000, ']', 200000);
+    buf[n + 400000] = '\0';
+    int64_t t0 = mono_ms();
+    assert_int_equal(load_yaml(buf, &d, &e), EJ_ECONFIG);
+    assert_true(mono_ms() - t0 < 2000); /* quadratic before: minutes */
+    assert_int_equal(e.count, 1);
+    assert_string_equal(e.messages[0], "jobs.yaml:2:70: nested deeper than 64 levels");
     ej_config_errors_fini(&e);
 
     /* Too many jobs. */
@@ -1750,11 +1864,13 @@ int main(void)
         cmocka_unit_test(test_json_huge_and_hostile_input),
         cmocka_unit_test(test_validate_messages),
         cmocka_unit_test(test_validate_valid_and_all),
-        cmocka_unit_test(test_validate_cron_hook),
+        cmocka_unit_test(test_validate_cron_rule),
+        cmocka_unit_test(test_validate_command_line),
         cmocka_unit_test(test_time_zone_check),
         cmocka_unit_test(test_sharding_params),
         cmocka_unit_test(test_yaml_spec_example),
         cmocka_unit_test(test_yaml_strategy_java_names),
+        cmocka_unit_test(test_yaml_defaults),
         cmocka_unit_test(test_yaml_http_and_defaults),
         cmocka_unit_test(test_yaml_error_file),
         cmocka_unit_test(test_yaml_errors),
