@@ -416,6 +416,7 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     pthread_cond_init(&c->cv, &ca);
     pthread_condattr_destroy(&ca);
     atomic_init(&c->refs, 1);
+    c->fence_told = -1;
     c->connected = ej_registry_is_connected(o->reg);
     const char *j = o->job_name;
     c->p_root = ej__coord_path(j, "%s", "");
@@ -527,6 +528,10 @@ int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
     if (rc != 0)
         goto reg_error;
     c->listener_added = true;
+    rc = ej_registry_add_fence_listener(reg, ej__coord_on_fence, c);
+    if (rc != 0)
+        goto reg_error;
+    c->fence_added = true;
     ej_tree_cache *caches[] = {c->c_config, c->c_servers, c->c_instances, c->c_leader};
     for (size_t i = 0; i < 4; i++) {
         rc = ej_tree_cache_start(caches[i]);
@@ -592,6 +597,10 @@ void ej__coord_leave(ej__coord *c)
         ej_registry_remove_listener(c->reg, ej__coord_on_state, c);
         c->listener_added = false;
     }
+    if (c->fence_added) {
+        ej_registry_remove_fence_listener(c->reg, ej__coord_on_fence, c);
+        c->fence_added = false;
+    }
     if (!ej_registry_is_connected(c->reg))
         return;
     ej__coord_abdicate(c);
@@ -638,6 +647,10 @@ void ej__coord_destroy(ej__coord *c)
     if (c->listener_added) {
         ej_registry_remove_listener(c->reg, ej__coord_on_state, c);
         c->listener_added = false;
+    }
+    if (c->fence_added) {
+        ej_registry_remove_fence_listener(c->reg, ej__coord_on_fence, c);
+        c->fence_added = false;
     }
     /* After these return, no listener of ours runs again. */
     ej_tree_cache_destroy(c->c_config);

@@ -46,6 +46,9 @@ struct ej__coord {
     bool busy;
     bool reconcile_posted;
     int64_t reg_session; /* session that created our instance node; 0 none */
+    int64_t reg_at_ms;   /* wall ms of that registration */
+    int fence_told;      /* fence level last told to the runtime; -1 none */
+    bool fence_added;    /* our fence listener is on the registry */
     int64_t last_reconcile_ms;
     char err[1024];
     bool err_is_config;
@@ -89,6 +92,7 @@ int ej__coord_persist_server(ej__coord *c, bool cfg_disabled, bool overwrite);
 int ej__coord_register_instance(ej__coord *c);
 void ej__coord_on_state(ej_registry *reg, ej_reg_state st, bool new_session, void *user);
 void ej__coord_on_servers_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user);
+void ej__coord_on_fence(ej_registry *reg, ej_reg_fence level, int64_t session, void *user);
 void ej__coord_on_instances_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user);
 
 /* reconcile.c */

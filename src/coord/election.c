@@ -55,7 +55,54 @@ bool ej__coord_eligible_locked(ej__coord *c)
            c->reg_session == ej_registry_session_id(c->reg);
 }
 
+/* Under the election latch: a leader node naming no live instance (read
+ * from ZooKeeper, not the cache) is deleted by its version. Every elector,
+ * ejob or Java, creates the leader node only under this latch, so the node
+ * read is the node deleted. Returns true when it was deleted. */
+static bool remove_stale_leader_latched(ej__coord *c)
+{
+    char *id = NULL;
+    struct ej_node_stat st;
+    if (ej_registry_get(c->reg, c->p_leader_inst, &id, NULL, &st) != 0)
+        return false;
+    bool live = false;
+    char *p = id[0] && !strchr(id, '/') ? ej__asprintf("%s/%s", c->p_instances, id) : NULL;
+    if (p && ej_registry_exists(c->reg, p, &live, NULL) != 0)
+        live = true; /* cannot tell: leave it */
+    free(p);
+    bool removed = false;
+    if (!live) {
+        int rc = ej_registry_delete(c->reg, c->p_leader_inst, st.version);
+        removed = rc == 0 || rc == EJ_ENONODE;
+        EJ_LOG(EJ_LOG_WARN, MOD, rc,
+               "job %s: the leader node %s names \"%s\", which is no live instance: %s", c->job,
+               c->p_leader_inst, id, removed ? "removed; electing again" : "cannot remove it");
+    }
+    free(id);
+    return removed;
+}
+
+static int elect(ej__coord *c, bool heal);
+
 int ej__coord_elect(ej__coord *c)
+{
+    return elect(c, false);
+}
+
+bool ej__coord_leader_stale(ej__coord *c)
+{
+    char *id = ej__coord_leader_id(c, NULL);
+    bool stale = id != NULL && ej__coord_instance_session(c, id) == 0;
+    free(id);
+    return stale;
+}
+
+int ej__coord_heal_leader(ej__coord *c)
+{
+    return elect(c, true);
+}
+
+static int elect(ej__coord *c, bool heal)
 {
     pthread_mutex_lock(&c->mu);
     if (c->closed || c->stopped || c->electing) {
@@ -82,6 +129,8 @@ int ej__coord_elect(ej__coord *c)
      * the cache may lag behind a leader that just left). */
     bool exists = false;
     rc = ej_registry_exists(c->reg, c->p_leader_inst, &exists, NULL);
+    if (rc == 0 && exists && heal && remove_stale_leader_latched(c))
+        exists = false;
     if (rc == 0 && !exists) {
         rc = ej_registry_create_node(c->reg, c->p_leader_inst, c->me, strlen(c->me),
                                      EJ_REG_EPHEMERAL, EJ_REG_CREATE_PARENTS, NULL);

@@ -225,6 +225,10 @@ struct ej__coord_hooks {
     void (*on_stop)(void *user, int why); /* EJ__STOP_* */
     /* After the coordinator handled a connection state. */
     void (*on_conn)(void *user, ej_reg_state state, bool new_session);
+    /* The fence of this instance's registered session changed (an
+     * ej_reg_fence value). Runs on the registry's watchdog thread, so that
+     * it is never late behind the dispatch thread: set flags only. */
+    void (*on_fence)(void *user, int level);
 };
 
 struct ej__coord_opts {
@@ -280,6 +284,17 @@ bool ej__coord_server_disabled(ej__coord *c);
 bool ej__coord_registered(ej__coord *c); /* own instance node present (this session) */
 bool ej__coord_connected(ej__coord *c);  /* not suspended / lost */
 bool ej__coord_stopped(ej__coord *c);    /* operator shutdown or job removed */
+/* The session this instance registered in (its instance node's owner), 0
+ * while not registered. A fire keeps the session it began in. */
+int64_t ej__coord_session(ej__coord *c);
+/* Wall-clock ms of the latest registration (start, or again after a new
+ * session); 0 before. A cron fire scheduled before it is not run. */
+int64_t ej__coord_registered_at(ej__coord *c);
+/* May work begun in session start now? Registered in that very session,
+ * connected, not stopped, and the registry's fence of the session OPEN
+ * (contact with the server within half the session timeout). Asked before
+ * every item starts. */
+bool ej__coord_may_start(ej__coord *c, int64_t session);
 /* Live instances on enabled servers, in ElasticJob order (reverse
  * lexicographic). Caller frees with ej_registry_free_names. */
 int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n);
@@ -295,6 +310,13 @@ char *ej__coord_leader(ej__coord *c);
 bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms);
 /* Run an election now (blocks, bounded). */
 int ej__coord_elect(ej__coord *c);
+/* True when the cache shows a leader node whose data names no live instance
+ * (no node under instances/). */
+bool ej__coord_leader_stale(ej__coord *c);
+/* Heal a stale leader: under the election latch, delete the leader node by
+ * its version if ZooKeeper confirms it names no live instance, and elect.
+ * Blocks (bounded). */
+int ej__coord_heal_leader(ej__coord *c);
 /* Create leader/sharding/necessary (idempotent). */
 int ej__coord_set_necessary(ej__coord *c);
 /* Tell the runtime that failover items were taken (its hook). */

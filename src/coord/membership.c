@@ -32,10 +32,11 @@ void ej__coord_stop_job(ej__coord *c, int why)
     pthread_mutex_unlock(&c->mu);
     if (!first)
         return;
+    const char *ns = ej_registry_namespace(c->reg);
     if (why == EJ__STOP_OPERATOR)
         EJ_LOG(EJ_LOG_WARN, MOD, 0,
-               "job %s: instance node %s deleted by an operator: this instance stops the job",
-               c->job, c->p_my_instance);
+               "job %s: instance node %s%s%s deleted by an operator: this instance stops the job",
+               c->job, ns[0] ? "/" : "", ns, c->p_my_instance);
     else
         EJ_LOG(EJ_LOG_WARN, MOD, 0, "job %s: job removed from ZooKeeper: stopping", c->job);
     ej__coord_abdicate(c);
@@ -244,6 +245,8 @@ int ej__coord_register_instance(ej__coord *c)
     if (rc == 0) {
         pthread_mutex_lock(&c->mu);
         c->reg_session = sess;
+        c->reg_at_ms = ej__now_ms();
+        c->fence_told = -1;
         pthread_cond_broadcast(&c->cv);
         pthread_mutex_unlock(&c->mu);
     } else {
@@ -273,6 +276,8 @@ static void reregister_task(ej__coord *c, void *arg)
     if (!ej__coord_server_disabled(c))
         ej__coord_elect(c);
     ej__coord_leader_set_necessary(c);
+    /* Crashes seen while this instance had no session. */
+    ej__failover_process_pending(c);
     if (c->hooks.on_conn)
         c->hooks.on_conn(c->hooks.user, EJ_REG_RECONNECTED, true);
 }
@@ -336,5 +341,65 @@ void ej__coord_on_state(ej_registry *reg, ej_reg_state st, bool new_session, voi
     if (!ej__coord_enter(c))
         return;
     on_state_body(reg, st, new_session, user);
+    ej__coord_done(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The fence (registry watchdog thread)                                      */
+
+int64_t ej__coord_session(ej__coord *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int64_t s = c->stopped || c->closed ? 0 : c->reg_session;
+    pthread_mutex_unlock(&c->mu);
+    return s;
+}
+
+int64_t ej__coord_registered_at(ej__coord *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int64_t at = c->reg_at_ms;
+    pthread_mutex_unlock(&c->mu);
+    return at;
+}
+
+bool ej__coord_may_start(ej__coord *c, int64_t session)
+{
+    pthread_mutex_lock(&c->mu);
+    bool ok = session != 0 && c->reg_session == session && c->started && !c->stopped &&
+              !c->closed && c->connected;
+    pthread_mutex_unlock(&c->mu);
+    return ok && ej_registry_fence(c->reg, session) == EJ_REG_FENCE_OPEN;
+}
+
+/* The registry's fence changed. What counts is the fence of the session we
+ * registered in: a new session is CANCEL for us until we registered in it. */
+void ej__coord_on_fence(ej_registry *reg, ej_reg_fence level, int64_t session, void *user)
+{
+    (void)level;
+    (void)session;
+    ej__coord *c = user;
+    if (!ej__coord_enter(c))
+        return;
+    pthread_mutex_lock(&c->mu);
+    int64_t mine = c->reg_session;
+    bool started = c->started && !c->stopped;
+    pthread_mutex_unlock(&c->mu);
+    int lvl = mine ? (int)ej_registry_fence(reg, mine) : (int)EJ_REG_FENCE_CANCEL;
+    pthread_mutex_lock(&c->mu);
+    bool tell = started && lvl != c->fence_told;
+    if (tell)
+        c->fence_told = lvl;
+    pthread_mutex_unlock(&c->mu);
+    if (tell && lvl != EJ_REG_FENCE_OPEN) {
+        int64_t sess = 0;
+        int64_t last = ej_registry_last_contact_ms(reg, &sess);
+        EJ_LOG(EJ_LOG_WARN, MOD, 0,
+               "job %s: no answer from ZooKeeper for %" PRId64 " ms (session timeout %d ms): %s",
+               c->job, ej__mono_ms() - last, ej_registry_negotiated_timeout_ms(reg),
+               lvl == EJ_REG_FENCE_HOLD ? "starting nothing" : "stopping running items");
+    }
+    if (tell && c->hooks.on_fence)
+        c->hooks.on_fence(c->hooks.user, lvl);
     ej__coord_done(c);
 }
