@@ -6,9 +6,13 @@
  *   latch.c      a Curator-LeaderLatch-compatible mutex (bounded waits)
  *   view.c       a watch-based view of /{job}/sharding that costs no reads
  *                in steady state (see docs/coordination.md)
- *   coord.c      the per-job coordinator: tree caches of config, servers,
- *                instances and leader, start-up registration, election,
- *                console operations, connection states, reconcile
+ *   coord.c      the per-job coordinator: state, tree caches of config,
+ *                servers, instances and leader, control tasks, start-up
+ *   election.c   election, the leader cache, healing a stale leader
+ *   config_watch.c  the config node
+ *   membership.c servers/instances (console operations), registration,
+ *                connection states, the fence
+ *   reconcile.c  ElasticJob's ReconcileService
  *   shard.c      the sharding service (lazy resharding by the leader, in
  *                chunked transactions)
  *   failover.c   crash detection, failover items, taking them over

@@ -156,8 +156,6 @@ static void send_probe(ej_registry *reg, uint64_t seq, int64_t now)
         p->timeout_ms = zoo_recv_timeout(zh);
         if (p->session != 0) {
             rc = zoo_aexists(zh, reg->prefix_len ? reg->prefix : "/", 0, probe_done, p);
-            if (rc == ZOK)
-                ej__reg_count(reg);
         }
     }
     pthread_rwlock_unlock(&reg->zh_lock);
