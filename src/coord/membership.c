@@ -394,7 +394,7 @@ void ej__coord_on_fence(ej_registry *reg, ej_reg_fence level, int64_t session, v
     if (tell && lvl != EJ_REG_FENCE_OPEN) {
         int64_t sess = 0;
         int64_t last = ej_registry_last_contact_ms(reg, &sess);
-        EJ_LOG(EJ_LOG_WARN, MOD, 0,
+        EJ_LOG(EJ_LOG_DEBUG, MOD, 0,
                "job %s: no answer from ZooKeeper for %" PRId64 " ms (session timeout %d ms): %s",
                c->job, ej__mono_ms() - last, ej_registry_negotiated_timeout_ms(reg),
                lvl == EJ_REG_FENCE_HOLD ? "starting nothing" : "stopping running items");

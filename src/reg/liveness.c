@@ -178,10 +178,13 @@ static void tell_locked(ej_registry *reg, ej_reg_fence level, int64_t session)
         return;
     memcpy(snap, reg->fence_fns, n * sizeof(*snap));
     reg->fence_telling = true;
+    int64_t silence = reg->contact_ms ? ej__mono_ms() - reg->contact_ms : -1;
+    int timeout = timeout_locked(reg);
     pthread_mutex_unlock(&reg->live_mu);
     static const char *const names[] = {"open", "hold (start nothing)", "cancel (stop items)"};
     EJ_LOG(level == EJ_REG_FENCE_OPEN ? EJ_LOG_INFO : EJ_LOG_WARN, "reg", 0,
-           "fence of session 0x%llx: %s", (unsigned long long)session, names[level]);
+           "fence of session 0x%llx: %s (last answer %lld ms ago, session timeout %d ms)",
+           (unsigned long long)session, names[level], (long long)silence, timeout);
     for (size_t i = 0; i < n; i++) {
         bool still = false;
         pthread_mutex_lock(&reg->live_mu);
