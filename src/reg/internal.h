@@ -42,6 +42,13 @@ void ej__reg_stat_from_zk(struct ej_node_stat *out, const struct Stat *in);
 /* Record the calling thread's last error message and return err. */
 int ej__reg_fail(int err, const char *fmt, ...) EJ_PRINTF(2, 3);
 
+/* The fence after silence_ms without an answer (the send time of the last
+ * answered probe to now), for a session timeout of timeout_ms; up: the
+ * client reports the connection up; same_session: the session asked about
+ * is the one of that answer. */
+ej_reg_fence ej__reg_fence_level(int64_t silence_ms, int64_t timeout_ms, bool up,
+                                 bool same_session);
+
 /* A thread-local pseudo-random number (for back-off jitter). */
 uint32_t ej__reg_rand(void);
 

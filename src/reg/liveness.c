@@ -67,15 +67,8 @@ static int timeout_locked(const ej_registry *reg)
 /* The level of session at now (live_mu held). */
 static ej_reg_fence level_locked(const ej_registry *reg, int64_t session, int64_t now)
 {
-    if (reg->contact_session == 0 || (session != 0 && session != reg->contact_session))
-        return EJ_REG_FENCE_CANCEL;
-    int64_t t = timeout_locked(reg);
-    int64_t silence = now - reg->contact_ms;
-    if (silence * 1000 >= t * EJ_REG_FENCE_CANCEL_PERMILLE)
-        return EJ_REG_FENCE_CANCEL;
-    if (silence * 1000 >= t * EJ_REG_FENCE_HOLD_PERMILLE || !reg->zk_up)
-        return EJ_REG_FENCE_HOLD;
-    return EJ_REG_FENCE_OPEN;
+    bool same = reg->contact_session != 0 && (session == 0 || session == reg->contact_session);
+    return ej__reg_fence_level(now - reg->contact_ms, timeout_locked(reg), reg->zk_up, same);
 }
 
 ej_reg_fence ej_registry_fence(const ej_registry *reg, int64_t session)
