@@ -27,6 +27,10 @@
 
 /* The shortest probe period, whatever the session timeout. */
 #define MIN_PERIOD_MS 20
+/* Probes in flight at most. A slow server answers each late, but in order:
+ * with probes every period, the silence stays under its answer time plus
+ * one period instead of twice the answer time. */
+#define MAX_INFLIGHT 4
 
 struct probe {
     ej_registry *reg;
@@ -229,11 +233,10 @@ static void *live_main(void *arg)
         int64_t now = ej__mono_ms();
         int64_t t = timeout_locked(reg);
         int64_t period = t / 6 > MIN_PERIOD_MS ? t / 6 : MIN_PERIOD_MS;
-        bool inflight = reg->probe_answered < reg->probe_seq;
-        /* One probe in flight at a time (answers come in order anyway);
-         * one unanswered for a whole timeout is given up on. */
+        bool room = reg->probe_seq - reg->probe_answered < MAX_INFLIGHT;
+        /* Probes unanswered for a whole timeout are given up on. */
         bool due = reg->zk_up && (reg->probe_now || now - last_sent >= period) &&
-                   (!inflight || now - reg->probe_sent_ms >= t);
+                   (room || now - reg->probe_sent_ms >= t);
         if (due) {
             uint64_t seq = ++reg->probe_seq;
             reg->probe_sent_ms = now;
@@ -253,8 +256,11 @@ static void *live_main(void *arg)
             continue;
         }
         int64_t next = next_threshold_locked(reg, now);
-        if (reg->zk_up && last_sent + period < next)
-            next = last_sent + period;
+        /* Without room, the next probe waits for an answer (which wakes
+         * this thread) or for the oldest to be given up on. */
+        int64_t probe_at = room ? last_sent + period : reg->probe_sent_ms + t;
+        if (reg->zk_up && probe_at < next)
+            next = probe_at;
         wait_until_locked(reg, next);
     }
     pthread_mutex_unlock(&reg->live_mu);
