@@ -3,6 +3,7 @@
  * 2.1.5 peer in ZooKeeper. Internal API used by the runtime module.
  *
  *   paths.c      node names, instance ids, Curator latch names (pure)
+ *   waiter.c     waiting, bounded, for a one-shot watch (latch, guarantee)
  *   latch.c      a Curator-LeaderLatch-compatible mutex (bounded waits)
  *   view.c       a watch-based view of /{job}/sharding that costs no reads
  *                in steady state (see docs/coordination.md)
@@ -98,6 +99,20 @@ void ej__uuid4(char out[37]);
 /* Reverse-sorts item numbers as strings (ElasticJob takes the greatest item
  * STRING first when picking a failover item: "9" before "10"). */
 void ej__items_sort_desc_as_strings(int *items, size_t n);
+
+/* ------------------------------------------------------------------------ */
+/* waiter.c: wait, bounded, for a one-shot watch                              */
+
+typedef struct ej__waiter ej__waiter;
+
+/* A waiter with two references: the caller's and the watch's. Pass
+ * ej__waiter_watch with the waiter as the watch callback; when setting the
+ * watch fails, unref twice. NULL on allocation failure. */
+ej__waiter *ej__waiter_new(void);
+void ej__waiter_watch(ej_registry *reg, ej_reg_watch_event ev, const char *path, void *user);
+/* Wait until the watch fired or deadline_ms (mono). True when it fired. */
+bool ej__waiter_wait(ej__waiter *w, int64_t deadline_ms);
+void ej__waiter_unref(ej__waiter *w);
 
 /* ------------------------------------------------------------------------ */
 /* latch.c                                                                   */
