@@ -677,6 +677,14 @@ static void execute(struct ej_job *job, const struct ej__rt_settings *s, const i
             free(mis);
             break;
         }
+        /* ElasticJob's isEligibleForJobRunning: no misfire re-run while a
+         * resharding waits (the leader reshards only at a fire's start; a
+         * run that always overruns its period would otherwise keep it
+         * from ever doing so). The next fire runs the items. */
+        if (ej__coord_necessary_locked(c)) {
+            free(mis);
+            break;
+        }
         /* Only items still ours: one that moved is its new owner's to
          * re-run (the misfire node stays with the item). */
         int *own = NULL;
