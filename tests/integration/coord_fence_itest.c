@@ -12,8 +12,8 @@
  * thawed the instance registers again and runs items again.
  *
  * Then the server is killed (the connection breaks at once): the fence holds
- * within 100 ms of the client reporting the disconnection, again with the
- * dispatch thread held up.
+ * as soon as the client reports the disconnection (measured from the kill:
+ * 0-1 ms, about 200 ms under TSan), again with the dispatch thread held up.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -255,7 +255,11 @@ int main(void)
     }
     fprintf(stderr, "server killed: fence holds %" PRId64 " ms after the kill returned\n",
             held ? held - dead : -1);
-    CHECK(held && held - dead <= 100, "fence held %" PRId64 " ms after the server died",
+    /* The fence reads the client's own state the moment its completion
+     * thread reports the disconnection; this bound also covers the client
+     * noticing the reset (slow under TSan). A fence waiting for the
+     * dispatch thread would hold only after hold_ms = 2 T. */
+    CHECK(held && held - dead <= 1000, "fence held %" PRId64 " ms after the server died",
           held ? held - dead : -1);
     (void)killed;
 
