@@ -94,8 +94,8 @@ static void test_stale_leader_healed(const char *servers, const char *ns, ej_reg
     char *leader = leader_of(reg, J);
     CHECK(leader && node_index(leader) >= 0, "leader is %s, not one of the instances",
           leader ? leader : "(none)");
-    say("leader %s, sharded %" PRId64 " ms after the instances started",
-        leader ? leader : "(none)", ej__now_ms() - started);
+    say("leader %s, sharded %" PRId64 " ms after the instances started", leader ? leader : "(none)",
+        ej__now_ms() - started);
     free(leader);
     ej__sleep_ms(2500);
     int64_t t1 = ej__now_ms();
