@@ -185,6 +185,62 @@ EJ_EXTERN int ej_registry_wait_connected(ej_registry *reg, int timeout_ms);
 EJ_EXTERN uint64_t ej_registry_request_count(const ej_registry *reg);
 
 /* ------------------------------------------------------------------------ */
+/* Liveness and self-fencing                                                 */
+
+/*
+ * A ZooKeeper server expires a session once it has heard nothing from its
+ * client for the negotiated session timeout T; the client learns of that
+ * only when it reaches a server again. So the registry keeps its own proof
+ * of contact: a watchdog thread ("ej-reg-live") sends a tiny read (an
+ * exists on the namespace node) every T/6 and, when it is answered, takes
+ * the moment it was SENT as the last contact (the server heard the client
+ * at or after that moment, so it cannot expire the session before last
+ * contact + T). From the silence since then:
+ *
+ *   silence <  T/2         EJ_REG_FENCE_OPEN    work may start
+ *   silence >= T/2         EJ_REG_FENCE_HOLD    start nothing new
+ *   silence >= 6/10 x T    EJ_REG_FENCE_CANCEL  stop what runs, so that it
+ *                                               is gone before T
+ *
+ * A connection the client reports down is at least HOLD; an expired or
+ * replaced session is CANCEL. The fence opens again only on an answer in
+ * the same session (a new session is a different session: whoever fenced on
+ * the old one must register again in the new one).
+ */
+typedef enum {
+    EJ_REG_FENCE_OPEN = 0,
+    EJ_REG_FENCE_HOLD = 1,
+    EJ_REG_FENCE_CANCEL = 2,
+} ej_reg_fence;
+
+/* The thresholds above, in thousandths of the negotiated session timeout. */
+#define EJ_REG_FENCE_HOLD_PERMILLE 500
+#define EJ_REG_FENCE_CANCEL_PERMILLE 600
+
+/* The fence of session (0: the session of the last contact). Any session
+ * other than the one of the last contact is EJ_REG_FENCE_CANCEL. Thread-safe,
+ * never blocks, costs no request. */
+EJ_EXTERN ej_reg_fence ej_registry_fence(const ej_registry *reg, int64_t session);
+
+/* The last contact: CLOCK_MONOTONIC milliseconds (ej__mono_ms) of the send
+ * time of the latest answered request of the watchdog, or 0 when none yet;
+ * *session (may be NULL) the session it was on. Thread-safe. */
+EJ_EXTERN int64_t ej_registry_last_contact_ms(const ej_registry *reg, int64_t *session);
+
+/* A fence callback: the fence of the last contact's session changed (level,
+ * session as ej_registry_fence would return them now). Runs on the
+ * registry's watchdog thread, never on the dispatch thread, so it is never
+ * held up by operations that wait there; it must return quickly (set flags,
+ * signal) and must not call synchronous operations. */
+typedef void (*ej_reg_fence_fn)(ej_registry *reg, ej_reg_fence level, int64_t session, void *user);
+
+/* Add / remove a fence callback. The same (fn, user) may be added once.
+ * When remove returns (on any thread but the watchdog's), fn is not running
+ * and will not run again. 0, EJ_EINVAL, EJ_ENOTFOUND, -ENOMEM. */
+EJ_EXTERN int ej_registry_add_fence_listener(ej_registry *reg, ej_reg_fence_fn fn, void *user);
+EJ_EXTERN int ej_registry_remove_fence_listener(ej_registry *reg, ej_reg_fence_fn fn, void *user);
+
+/* ------------------------------------------------------------------------ */
 /* Dispatch thread                                                           */
 
 /* Add a connection-state listener. Called on the dispatch thread for every

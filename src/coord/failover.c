@@ -2,14 +2,18 @@
  * Failover (SPEC 4 "Failover"). When an instance's node disappears, the
  * items it was RUNNING -- its running and failover nodes, recognised by the
  * ephemeral owner the view had seen, since those nodes vanish with the
- * session -- are recorded under leader/failover/items by the leader, under
+ * session -- are recorded under leader/failover/items, under
  * leader/failover/latch. Idle items are left to the resharding at the next
  * fire. Live idle instances take recorded items one at a time.
  *
- * Only the leader records (every instance remembers the crash for a while
- * in case it becomes the leader): if every instance recorded, one that saw
- * the crash late could record an item again after another instance had
- * already taken it and finished, and the item would run twice.
+ * Every instance records (as every Java 2.1.5 instance does), so a crash
+ * fails over whoever leads -- a Java leader that skips the crash (EJ#669)
+ * included. The creates are idempotent, and an instance that sees the crash
+ * late must not record an item again after another instance took it and
+ * finished: under the latch, an item is recorded only while the children
+ * zxid (pzxid) of sharding/{n} is still that of the crashed session's close
+ * (taking an item creates sharding/{n}/failover, running it creates
+ * sharding/{n}/running: either changes it).
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -24,7 +28,8 @@
 #include "ejob/log.h"
 
 #define MOD "coord"
-/* How long a non-leader remembers a crash, in case it becomes the leader. */
+/* How long a crash not recorded yet (no session, latch not acquired) is
+ * kept for another try. */
 #define CRASH_MEMORY_MS 30000
 
 struct crash {
@@ -33,6 +38,7 @@ struct crash {
     int64_t at_ms; /* epoch ms when the instance node was seen removed */
     int *items;    /* what it was running */
     size_t n;
+    int64_t close_zxid; /* pzxid of instances/ and of those sharding/{n}: the close */
 };
 
 struct taken {
@@ -85,10 +91,12 @@ static void crash_task(ej__coord *c, void *arg)
  * that of instances/ -- unless the instance deleted them itself before
  * leaving cleanly, which leaves earlier zxids and nothing to fail over.
  */
-static int crashed_items(ej__coord *c, int64_t session, int **out, size_t *nout)
+static int crashed_items(ej__coord *c, int64_t session, int **out, size_t *nout,
+                         int64_t *close_zxid)
 {
     *out = NULL;
     *nout = 0;
+    *close_zxid = 0;
     ej_registry *reg = ej__coord_registry(c);
     const char *job = ej__coord_job_name(c);
     int *cand = NULL;
@@ -120,6 +128,7 @@ static int crashed_items(ej__coord *c, int64_t session, int **out, size_t *nout)
     }
     *out = cand;
     *nout = k;
+    *close_zxid = ist.pzxid;
     return 0;
 }
 
@@ -130,7 +139,8 @@ void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t sess
         return;
     int *items = NULL;
     size_t nitems = 0;
-    crashed_items(c, session, &items, &nitems);
+    int64_t close_zxid = 0;
+    crashed_items(c, session, &items, &nitems, &close_zxid);
     pthread_mutex_lock(&s->mu);
     if (s->ncrash == s->capcrash) {
         size_t nc = s->capcrash ? s->capcrash * 2 : 4;
@@ -149,7 +159,7 @@ void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t sess
         free(items);
         return;
     }
-    s->crashes[s->ncrash++] = (struct crash){dup, session, ej__now_ms(), items, nitems};
+    s->crashes[s->ncrash++] = (struct crash){dup, session, ej__now_ms(), items, nitems, close_zxid};
     pthread_mutex_unlock(&s->mu);
     ej__coord_post(c, crash_task, NULL);
 }
@@ -159,27 +169,24 @@ void ej__failover_leader_seen(ej__coord *c, const char *leader)
     struct ej__failover_state *s = ej__coord_failover_state(c);
     if (s == NULL || leader == NULL)
         return;
-    if (strcmp(leader, ej__coord_instance_id(c)) == 0) {
-        pthread_mutex_lock(&s->mu);
-        bool any = s->ncrash > 0;
-        pthread_mutex_unlock(&s->mu);
-        if (any)
-            ej__coord_post(c, crash_task, NULL);
-        return;
-    }
-    /* Another instance leads now: crashes of others are its business. */
+    /* Records waiting for a retry go now. */
     pthread_mutex_lock(&s->mu);
-    size_t j = 0;
-    for (size_t i = 0; i < s->ncrash; i++) {
-        if (strcmp(s->crashes[i].id, leader) != 0) {
-            free(s->crashes[i].id);
-            free(s->crashes[i].items);
-        } else {
-            s->crashes[j++] = s->crashes[i];
-        }
-    }
-    s->ncrash = j;
+    bool any = s->ncrash > 0;
     pthread_mutex_unlock(&s->mu);
+    if (any)
+        ej__coord_post(c, crash_task, NULL);
+}
+
+/* Still the state the crash left? (under the failover latch) */
+static bool item_untouched_since(ej__coord *c, int item, int64_t close_zxid)
+{
+    char *p = ej__coord_path(ej__coord_job_name(c), "sharding/%d", item);
+    struct ej_node_stat st;
+    bool e = false;
+    bool same = p && ej_registry_exists(ej__coord_registry(c), p, &e, &st) == 0 && e &&
+                st.pzxid == close_zxid;
+    free(p);
+    return same;
 }
 
 /* Record the items of crashed instances (leader, under the latch). */
@@ -212,7 +219,7 @@ static int record(ej__coord *c, struct crash *cr, size_t ncr)
                 continue;
             bool taken_by_live = it.failover_owner > 0 && it.failover_owner != cr[k].session;
             ej__view_item_fini(&it);
-            if (taken_by_live)
+            if (taken_by_live || !item_untouched_since(c, item, cr[k].close_zxid))
                 continue;
             char *p = ej__coord_path(job, "leader/failover/items/%d", item);
             if (p == NULL)
@@ -233,9 +240,9 @@ static int record(ej__coord *c, struct crash *cr, size_t ncr)
                    "job %s: instance %s is gone while running items [%s]: failing them over", job,
                    cr[k].id, list.data ? list.data : "");
         else
-            EJ_LOG(EJ_LOG_INFO, MOD, 0,
-                   "job %s: instance %s is gone; it ran no item (its items move at the next "
-                   "resharding)",
+            EJ_LOG(EJ_LOG_DEBUG, MOD, 0,
+                   "job %s: instance %s is gone; no item of it to fail over (idle, or taken "
+                   "already; its items move at the next resharding)",
                    job, cr[k].id);
         ej__buf_fini(&list);
     }
@@ -253,37 +260,29 @@ void ej__failover_process_pending(ej__coord *c)
     pthread_mutex_unlock(&s->mu);
     if (n == 0)
         return;
+    /* Every registered instance records (see the top of this file). */
     bool failover = ej__coord_failover_on(c);
-    bool leader = failover && !ej__coord_stopped(c) &&
-                  ej__coord_is_leader_until_block(c, ej__coord_wait_bound(c));
-    /* Take the records out (a leader records them; others keep them a
-     * while in case they become the leader). */
+    bool go = failover && !ej__coord_stopped(c) && ej__coord_registered(c);
+    int64_t now = ej__now_ms();
     pthread_mutex_lock(&s->mu);
     struct crash *mine = NULL;
     size_t nmine = 0;
-    if (leader) {
+    if (go) {
         mine = s->crashes;
         nmine = s->ncrash;
         s->crashes = NULL;
         s->ncrash = s->capcrash = 0;
     } else {
-        /* A leader other than the crashed instance handles the crash;
-         * keep a record while the leader is unknown or is the crashed
-         * instance itself (its node not gone from the cache yet): the
-         * election that follows makes someone process it. */
-        int64_t now = ej__now_ms();
-        char *lid = ej__coord_leader(c);
+        /* Not now (e.g. between sessions): keep records a while. */
         size_t j = 0;
         for (size_t i = 0; i < s->ncrash; i++) {
-            bool handled = lid != NULL && strcmp(lid, s->crashes[i].id) != 0;
-            if (!failover || handled || now - s->crashes[i].at_ms > CRASH_MEMORY_MS) {
+            if (!failover || now - s->crashes[i].at_ms > CRASH_MEMORY_MS) {
                 free(s->crashes[i].id);
                 free(s->crashes[i].items);
             } else {
                 s->crashes[j++] = s->crashes[i];
             }
         }
-        free(lid);
         s->ncrash = j;
     }
     pthread_mutex_unlock(&s->mu);
@@ -295,6 +294,11 @@ void ej__failover_process_pending(ej__coord *c)
                ej__coord_job_name(c));
         pthread_mutex_lock(&s->mu);
         for (size_t i = 0; i < nmine; i++) {
+            if (now - mine[i].at_ms > CRASH_MEMORY_MS) {
+                free(mine[i].id);
+                free(mine[i].items);
+                continue;
+            }
             if (s->ncrash == s->capcrash) {
                 size_t nc = s->capcrash ? s->capcrash * 2 : 4;
                 struct crash *p = realloc(s->crashes, nc * sizeof *p);
@@ -310,8 +314,10 @@ void ej__failover_process_pending(ej__coord *c)
         }
         pthread_mutex_unlock(&s->mu);
         free(mine);
-        if (!ej__coord_stopped(c))
+        if (!ej__coord_stopped(c)) {
+            ej__sleep_ms(200); /* a control task: no busy loop on errors */
             ej__coord_post(c, crash_task, NULL);
+        }
         return;
     }
     for (size_t i = 0; i < nmine; i++) {

@@ -25,35 +25,6 @@
 
 #define MOD "coord"
 
-struct gwait {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool fired;
-    atomic_int refs;
-};
-
-static void gwait_unref(struct gwait *w)
-{
-    if (atomic_fetch_sub(&w->refs, 1) != 1)
-        return;
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
-    free(w);
-}
-
-static void gwait_cb(ej_registry *reg, ej_reg_watch_event ev, const char *path, void *user)
-{
-    (void)reg;
-    (void)ev;
-    (void)path;
-    struct gwait *w = user;
-    pthread_mutex_lock(&w->mu);
-    w->fired = true;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    gwait_unref(w);
-}
-
 static char *phase_dir(ej__coord *c, bool completed)
 {
     return ej__coord_path(ej__coord_job_name(c), "guarantee/%s",
@@ -64,45 +35,22 @@ static char *phase_dir(ej__coord *c, bool completed)
 static int wait_gone(ej_registry *reg, const char *dir, int64_t deadline)
 {
     for (;;) {
-        struct gwait *w = calloc(1, sizeof *w);
+        ej__waiter *w = ej__waiter_new();
         if (w == NULL)
             return EJ_ENOMEM;
-        pthread_mutex_init(&w->mu, NULL);
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&w->cv, &ca);
-        pthread_condattr_destroy(&ca);
-        atomic_init(&w->refs, 2);
         bool ex = false;
-        int rc = ej_registry_exists_watch(reg, dir, gwait_cb, w, &ex, NULL);
+        int rc = ej_registry_exists_watch(reg, dir, ej__waiter_watch, w, &ex, NULL);
         if (rc != 0) {
-            gwait_unref(w);
-            gwait_unref(w);
+            ej__waiter_unref(w);
+            ej__waiter_unref(w);
             return rc;
         }
         if (!ex) {
-            gwait_unref(w); /* the watch (for a create) keeps its own ref */
+            ej__waiter_unref(w); /* the watch (for a create) keeps its own ref */
             return 0;
         }
-        pthread_mutex_lock(&w->mu);
-        while (!w->fired) {
-            int64_t left = deadline - ej__mono_ms();
-            if (left <= 0)
-                break;
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += left / 1000;
-            ts.tv_nsec += (left % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&w->cv, &w->mu, &ts);
-        }
-        bool fired = w->fired;
-        pthread_mutex_unlock(&w->mu);
-        gwait_unref(w);
+        bool fired = ej__waiter_wait(w, deadline);
+        ej__waiter_unref(w);
         if (!fired)
             return EJ_ETIMEDOUT;
     }

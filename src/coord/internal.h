@@ -3,12 +3,17 @@
  * 2.1.5 peer in ZooKeeper. Internal API used by the runtime module.
  *
  *   paths.c      node names, instance ids, Curator latch names (pure)
+ *   waiter.c     waiting, bounded, for a one-shot watch (latch, guarantee)
  *   latch.c      a Curator-LeaderLatch-compatible mutex (bounded waits)
  *   view.c       a watch-based view of /{job}/sharding that costs no reads
  *                in steady state (see docs/coordination.md)
- *   coord.c      the per-job coordinator: tree caches of config, servers,
- *                instances and leader, start-up registration, election,
- *                console operations, connection states, reconcile
+ *   coord.c      the per-job coordinator: state, tree caches of config,
+ *                servers, instances and leader, control tasks, start-up
+ *   election.c   election, the leader cache, healing a stale leader
+ *   config_watch.c  the config node
+ *   membership.c servers/instances (console operations), registration,
+ *                connection states, the fence
+ *   reconcile.c  ElasticJob's ReconcileService
  *   shard.c      the sharding service (lazy resharding by the leader, in
  *                chunked transactions)
  *   failover.c   crash detection, failover items, taking them over
@@ -94,6 +99,20 @@ void ej__uuid4(char out[37]);
 /* Reverse-sorts item numbers as strings (ElasticJob takes the greatest item
  * STRING first when picking a failover item: "9" before "10"). */
 void ej__items_sort_desc_as_strings(int *items, size_t n);
+
+/* ------------------------------------------------------------------------ */
+/* waiter.c: wait, bounded, for a one-shot watch                              */
+
+typedef struct ej__waiter ej__waiter;
+
+/* A waiter with two references: the caller's and the watch's. Pass
+ * ej__waiter_watch with the waiter as the watch callback; when setting the
+ * watch fails, unref twice. NULL on allocation failure. */
+ej__waiter *ej__waiter_new(void);
+void ej__waiter_watch(ej_registry *reg, ej_reg_watch_event ev, const char *path, void *user);
+/* Wait until the watch fired or deadline_ms (mono). True when it fired. */
+bool ej__waiter_wait(ej__waiter *w, int64_t deadline_ms);
+void ej__waiter_unref(ej__waiter *w);
 
 /* ------------------------------------------------------------------------ */
 /* latch.c                                                                   */
@@ -225,6 +244,10 @@ struct ej__coord_hooks {
     void (*on_stop)(void *user, int why); /* EJ__STOP_* */
     /* After the coordinator handled a connection state. */
     void (*on_conn)(void *user, ej_reg_state state, bool new_session);
+    /* The fence of this instance's registered session changed (an
+     * ej_reg_fence value). Runs on the registry's watchdog thread, so that
+     * it is never late behind the dispatch thread: set flags only. */
+    void (*on_fence)(void *user, int level);
 };
 
 struct ej__coord_opts {
@@ -280,6 +303,17 @@ bool ej__coord_server_disabled(ej__coord *c);
 bool ej__coord_registered(ej__coord *c); /* own instance node present (this session) */
 bool ej__coord_connected(ej__coord *c);  /* not suspended / lost */
 bool ej__coord_stopped(ej__coord *c);    /* operator shutdown or job removed */
+/* The session this instance registered in (its instance node's owner), 0
+ * while not registered. A fire keeps the session it began in. */
+int64_t ej__coord_session(ej__coord *c);
+/* Wall-clock ms of the latest registration (start, or again after a new
+ * session); 0 before. A cron fire scheduled before it is not run. */
+int64_t ej__coord_registered_at(ej__coord *c);
+/* May work begun in session start now? Registered in that very session,
+ * connected, not stopped, and the registry's fence of the session OPEN
+ * (contact with the server within half the session timeout). Asked before
+ * every item starts. */
+bool ej__coord_may_start(ej__coord *c, int64_t session);
 /* Live instances on enabled servers, in ElasticJob order (reverse
  * lexicographic). Caller frees with ej_registry_free_names. */
 int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n);
@@ -295,6 +329,13 @@ char *ej__coord_leader(ej__coord *c);
 bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms);
 /* Run an election now (blocks, bounded). */
 int ej__coord_elect(ej__coord *c);
+/* True when the cache shows a leader node whose data names no live instance
+ * (no node under instances/). */
+bool ej__coord_leader_stale(ej__coord *c);
+/* Heal a stale leader: under the election latch, delete the leader node by
+ * its version if ZooKeeper confirms it names no live instance, and elect.
+ * Blocks (bounded). */
+int ej__coord_heal_leader(ej__coord *c);
 /* Create leader/sharding/necessary (idempotent). */
 int ej__coord_set_necessary(ej__coord *c);
 /* Tell the runtime that failover items were taken (its hook). */

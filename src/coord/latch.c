@@ -25,73 +25,6 @@ struct ej__latch {
     char uuid[37];
 };
 
-/* Woken by the predecessor's watch. Shared with the watch callback, which
- * may fire after the waiter gave up: reference counted. */
-struct waiter {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool fired;
-    atomic_int refs;
-};
-
-static struct waiter *waiter_new(void)
-{
-    struct waiter *w = calloc(1, sizeof *w);
-    if (w == NULL)
-        return NULL;
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    atomic_init(&w->refs, 1);
-    return w;
-}
-
-static void waiter_unref(struct waiter *w)
-{
-    if (atomic_fetch_sub(&w->refs, 1) != 1)
-        return;
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
-    free(w);
-}
-
-static void pred_watch(ej_registry *reg, ej_reg_watch_event ev, const char *path, void *user)
-{
-    (void)reg;
-    (void)ev;
-    (void)path;
-    struct waiter *w = user;
-    pthread_mutex_lock(&w->mu);
-    w->fired = true;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    waiter_unref(w);
-}
-
-/* Wait for the watch or the deadline. */
-static void waiter_wait(struct waiter *w, int64_t deadline)
-{
-    pthread_mutex_lock(&w->mu);
-    while (!w->fired) {
-        int64_t left = deadline - ej__mono_ms();
-        if (left <= 0)
-            break;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += left / 1000;
-        ts.tv_nsec += (left % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
-    }
-    pthread_mutex_unlock(&w->mu);
-}
-
 /* Create the own node (Curator: creatingParentContainersIfNeeded,
  * withProtection, EPHEMERAL_SEQUENTIAL). After a connection loss the node
  * may exist: protection finds it by its UUID. */
@@ -212,18 +145,17 @@ int ej__latch_acquire(ej_registry *reg, const char *latch_path, int timeout_ms, 
             rc = EJ_ETIMEDOUT;
             break;
         }
-        struct waiter *w = waiter_new();
+        ej__waiter *w = ej__waiter_new();
         if (w == NULL) {
             free(pred);
             rc = EJ_ENOMEM;
             break;
         }
-        atomic_fetch_add(&w->refs, 1); /* the watch's */
         struct ej_node_stat st;
-        int wrc = ej_registry_get_watch(reg, pred, pred_watch, w, NULL, NULL, &st);
+        int wrc = ej_registry_get_watch(reg, pred, ej__waiter_watch, w, NULL, NULL, &st);
         if (wrc != 0) {
-            waiter_unref(w); /* no watch was set */
-            waiter_unref(w);
+            ej__waiter_unref(w); /* no watch was set */
+            ej__waiter_unref(w);
             free(pred);
             if (wrc == EJ_ENONODE)
                 continue; /* Curator: NONODE from getData -> getChildren again */
@@ -248,9 +180,9 @@ int ej__latch_acquire(ej_registry *reg, const char *latch_path, int timeout_ms, 
             } else {
                 EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "latch %s: waiting for %s", l->dir, pred);
             }
-            waiter_wait(w, deadline);
+            ej__waiter_wait(w, deadline);
         }
-        waiter_unref(w);
+        ej__waiter_unref(w);
         free(pred);
     }
     delete_node(l);

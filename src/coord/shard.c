@@ -315,12 +315,16 @@ out:
 
 /* ------------------------------------------------------------------------ */
 
+/* How long a leader naming no live instance is given to register it. */
+#define STALE_LEADER_MS 1000
+
 /* Wait (locked) until neither necessary nor processing exists or this
  * instance becomes the leader. Returns 0, 1 (now leader) or EJ_ETIMEDOUT. */
 static int wait_for_leader_sharding(ej__coord *c, int64_t deadline)
 {
     bool logged = false;
     int64_t start = ej__mono_ms();
+    int64_t stale_since = 0;
     ej__coord_lock(c);
     for (;;) {
         if (!ej__coord_necessary_locked(c) && !ej__coord_processing_locked(c)) {
@@ -330,12 +334,26 @@ static int wait_for_leader_sharding(ej__coord *c, int64_t deadline)
         ej__coord_unlock(c);
         if (ej__coord_is_leader(c))
             return 1;
+        /* A leader that is no live instance never reshards. Java elects
+         * before it creates its instance node, so a leader is taken as
+         * stale only after STALE_LEADER_MS. */
+        if (!ej__coord_leader_stale(c)) {
+            stale_since = 0;
+        } else if (stale_since == 0) {
+            stale_since = ej__mono_ms();
+        } else if (ej__mono_ms() - stale_since >= STALE_LEADER_MS) {
+            stale_since = 0;
+            ej__coord_heal_leader(c);
+            if (ej__coord_is_leader(c))
+                return 1;
+        }
         if (ej__coord_stopped(c))
             return EJ_ESTOPPED;
         if (!logged && ej__mono_ms() - start > 1000) {
             logged = true;
-            EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: waiting for the leader to finish sharding",
-                   ej__coord_instance_id(c));
+            EJ_LOG(EJ_LOG_INFO, MOD, 0,
+                   "job %s: instance %s waits for the leader to finish sharding",
+                   ej__coord_job_name(c), ej__coord_instance_id(c));
         }
         ej__coord_lock(c);
         if (!ej__coord_wait_locked(c, deadline)) {
@@ -344,9 +362,9 @@ static int wait_for_leader_sharding(ej__coord *c, int64_t deadline)
             if (!still)
                 return 0;
             EJ_LOG(EJ_LOG_WARN, MOD, EJ_ETIMEDOUT,
-                   "waited %" PRId64 " ms for the leader to reshard (leader/sharding/necessary "
-                   "or processing still there); skipping this fire",
-                   ej__mono_ms() - start);
+                   "job %s: waited %" PRId64 " ms for the leader to reshard "
+                   "(leader/sharding/necessary or processing still there); skipping this fire",
+                   ej__coord_job_name(c), ej__mono_ms() - start);
             return EJ_ETIMEDOUT;
         }
     }

@@ -42,6 +42,13 @@ void ej__reg_stat_from_zk(struct ej_node_stat *out, const struct Stat *in);
 /* Record the calling thread's last error message and return err. */
 int ej__reg_fail(int err, const char *fmt, ...) EJ_PRINTF(2, 3);
 
+/* The fence after silence_ms without an answer (the send time of the last
+ * answered probe to now), for a session timeout of timeout_ms; up: the
+ * client reports the connection up; same_session: the session asked about
+ * is the one of that answer. */
+ej_reg_fence ej__reg_fence_level(int64_t silence_ms, int64_t timeout_ms, bool up,
+                                 bool same_session);
+
 /* A thread-local pseudo-random number (for back-off jitter). */
 uint32_t ej__reg_rand(void);
 
@@ -76,6 +83,11 @@ struct ej__reg_cache_slot {
 
 struct ej__reg_listener {
     ej_reg_state_fn fn;
+    void *user;
+};
+
+struct ej__reg_fence_listener {
+    ej_reg_fence_fn fn;
     void *user;
 };
 
@@ -134,6 +146,25 @@ struct ej_registry {
     _Atomic uint64_t requests;
     atomic_bool ns_ok;
 
+    /* Liveness (liveness.c). live_mu is a leaf lock held for moments only,
+     * also on ZooKeeper's completion thread; nothing is called under it. */
+    pthread_mutex_t live_mu;
+    pthread_cond_t live_cv;
+    pthread_t live_thread;
+    bool live_started, live_stop;
+    int64_t contact_ms;      /* mono ms: send time of the latest answered probe */
+    int64_t contact_session; /* the session of that answer; 0: none or expired */
+    int contact_timeout_ms;  /* negotiated timeout of that session */
+    bool zk_up;              /* the client's own view: connected */
+    bool probe_now;          /* a connection came: probe at once */
+    uint64_t probe_seq, probe_answered;
+    int64_t probe_sent_ms;
+    int fence_told; /* level last told to fence listeners; -1 none */
+    int64_t fence_told_session;
+    bool fence_telling; /* fence listeners are being called */
+    struct ej__reg_fence_listener *fence_fns;
+    size_t nfence_fns, capfence_fns;
+
     /* dispatch-only */
     uint64_t cur_gen;
     int phase; /* 0 before the first connection, else an ej_reg_state */
@@ -171,6 +202,19 @@ static inline void ej__reg_count(ej_registry *reg)
  * a handle of generation <= gen (all when gen is UINT64_MAX). Dispatch
  * thread. */
 void ej__reg_cancel_watches(ej_registry *reg, uint64_t gen);
+
+/* liveness.c: init / start the watchdog (create), stop it (destroy, before
+ * the handle is closed), free. */
+void ej__reg_live_init(ej_registry *reg);
+int ej__reg_live_start(ej_registry *reg);
+void ej__reg_live_stop(ej_registry *reg);
+void ej__reg_live_fini(ej_registry *reg);
+/* liveness.c: a session event of the current handle (ZooKeeper's completion
+ * thread: only records it and wakes the watchdog). */
+void ej__reg_live_on_session_event(ej_registry *reg, int zk_state);
+/* liveness.c: wait until the first contact of the current connection,
+ * at most timeout_ms. */
+void ej__reg_live_wait_contact(ej_registry *reg, int timeout_ms);
 
 /* cache.c: a connection came back (same or new session). Dispatch thread. */
 void ej__tree_cache_on_session(ej_registry *reg, bool new_session);

@@ -262,3 +262,14 @@ void ej__reg_stat_from_zk(struct ej_node_stat *out, const struct Stat *in)
     out->pzxid = in->pzxid;
     out->aversion = in->aversion;
 }
+
+ej_reg_fence ej__reg_fence_level(int64_t silence_ms, int64_t timeout_ms, bool up, bool same_session)
+{
+    if (!same_session)
+        return EJ_REG_FENCE_CANCEL;
+    if (silence_ms * 1000 >= timeout_ms * EJ_REG_FENCE_CANCEL_PERMILLE)
+        return EJ_REG_FENCE_CANCEL;
+    if (silence_ms * 1000 >= timeout_ms * EJ_REG_FENCE_HOLD_PERMILLE || !up)
+        return EJ_REG_FENCE_HOLD;
+    return EJ_REG_FENCE_OPEN;
+}

@@ -308,6 +308,9 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
         EJ_LOG(EJ_LOG_ERROR, "reg", -ENOMEM, "session event %d dropped: out of memory", state);
         return;
     }
+    /* The watchdog hears of it at once, even while the dispatch thread is
+     * busy. */
+    ej__reg_live_on_session_event(s->reg, state);
     it->it.run = on_session_item;
     it->gen = s->gen;
     it->state = state;
@@ -776,6 +779,7 @@ static void free_registry(ej_registry *reg)
         reg->delayed = d->next;
         free(d);
     }
+    ej__reg_live_fini(reg);
     free(reg->listeners);
     free(reg->caches);
     free(reg->servers);
@@ -798,6 +802,7 @@ void ej_registry_destroy(ej_registry *reg)
                "ej_registry_destroy called on the registry's own dispatch thread: ignored");
         return;
     }
+    ej__reg_live_stop(reg);
     pthread_mutex_lock(&reg->mu);
     reg->closing = true;
     bool started = reg->thread_started;
@@ -876,6 +881,7 @@ int ej_registry_create(ej_registry **out, const struct ej_registry_opts *opts)
     pthread_rwlock_init(&reg->zh_lock, &ra);
     pthread_rwlockattr_destroy(&ra);
     pthread_mutex_init(&reg->mu, NULL);
+    ej__reg_live_init(reg);
     cond_init_mono(&reg->wake);
     cond_init_mono(&reg->changed);
     reg->session_timeout_ms = opts->session_timeout_ms ? opts->session_timeout_ms : 60000;
@@ -912,6 +918,11 @@ int ej_registry_create(ej_registry **out, const struct ej_registry_opts *opts)
         goto out_destroy;
     }
     reg->thread_started = true;
+    err = ej__reg_live_start(reg);
+    if (err) {
+        rc = ej__reg_fail(err, "registry create: cannot start the watchdog thread");
+        goto out_destroy;
+    }
 
     int64_t deadline = ej__mono_ms() + reg->connection_timeout_ms;
     struct timespec ts;
@@ -935,6 +946,8 @@ int ej_registry_create(ej_registry **out, const struct ej_registry_opts *opts)
                               reg->servers, reg->connection_timeout_ms);
         goto out_destroy;
     }
+    /* The fence opens with the first answered probe: a few milliseconds. */
+    ej__reg_live_wait_contact(reg, (int)(deadline - ej__mono_ms()));
     *out = reg;
     return 0;
 

@@ -316,6 +316,7 @@ int ej_job_create(ej_registry *reg, const struct ej_job_config *cfg, const struc
                 .on_config = on_config_hook,
                 .on_stop = ej__rt_on_stop,
                 .on_conn = ej__rt_on_conn,
+                .on_fence = ej__rt_on_fence,
             },
     };
     rc = ej__coord_create(&co, &job->coord);

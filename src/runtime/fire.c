@@ -208,6 +208,8 @@ struct item_run {
     struct ej__exec_opts xo;
     char event_id[EJ_EVENT_ID_LEN];
     int64_t start_ms;
+    int64_t fire_session; /* the session the fire began in */
+    bool not_started;     /* fenced before it could start */
 };
 
 static bool keep_going(void *arg)
@@ -315,6 +317,18 @@ static void finish_running(struct item_run *r)
 static void item_task(void *arg)
 {
     struct item_run *r = arg;
+    /* Items wait for a pool thread: the fence is asked again right here. */
+    if (!ej__coord_may_start(r->job->coord, r->fire_session)) {
+        r->not_started = true;
+        r->res.rc = EJ_ESTOPPED;
+        EJ_LOG(EJ_LOG_WARN, MOD, 0,
+               "job %s: item %d not started: fenced (no recent contact with "
+               "ZooKeeper, or the session changed)",
+               r->job->name, r->ctx.sharding_item);
+        if (r->session)
+            finish_running(r);
+        return;
+    }
     ej_event_new_id(r->event_id);
     r->start_ms = ej__now_ms();
     post_exec(r, false);
@@ -325,6 +339,24 @@ static void item_task(void *arg)
     if (r->session)
         finish_running(r);
     post_exec(r, true);
+}
+
+/*
+ * A script's process group must be gone before the server can expire the
+ * session: the fence cancels at 6/10 of the session timeout T, the script
+ * gets SIGTERM within the exec module's 100 ms tick, and SIGKILL after the
+ * grace, here at most T/5: all gone by about 0.8 T + 100 ms.
+ */
+static void bound_kill_grace(struct ej_job *job, struct ej_job_def *def)
+{
+    if (def->type != EJ_JOB_TYPE_SCRIPT)
+        return;
+    int t = ej_registry_negotiated_timeout_ms(job->reg);
+    int64_t cap = t > 0 ? t / 5 : 2000;
+    if (cap < 1)
+        cap = 1;
+    int64_t grace = def->script.kill_grace_ms > 0 ? def->script.kill_grace_ms : 2000;
+    def->script.kill_grace_ms = grace < cap ? grace : cap;
 }
 
 /*
@@ -359,10 +391,13 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         goto out;
     }
     int rc;
-    if (!ej__coord_registered(c) || !ej__coord_connected(c) || ej__coord_stopped(c)) {
-        /* Cut off, or the new session is not registered yet: start
-         * nothing. */
-        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: not registered in ZooKeeper: items not started",
+    int64_t fire_session = atomic_load(&job->fire_session);
+    if (!ej__coord_may_start(c, fire_session)) {
+        /* Cut off, fenced, or the fire began in a session that is gone:
+         * start nothing. */
+        EJ_LOG(EJ_LOG_INFO, MOD, 0,
+               "job %s: not registered in ZooKeeper in this fire's session, or fenced: items not "
+               "started",
                job->name);
         goto out;
     }
@@ -380,13 +415,28 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
                            s->job_name, ej_strerror(rc));
         goto out;
     }
+    if (s->monitor_execution && session != fire_session) {
+        /* The running nodes were made in a newer session than the fire's:
+         * this fire is from before the loss. Abandon it. */
+        size_t nok = 0;
+        for (size_t i = 0; i < n; i++)
+            if (ok[i])
+                ran[nok++] = items[i];
+        ej__exec_complete(c, ran, nok, session);
+        EJ_LOG(EJ_LOG_WARN, MOD, 0, "job %s: the session changed during this fire: abandoned",
+               job->name);
+        goto out;
+    }
+    struct ej_job_def bounded = *def_of(s);
+    bound_kill_grace(job, &bounded);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         if (!ok[i])
             continue;
         struct item_run *r = &runs[k];
         r->job = job;
-        r->def = def_of(s);
+        r->def = &bounded;
+        r->fire_session = fire_session;
         ej__exec_context_init(&r->ctx, &job->cancel);
         r->ctx.job_name = s->job_name;
         r->ctx.task_id = task_id;
@@ -412,24 +462,28 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
     if (k == 0)
         goto out;
     ej__rt_post_status(job, task_id, ran, k, EJ_TASK_RUNNING, "%s", "");
-    if (started)
-        *started = k;
     bs.remaining = k;
     ej__sched_run_all(job->sj, item_task, args, k);
     ej_buf errs;
     ej__buf_init(&errs);
     size_t failed = 0;
+    size_t not_started = 0;
     for (size_t i = 0; i < k; i++) {
+        not_started += runs[i].not_started;
         if (runs[i].res.rc != 0) {
             ej__buf_printf(&errs, "%s%d=%s", failed ? ", " : "", runs[i].ctx.sharding_item,
-                           runs[i].res.failure_cause ? runs[i].res.failure_cause : "failed");
+                           runs[i].not_started         ? "not started: fenced"
+                           : runs[i].res.failure_cause ? runs[i].res.failure_cause
+                                                       : "failed");
             failed++;
         }
         if (runs[i].res.abort_run)
             abort_run = true;
     }
+    if (started)
+        *started = k - not_started;
     pthread_mutex_lock(&job->mu);
-    job->items_run += k;
+    job->items_run += k - not_started;
     job->items_failed += failed;
     pthread_mutex_unlock(&job->mu);
     if (failed)
@@ -627,8 +681,16 @@ static void execute(struct ej_job *job, const struct ej__rt_settings *s, const i
         pthread_mutex_lock(&job->mu);
         bool go = job->state == EJ__JOB_STARTED && !job->stopped;
         pthread_mutex_unlock(&job->mu);
-        if (!go || !ej__coord_connected(c) || !ej__coord_registered(c) ||
+        if (!go || !ej__coord_may_start(c, atomic_load(&job->fire_session)) ||
             atomic_load(&job->cancel)) {
+            free(mis);
+            break;
+        }
+        /* ElasticJob's isEligibleForJobRunning: no misfire re-run while a
+         * resharding waits (the leader reshards only at a fire's start; a
+         * run that always overruns its period would otherwise keep it
+         * from ever doing so). The next fire runs the items. */
+        if (ej__coord_necessary_locked(c)) {
             free(mis);
             break;
         }
@@ -678,9 +740,19 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
                     unsigned reasons, bool cron, int64_t scheduled_ms)
 {
     struct ej__coord *c = job->coord;
-    if (!ej__coord_connected(c) || !ej__coord_registered(c)) {
-        EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: not registered in ZooKeeper now: fire skipped",
-               job->name);
+    if (!ej__coord_may_start(c, atomic_load(&job->fire_session))) {
+        EJ_LOG(EJ_LOG_DEBUG, MOD, 0,
+               "job %s: not registered in ZooKeeper now, or fenced: fire skipped", job->name);
+        return;
+    }
+    if (cron && scheduled_ms > 0 && scheduled_ms < ej__coord_registered_at(c)) {
+        /* A fire due before this instance registered (again): its items
+         * belonged to others then, who ran them or will re-run them as
+         * misfires. */
+        EJ_LOG(EJ_LOG_INFO, MOD, 0,
+               "job %s: fire of %" PRId64 " is from before this instance registered at %" PRId64
+               ": skipped",
+               job->name, scheduled_ms, ej__coord_registered_at(c));
         return;
     }
     ej__exec_cleanup(c);
@@ -766,7 +838,9 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
     job->fires++;
     job->last_fire_ms = ej__now_ms();
     pthread_mutex_unlock(&job->mu);
-    if (ej__coord_connected(job->coord))
+    int64_t session = ej__coord_session(job->coord);
+    atomic_store(&job->fire_session, session);
+    if (ej__coord_may_start(job->coord, session))
         atomic_store(&job->cancel, false);
     ej__coord_set_busy(job->coord, true);
     do_fire(job, s, gen, reasons, cron, cron ? f->scheduled_ms : 0);
@@ -948,4 +1022,21 @@ void ej__rt_on_conn(void *user, ej_reg_state state, bool new_session)
     }
     if (resume)
         ej__sched_trigger_resume(t);
+}
+
+void ej__rt_on_fence(void *user, int level)
+{
+    struct ej_job *job = user;
+    if (level != EJ_REG_FENCE_CANCEL)
+        return; /* HOLD: ej__coord_may_start refuses every start */
+    pthread_mutex_lock(&job->mu);
+    bool firing = job->firing;
+    pthread_mutex_unlock(&job->mu);
+    if (!firing || job->keep_running_on_lost)
+        return;
+    EJ_LOG(EJ_LOG_WARN, MOD, 0,
+           "job %s: fenced (ZooKeeper may expire the session soon): asking running items to "
+           "stop (another instance may take them over)",
+           job->name);
+    atomic_store(&job->cancel, true);
 }

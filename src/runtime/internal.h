@@ -108,8 +108,11 @@ struct ej_job {
     bool firing;  /* the fire callback is running */
     struct ej__rt_settings *settings;
     atomic_bool cancel; /* the current run must stop */
-    uint64_t fire_gen;  /* bumped at each fire */
-    int *run_items;     /* items of the current normal run (for misfire marking) */
+    /* The session the current fire began in (ej__coord_session): nothing of
+     * the fire starts once this is not the registered, fenced-open one. */
+    _Atomic int64_t fire_session;
+    uint64_t fire_gen; /* bumped at each fire */
+    int *run_items;    /* items of the current normal run (for misfire marking) */
     size_t run_nitems;
     int64_t misfire_handled_until; /* cron fire times up to this were marked misfire */
     int marker_inflight;           /* misfire markers working on the current fire */
@@ -135,6 +138,9 @@ void ej__rt_on_failover_taken(void *user);
 void ej__rt_on_failover_pending(void *user);
 void ej__rt_on_stop(void *user, int why);
 void ej__rt_on_conn(void *user, ej_reg_state state, bool new_session);
+/* The fence of the registered session changed (an ej_reg_fence value;
+ * registry watchdog thread): CANCEL asks running items to stop. */
+void ej__rt_on_fence(void *user, int level);
 /* Schedule (or reschedule) the cron of s. 0 or an error (cron / zone). */
 int ej__rt_schedule(struct ej_job *job, const struct ej__rt_settings *s, bool reschedule);
 /* Post a status event "state message" for the items of a task. */

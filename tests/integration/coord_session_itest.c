@@ -3,7 +3,8 @@
  * EJ#2383): the instance registers again under the same id. A zombie
  * (SIGSTOP longer than the session timeout, then SIGCONT; EJ#114, EJ#507)
  * starts nothing while cut off, its running item is told to stop, it
- * rejoins cleanly, and no item ever runs on two instances at once.
+ * rejoins cleanly, runs no fire from before it registered again, and no
+ * item ever runs on two instances at once.
  */
 #include "coord_harness_itest.c"
 
@@ -157,6 +158,14 @@ int main(void)
                   "zombie started item %d at %+" PRId64 " ms after resuming (rejoined %+" PRId64
                   ")",
                   r->item, r->start - resumed, rejoined - resumed);
+        /* Nor a fire due before it registered again (cron every second:
+         * the fire of a run is at most the whole second it started in). */
+        if (strcmp(r->inst, nodes[z].id) == 0 && r->start >= rejoined &&
+            strcmp(r->src, "NORMAL_TRIGGER") == 0)
+            CHECK(r->start / 1000 * 1000 >= rejoined,
+                  "the rejoined zombie ran item %d of the fire of %" PRId64
+                  " (from before it registered again at %" PRId64 ")",
+                  r->item, r->start / 1000 * 1000 % 100000, rejoined % 100000);
     }
     CHECK(saw_frozen, "no record of the zombie's long run");
     CHECK(runs_of(&xl, long_item, stopped, resumed, "FAILOVER") == 1,

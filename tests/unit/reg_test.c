@@ -147,6 +147,27 @@ static void test_sort(void **state)
     ej_registry_free_names(NULL);
 }
 
+/* The fence: thresholds of the negotiated timeout, the client's own view,
+ * other sessions. */
+static void test_fence_level(void **state)
+{
+    (void)state;
+    assert_int_equal(ej__reg_fence_level(0, 3000, true, true), EJ_REG_FENCE_OPEN);
+    assert_int_equal(ej__reg_fence_level(1499, 3000, true, true), EJ_REG_FENCE_OPEN);
+    assert_int_equal(ej__reg_fence_level(1500, 3000, true, true), EJ_REG_FENCE_HOLD);
+    assert_int_equal(ej__reg_fence_level(1799, 3000, true, true), EJ_REG_FENCE_HOLD);
+    assert_int_equal(ej__reg_fence_level(1800, 3000, true, true), EJ_REG_FENCE_CANCEL);
+    assert_int_equal(ej__reg_fence_level(60000, 3000, true, true), EJ_REG_FENCE_CANCEL);
+    /* Disconnected: at least HOLD at once. */
+    assert_int_equal(ej__reg_fence_level(10, 3000, false, true), EJ_REG_FENCE_HOLD);
+    assert_int_equal(ej__reg_fence_level(1900, 3000, false, true), EJ_REG_FENCE_CANCEL);
+    /* Another session (expired, replaced, not registered in): CANCEL. */
+    assert_int_equal(ej__reg_fence_level(0, 3000, true, false), EJ_REG_FENCE_CANCEL);
+    /* Large timeouts do not overflow. */
+    assert_int_equal(ej__reg_fence_level(29999, 60000, true, true), EJ_REG_FENCE_OPEN);
+    assert_int_equal(ej__reg_fence_level(36000, 60000, true, true), EJ_REG_FENCE_CANCEL);
+}
+
 static void test_create_bad_opts(void **state)
 {
     (void)state;
@@ -178,6 +199,7 @@ int main(void)
         cmocka_unit_test(test_paths_valid), cmocka_unit_test(test_paths_invalid),
         cmocka_unit_test(test_zk_codes),    cmocka_unit_test(test_backoff),
         cmocka_unit_test(test_sort),        cmocka_unit_test(test_create_bad_opts),
+        cmocka_unit_test(test_fence_level),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,171 @@
+/*
+ * The config node: parse, validate and check it; apply a new valid one
+ * (keeping the last good one otherwise) and tell the runtime what changed.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/util.h"
+#include "coord/coord_impl.h"
+#include "ejob/config.h"
+#include "ejob/cron.h"
+#include "ejob/error.h"
+#include "ejob/log.h"
+#include "ejob/sharding.h"
+#include "schedule/internal.h"
+
+#define MOD "coord"
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                             */
+
+static int check_cron(const struct ej_job_config *cfg, char *err, size_t errlen)
+{
+    ej_tz *tz = NULL;
+    if (ej_tz_load(cfg->time_zone && cfg->time_zone[0] ? cfg->time_zone : NULL, &tz) != 0) {
+        snprintf(err, errlen, "timeZone: unknown time zone \"%s\"", cfg->time_zone);
+        return EJ_ECONFIG;
+    }
+    char why[256] = "";
+    if (ej_cron_parse(cfg->cron, NULL, why, sizeof why) != 0) {
+        snprintf(err, errlen, "cron: %s", why);
+        return EJ_ECONFIG;
+    }
+    return 0;
+}
+
+/* Parse, validate and check a config node's bytes. */
+int ej__coord_parse_config(const char *data, size_t len, struct ej_job_config *out, char *err,
+                           size_t errlen)
+{
+    int rc = ej_job_config_init(out);
+    if (rc != 0)
+        return rc;
+    rc = ej_job_config_from_json(data, len, out, err, errlen);
+    if (rc == 0)
+        rc = ej_job_config_validate(out, err, errlen);
+    if (rc == 0)
+        rc = check_cron(out, err, errlen);
+    if (rc != 0) {
+        ej_job_config_fini(out);
+        return rc == EJ_ENOMEM ? rc : EJ_ECONFIG;
+    }
+    return 0;
+}
+
+static void clear_failover_task(ej__coord *c, void *arg)
+{
+    (void)arg;
+    ej__failover_clear_all(c);
+}
+
+static void apply_config(ej__coord *c, const char *data, size_t len)
+{
+    struct ej_job_config n;
+    char err[512] = "";
+    int rc = ej__coord_parse_config(data, len, &n, err, sizeof err);
+    if (rc != 0) {
+        EJ_LOG(EJ_LOG_ERROR, MOD, rc,
+               "job %s: the config in ZooKeeper is invalid and is not applied (keeping the last "
+               "good one): %s",
+               c->job, err);
+        pthread_mutex_lock(&c->mu);
+        snprintf(c->err, sizeof c->err, "invalid config in ZooKeeper, not applied: %s", err);
+        c->err_is_config = true;
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    unsigned changed = 0;
+    pthread_mutex_lock(&c->mu);
+    if (c->err_is_config) {
+        c->err[0] = '\0';
+        c->err_is_config = false;
+    }
+    if (c->have_cfg) {
+        if (n.job_name && c->cfg.job_name && strcmp(n.job_name, c->cfg.job_name) != 0) {
+            pthread_mutex_unlock(&c->mu);
+            EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ECONFIG, "job %s: config names job \"%s\"; not applied",
+                   c->job, n.job_name);
+            ej_job_config_fini(&n);
+            return;
+        }
+        if (strcmp(n.cron, c->cfg.cron) != 0 ||
+            strcmp(n.time_zone ? n.time_zone : "", c->cfg.time_zone ? c->cfg.time_zone : "") != 0)
+            changed |= EJ__CFG_CRON;
+        if (n.sharding_total_count != c->cfg.sharding_total_count)
+            changed |= EJ__CFG_COUNT;
+        if (n.failover != c->cfg.failover)
+            changed |= EJ__CFG_FAILOVER;
+        if (!ej_job_config_equal(&n, &c->cfg))
+            changed |= EJ__CFG_OTHER;
+        if (n.job_type != c->cfg.job_type) {
+            EJ_LOG(EJ_LOG_WARN, MOD, 0,
+                   "job %s: jobType changed to %s in ZooKeeper; this instance keeps %s", c->job,
+                   ej_job_type_name(n.job_type), ej_job_type_name(c->cfg.job_type));
+            n.job_type = c->cfg.job_type;
+        }
+        ej_job_config_fini(&c->cfg);
+    } else {
+        changed = EJ__CFG_CRON | EJ__CFG_COUNT | EJ__CFG_FAILOVER | EJ__CFG_OTHER;
+    }
+    c->cfg = n;
+    c->have_cfg = true;
+    bool started = c->started && !c->closed && !c->stopped;
+    bool failover = n.failover;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    if (!started || changed == 0)
+        return;
+    EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: new config applied (cron \"%s\", %d items%s)", c->job,
+           n.cron, n.sharding_total_count, failover ? ", failover" : "");
+    ej__view_set_failover(c->view, failover);
+    if (changed & EJ__CFG_COUNT)
+        ej__coord_leader_set_necessary(c);
+    if ((changed & EJ__CFG_FAILOVER) && !failover)
+        ej__coord_post(c, clear_failover_task, NULL);
+    if (c->hooks.on_config) {
+        struct ej_job_config copy;
+        if (ej__coord_config(c, &copy) == 0) {
+            c->hooks.on_config(c->hooks.user, &copy, changed);
+            ej_job_config_fini(&copy);
+        }
+    }
+}
+
+static void on_config_event_body(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
+{
+    (void)cache;
+    ej__coord *c = user;
+    if (ev->type == EJ_TREE_INITIALIZED) {
+        c->init_config = true;
+        return;
+    }
+    if (strcmp(ev->path, c->p_config) != 0)
+        return;
+    if (ev->type == EJ_TREE_NODE_REMOVED) {
+        atomic_fetch_add(&c->refs, 1);
+        if (ej_registry_post_after(c->reg, 300, ej__coord_root_check_task, c) != 0)
+            ej__coord_unref(c);
+        return;
+    }
+    pthread_mutex_lock(&c->mu);
+    bool go = c->started && !c->closed;
+    pthread_mutex_unlock(&c->mu);
+    if (go)
+        apply_config(c, ev->data, ev->len);
+}
+
+void ej__coord_on_config_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
+{
+    ej__coord *c = user;
+    if (!ej__coord_enter(c))
+        return;
+    on_config_event_body(cache, ev, user);
+    ej__coord_done(c);
+}

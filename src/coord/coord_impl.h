@@ -1,0 +1,101 @@
+/*
+ * The coordinator's state, shared by the files of the coordinator:
+ *
+ *   coord.c         state, accessors, control tasks, start-up and shutdown
+ *   election.c      leader election, the leader cache, healing a stale leader
+ *   config_watch.c  the config node: parse, validate, apply changes
+ *   membership.c    servers/ and instances/, registration, connection
+ *                   states and the fence
+ *   reconcile.c     ElasticJob's ReconcileService
+ *
+ * Not part of the module's internal API (internal.h): only these files.
+ */
+#ifndef EJ_COORD_IMPL_H
+#define EJ_COORD_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "coord/internal.h"
+#include "ejob/config.h"
+#include "schedule/internal.h"
+
+struct ej__coord {
+    ej_registry *reg;
+    char *job, *me, *ip;
+    ej__sched *sched;
+    int bound_ms;
+    int64_t reconcile_override_ms;
+    struct ej__coord_hooks hooks;
+
+    /* Paths (namespace-relative). */
+    char *p_root, *p_config, *p_servers, *p_instances, *p_leader, *p_leader_inst, *p_el_latch,
+        *p_necessary, *p_processing, *p_fo_items, *p_my_server, *p_my_instance;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_int refs;
+    int inflight; /* listeners and tasks working on the coordinator now */
+    bool closed;  /* leave/destroy began: no more reactions */
+    bool started; /* start-up finished */
+    bool stopped; /* operator shutdown or job removed */
+    bool connected;
+    bool electing;
+    bool busy;
+    bool reconcile_posted;
+    int64_t reg_session; /* session that created our instance node; 0 none */
+    int64_t reg_at_ms;   /* wall ms of that registration */
+    int fence_told;      /* fence level last told to the runtime; -1 none */
+    bool fence_added;    /* our fence listener is on the registry */
+    int64_t last_reconcile_ms;
+    char err[1024];
+    bool err_is_config;
+    struct ej_job_config cfg;
+    bool have_cfg;
+    bool init_servers, init_instances, init_leader, init_config;
+
+    ej_tree_cache *c_config, *c_servers, *c_instances, *c_leader;
+    ej__view *view;
+    bool listener_added;
+    struct ej__failover_state *fo;
+    struct ej__exec_state *ex;
+};
+
+/* Listeners and tasks run between ej__coord_enter() (false: closed, do
+ * nothing) and ej__coord_done(). */
+bool ej__coord_enter(ej__coord *c);
+void ej__coord_done(ej__coord *c);
+void ej__coord_unref(ej__coord *c);
+
+/* coord.c */
+char *ej__coord_leader_id(ej__coord *c, int64_t *owner);
+void ej__coord_on_view_change(void *user, int item, int kind);
+
+/* election.c */
+void ej__coord_leader_set_necessary(ej__coord *c);
+bool ej__coord_eligible_locked(ej__coord *c);
+void ej__coord_post_election(ej__coord *c);
+void ej__coord_abdicate(ej__coord *c);
+void ej__coord_on_leader_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user);
+
+/* config_watch.c */
+int ej__coord_parse_config(const char *data, size_t len, struct ej_job_config *out, char *err,
+                           size_t errlen);
+void ej__coord_on_config_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user);
+
+/* membership.c */
+void ej__coord_stop_job(ej__coord *c, int why);
+void ej__coord_root_check_task(ej_registry *reg, void *user);
+int ej__coord_persist_server(ej__coord *c, bool cfg_disabled, bool overwrite);
+int ej__coord_register_instance(ej__coord *c);
+void ej__coord_on_state(ej_registry *reg, ej_reg_state st, bool new_session, void *user);
+void ej__coord_on_servers_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user);
+void ej__coord_on_fence(ej_registry *reg, ej_reg_fence level, int64_t session, void *user);
+void ej__coord_on_instances_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user);
+
+/* reconcile.c */
+void ej__coord_post_reconcile(ej__coord *c);
+
+#endif

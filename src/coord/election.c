@@ -1,0 +1,278 @@
+/*
+ * Leader election (SPEC 4 "Leader election"): the latch-held creation of
+ * leader/election/instance, abdication, the leader cache's events, and the
+ * "am I the leader" question with its bounded wait.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/util.h"
+#include "coord/coord_impl.h"
+#include "ejob/config.h"
+#include "ejob/cron.h"
+#include "ejob/error.h"
+#include "ejob/log.h"
+#include "ejob/sharding.h"
+#include "schedule/internal.h"
+
+#define MOD "coord"
+
+/* ------------------------------------------------------------------------ */
+/* Leadership                                                                */
+
+int ej__coord_set_necessary(ej__coord *c)
+{
+    int rc = ej_registry_create_node(c->reg, c->p_necessary, NULL, 0, EJ_REG_PERSISTENT,
+                                     EJ_REG_CREATE_PARENTS, NULL);
+    if (rc == EJ_ENODEEXISTS)
+        rc = 0;
+    if (rc != 0)
+        EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot set the resharding flag: %s", c->job,
+               ej_registry_errmsg(c->reg));
+    return rc;
+}
+
+/* Set necessary when this instance leads (3.x: only the leader sets it). */
+void ej__coord_leader_set_necessary(ej__coord *c)
+{
+    /* Not skipped when the cache shows the flag: the leader may be about to
+     * delete it at the end of a sharding that did not see this change (the
+     * leader also compares its instances after sharding, see shard.c). */
+    if (ej__coord_is_leader(c))
+        ej__coord_set_necessary(c);
+}
+
+/* Can this instance take part in an election? (locked) */
+bool ej__coord_eligible_locked(ej__coord *c)
+{
+    return c->started && !c->closed && !c->stopped && c->connected && c->reg_session != 0 &&
+           c->reg_session == ej_registry_session_id(c->reg);
+}
+
+/* Under the election latch: a leader node naming no live instance (read
+ * from ZooKeeper, not the cache) is deleted by its version. Every elector,
+ * ejob or Java, creates the leader node only under this latch, so the node
+ * read is the node deleted. Returns true when it was deleted. */
+static bool remove_stale_leader_latched(ej__coord *c)
+{
+    char *id = NULL;
+    struct ej_node_stat st;
+    if (ej_registry_get(c->reg, c->p_leader_inst, &id, NULL, &st) != 0)
+        return false;
+    bool live = false;
+    char *p = id[0] && !strchr(id, '/') ? ej__asprintf("%s/%s", c->p_instances, id) : NULL;
+    if (p && ej_registry_exists(c->reg, p, &live, NULL) != 0)
+        live = true; /* cannot tell: leave it */
+    free(p);
+    bool removed = false;
+    if (!live) {
+        int rc = ej_registry_delete(c->reg, c->p_leader_inst, st.version);
+        removed = rc == 0 || rc == EJ_ENONODE;
+        EJ_LOG(EJ_LOG_WARN, MOD, rc,
+               "job %s: the leader node %s names \"%s\", which is no live instance: %s", c->job,
+               c->p_leader_inst, id, removed ? "removed; electing again" : "cannot remove it");
+    }
+    free(id);
+    return removed;
+}
+
+static int elect(ej__coord *c, bool heal);
+
+int ej__coord_elect(ej__coord *c)
+{
+    return elect(c, false);
+}
+
+bool ej__coord_leader_stale(ej__coord *c)
+{
+    char *id = ej__coord_leader_id(c, NULL);
+    bool stale = id != NULL && ej__coord_instance_session(c, id) == 0;
+    free(id);
+    return stale;
+}
+
+int ej__coord_heal_leader(ej__coord *c)
+{
+    return elect(c, true);
+}
+
+static int elect(ej__coord *c, bool heal)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->closed || c->stopped || c->electing) {
+        pthread_mutex_unlock(&c->mu);
+        return 0;
+    }
+    c->electing = true;
+    pthread_mutex_unlock(&c->mu);
+
+    bool won = false;
+    int rc = 0;
+    if (ej__coord_server_disabled(c)) {
+        rc = EJ_EBUSY;
+        goto out;
+    }
+    ej__latch *latch = NULL;
+    rc = ej__latch_acquire(c->reg, c->p_el_latch, c->bound_ms, &latch);
+    if (rc != 0) {
+        EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: election latch %s not acquired", c->job,
+               c->p_el_latch);
+        goto out;
+    }
+    /* The latch holder creates the leader node if absent (read directly:
+     * the cache may lag behind a leader that just left). */
+    bool exists = false;
+    rc = ej_registry_exists(c->reg, c->p_leader_inst, &exists, NULL);
+    if (rc == 0 && exists && heal && remove_stale_leader_latched(c))
+        exists = false;
+    if (rc == 0 && !exists) {
+        rc = ej_registry_create_node(c->reg, c->p_leader_inst, c->me, strlen(c->me),
+                                     EJ_REG_EPHEMERAL, EJ_REG_CREATE_PARENTS, NULL);
+        if (rc == 0)
+            won = true;
+        else if (rc == EJ_ENODEEXISTS)
+            rc = 0;
+    }
+    ej__latch_release(latch);
+out:
+    pthread_mutex_lock(&c->mu);
+    c->electing = false;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    if (won) {
+        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: %s is the leader", c->job, c->me);
+        /* A new leader reshards at the next fire and handles the crashes
+         * its predecessor could not. */
+        ej__coord_set_necessary(c);
+        ej__failover_process_pending(c);
+    }
+    return rc;
+}
+
+static void elect_task(ej__coord *c, void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&c->mu);
+    bool go = ej__coord_eligible_locked(c);
+    pthread_mutex_unlock(&c->mu);
+    /* A job being removed (its config or our instance node already gone)
+     * must not have its nodes created again by an election. */
+    if (go && (!ej_tree_cache_exists(c->c_config, c->p_config, NULL) ||
+               !ej_tree_cache_exists(c->c_instances, c->p_my_instance, NULL)))
+        go = false;
+    if (go && !ej__coord_leader_known(c))
+        ej__coord_elect(c);
+}
+
+void ej__coord_post_election(ej__coord *c)
+{
+    ej__coord_post(c, elect_task, NULL);
+}
+
+bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms)
+{
+    int64_t start = ej__mono_ms();
+    int64_t deadline = start + timeout_ms;
+    bool logged = false;
+    for (;;) {
+        char *id = ej__coord_leader_id(c, NULL);
+        if (id != NULL) {
+            free(id);
+            return ej__coord_is_leader(c);
+        }
+        char **ids = NULL;
+        size_t n = 0;
+        ej__coord_available_instances(c, &ids, &n);
+        ej_registry_free_names(ids);
+        if (n == 0)
+            return false;
+        pthread_mutex_lock(&c->mu);
+        if (c->closed || c->stopped) {
+            pthread_mutex_unlock(&c->mu);
+            return false;
+        }
+        bool run = ej__coord_eligible_locked(c) && !c->electing;
+        pthread_mutex_unlock(&c->mu);
+        if (run && !ej__coord_server_disabled(c)) {
+            ej__coord_elect(c);
+            /* The cache shows the result a moment later. */
+        }
+        if (!logged && ej__mono_ms() - start > 1000) {
+            logged = true;
+            EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: waiting for a leader (%s)", c->job,
+                   c->p_leader_inst);
+        }
+        pthread_mutex_lock(&c->mu);
+        bool more = ej__coord_wait_locked(c, deadline);
+        pthread_mutex_unlock(&c->mu);
+        if (!more) {
+            id = ej__coord_leader_id(c, NULL);
+            if (id != NULL) {
+                free(id);
+                return ej__coord_is_leader(c);
+            }
+            EJ_LOG(EJ_LOG_WARN, MOD, EJ_ETIMEDOUT, "job %s: no leader after %d ms (waiting for %s)",
+                   c->job, timeout_ms, c->p_leader_inst);
+            return false;
+        }
+    }
+}
+
+/* Give up leadership (own server disabled, shutdown). */
+void ej__coord_abdicate(ej__coord *c)
+{
+    if (!ej__coord_is_leader(c))
+        return;
+    int rc = ej_registry_delete(c->reg, c->p_leader_inst, -1);
+    if (rc != 0 && rc != EJ_ENONODE)
+        EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot give up leadership: %s", c->job,
+               ej_registry_errmsg(c->reg));
+    else
+        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: %s gave up leadership", c->job, c->me);
+}
+
+static void on_leader_event_body(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
+{
+    (void)cache;
+    ej__coord *c = user;
+    if (ev->type == EJ_TREE_INITIALIZED) {
+        c->init_leader = true;
+        ej__coord_broadcast(c);
+        return;
+    }
+    ej__coord_broadcast(c);
+    pthread_mutex_lock(&c->mu);
+    bool go = c->started && !c->closed && !c->stopped && c->init_leader;
+    pthread_mutex_unlock(&c->mu);
+    if (!go)
+        return;
+    if (strcmp(ev->path, c->p_leader_inst) == 0 && ev->type != EJ_TREE_NODE_REMOVED) {
+        ej__failover_leader_seen(c, ev->data);
+        return;
+    }
+    if (strcmp(ev->path, c->p_leader_inst) == 0 && ev->type == EJ_TREE_NODE_REMOVED) {
+        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: leader %s left; electing", c->job, ev->data);
+        if (!ej__coord_server_disabled(c))
+            ej__coord_post_election(c);
+        return;
+    }
+    size_t flen = strlen(c->p_fo_items);
+    if (ev->type == EJ_TREE_NODE_ADDED && strncmp(ev->path, c->p_fo_items, flen) == 0 &&
+        ev->path[flen] == '/' && c->hooks.on_failover_pending && ej__coord_failover_on(c))
+        c->hooks.on_failover_pending(c->hooks.user);
+}
+
+void ej__coord_on_leader_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
+{
+    ej__coord *c = user;
+    if (!ej__coord_enter(c))
+        return;
+    on_leader_event_body(cache, ev, user);
+    ej__coord_done(c);
+}

@@ -1,0 +1,405 @@
+/*
+ * Membership and connection state: servers/{ip} and instances/{id} (console
+ * operations, crashes of others), the registration of this instance (again
+ * after a new session), and what the coordinator does on connection states.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/util.h"
+#include "coord/coord_impl.h"
+#include "ejob/config.h"
+#include "ejob/cron.h"
+#include "ejob/error.h"
+#include "ejob/log.h"
+#include "ejob/sharding.h"
+#include "schedule/internal.h"
+
+#define MOD "coord"
+
+void ej__coord_stop_job(ej__coord *c, int why)
+{
+    pthread_mutex_lock(&c->mu);
+    bool first = !c->stopped && !c->closed;
+    c->stopped = true;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    if (!first)
+        return;
+    const char *ns = ej_registry_namespace(c->reg);
+    if (why == EJ__STOP_OPERATOR)
+        EJ_LOG(EJ_LOG_WARN, MOD, 0,
+               "job %s: instance node %s%s%s deleted by an operator: this instance stops the job",
+               c->job, ns[0] ? "/" : "", ns, c->p_my_instance);
+    else
+        EJ_LOG(EJ_LOG_WARN, MOD, 0, "job %s: job removed from ZooKeeper: stopping", c->job);
+    ej__coord_abdicate(c);
+    if (c->hooks.on_stop)
+        c->hooks.on_stop(c->hooks.user, why);
+}
+
+/* Our instance node was deleted while our session seemed alive: if the
+ * session still answers (the same one), an operator deleted it; if not, it
+ * went with the session, and the reconnection registers again. */
+static void operator_check_task(ej__coord *c, void *arg)
+{
+    int64_t sess = *(int64_t *)arg;
+    free(arg);
+    bool ex = false;
+    int rc = ej_registry_exists(c->reg, c->p_my_instance, &ex, NULL);
+    pthread_mutex_lock(&c->mu);
+    bool same = c->reg_session == sess;
+    pthread_mutex_unlock(&c->mu);
+    if (rc == 0 && !ex && same && ej_registry_session_id(c->reg) == sess)
+        ej__coord_stop_job(c, EJ__STOP_OPERATOR);
+    else
+        EJ_LOG(EJ_LOG_INFO, MOD, 0,
+               "job %s: instance node %s went with the ZooKeeper session; registering again "
+               "after the reconnection",
+               c->job, c->p_my_instance);
+}
+
+void ej__coord_root_check_task(ej_registry *reg, void *user)
+{
+    (void)reg;
+    ej__coord *c = user;
+    if (ej__coord_enter(c)) {
+        bool root = true, cfg = true;
+        if (ej_registry_exists(c->reg, c->p_root, &root, NULL) == 0 && !root) {
+            ej__coord_stop_job(c, EJ__STOP_REMOVED);
+        } else if (ej_registry_exists(c->reg, c->p_config, &cfg, NULL) == 0 && !cfg) {
+            ej__coord_set_error(c, "config node %s is missing; running with the last good one",
+                                c->p_config);
+            EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ENONODE, "job %s: config node %s is missing", c->job,
+                   c->p_config);
+        }
+        ej__coord_done(c);
+    }
+    ej__coord_unref(c);
+}
+
+static void on_servers_event_body(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
+{
+    (void)cache;
+    ej__coord *c = user;
+    if (ev->type == EJ_TREE_INITIALIZED) {
+        c->init_servers = true;
+        ej__coord_broadcast(c);
+        return;
+    }
+    ej__coord_broadcast(c);
+    pthread_mutex_lock(&c->mu);
+    bool go = c->started && !c->closed && !c->stopped && c->init_servers;
+    pthread_mutex_unlock(&c->mu);
+    if (!go || strncmp(ev->path, c->p_servers, strlen(c->p_servers)) != 0 ||
+        ev->path[strlen(c->p_servers)] != '/')
+        return;
+    /* Any server change reshards (ElasticJob: all servers events). */
+    ej__coord_leader_set_necessary(c);
+    if (strcmp(ev->path, c->p_my_server) != 0)
+        return;
+    bool disabled = ev->type != EJ_TREE_NODE_REMOVED && strcmp(ev->data, EJ__DISABLED) == 0;
+    if (disabled) {
+        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: server %s disabled", c->job, c->ip);
+        ej__coord_abdicate(c);
+    } else {
+        if (ev->type == EJ_TREE_NODE_UPDATED)
+            EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: server %s enabled", c->job, c->ip);
+        if (!ej__coord_leader_known(c))
+            ej__coord_post_election(c);
+    }
+}
+
+void ej__coord_on_servers_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
+{
+    ej__coord *c = user;
+    if (!ej__coord_enter(c))
+        return;
+    on_servers_event_body(cache, ev, user);
+    ej__coord_done(c);
+}
+
+static void on_instances_event_body(ej_tree_cache *cache, const struct ej_tree_event *ev,
+                                    void *user)
+{
+    (void)cache;
+    ej__coord *c = user;
+    if (ev->type == EJ_TREE_INITIALIZED) {
+        c->init_instances = true;
+        ej__coord_broadcast(c);
+        return;
+    }
+    ej__coord_broadcast(c);
+    size_t plen = strlen(c->p_instances);
+    if (strncmp(ev->path, c->p_instances, plen) != 0 || ev->path[plen] != '/')
+        return;
+    const char *id = ev->path + plen + 1;
+    if (strchr(id, '/') != NULL)
+        return;
+    pthread_mutex_lock(&c->mu);
+    bool go = c->started && !c->closed && !c->stopped;
+    bool init = c->init_instances;
+    bool connected = c->connected;
+    int64_t my_sess = c->reg_session;
+    pthread_mutex_unlock(&c->mu);
+    if (!go)
+        return;
+    bool mine = strcmp(id, c->me) == 0;
+    if (ev->type == EJ_TREE_NODE_REMOVED) {
+        if (mine) {
+            /* Session expiry is not an operator's shutdown (EJ#1857,
+             * EJ#2383): only a delete of the node of our live session is.
+             * The client may learn of its expiry after the node's removal,
+             * so the session is proved alive first (off this thread). */
+            int64_t cur = ej_registry_session_id(c->reg);
+            if (ev->stat && ev->stat->ephemeral_owner == cur && cur != 0 && connected &&
+                my_sess == cur) {
+                int64_t *arg = malloc(sizeof *arg);
+                if (arg) {
+                    *arg = cur;
+                    if (ej__coord_post(c, operator_check_task, arg) != 0)
+                        free(arg);
+                }
+            }
+            return;
+        }
+        if (init)
+            ej__coord_leader_set_necessary(c);
+        if (ev->stat && ev->stat->ephemeral_owner != 0)
+            ej__failover_on_instance_removed(c, id, ev->stat->ephemeral_owner);
+        return;
+    }
+    if (ev->type == EJ_TREE_NODE_ADDED && !mine && init)
+        ej__coord_leader_set_necessary(c);
+    if (mine && ev->len == strlen(EJ__TRIGGER) && strcmp(ev->data, EJ__TRIGGER) == 0) {
+        /* The console's trigger: reset the node, run once now. */
+        ej_registry_set(c->reg, c->p_my_instance, "", 0, -1, NULL);
+        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: triggered by the console", c->job);
+        if (c->hooks.on_trigger)
+            c->hooks.on_trigger(c->hooks.user);
+    }
+}
+
+void ej__coord_on_instances_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
+{
+    ej__coord *c = user;
+    if (!ej__coord_enter(c))
+        return;
+    on_instances_event_body(cache, ev, user);
+    ej__coord_done(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Registration                                                              */
+
+/* servers/{ip}: DISABLED when the config says so; an operator's DISABLED
+ * survives a restart unless the config overwrites (ElasticJob rewrites "" on
+ * every start). */
+int ej__coord_persist_server(ej__coord *c, bool cfg_disabled, bool overwrite)
+{
+    const char *val = "";
+    if (cfg_disabled) {
+        val = EJ__DISABLED;
+    } else {
+        char *cur = NULL;
+        if (ej_registry_get(c->reg, c->p_my_server, &cur, NULL, NULL) == 0 &&
+            strcmp(cur, EJ__DISABLED) == 0 && !overwrite) {
+            EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: server %s stays DISABLED (set by an operator)",
+                   c->job, c->ip);
+            val = EJ__DISABLED;
+        }
+        free(cur);
+    }
+    int rc = ej_registry_persist(c->reg, c->p_my_server, val, strlen(val));
+    if (rc != 0)
+        ej__coord_set_error(c, "cannot write %s: %s", c->p_my_server, ej_registry_errmsg(c->reg));
+    return rc;
+}
+
+/* Create our ephemeral instance node (same id after a new session). */
+int ej__coord_register_instance(ej__coord *c)
+{
+    int64_t sess = ej_registry_session_id(c->reg);
+    int rc = ej_registry_create_node(c->reg, c->p_my_instance, NULL, 0, EJ_REG_EPHEMERAL,
+                                     EJ_REG_CREATE_PARENTS, NULL);
+    if (rc == EJ_ENODEEXISTS) {
+        struct ej_node_stat st;
+        bool exists = false;
+        rc = ej_registry_exists(c->reg, c->p_my_instance, &exists, &st);
+        if (rc == 0 && exists && st.ephemeral_owner == sess) {
+            rc = 0;
+        } else if (rc == 0) {
+            /* A node of a previous session of ours (or of a process that
+             * had our id): replace it, as ElasticJob's persistEphemeral. */
+            ej_registry_delete(c->reg, c->p_my_instance, -1);
+            rc = ej_registry_create_node(c->reg, c->p_my_instance, NULL, 0, EJ_REG_EPHEMERAL,
+                                         EJ_REG_CREATE_PARENTS, NULL);
+        }
+    }
+    if (rc == 0) {
+        pthread_mutex_lock(&c->mu);
+        c->reg_session = sess;
+        c->reg_at_ms = ej__now_ms();
+        c->fence_told = -1;
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+    } else {
+        ej__coord_set_error(c, "cannot create %s: %s", c->p_my_instance,
+                            ej_registry_errmsg(c->reg));
+    }
+    return rc;
+}
+
+static void reregister_task(ej__coord *c, void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&c->mu);
+    bool go = c->started && !c->closed && !c->stopped && c->connected;
+    bool dis = c->have_cfg && c->cfg.disabled;
+    pthread_mutex_unlock(&c->mu);
+    if (!go)
+        return;
+    EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: new ZooKeeper session: registering %s again", c->job,
+           c->me);
+    /* Keep the server's state (an operator's DISABLED included). */
+    ej__coord_persist_server(c, dis, false);
+    if (ej__coord_register_instance(c) != 0)
+        return;
+    /* The cache may still show a leader of the old session: the election
+     * checks ZooKeeper itself under the latch. */
+    if (!ej__coord_server_disabled(c))
+        ej__coord_elect(c);
+    ej__coord_leader_set_necessary(c);
+    /* Crashes seen while this instance had no session. */
+    ej__failover_process_pending(c);
+    if (c->hooks.on_conn)
+        c->hooks.on_conn(c->hooks.user, EJ_REG_RECONNECTED, true);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Connection states (dispatch thread)                                        */
+
+static void on_state_body(ej_registry *reg, ej_reg_state st, bool new_session, void *user)
+{
+    (void)reg;
+    ej__coord *c = user;
+    pthread_mutex_lock(&c->mu);
+    bool closed = c->closed;
+    switch (st) {
+    case EJ_REG_CONNECTED:
+    case EJ_REG_RECONNECTED:
+        c->connected = true;
+        break;
+    case EJ_REG_SUSPENDED:
+    case EJ_REG_LOST:
+        c->connected = false;
+        break;
+    }
+    if (st == EJ_REG_LOST || (st == EJ_REG_RECONNECTED && new_session))
+        c->reg_session = 0; /* our ephemeral nodes are gone (or will be) */
+    bool started = c->started && !c->stopped;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    if (closed)
+        return;
+    if (st == EJ_REG_SUSPENDED)
+        EJ_LOG(EJ_LOG_WARN, MOD, 0, "job %s: ZooKeeper connection suspended: not firing", c->job);
+    else if (st == EJ_REG_LOST)
+        EJ_LOG(EJ_LOG_WARN, MOD, 0,
+               "job %s: ZooKeeper session lost: not firing, asking running items to stop", c->job);
+    else if (st == EJ_REG_RECONNECTED)
+        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: ZooKeeper reconnected (%s session)", c->job,
+               new_session ? "new" : "same");
+    if (st == EJ_REG_RECONNECTED && new_session)
+        ej__view_on_new_session(c->view);
+    else if (st == EJ_REG_RECONNECTED)
+        ej__view_repair(c->view);
+    if (st == EJ_REG_RECONNECTED && started) {
+        pthread_mutex_lock(&c->mu);
+        bool lost_registration = c->reg_session == 0;
+        pthread_mutex_unlock(&c->mu);
+        if (lost_registration) {
+            /* New session (or one reported lost that survived): register
+             * again; on_conn follows the re-registration. */
+            ej__coord_post(c, reregister_task, NULL);
+            return;
+        }
+    }
+    if (c->hooks.on_conn && started)
+        c->hooks.on_conn(c->hooks.user, st, new_session);
+}
+
+void ej__coord_on_state(ej_registry *reg, ej_reg_state st, bool new_session, void *user)
+{
+    ej__coord *c = user;
+    if (!ej__coord_enter(c))
+        return;
+    on_state_body(reg, st, new_session, user);
+    ej__coord_done(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The fence (registry watchdog thread)                                      */
+
+int64_t ej__coord_session(ej__coord *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int64_t s = c->stopped || c->closed ? 0 : c->reg_session;
+    pthread_mutex_unlock(&c->mu);
+    return s;
+}
+
+int64_t ej__coord_registered_at(ej__coord *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int64_t at = c->reg_at_ms;
+    pthread_mutex_unlock(&c->mu);
+    return at;
+}
+
+bool ej__coord_may_start(ej__coord *c, int64_t session)
+{
+    pthread_mutex_lock(&c->mu);
+    bool ok = session != 0 && c->reg_session == session && c->started && !c->stopped &&
+              !c->closed && c->connected;
+    pthread_mutex_unlock(&c->mu);
+    return ok && ej_registry_fence(c->reg, session) == EJ_REG_FENCE_OPEN;
+}
+
+/* The registry's fence changed. What counts is the fence of the session we
+ * registered in: a new session is CANCEL for us until we registered in it. */
+void ej__coord_on_fence(ej_registry *reg, ej_reg_fence level, int64_t session, void *user)
+{
+    (void)level;
+    (void)session;
+    ej__coord *c = user;
+    if (!ej__coord_enter(c))
+        return;
+    pthread_mutex_lock(&c->mu);
+    int64_t mine = c->reg_session;
+    bool started = c->started && !c->stopped;
+    pthread_mutex_unlock(&c->mu);
+    int lvl = mine ? (int)ej_registry_fence(reg, mine) : (int)EJ_REG_FENCE_CANCEL;
+    pthread_mutex_lock(&c->mu);
+    bool tell = started && lvl != c->fence_told;
+    if (tell)
+        c->fence_told = lvl;
+    pthread_mutex_unlock(&c->mu);
+    if (tell && lvl != EJ_REG_FENCE_OPEN) {
+        int64_t sess = 0;
+        int64_t last = ej_registry_last_contact_ms(reg, &sess);
+        EJ_LOG(EJ_LOG_DEBUG, MOD, 0,
+               "job %s: no answer from ZooKeeper for %" PRId64 " ms (session timeout %d ms): %s",
+               c->job, ej__mono_ms() - last, ej_registry_negotiated_timeout_ms(reg),
+               lvl == EJ_REG_FENCE_HOLD ? "starting nothing" : "stopping running items");
+    }
+    if (tell && c->hooks.on_fence)
+        c->hooks.on_fence(c->hooks.user, lvl);
+    ej__coord_done(c);
+}
