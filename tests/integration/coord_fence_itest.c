@@ -131,7 +131,7 @@ static ej_job *make_job(ej_registry *reg, const char *name, ej_job_type type, co
     ej_job_config_fini(&cfg);
     REQUIRE(rc == 0, "create %s: %s", name, ej_strerror(rc));
     rc = ej_job_start(job);
-    REQUIRE(rc == 0, "start %s: %s", name, ej_job_last_error(job));
+    REQUIRE(rc == 0, "start %s: %s", name, ej_job_last_error(job, (char[512]){0}, 512));
     return job;
 }
 
