@@ -278,6 +278,8 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     posix_spawnattr_t attr;
     bool fa_init = false, attr_init = false;
     pid_t pid = -1;
+    struct ej__supervisor sup = {.pid = -1, .fd = -1};
+    int64_t grace = 0;
 
     if (pipe2(pipefd, O_CLOEXEC) != 0 || (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
         ej__exec_fail(res, -errno, "Execute script failure: cannot create a pipe: %s",
@@ -310,7 +312,8 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                         POSIX_SPAWN_SETSIGDEF);
-    rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, env ? env : environ);
+    grace = job->kill_grace_ms > 0 ? job->kill_grace_ms : DEFAULT_GRACE_MS;
+    rc = ej__supervise_spawn(&sup, &pid, argv[0], &fa, &attr, argv, env ? env : environ, grace);
     if (rc != 0) {
         pid = -1;
         ej__exec_fail(res, -rc, "Execute script failure: cannot run '%s': %s", argv[0],
@@ -326,7 +329,6 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
 
     int64_t start = ej__mono_ms();
     int64_t deadline = job->timeout_ms > 0 ? start + job->timeout_ms : 0;
-    int64_t grace = job->kill_grace_ms > 0 ? job->kill_grace_ms : DEFAULT_GRACE_MS;
     int64_t kill_at = 0;
     enum { RUNNING, TERMED, KILLED } kstate = RUNNING;
     bool pipe_open = true, gone = false;
@@ -424,6 +426,7 @@ out:
         kill(-pid, SIGKILL);
         waitpid(pid, NULL, 0);
     }
+    ej__supervise_end(&sup);
     if (pidfd >= 0)
         close(pidfd);
     if (pipefd[0] >= 0)

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -519,6 +521,110 @@ static void test_script_cancel(void **state)
     ej__exec_context_fini(&ctx);
 }
 
+struct daemon_item {
+    struct ej_job_def def;
+    ej_shard_context ctx;
+};
+
+static void *daemon_item_thread(void *arg)
+{
+    struct daemon_item *di = arg;
+    ej__exec_result r;
+    ej__exec_run_item(&di->def, &di->ctx, NULL, &r);
+    return NULL;
+}
+
+/* Reaps what came to this process (a subreaper) and says whether the
+ * process group pgid has no member left. */
+static bool group_gone(pid_t pgid)
+{
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+    return kill(-pgid, 0) != 0 && errno == ESRCH;
+}
+
+/*
+ * A "daemon" (a forked process) runs a script item on one of its threads;
+ * the script's group holds a shell and a grandchild. kill -9 of the daemon
+ * must end the whole group within [min_ms, max_ms]. This process is a
+ * subreaper, so the orphans come here and their end is seen exactly.
+ * Returns the measured time.
+ */
+static int64_t daemon_death_case(const char *trap, int64_t grace, int64_t min_ms, int64_t max_ms)
+{
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    char *pidfile = tmp_path("daemon-death.pids");
+    unlink(pidfile);
+    char *cmd = ej__asprintf("/bin/sh -c '%s sleep 60 & echo $$ $! > %s.tmp; mv %s.tmp %s; wait'",
+                             trap, pidfile, pidfile, pidfile);
+    pid_t daemon = fork();
+    assert_true(daemon >= 0);
+    if (daemon == 0) {
+        static struct daemon_item di;
+        di.def = (struct ej_job_def){.type = EJ_JOB_TYPE_SCRIPT};
+        di.def.script.command_line = cmd;
+        di.def.script.kill_grace_ms = grace;
+        di.def.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
+        fill_ctx(&di.ctx, NULL, 0, NULL);
+        pthread_t th;
+        pthread_create(&th, NULL, daemon_item_thread, &di);
+        pthread_join(th, NULL);
+        _exit(0);
+    }
+    char *pids = NULL;
+    for (int i = 0; i < 1000 && pids == NULL; i++) {
+        pids = slurp(pidfile);
+        if (pids == NULL)
+            ej__sleep_ms(10);
+    }
+    assert_non_null(pids);
+    int leader = 0, grandchild = 0;
+    assert_int_equal(sscanf(pids, "%d %d", &leader, &grandchild), 2);
+    assert_false(group_gone(leader));
+    kill(daemon, SIGKILL);
+    int64_t t0 = ej__mono_ms();
+    waitpid(daemon, NULL, 0);
+    while (!group_gone(leader) && ej__mono_ms() - t0 < max_ms + 3000)
+        ej__sleep_ms(2);
+    int64_t took = ej__mono_ms() - t0;
+    bool gone = group_gone(leader);
+    if (!gone) {
+        kill(-leader, SIGKILL);
+        kill(grandchild, SIGKILL);
+        for (int i = 0; i < 200 && !group_gone(leader); i++)
+            ej__sleep_ms(10);
+    }
+    /* The supervisor, an orphan here too, is gone as well. */
+    bool all_reaped = false;
+    for (int i = 0; i < 200 && !all_reaped; i++) {
+        all_reaped = waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD;
+        if (!all_reaped)
+            ej__sleep_ms(10);
+    }
+    prctl(PR_SET_CHILD_SUBREAPER, 0);
+    print_message("kill -9 of the daemon (grace %lld ms%s): item group %s after %lld ms\n",
+                  (long long)grace, trap[0] ? ", SIGTERM ignored" : "",
+                  gone ? "gone" : "STILL THERE", (long long)took);
+    assert_true(gone);
+    assert_true(all_reaped);
+    assert_true(process_gone(grandchild));
+    assert_true(took >= min_ms);
+    assert_true(took <= max_ms);
+    free(pids);
+    free(cmd);
+    free(pidfile);
+    return took;
+}
+
+static void test_script_group_dies_with_daemon(void **state)
+{
+    (void)state;
+    /* SIGTERM from the supervisor ends the group at once. */
+    daemon_death_case("", 5000, 0, 1000);
+    /* The group ignores SIGTERM: SIGKILL after the item's grace. */
+    daemon_death_case("trap \"\" TERM;", 400, 390, 2500);
+}
+
 /* --------------------------------------------------- simple / dataflow */
 
 static int failing_simple(const ej_shard_context *ctx, void *user)
@@ -986,6 +1092,7 @@ int main(void)
         cmocka_unit_test(test_script_timeout_kills_group),
         cmocka_unit_test(test_script_output_cap),
         cmocka_unit_test(test_script_cancel),
+        cmocka_unit_test(test_script_group_dies_with_daemon),
         cmocka_unit_test(test_simple_and_handlers),
         cmocka_unit_test(test_dataflow),
         cmocka_unit_test(test_http),

@@ -1,0 +1,163 @@
+/*
+ * Item process groups that never outlive their daemon.
+ *
+ * Before a script item is spawned, a small supervising process is forked
+ * from the daemon. It holds one end of a socket pair whose other end only
+ * the daemon holds (close-on-exec, and every other descriptor closed in the
+ * supervisor). Once told the item's process group it joins it, which also
+ * keeps the group id from being reused while the supervisor lives. When the
+ * item ends normally the daemon says so and the supervisor exits quietly.
+ * When the daemon dies (kill -9, crash, exit with the item still running)
+ * the kernel closes the daemon's end: the supervisor reads EOF at once and
+ * gives the group SIGTERM, then SIGKILL after the item's kill grace unless
+ * the group has emptied before.
+ *
+ * A socket rather than PR_SET_PDEATHSIG: the death signal follows the
+ * creating thread, not the process, and items run on pool threads.
+ *
+ * The supervisor runs in a child forked from a threaded process: it calls
+ * only async-signal-safe functions and never returns into ejob's code.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec/internal.h"
+
+#define LIFELINE_FD 3
+#define ITEM_DONE 'd'
+#define GONE_POLL_MS 10
+
+static bool read_full(int fd, void *buf, size_t n)
+{
+    char *p = buf;
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r > 0) {
+            p += r;
+            n -= (size_t)r;
+        } else if (r == 0 || errno != EINTR) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* The supervising process: never returns. */
+static _Noreturn void supervise(int lifeline, int devnull, int64_t grace_ms)
+{
+    /* Signals meant for the item's group (a timeout's SIGTERM) or for the
+     * daemon's (a terminal's SIGINT) are not for the supervisor: only
+     * SIGKILL ends it from outside. */
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    setpgid(0, 0);
+    dup2(devnull, 0);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    if (lifeline != LIFELINE_FD)
+        dup2(lifeline, LIFELINE_FD);
+    /* Other items' lifelines, the daemon's sockets and listeners: a copy
+     * kept here would hide the daemon's death from other supervisors. */
+    close_range(LIFELINE_FD + 1, ~0U, 0);
+
+    pid_t pgid = 0;
+    if (!read_full(LIFELINE_FD, &pgid, sizeof pgid) || pgid <= 0)
+        _exit(0); /* the daemon died or gave up before spawning */
+    /* Joining can only fail when the group is already empty (and then
+     * nothing is left to kill, and its id may be reused: stay away). */
+    if (setpgid(0, pgid) != 0)
+        _exit(0);
+    char b = 0;
+    if (read_full(LIFELINE_FD, &b, 1) && b == ITEM_DONE)
+        _exit(0);
+    /* EOF: the daemon is gone. */
+    kill(-pgid, SIGTERM);
+    /* Leave the group (a member that is not its leader may start its own)
+     * to see it empty out; stop looking the moment it has. Its id could be
+     * reused only after that, and nothing is sent to it then. */
+    setpgid(0, 0);
+    for (int64_t waited = 0; waited < grace_ms; waited += GONE_POLL_MS) {
+        if (kill(-pgid, 0) != 0 && errno == ESRCH)
+            _exit(0);
+        sleep_ms(GONE_POLL_MS);
+    }
+    kill(-pgid, SIGKILL);
+    _exit(0);
+}
+
+int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file,
+                        const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+                        char *const argv[], char *const envp[], int64_t grace_ms)
+{
+    sup->pid = -1;
+    sup->fd = -1;
+    *pid = -1;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return errno;
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull < 0) {
+        int e = errno;
+        close(sv[0]);
+        close(sv[1]);
+        return e;
+    }
+    pid_t child = fork();
+    if (child == 0)
+        supervise(sv[1], devnull, grace_ms);
+    int e = errno;
+    close(sv[1]);
+    close(devnull);
+    if (child < 0) {
+        close(sv[0]);
+        return e;
+    }
+    sup->pid = child;
+    sup->fd = sv[0];
+
+    int rc = posix_spawnp(pid, file, fa, attr, argv, envp);
+    if (rc != 0) {
+        *pid = -1;
+        ej__supervise_end(sup); /* the supervisor reads EOF with no group */
+        return rc;
+    }
+    pid_t pgid = *pid; /* the script leads its own group (POSIX_SPAWN_SETPGROUP, 0) */
+    /* A failed send means the supervisor is gone (killed from outside):
+     * the item runs unsupervised, as it would have without one. */
+    while (send(sup->fd, &pgid, sizeof pgid, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+    }
+    return 0;
+}
+
+void ej__supervise_end(struct ej__supervisor *sup)
+{
+    if (sup->fd >= 0) {
+        char b = ITEM_DONE;
+        while (send(sup->fd, &b, 1, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+        }
+        close(sup->fd);
+        sup->fd = -1;
+    }
+    if (sup->pid > 0) {
+        while (waitpid(sup->pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        sup->pid = -1;
+    }
+}
