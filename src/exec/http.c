@@ -1,6 +1,7 @@
 /*
  * HTTP jobs: one request per item, with the item's context JSON in the
- * `shardingContext` header. Success is a 2xx response.
+ * `shardingContext` header and its fencing token in X-Ejob-Fencing-Token.
+ * Success is a 2xx response; cancellation aborts the transfer.
  */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -141,8 +142,18 @@ void ej__exec_run_http(const struct ej_http_job *job, const ej_shard_context *ct
         else
             headers = add_header(headers, ctype, &failed);
     }
-    for (const char *const *x = job->headers; x && *x; x++)
+    size_t tl = strlen(EJ_FENCING_TOKEN_HEADER);
+    for (const char *const *x = job->headers; x && *x; x++) {
+        /* A job cannot pass off another token. */
+        if (strncasecmp(*x, EJ_FENCING_TOKEN_HEADER, tl) == 0 &&
+            ((*x)[tl] == ':' || (*x)[tl] == ';'))
+            continue;
         headers = add_header(headers, *x, &failed);
+    }
+    char token_hdr[64];
+    snprintf(token_hdr, sizeof token_hdr, EJ_FENCING_TOKEN_HEADER ": %lld",
+             (long long)ctx->fencing_token);
+    headers = add_header(headers, token_hdr, &failed);
     /* No "Expect: 100-continue" round trip before a body. */
     headers = add_header(headers, "Expect:", &failed);
     if (failed) {

@@ -57,6 +57,11 @@ char *ej__exec_context_json(const ej_shard_context *ctx);
 char *ej__exec_task_id(const char *job_name, const int *items, size_t count,
                        const char *instance_id);
 
+/* The environment variable of a script item and the request header of an
+ * HTTP item that carry ctx->fencing_token (decimal; 0 when not known). */
+#define EJ_FENCING_TOKEN_ENV "EJOB_FENCING_TOKEN"
+#define EJ_FENCING_TOKEN_HEADER "X-Ejob-Fencing-Token"
+
 /* --------------------------------------------------------------- runs */
 
 struct ej__exec_opts {

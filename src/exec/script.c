@@ -182,16 +182,28 @@ static bool drain_pipe(int fd, struct capture *c)
 
 /* -------------------------------------------------------------- running */
 
-static char **build_env(const char *const *extra)
+/* The daemon's environment with the job's entries (extra) and last on
+ * top, each overriding an inherited entry of the same name. */
+static char **build_env(const char *const *extra, const char *last)
 {
     size_t n = 0, m = 0;
     while (environ && environ[n])
         n++;
     while (extra && extra[m])
         m++;
-    char **env = malloc((n + m + 1) * sizeof *env);
-    if (env == NULL)
+    const char **all = malloc((m + 2) * sizeof *all);
+    if (all == NULL)
         return NULL;
+    for (size_t j = 0; j < m; j++)
+        all[j] = extra[j];
+    all[m++] = last;
+    all[m] = NULL;
+    extra = all;
+    char **env = malloc((n + m + 1) * sizeof *env);
+    if (env == NULL) {
+        free(all);
+        return NULL;
+    }
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         /* An extra entry overrides the inherited one with the same name. */
@@ -203,9 +215,15 @@ static char **build_env(const char *const *extra)
         if (!overridden)
             env[k++] = environ[i];
     }
-    for (size_t j = 0; j < m; j++)
-        env[k++] = (char *)extra[j];
+    /* last overrides the job's entries too. */
+    const char *leq = strchr(last, '=');
+    size_t ll = leq ? (size_t)(leq - last) : strlen(last);
+    for (size_t j = 0; j < m; j++) {
+        if (j + 1 == m || strncmp(extra[j], last, ll) != 0 || extra[j][ll] != '=')
+            env[k++] = (char *)extra[j];
+    }
     env[k] = NULL;
+    free(all);
     return env;
 }
 
@@ -286,12 +304,15 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
                       strerror(errno));
         goto out;
     }
-    if (job->env && job->env[0]) {
-        env = build_env(job->env);
-        if (env == NULL) {
-            ej__exec_fail(res, EJ_ENOMEM, "Execute script failure: out of memory");
-            goto out;
-        }
+    /* Always set, so that no token inherited from the daemon's own
+     * environment reaches the item. */
+    char token_env[64];
+    snprintf(token_env, sizeof token_env, EJ_FENCING_TOKEN_ENV "=%lld",
+             (long long)ctx->fencing_token);
+    env = build_env(job->env, token_env);
+    if (env == NULL) {
+        ej__exec_fail(res, EJ_ENOMEM, "Execute script failure: out of memory");
+        goto out;
     }
     posix_spawn_file_actions_init(&fa);
     fa_init = true;
@@ -313,7 +334,7 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                         POSIX_SPAWN_SETSIGDEF);
     grace = job->kill_grace_ms > 0 ? job->kill_grace_ms : DEFAULT_GRACE_MS;
-    rc = ej__supervise_spawn(&sup, &pid, argv[0], &fa, &attr, argv, env ? env : environ, grace);
+    rc = ej__supervise_spawn(&sup, &pid, argv[0], &fa, &attr, argv, env, grace);
     if (rc != 0) {
         pid = -1;
         ej__exec_fail(res, -rc, "Execute script failure: cannot run '%s': %s", argv[0],

@@ -453,6 +453,32 @@ static void run_timeout_case(const char *trap, int64_t grace, int64_t min_ms, in
     free(pidfile);
 }
 
+static void test_script_fencing_token_env(void **state)
+{
+    (void)state;
+    /* Neither the daemon's environment nor the job's env can set it. */
+    setenv("EJOB_FENCING_TOKEN", "7", 1);
+    const char *env[] = {"EJOB_FENCING_TOKEN=1", "OTHER=x", NULL};
+    struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
+    d.script.command_line = "/bin/sh -c 'echo \"$EJOB_FENCING_TOKEN $OTHER\"'";
+    d.script.env = env;
+    ej_shard_context ctx;
+    fill_ctx(&ctx, NULL, 0, NULL);
+    ctx.fencing_token = 4294967302LL;
+    ej__exec_result r;
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), 0);
+    assert_string_equal(r.output, "4294967302 x\n");
+    ej__exec_result_fini(&r);
+    /* Not known: 0, and without job env. */
+    ctx.fencing_token = 0;
+    d.script.env = NULL;
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), 0);
+    assert_string_equal(r.output, "0 \n");
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&ctx);
+    unsetenv("EJOB_FENCING_TOKEN");
+}
+
 static void test_script_timeout_kills_group(void **state)
 {
     (void)state;
@@ -753,6 +779,7 @@ struct http_rec {
     char ctx_header[1024];
     char ctype[128];
     char body[1024];
+    char token[64];
     int requests;
 };
 static struct http_rec rec = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -781,12 +808,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "shardingContext");
     const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    const char *tok = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Ejob-Fencing-Token");
     pthread_mutex_lock(&rec.mu);
     rec.requests++;
     snprintf(rec.method, sizeof rec.method, "%s", method);
     snprintf(rec.url, sizeof rec.url, "%s", url);
     snprintf(rec.ctx_header, sizeof rec.ctx_header, "%s", h ? h : "");
     snprintf(rec.ctype, sizeof rec.ctype, "%s", ct ? ct : "");
+    snprintf(rec.token, sizeof rec.token, "%s", tok ? tok : "(none)");
     snprintf(rec.body, sizeof rec.body, "%s", k->body.data ? k->body.data : "");
     pthread_mutex_unlock(&rec.mu);
     unsigned status = 200;
@@ -838,8 +867,9 @@ static void test_http(void **state)
 
     ej_shard_context ctx;
     fill_ctx(&ctx, NULL, 1, "Shanghai");
+    ctx.fencing_token = 4294967302LL;
     char *want_json = ej__exec_context_json(&ctx);
-    const char *extra[] = {"X-Extra: yes", NULL};
+    const char *extra[] = {"X-Extra: yes", "x-ejob-fencing-token: 1", NULL};
     struct ej_job_def j = {.type = EJ_JOB_TYPE_HTTP};
     j.http.uri = ok_url;
     j.http.method = "POST";
@@ -856,6 +886,8 @@ static void test_http(void **state)
     assert_string_equal(rec.ctx_header, want_json);
     assert_string_equal(rec.ctype, "application/x-www-form-urlencoded");
     assert_string_equal(rec.body, "a=1&b=2");
+    /* The item's token, not the one the job's headers tried to set. */
+    assert_string_equal(rec.token, "4294967302");
     pthread_mutex_unlock(&rec.mu);
     ej__exec_result_fini(&r);
 
@@ -899,6 +931,26 @@ static void test_http(void **state)
     assert_true(r.timed_out);
     assert_non_null(strstr(r.failure_cause, "timed out"));
     ej__exec_result_fini(&r);
+
+    /* Cancelled 200 ms into a request the server answers after 1.5 s:
+     * the transfer is aborted at once. */
+    atomic_bool cancel = false;
+    ej_shard_context cctx;
+    fill_ctx(&cctx, &cancel, 0, NULL);
+    j.http.read_timeout_ms = 5000;
+    pthread_t th;
+    pthread_create(&th, NULL, cancel_later, &cancel);
+    t0 = ej__mono_ms();
+    assert_int_equal(ej__exec_run_item(&j, &cctx, NULL, &r), EJ_ESTOPPED);
+    took = ej__mono_ms() - t0;
+    pthread_join(th, NULL);
+    print_message("http item cancelled at 200 ms: aborted after %lld ms\n", (long long)took);
+    assert_true(took >= 190);
+    assert_true(took < 700);
+    assert_true(r.cancelled);
+    assert_non_null(strstr(r.failure_cause, "cancelled"));
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&cctx);
 
     /* Nothing listens on this port (the daemon's port + 0 is taken:
      * bind a socket, close it, use its port). */
@@ -1089,6 +1141,7 @@ int main(void)
         cmocka_unit_test(test_split_command),
         cmocka_unit_test(test_script_context_per_item),
         cmocka_unit_test(test_script_failure_exit_code),
+        cmocka_unit_test(test_script_fencing_token_env),
         cmocka_unit_test(test_script_timeout_kills_group),
         cmocka_unit_test(test_script_output_cap),
         cmocka_unit_test(test_script_cancel),
