@@ -10,7 +10,10 @@
  * When the daemon dies (kill -9, crash, exit with the item still running)
  * the kernel closes the daemon's end: the supervisor reads EOF at once and
  * gives the group SIGTERM, then SIGKILL after the item's kill grace unless
- * the group has emptied before.
+ * the group has emptied before. The same happens when the daemon has been
+ * stopped (SIGSTOP, a debugger) for STOPPED_LIMIT_MS: a frozen daemon can
+ * neither stop its items nor keep its session, and another instance may
+ * take them over.
  *
  * A socket rather than PR_SET_PDEATHSIG: the death signal follows the
  * creating thread, not the process, and items run on pool threads.
@@ -20,6 +23,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -34,7 +39,14 @@
 
 #define LIFELINE_FD 3
 #define ITEM_DONE 'd'
+#define STAT_FD 4
 #define GONE_POLL_MS 10
+#define STOP_POLL_MS 100
+/* A daemon stopped this long has its items stopped: it cannot fence them
+ * itself, and its registry session runs out meanwhile (sessions of a few
+ * seconds at least; an item gone within a third of the shortest is gone
+ * before the server can hand it to another instance). */
+#define STOPPED_LIMIT_MS 1000
 
 static bool read_full(int fd, void *buf, size_t n)
 {
@@ -58,8 +70,61 @@ static void sleep_ms(int64_t ms)
     }
 }
 
+/* True while the process whose stat file statfd reads is stopped
+ * (SIGSTOP, a job-control stop, a debugger). */
+static bool is_stopped(int statfd)
+{
+    char buf[512];
+    ssize_t n = pread(statfd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return false;
+    /* "pid (comm) S ...": comm may hold anything, the state follows the
+     * last ')'. */
+    ssize_t i = n - 1;
+    while (i >= 0 && buf[i] != ')')
+        i--;
+    return i >= 0 && i + 2 < n && (buf[i + 2] == 'T' || buf[i + 2] == 't');
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits until the item is over (true) or its group must go (false): the
+ * daemon died, or has been stopped for STOPPED_LIMIT_MS. */
+static bool wait_item(int statfd)
+{
+    int64_t stopped_since = -1;
+    for (;;) {
+        struct pollfd p = {.fd = LIFELINE_FD, .events = POLLIN};
+        int r = poll(&p, 1, statfd >= 0 ? STOP_POLL_MS : -1);
+        if (r > 0) {
+            char b = 0;
+            ssize_t n = read(LIFELINE_FD, &b, 1);
+            if (n == 1 && b == ITEM_DONE)
+                return true;
+            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+                return false; /* EOF: the daemon is gone */
+        } else if (r < 0 && errno != EINTR) {
+            return false;
+        }
+        if (statfd < 0)
+            continue;
+        if (!is_stopped(statfd)) {
+            stopped_since = -1;
+        } else if (stopped_since < 0) {
+            stopped_since = mono_ms();
+        } else if (mono_ms() - stopped_since >= STOPPED_LIMIT_MS) {
+            return false;
+        }
+    }
+}
+
 /* The supervising process: never returns. */
-static _Noreturn void supervise(int lifeline, int devnull, int64_t grace_ms)
+static _Noreturn void supervise(int lifeline, int statfd, int devnull, int64_t grace_ms)
 {
     /* Signals meant for the item's group (a timeout's SIGTERM) or for the
      * daemon's (a terminal's SIGINT) are not for the supervisor: only
@@ -73,9 +138,13 @@ static _Noreturn void supervise(int lifeline, int devnull, int64_t grace_ms)
     dup2(devnull, 2);
     if (lifeline != LIFELINE_FD)
         dup2(lifeline, LIFELINE_FD);
+    if (statfd >= 0 && statfd != STAT_FD) {
+        dup2(statfd, STAT_FD);
+        statfd = STAT_FD;
+    }
     /* Other items' lifelines, the daemon's sockets and listeners: a copy
      * kept here would hide the daemon's death from other supervisors. */
-    close_range(LIFELINE_FD + 1, ~0U, 0);
+    close_range(STAT_FD + 1, ~0U, 0);
 
     pid_t pgid = 0;
     if (!read_full(LIFELINE_FD, &pgid, sizeof pgid) || pgid <= 0)
@@ -84,14 +153,13 @@ static _Noreturn void supervise(int lifeline, int devnull, int64_t grace_ms)
      * nothing is left to kill, and its id may be reused: stay away). */
     if (setpgid(0, pgid) != 0)
         _exit(0);
-    char b = 0;
-    if (read_full(LIFELINE_FD, &b, 1) && b == ITEM_DONE)
+    if (wait_item(statfd))
         _exit(0);
-    /* EOF: the daemon is gone. */
     kill(-pgid, SIGTERM);
     /* Leave the group (a member that is not its leader may start its own)
      * to see it empty out; stop looking the moment it has. Its id could be
-     * reused only after that, and nothing is sent to it then. */
+     * reused only after that, and nothing is sent to it then. (A stopped
+     * daemon keeps its script unreaped, and so the id, until it runs.) */
     setpgid(0, 0);
     for (int64_t waited = 0; waited < grace_ms; waited += GONE_POLL_MS) {
         if (kill(-pgid, 0) != 0 && errno == ESRCH)
@@ -119,12 +187,17 @@ int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file
         close(sv[1]);
         return e;
     }
+    /* Opened here: /proc/self is this process (the supervisor watches it
+     * for a stop). -1 without /proc: only death is watched then. */
+    int statfd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
     pid_t child = fork();
     if (child == 0)
-        supervise(sv[1], devnull, grace_ms);
+        supervise(sv[1], statfd, devnull, grace_ms);
     int e = errno;
     close(sv[1]);
     close(devnull);
+    if (statfd >= 0)
+        close(statfd);
     if (child < 0) {
         close(sv[0]);
         return e;

@@ -576,7 +576,8 @@ static bool group_gone(pid_t pgid)
  * subreaper, so the orphans come here and their end is seen exactly.
  * Returns the measured time.
  */
-static int64_t daemon_death_case(const char *trap, int64_t grace, int64_t min_ms, int64_t max_ms)
+static int64_t daemon_death_case(const char *trap, int64_t grace, int64_t min_ms, int64_t max_ms,
+                                 bool stop)
 {
     assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
     char *pidfile = tmp_path("daemon-death.pids");
@@ -607,13 +608,23 @@ static int64_t daemon_death_case(const char *trap, int64_t grace, int64_t min_ms
     int leader = 0, grandchild = 0;
     assert_int_equal(sscanf(pids, "%d %d", &leader, &grandchild), 2);
     assert_false(group_gone(leader));
-    kill(daemon, SIGKILL);
+    kill(daemon, stop ? SIGSTOP : SIGKILL);
     int64_t t0 = ej__mono_ms();
-    waitpid(daemon, NULL, 0);
-    while (!group_gone(leader) && ej__mono_ms() - t0 < max_ms + 3000)
+    if (!stop)
+        waitpid(daemon, NULL, 0);
+    while (!group_gone(leader) && ej__mono_ms() - t0 < max_ms + 3000) {
         ej__sleep_ms(2);
+        /* A stopped daemon keeps its script unreaped: a zombie leader. */
+        if (stop && process_gone(leader) && process_gone(grandchild))
+            break;
+    }
     int64_t took = ej__mono_ms() - t0;
-    bool gone = group_gone(leader);
+    bool gone = stop ? process_gone(leader) && process_gone(grandchild) : group_gone(leader);
+    if (stop) {
+        /* Resumed, the daemon reaps its script and supervisor, and ends. */
+        kill(daemon, SIGCONT);
+        waitpid(daemon, NULL, 0);
+    }
     if (!gone) {
         kill(-leader, SIGKILL);
         kill(grandchild, SIGKILL);
@@ -628,9 +639,10 @@ static int64_t daemon_death_case(const char *trap, int64_t grace, int64_t min_ms
             ej__sleep_ms(10);
     }
     prctl(PR_SET_CHILD_SUBREAPER, 0);
-    print_message("kill -9 of the daemon (grace %lld ms%s): item group %s after %lld ms\n",
-                  (long long)grace, trap[0] ? ", SIGTERM ignored" : "",
-                  gone ? "gone" : "STILL THERE", (long long)took);
+    print_message("%s of the daemon (grace %lld ms%s): item group %s after %lld ms\n",
+                  stop ? "SIGSTOP" : "kill -9", (long long)grace,
+                  trap[0] ? ", SIGTERM ignored" : "", gone ? "gone" : "STILL THERE",
+                  (long long)took);
     assert_true(gone);
     assert_true(all_reaped);
     assert_true(process_gone(grandchild));
@@ -646,9 +658,16 @@ static void test_script_group_dies_with_daemon(void **state)
 {
     (void)state;
     /* SIGTERM from the supervisor ends the group at once. */
-    daemon_death_case("", 5000, 0, 1000);
+    daemon_death_case("", 5000, 0, 1000, false);
     /* The group ignores SIGTERM: SIGKILL after the item's grace. */
-    daemon_death_case("trap \"\" TERM;", 400, 390, 2500);
+    daemon_death_case("trap \"\" TERM;", 400, 390, 2500, false);
+}
+
+static void test_script_group_stops_with_stopped_daemon(void **state)
+{
+    (void)state;
+    /* A daemon stopped for a second has its items stopped. */
+    daemon_death_case("", 5000, 950, 2500, true);
 }
 
 /* --------------------------------------------------- simple / dataflow */
@@ -1146,6 +1165,7 @@ int main(void)
         cmocka_unit_test(test_script_output_cap),
         cmocka_unit_test(test_script_cancel),
         cmocka_unit_test(test_script_group_dies_with_daemon),
+        cmocka_unit_test(test_script_group_stops_with_stopped_daemon),
         cmocka_unit_test(test_simple_and_handlers),
         cmocka_unit_test(test_dataflow),
         cmocka_unit_test(test_http),
