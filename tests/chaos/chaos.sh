@@ -1,5 +1,5 @@
 #!/bin/bash
-# Chaos suite: chaos.sh FAULT, FAULT one of
+# Chaos suite: chaos.sh FAULT[,FAULT...], each FAULT one of
 #   kill9      kill -9 of a daemon while its items run (restarted after)
 #   sigstop    SIGSTOP of a daemon past the session timeout, then SIGCONT
 #   zkrestart  the (standalone) ZooKeeper server killed and restarted
@@ -10,30 +10,48 @@
 # cron every PERIOD s, failover on) on a real ZooKeeper. tests/chaos/item.sh
 # logs every run to one O_APPEND file; chaos_check.py watches every item
 # pid and then fails the test on two runs of one item at overlapping times,
-# a fire lost outside a fault's detection window, or a process left behind.
+# a fire lost outside a fault's detection window (fault start .. fault end +
+# session timeout + EJ_CHAOS_MARGIN_MS), or a process left behind.
 #
-# Short by default (one round: CI). EJ_CHAOS_ROUNDS=20 runs 20 rounds;
-# EJ_CHAOS_PERIOD (s, default 10), EJ_CHAOS_SESSION_MS (default 3000).
+# Short by default (one round: CI). EJ_CHAOS_ROUNDS=20 runs 20 rounds of
+# every fault named; EJ_CHAOS_PERIOD (s, default 6, or 10 with rounds), EJ_CHAOS_SESSION_MS
+# (default 3000), EJ_CHAOS_MARGIN_MS (default 4000), EJ_CHAOS_KEEP=1 keeps
+# the work directory of a failed run.
 # Exit 77 (ctest skip) when network namespaces are not available.
 set -u
-FAULT=${1:?usage: chaos.sh kill9|sigstop|zkrestart|leaderkill|partition}
+FAULTS_ARG=${1:?usage: chaos.sh kill9|sigstop|zkrestart|leaderkill|partition[,...]}
 E=${EJOB:?EJOB must name the ejob binary}
 SRC=${EJ_SOURCE_DIR:?EJ_SOURCE_DIR must name the source tree}
 HERE=$SRC/tests/chaos
 ROUNDS=${EJ_CHAOS_ROUNDS:-1}
-PERIOD=${EJ_CHAOS_PERIOD:-10}
+# Short mode: 6 s fires (items of 2..4 s); long mode: 10 s (items of 2..8 s).
+PERIOD=${EJ_CHAOS_PERIOD:-$([ "$ROUNDS" -gt 1 ] && echo 10 || echo 6)}
 SESSION=${EJ_CHAOS_SESSION_MS:-3000}
+MARGIN=${EJ_CHAOS_MARGIN_MS:-4000}
 NDAEMONS=3
 ITEMS=6
 SKIP=77
-case "$FAULT" in kill9 | sigstop | zkrestart | leaderkill | partition) ;; *)
-  echo "unknown fault '$FAULT'" >&2
+IFS=, read -r -a FAULT_LIST <<<"$FAULTS_ARG"
+ENSEMBLE="" PARTITION=""
+for f in "${FAULT_LIST[@]}"; do
+  case "$f" in
+  kill9 | sigstop | zkrestart) ;;
+  leaderkill) ENSEMBLE=1 ;;
+  partition) PARTITION=1 ;;
+  *)
+    echo "unknown fault '$f'" >&2
+    exit 2
+    ;;
+  esac
+done
+if [ -n "$ENSEMBLE" ] && [[ " ${FAULT_LIST[*]} " == *" zkrestart "* ]]; then
+  echo "zkrestart needs the standalone server, leaderkill the ensemble: run them apart" >&2
   exit 2
-  ;;
-esac
+fi
 
 now_ms() { date +%s%3N; }
 say() { echo "[$(date +%T.%3N)] $*"; }
+sleep_ms() { [ "$1" -gt 0 ] && sleep "$(awk -v ms="$1" 'BEGIN { printf "%.3f", ms / 1000 }')"; return 0; }
 
 # --------------------------------------------------------------- network
 NS="" VH="" HOST_ADDR="" NS_ADDR=""
@@ -62,7 +80,7 @@ netns_cleanup() {
   return 0
 }
 
-if [ "$FAULT" = partition ]; then
+if [ -n "$PARTITION" ]; then
   if ! netns_setup; then
     netns_cleanup
     echo "SKIP: network namespaces or veth links are not available here (need root and iproute2); the partition fault was not run"
@@ -82,7 +100,7 @@ chaos_cleanup() {
 trap chaos_cleanup EXIT
 DPID=()
 
-if [ "$FAULT" = leaderkill ]; then
+if [ -n "$ENSEMBLE" ]; then
   zkf_ensemble_start 3 || exit 1
 else
   ZKF_ADDR=${HOST_ADDR:-127.0.0.1}
@@ -134,7 +152,7 @@ inst_of() { echo "$(ip_of "$1")@-@${DPID[$1]}"; }
 wait_items_running() {
   local t=$(now_ms)
   local next=$(((t / 1000 / PERIOD + 1) * PERIOD * 1000))
-  sleep "$(awk -v ms=$((next - t + 700)) 'BEGIN { printf "%.3f", ms / 1000 }')"
+  sleep_ms $((next - t + 700))
 }
 # Daemon I has an item running now.
 has_running() {
@@ -175,9 +193,9 @@ fault() { # KIND INSTANCE START END
   say "fault $1 on $2: $(($4 - $3)) ms"
 }
 
-# One round of the fault; daemon 1 (or the ZooKeeper leader) is the target.
-round() {
-  local r=$1 target=1 t0 t1 inst
+# One fault; daemon 1 (or the ZooKeeper leader) is the target.
+inject() {
+  local FAULT=$1 target=1 t0 t1 inst
   wait_items_running
   for _ in 1 2 3; do has_running $target && break; wait_items_running; done
   inst=$(inst_of $target)
@@ -187,14 +205,15 @@ round() {
     kill -KILL "${DPID[$target]}"
     wait "${DPID[$target]}" 2>/dev/null
     fault kill9 "$inst" "$t0" "$t0"
-    sleep $((PERIOD + 2))
+    t1=$t0
+    sleep_ms $((SESSION + 1000))
     start_daemon $target
     say "restarted daemon $target as $(inst_of $target)"
     ;;
   sigstop)
     t0=$(now_ms)
     kill -STOP "${DPID[$target]}"
-    sleep "$(awk -v ms=$((SESSION + 3000)) 'BEGIN { printf "%.3f", ms / 1000 }')"
+    sleep_ms $((SESSION + 3000))
     kill -CONT "${DPID[$target]}"
     t1=$(now_ms)
     fault sigstop "$inst" "$t0" "$t1"
@@ -230,13 +249,16 @@ round() {
     fault partition "$inst" "$t0" "$t1"
     ;;
   esac
-  # Let the cluster settle and run unfaulted fires before the next round.
-  sleep $((PERIOD * 2))
+  # Past the detection window, then one whole fire that must run in full.
+  local clean=$(((t1 + SESSION + MARGIN + PERIOD * 1000 - 1) / (PERIOD * 1000) * PERIOD * 1000))
+  sleep_ms $((clean + PERIOD * 1000 + 300 - $(now_ms)))
 }
 
 for r in $(seq 1 "$ROUNDS"); do
-  say "round $r of $ROUNDS"
-  round "$r" || { echo "FAIL: round $r could not inject the fault" >&2; exit 1; }
+  for f in "${FAULT_LIST[@]}"; do
+    say "round $r of $ROUNDS: $f"
+    inject "$f" || { echo "FAIL: round $r could not inject $f" >&2; exit 1; }
+  done
 done
 TO=$(now_ms)
 
@@ -245,15 +267,15 @@ TO=$(now_ms)
 for i in $(seq 1 $NDAEMONS); do kill -TERM "${DPID[$i]}" 2>/dev/null; done
 for i in $(seq 1 $NDAEMONS); do wait "${DPID[$i]}" 2>/dev/null; done
 DPID=()
-sleep 3
+sleep 2
 touch "$D/stop-watch"
 wait "$WATCH_PID"
 WATCH_PID=""
 python3 "$HERE/chaos_check.py" check "$LOG" "$GONE" "$FAULTS" --from "$FROM" --to "$TO" \
-  --period "$PERIOD" --items $ITEMS --session-ms "$SESSION"
+  --period "$PERIOD" --items $ITEMS --session-ms "$SESSION" --margin-ms "$MARGIN"
 rc=$?
 if [ $rc -ne 0 ]; then
-  echo "FAIL: chaos $FAULT: invariants violated; daemon logs:" >&2
+  echo "FAIL: chaos $FAULTS_ARG: invariants violated; daemon logs:" >&2
   grep -h -E "warn|error" "$D"/daemon*.log | tail -40 >&2
   [ -n "${EJ_CHAOS_KEEP:-}" ] && { ZKF_KEEP_DATA=1; echo "kept $ZKF_DIR" >&2; }
 fi
