@@ -132,26 +132,29 @@ int ej__exec_split_command(const char *line, char ***argv_out, int *argc_out, ch
 
 /* The process that kills an item's group if the daemon dies (supervise.c). */
 struct ej__supervisor {
-    pid_t pid; /* -1 when none */
+    pid_t pid; /* the supervisor, leader of the item's process group; -1 when none */
     int fd;    /* the daemon's end of the lifeline; -1 when none */
 };
 
 /*
  * posix_spawnp(pid, file, fa, attr, argv, envp) under supervision: first
- * forks a supervising process, then spawns the item, which must lead a new
- * process group (POSIX_SPAWN_SETPGROUP with 0). The supervisor joins that
- * group; if this process dies before ej__supervise_end(), the supervisor
- * sends the group SIGTERM at once and SIGKILL grace_ms later. Signals sent
- * to the group (timeout, cancel) do not end the supervisor, except SIGKILL.
- * Returns 0, or an errno value (spawn or fork failure; *pid is then -1 and
+ * forks a supervising process that leads a new process group, then spawns
+ * the item into that group (attr's POSIX_SPAWN_SETPGROUP must be set; its
+ * group is replaced). The group's id is sup->pid: signal the item's group
+ * with kill(-sup->pid, ...). If this process dies before
+ * ej__supervise_end(), or is stopped for a second, the supervisor sends
+ * the group SIGTERM at once and SIGKILL grace_ms later. Signals sent to the
+ * group (timeout, cancel) do not end the supervisor, except SIGKILL.
+ * Returns 0, or an errno value (fork or spawn failure; *pid is then -1 and
  * nothing is left running). Thread-safe.
  */
 int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file,
-                        const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+                        const posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr,
                         char *const argv[], char *const envp[], int64_t grace_ms);
 
-/* The item is over (its leader reaped, stragglers dealt with): the
- * supervisor exits without touching the group, and is reaped. Idempotent. */
+/* The item is over (its process reaped, stragglers dealt with): the
+ * supervisor exits without touching the group, and is reaped; the group id
+ * is free for reuse after this. Idempotent. */
 void ej__supervise_end(struct ej__supervisor *sup);
 
 #endif

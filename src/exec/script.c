@@ -182,8 +182,16 @@ static bool drain_pipe(int fd, struct capture *c)
 
 /* -------------------------------------------------------------- running */
 
-/* The daemon's environment with the job's entries (extra) and last on
- * top, each overriding an inherited entry of the same name. */
+/* True when the "NAME=value" entries a and b have the same NAME. */
+static bool same_name(const char *a, const char *b)
+{
+    const char *eq = strchr(a, '=');
+    size_t nl = eq ? (size_t)(eq - a) : strlen(a);
+    return strncmp(a, b, nl) == 0 && (b[nl] == '=' || b[nl] == '\0');
+}
+
+/* The daemon's environment, the job's entries (extra) and then last, each
+ * replacing an earlier entry of the same name. */
 static char **build_env(const char *const *extra, const char *last)
 {
     size_t n = 0, m = 0;
@@ -191,39 +199,22 @@ static char **build_env(const char *const *extra, const char *last)
         n++;
     while (extra && extra[m])
         m++;
-    const char **all = malloc((m + 2) * sizeof *all);
-    if (all == NULL)
+    char **env = malloc((n + m + 2) * sizeof *env);
+    if (env == NULL)
         return NULL;
-    for (size_t j = 0; j < m; j++)
-        all[j] = extra[j];
-    all[m++] = last;
-    all[m] = NULL;
-    extra = all;
-    char **env = malloc((n + m + 1) * sizeof *env);
-    if (env == NULL) {
-        free(all);
-        return NULL;
-    }
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        /* An extra entry overrides the inherited one with the same name. */
-        const char *eq = strchr(environ[i], '=');
-        size_t nl = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
-        bool overridden = false;
+        bool overridden = same_name(environ[i], last);
         for (size_t j = 0; j < m && !overridden; j++)
-            overridden = strncmp(extra[j], environ[i], nl) == 0 && extra[j][nl] == '=';
+            overridden = same_name(environ[i], extra[j]);
         if (!overridden)
             env[k++] = environ[i];
     }
-    /* last overrides the job's entries too. */
-    const char *leq = strchr(last, '=');
-    size_t ll = leq ? (size_t)(leq - last) : strlen(last);
-    for (size_t j = 0; j < m; j++) {
-        if (j + 1 == m || strncmp(extra[j], last, ll) != 0 || extra[j][ll] != '=')
+    for (size_t j = 0; j < m; j++)
+        if (!same_name(extra[j], last))
             env[k++] = (char *)extra[j];
-    }
+    env[k++] = (char *)last;
     env[k] = NULL;
-    free(all);
     return env;
 }
 
@@ -363,12 +354,12 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
             if (timeout || cancel) {
                 res->timed_out = timeout;
                 res->cancelled = cancel;
-                kill(-pid, SIGTERM);
+                kill(-sup.pid, SIGTERM);
                 kstate = TERMED;
                 kill_at = now + grace;
             }
         } else if (kstate == TERMED && now >= kill_at) {
-            kill(-pid, SIGKILL);
+            kill(-sup.pid, SIGKILL);
             kstate = KILLED;
         }
         int64_t wait = -1;
@@ -401,7 +392,7 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     if (pipe_open)
         drain_pipe(pipefd[0], &cap);
     if (kstate != RUNNING)
-        kill(-pid, SIGKILL); /* stragglers in the group; the pgid is still ours */
+        kill(-sup.pid, SIGKILL); /* stragglers in the group; the pgid is still ours */
     int status = 0;
     bool have_status = false;
     if (!gone) {
@@ -444,7 +435,7 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
 
 out:
     if (pid > 0) {
-        kill(-pid, SIGKILL);
+        kill(-sup.pid, SIGKILL);
         waitpid(pid, NULL, 0);
     }
     ej__supervise_end(&sup);

@@ -2,18 +2,19 @@
  * Item process groups that never outlive their daemon.
  *
  * Before a script item is spawned, a small supervising process is forked
- * from the daemon. It holds one end of a socket pair whose other end only
- * the daemon holds (close-on-exec, and every other descriptor closed in the
- * supervisor). Once told the item's process group it joins it, which also
- * keeps the group id from being reused while the supervisor lives. When the
- * item ends normally the daemon says so and the supervisor exits quietly.
- * When the daemon dies (kill -9, crash, exit with the item still running)
- * the kernel closes the daemon's end: the supervisor reads EOF at once and
- * gives the group SIGTERM, then SIGKILL after the item's kill grace unless
- * the group has emptied before. The same happens when the daemon has been
- * stopped (SIGSTOP, a debugger) for STOPPED_LIMIT_MS: a frozen daemon can
- * neither stop its items nor keep its session, and another instance may
- * take them over.
+ * from the daemon. It leads a new process group, and the item is spawned
+ * into that group, so the group is there, and known to the supervisor,
+ * before the item runs: there is no moment at which the item runs
+ * unsupervised. The supervisor holds one end of a socket pair whose other
+ * end only the daemon holds (close-on-exec, and every other descriptor is
+ * closed in the supervisor). When the item ends normally the daemon says so
+ * and the supervisor exits quietly. When the daemon dies (kill -9, crash,
+ * exit with the item still running) the kernel closes the daemon's end: the
+ * supervisor reads EOF at once and gives the group SIGTERM, then SIGKILL
+ * after the item's kill grace, which ends the supervisor too. The same
+ * happens when the daemon has been stopped (SIGSTOP, a debugger) for
+ * STOPPED_LIMIT_MS: a frozen daemon can neither stop its items nor keep its
+ * session, and another instance may take them over.
  *
  * A socket rather than PR_SET_PDEATHSIG: the death signal follows the
  * creating thread, not the process, and items run on pool threads.
@@ -40,28 +41,12 @@
 #define LIFELINE_FD 3
 #define ITEM_DONE 'd'
 #define STAT_FD 4
-#define GONE_POLL_MS 10
 #define STOP_POLL_MS 100
 /* A daemon stopped this long has its items stopped: it cannot fence them
  * itself, and its registry session runs out meanwhile (sessions of a few
  * seconds at least; an item gone within a third of the shortest is gone
  * before the server can hand it to another instance). */
 #define STOPPED_LIMIT_MS 1000
-
-static bool read_full(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r > 0) {
-            p += r;
-            n -= (size_t)r;
-        } else if (r == 0 || errno != EINTR) {
-            return false;
-        }
-    }
-    return true;
-}
 
 static void sleep_ms(int64_t ms)
 {
@@ -123,6 +108,17 @@ static bool wait_item(int statfd)
     }
 }
 
+/* SIGTERM to the item's group now, SIGKILL grace_ms later. */
+static _Noreturn void end_group(int64_t grace_ms)
+{
+    /* SIGTERM stays blocked here: it is for the item. The leader cannot
+     * see its group empty out (it is a member), so it waits the grace. */
+    kill(0, SIGTERM);
+    sleep_ms(grace_ms);
+    kill(0, SIGKILL); /* ends this process too */
+    _exit(0);
+}
+
 /* The supervising process: never returns. */
 static _Noreturn void supervise(int lifeline, int statfd, int devnull, int64_t grace_ms)
 {
@@ -132,7 +128,7 @@ static _Noreturn void supervise(int lifeline, int statfd, int devnull, int64_t g
     sigset_t all;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
-    setpgid(0, 0);
+    setpgid(0, 0); /* the daemon does it too: whoever runs first */
     dup2(devnull, 0);
     dup2(devnull, 1);
     dup2(devnull, 2);
@@ -145,33 +141,13 @@ static _Noreturn void supervise(int lifeline, int statfd, int devnull, int64_t g
     /* Other items' lifelines, the daemon's sockets and listeners: a copy
      * kept here would hide the daemon's death from other supervisors. */
     close_range(STAT_FD + 1, ~0U, 0);
-
-    pid_t pgid = 0;
-    if (!read_full(LIFELINE_FD, &pgid, sizeof pgid) || pgid <= 0)
-        _exit(0); /* the daemon died or gave up before spawning */
-    /* Joining can only fail when the group is already empty (and then
-     * nothing is left to kill, and its id may be reused: stay away). */
-    if (setpgid(0, pgid) != 0)
-        _exit(0);
     if (wait_item(statfd))
         _exit(0);
-    kill(-pgid, SIGTERM);
-    /* Leave the group (a member that is not its leader may start its own)
-     * to see it empty out; stop looking the moment it has. Its id could be
-     * reused only after that, and nothing is sent to it then. (A stopped
-     * daemon keeps its script unreaped, and so the id, until it runs.) */
-    setpgid(0, 0);
-    for (int64_t waited = 0; waited < grace_ms; waited += GONE_POLL_MS) {
-        if (kill(-pgid, 0) != 0 && errno == ESRCH)
-            _exit(0);
-        sleep_ms(GONE_POLL_MS);
-    }
-    kill(-pgid, SIGKILL);
-    _exit(0);
+    end_group(grace_ms);
 }
 
 int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file,
-                        const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+                        const posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr,
                         char *const argv[], char *const envp[], int64_t grace_ms)
 {
     sup->pid = -1;
@@ -204,17 +180,16 @@ int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file
     }
     sup->pid = child;
     sup->fd = sv[0];
-
-    int rc = posix_spawnp(pid, file, fa, attr, argv, envp);
+    /* The group must exist before the item joins it (EACCES once the
+     * supervisor has run, which is fine: it made the group itself). */
+    setpgid(child, child);
+    int rc = posix_spawnattr_setpgroup(attr, child);
+    if (rc == 0)
+        rc = posix_spawnp(pid, file, fa, attr, argv, envp);
     if (rc != 0) {
         *pid = -1;
-        ej__supervise_end(sup); /* the supervisor reads EOF with no group */
+        ej__supervise_end(sup);
         return rc;
-    }
-    pid_t pgid = *pid; /* the script leads its own group (POSIX_SPAWN_SETPGROUP, 0) */
-    /* A failed send means the supervisor is gone (killed from outside):
-     * the item runs unsupervised, as it would have without one. */
-    while (send(sup->fd, &pgid, sizeof pgid, MSG_NOSIGNAL) < 0 && errno == EINTR) {
     }
     return 0;
 }
