@@ -182,7 +182,8 @@ while [ $SECONDS -lt $warm_end ]; do
 done
 if [ $n -ne $NDAEMONS ]; then
   echo "FAIL: only $n of $NDAEMONS daemons ran an item within 90 s" >&2
-  tail -5 "$D"/daemon*.log >&2
+  tail -n 5 "$D"/daemon*.log >&2
+  [ -n "${EJ_CHAOS_KEEP:-}" ] && { ZKF_KEEP_DATA=1; echo "kept $ZKF_DIR" >&2; }
   exit 1
 fi
 FROM=$(now_ms)

@@ -53,9 +53,20 @@ def alive(pid):
     return st[st.rfind(")") + 2] not in "ZX"
 
 
-def pgid_members(pgids):
-    """pid -> pgid of every live process whose group is in pgids."""
+def boot_time_s():
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("btime "):
+                return int(line.split()[1])
+    return 0
+
+
+def pgid_members(pgids, started_before_ms):
+    """pid -> pgid of every live process whose group is in pgids and that
+    started before started_before_ms (a later one only reuses the id)."""
     found = {}
+    btime = boot_time_s()
+    hz = os.sysconf("SC_CLK_TCK")
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -67,7 +78,8 @@ def pgid_members(pgids):
         rest = st[st.rfind(")") + 2:].split()
         if rest[0] in "ZX":
             continue
-        if int(rest[2]) in pgids:
+        started_ms = (btime + int(rest[19]) / hz) * 1000
+        if int(rest[2]) in pgids and started_ms < started_before_ms:
             found[int(d)] = int(rest[2])
     return found
 
@@ -202,7 +214,8 @@ def check(argv):
             if took > a.session_ms:
                 bad.append(f"orphan: item {r['item']} (pid {r['pid']}) of {ft['inst']} lived "
                            f"{took} ms after kill -9 (session timeout {a.session_ms} ms)")
-    left = pgid_members({r["pgid"] for r in runs.values()})
+    last_start = max((r["start"] for r in runs.values()), default=0)
+    left = pgid_members({r["pgid"] for r in runs.values()}, last_start + 5000)
     for pid, pg in sorted(left.items()):
         bad.append(f"left behind: pid {pid} of item group {pg} still runs")
     for r in runs.values():
