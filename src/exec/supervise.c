@@ -180,8 +180,8 @@ int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file
     }
     sup->pid = child;
     sup->fd = sv[0];
-    /* The group must exist before the item joins it (EACCES once the
-     * supervisor has run, which is fine: it made the group itself). */
+    /* The group must exist before the item joins it: make it here too,
+     * in case the supervisor has not run yet (a no-op if it has). */
     setpgid(child, child);
     int rc = posix_spawnattr_setpgroup(attr, child);
     if (rc == 0)
