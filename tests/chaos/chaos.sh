@@ -101,7 +101,9 @@ trap chaos_cleanup EXIT
 DPID=()
 
 if [ -n "$ENSEMBLE" ]; then
-  zkf_ensemble_start 3 || exit 1
+  # A quorum is enough to start; the third server is waited for before
+  # the first fault.
+  zkf_ensemble_start 3 2 || exit 1
 else
   ZKF_ADDR=${HOST_ADDR:-127.0.0.1}
   zkf_start || exit 1
@@ -229,6 +231,7 @@ inject() {
     ;;
   leaderkill)
     local l
+    zkf_ensemble_wait 3 || return 1
     l=$(zkf_ensemble_leader) || { echo "FAIL: no ensemble leader" >&2; return 1; }
     t0=$(now_ms)
     zkf_ensemble_kill "$l"

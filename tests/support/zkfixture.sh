@@ -5,7 +5,8 @@
 #   zkf_track PID        registers another process to be killed (by pid) at exit
 #   ZKF_ADDR=A zkf_start the server listens on address A (default 127.0.0.1;
 #                        e.g. the host side of a veth pair the test created)
-#   zkf_ensemble_start N a quorum of N servers on loopback ports; sets
+#   zkf_ensemble_start N [W] N servers on loopback ports (returns once W, default N,
+#                        serve with a leader); sets
 #                        ZKF_CONNECT (all of them), ZKF_ENS_PIDS[1..N], ZKF_ENS_PORTS[1..N]
 #   zkf_ensemble_kill I / zkf_ensemble_restart I / zkf_ensemble_leader (prints I)
 # At exit (also on failure or signal) every tracked process and the server are
@@ -113,7 +114,7 @@ zkf_ensemble_wait() { # wait until N servers serve, one of them leading
   return 1
 }
 
-zkf_ensemble_start() {
+zkf_ensemble_start() { # [N [WAIT_FOR]]: N servers; returns once WAIT_FOR (default N) serve
   local n=${1:-3} i servers="" conn=""
   ZKF_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ejob-zkens-XXXXXX")
   for i in $(seq 1 "$n"); do
@@ -140,7 +141,7 @@ CFG
     zkf__ens_spawn "$i"
   done
   ZKF_CONNECT=$conn
-  zkf_ensemble_wait "$n"
+  zkf_ensemble_wait "${2:-$n}"
 }
 
 zkf_ensemble_leader() {
