@@ -1,6 +1,7 @@
 /*
  * HTTP jobs: one request per item, with the item's context JSON in the
- * `shardingContext` header. Success is a 2xx response.
+ * `shardingContext` header and its fencing token in X-Ejob-Fencing-Token.
+ * Success is a 2xx response; cancellation aborts the transfer.
  */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -19,6 +20,7 @@
 #define DEFAULT_CONNECT_MS 3000
 #define DEFAULT_READ_MS 5000
 #define EXCERPT_LEN 200
+#define CANCEL_TICK_MS 50
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
@@ -74,6 +76,47 @@ static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_of
     (void)ultotal;
     (void)ulnow;
     return ej_shard_context_is_cancelled(user) ? 1 : 0;
+}
+
+/*
+ * curl_easy_perform, but a cancelled item is aborted within CANCEL_TICK_MS:
+ * with no data moving, libcurl calls the progress callback only about once
+ * a second.
+ */
+static CURLcode perform(CURL *h, const ej_shard_context *ctx)
+{
+    CURLM *m = ctx->cancel_ ? curl_multi_init() : NULL;
+    if (m == NULL)
+        return curl_easy_perform(h);
+    if (curl_multi_add_handle(m, h) != CURLM_OK) {
+        curl_multi_cleanup(m);
+        return curl_easy_perform(h);
+    }
+    CURLcode cc = CURLE_OK;
+    for (;;) {
+        int running = 0;
+        CURLMcode mc = curl_multi_perform(m, &running);
+        if (mc != CURLM_OK) {
+            cc = mc == CURLM_OUT_OF_MEMORY ? CURLE_OUT_OF_MEMORY : CURLE_FAILED_INIT;
+            break;
+        }
+        if (running == 0) {
+            int left = 0;
+            CURLMsg *msg;
+            while ((msg = curl_multi_info_read(m, &left)) != NULL)
+                if (msg->msg == CURLMSG_DONE && msg->easy_handle == h)
+                    cc = msg->data.result;
+            break;
+        }
+        if (ej_shard_context_is_cancelled(ctx)) {
+            cc = CURLE_ABORTED_BY_CALLBACK;
+            break;
+        }
+        curl_multi_poll(m, NULL, 0, CANCEL_TICK_MS, NULL);
+    }
+    curl_multi_remove_handle(m, h);
+    curl_multi_cleanup(m);
+    return cc;
 }
 
 /* The first EXCERPT_LEN bytes of the body on one line, for messages. */
@@ -141,8 +184,18 @@ void ej__exec_run_http(const struct ej_http_job *job, const ej_shard_context *ct
         else
             headers = add_header(headers, ctype, &failed);
     }
-    for (const char *const *x = job->headers; x && *x; x++)
+    size_t tl = strlen(EJ_FENCING_TOKEN_HEADER);
+    for (const char *const *x = job->headers; x && *x; x++) {
+        /* A job cannot pass off another token. */
+        if (strncasecmp(*x, EJ_FENCING_TOKEN_HEADER, tl) == 0 &&
+            ((*x)[tl] == ':' || (*x)[tl] == ';'))
+            continue;
         headers = add_header(headers, *x, &failed);
+    }
+    char token_hdr[64];
+    snprintf(token_hdr, sizeof token_hdr, EJ_FENCING_TOKEN_HEADER ": %lld",
+             (long long)ctx->fencing_token);
+    headers = add_header(headers, token_hdr, &failed);
     /* No "Expect: 100-continue" round trip before a body. */
     headers = add_header(headers, "Expect:", &failed);
     if (failed) {
@@ -187,7 +240,7 @@ void ej__exec_run_http(const struct ej_http_job *job, const ej_shard_context *ct
         }
     }
 
-    CURLcode cc = curl_easy_perform(h);
+    CURLcode cc = perform(h, ctx);
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     res->http_status = status;

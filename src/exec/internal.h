@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <spawn.h>
+#include <sys/types.h>
 
 #include "ejob/job.h"
 
@@ -54,6 +56,11 @@ char *ej__exec_context_json(const ej_shard_context *ctx);
  */
 char *ej__exec_task_id(const char *job_name, const int *items, size_t count,
                        const char *instance_id);
+
+/* The environment variable of a script item and the request header of an
+ * HTTP item that carry ctx->fencing_token (decimal; 0 when not known). */
+#define EJ_FENCING_TOKEN_ENV "EJOB_FENCING_TOKEN"
+#define EJ_FENCING_TOKEN_HEADER "X-Ejob-Fencing-Token"
 
 /* --------------------------------------------------------------- runs */
 
@@ -123,5 +130,34 @@ void ej__exec_listeners_after(const struct ej_job_def *def, const ej_shard_conte
  */
 int ej__exec_split_command(const char *line, char ***argv_out, int *argc_out, char *err,
                            size_t errlen);
+
+/* ------------------------------------------------ item supervision */
+
+/* The process that kills an item's group if the daemon dies (supervise.c). */
+struct ej__supervisor {
+    pid_t pid; /* the supervisor, leader of the item's process group; -1 when none */
+    int fd;    /* the daemon's end of the lifeline; -1 when none */
+};
+
+/*
+ * posix_spawnp(pid, file, fa, attr, argv, envp) under supervision: first
+ * forks a supervising process that leads a new process group, then spawns
+ * the item into that group (attr's POSIX_SPAWN_SETPGROUP must be set; its
+ * group is replaced). The group's id is sup->pid: signal the item's group
+ * with kill(-sup->pid, ...). If this process dies before
+ * ej__supervise_end(), or is stopped for a second, the supervisor sends
+ * the group SIGTERM at once and SIGKILL grace_ms later. Signals sent to the
+ * group (timeout, cancel) do not end the supervisor, except SIGKILL.
+ * Returns 0, or an errno value (fork or spawn failure; *pid is then -1 and
+ * nothing is left running). Thread-safe.
+ */
+int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file,
+                        const posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr,
+                        char *const argv[], char *const envp[], int64_t grace_ms);
+
+/* The item is over (its process reaped, stragglers dealt with): the
+ * supervisor exits without touching the group, and is reaped; the group id
+ * is free for reuse after this. Idempotent. */
+void ej__supervise_end(struct ej__supervisor *sup);
 
 #endif

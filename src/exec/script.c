@@ -95,29 +95,38 @@ static bool drain_pipe(int fd, struct capture *c)
 
 /* -------------------------------------------------------------- running */
 
-static char **build_env(const char *const *extra)
+/* True when the "NAME=value" entries a and b have the same NAME. */
+static bool same_name(const char *a, const char *b)
+{
+    const char *eq = strchr(a, '=');
+    size_t nl = eq ? (size_t)(eq - a) : strlen(a);
+    return strncmp(a, b, nl) == 0 && (b[nl] == '=' || b[nl] == '\0');
+}
+
+/* The daemon's environment, the job's entries (extra) and then last, each
+ * replacing an earlier entry of the same name. */
+static char **build_env(const char *const *extra, const char *last)
 {
     size_t n = 0, m = 0;
     while (environ && environ[n])
         n++;
     while (extra && extra[m])
         m++;
-    char **env = malloc((n + m + 1) * sizeof *env);
+    char **env = malloc((n + m + 2) * sizeof *env);
     if (env == NULL)
         return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        /* An extra entry overrides the inherited one with the same name. */
-        const char *eq = strchr(environ[i], '=');
-        size_t nl = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
-        bool overridden = false;
+        bool overridden = same_name(environ[i], last);
         for (size_t j = 0; j < m && !overridden; j++)
-            overridden = strncmp(extra[j], environ[i], nl) == 0 && extra[j][nl] == '=';
+            overridden = same_name(environ[i], extra[j]);
         if (!overridden)
             env[k++] = environ[i];
     }
     for (size_t j = 0; j < m; j++)
-        env[k++] = (char *)extra[j];
+        if (!same_name(extra[j], last))
+            env[k++] = (char *)extra[j];
+    env[k++] = (char *)last;
     env[k] = NULL;
     return env;
 }
@@ -195,6 +204,8 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     posix_spawnattr_t attr;
     bool fa_init = false, attr_init = false;
     pid_t pid = -1;
+    struct ej__supervisor sup = {.pid = -1, .fd = -1};
+    int64_t grace = 0;
 
     if (pipe2(pipefd, O_CLOEXEC) != 0 || pipe2(errfd, O_CLOEXEC) != 0 ||
         (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
@@ -202,12 +213,15 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
                       strerror(errno));
         goto out;
     }
-    if (job->env && job->env[0]) {
-        env = build_env(job->env);
-        if (env == NULL) {
-            ej__exec_fail(res, EJ_ENOMEM, "Execute script failure: out of memory");
-            goto out;
-        }
+    /* Always set, so that no token inherited from the daemon's own
+     * environment reaches the item. */
+    char token_env[64];
+    snprintf(token_env, sizeof token_env, EJ_FENCING_TOKEN_ENV "=%lld",
+             (long long)ctx->fencing_token);
+    env = build_env(job->env, token_env);
+    if (env == NULL) {
+        ej__exec_fail(res, EJ_ENOMEM, "Execute script failure: out of memory");
+        goto out;
     }
     posix_spawn_file_actions_init(&fa);
     fa_init = true;
@@ -228,7 +242,8 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                         POSIX_SPAWN_SETSIGDEF);
-    rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, env ? env : environ);
+    grace = job->kill_grace_ms > 0 ? job->kill_grace_ms : DEFAULT_GRACE_MS;
+    rc = ej__supervise_spawn(&sup, &pid, argv[0], &fa, &attr, argv, env, grace);
     if (rc != 0) {
         pid = -1;
         ej__exec_fail(res, -rc, "Execute script failure: cannot run '%s': %s", argv[0],
@@ -247,7 +262,6 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
 
     int64_t start = ej__mono_ms();
     int64_t deadline = job->timeout_ms > 0 ? start + job->timeout_ms : 0;
-    int64_t grace = job->kill_grace_ms > 0 ? job->kill_grace_ms : DEFAULT_GRACE_MS;
     int64_t kill_at = 0;
     enum { RUNNING, TERMED, KILLED } kstate = RUNNING;
     bool pipe_open = true, err_open = true, gone = false;
@@ -261,12 +275,12 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
             if (timeout || cancel) {
                 res->timed_out = timeout;
                 res->cancelled = cancel;
-                kill(-pid, SIGTERM);
+                kill(-sup.pid, SIGTERM);
                 kstate = TERMED;
                 kill_at = now + grace;
             }
         } else if (kstate == TERMED && now >= kill_at) {
-            kill(-pid, SIGKILL);
+            kill(-sup.pid, SIGKILL);
             kstate = KILLED;
         }
         int64_t wait = -1;
@@ -308,7 +322,7 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     if (err_open)
         drain_pipe(errfd[0], &ecap);
     if (kstate != RUNNING)
-        kill(-pid, SIGKILL); /* stragglers in the group; the pgid is still ours */
+        kill(-sup.pid, SIGKILL); /* stragglers in the group; the pgid is still ours */
     int status = 0;
     bool have_status = false;
     if (!gone) {
@@ -353,9 +367,10 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
 
 out:
     if (pid > 0) {
-        kill(-pid, SIGKILL);
+        kill(-sup.pid, SIGKILL);
         waitpid(pid, NULL, 0);
     }
+    ej__supervise_end(&sup);
     if (pidfd >= 0)
         close(pidfd);
     if (pipefd[0] >= 0)

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -453,6 +455,32 @@ static void run_timeout_case(const char *trap, int64_t grace, int64_t min_ms, in
     free(pidfile);
 }
 
+static void test_script_fencing_token_env(void **state)
+{
+    (void)state;
+    /* Neither the daemon's environment nor the job's env can set it. */
+    setenv("EJOB_FENCING_TOKEN", "7", 1);
+    const char *env[] = {"EJOB_FENCING_TOKEN=1", "OTHER=x", NULL};
+    struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
+    d.script.command_line = "/bin/sh -c 'echo \"$EJOB_FENCING_TOKEN $OTHER\"'";
+    d.script.env = env;
+    ej_shard_context ctx;
+    fill_ctx(&ctx, NULL, 0, NULL);
+    ctx.fencing_token = 4294967302LL;
+    ej__exec_result r;
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), 0);
+    assert_string_equal(r.output, "4294967302 x\n");
+    ej__exec_result_fini(&r);
+    /* Not known: 0, and without job env. */
+    ctx.fencing_token = 0;
+    d.script.env = NULL;
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), 0);
+    assert_string_equal(r.output, "0 \n");
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&ctx);
+    unsetenv("EJOB_FENCING_TOKEN");
+}
+
 static void test_script_timeout_kills_group(void **state)
 {
     (void)state;
@@ -489,9 +517,12 @@ static void test_script_output_cap(void **state)
     ej__exec_context_fini(&ctx);
 }
 
+static _Atomic int64_t cancelled_at_ms; /* when cancel_later set the flag */
+
 static void *cancel_later(void *arg)
 {
     ej__sleep_ms(200);
+    atomic_store(&cancelled_at_ms, ej__mono_ms());
     atomic_store((atomic_bool *)arg, true);
     return NULL;
 }
@@ -519,6 +550,142 @@ static void test_script_cancel(void **state)
     pthread_join(th, NULL);
     ej__exec_result_fini(&r);
     ej__exec_context_fini(&ctx);
+}
+
+struct daemon_item {
+    struct ej_job_def def;
+    ej_shard_context ctx;
+};
+
+static void *daemon_item_thread(void *arg)
+{
+    struct daemon_item *di = arg;
+    ej__exec_result r;
+    ej__exec_run_item(&di->def, &di->ctx, NULL, &r);
+    return NULL;
+}
+
+/* Reaps what came to this process (a subreaper) and says whether the
+ * process group pgid has no member left. */
+static bool group_gone(pid_t pgid)
+{
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+    return kill(-pgid, 0) != 0 && errno == ESRCH;
+}
+
+/* Reaps what came here; true once the script and its grandchild are gone. */
+static bool item_gone(pid_t script, pid_t grandchild)
+{
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+    return process_gone(script) && process_gone(grandchild);
+}
+
+/*
+ * A "daemon" (a forked process) runs a script item on one of its threads;
+ * the script (a shell and a grandchild) runs in the item's group. kill -9
+ * (or SIGSTOP) of the daemon must end the script and the grandchild within
+ * [min_ms, max_ms], and the whole group, supervisor included, by the grace
+ * plus a margin. This process is a subreaper, so the orphans come here and
+ * their end is seen exactly. Returns the measured time.
+ */
+static int64_t daemon_death_case(const char *trap, int64_t grace, int64_t min_ms, int64_t max_ms,
+                                 bool stop)
+{
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    char *pidfile = tmp_path("daemon-death.pids");
+    unlink(pidfile);
+    char *cmd = ej__asprintf("/bin/sh -c '%s sleep 60 & echo $$ $! > %s.tmp; mv %s.tmp %s; wait'",
+                             trap, pidfile, pidfile, pidfile);
+    pid_t daemon = fork();
+    assert_true(daemon >= 0);
+    if (daemon == 0) {
+        static struct daemon_item di;
+        di.def = (struct ej_job_def){.type = EJ_JOB_TYPE_SCRIPT};
+        di.def.script.command_line = cmd;
+        di.def.script.kill_grace_ms = grace;
+        di.def.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
+        fill_ctx(&di.ctx, NULL, 0, NULL);
+        pthread_t th;
+        pthread_create(&th, NULL, daemon_item_thread, &di);
+        pthread_join(th, NULL);
+        _exit(0);
+    }
+    char *pids = NULL;
+    for (int i = 0; i < 1000 && pids == NULL; i++) {
+        pids = slurp(pidfile);
+        if (pids == NULL)
+            ej__sleep_ms(10);
+    }
+    assert_non_null(pids);
+    int script = 0, grandchild = 0;
+    assert_int_equal(sscanf(pids, "%d %d", &script, &grandchild), 2);
+    pid_t pgid = getpgid(script);
+    assert_true(pgid > 0);
+    assert_int_equal(getpgid(grandchild), pgid);
+    kill(daemon, stop ? SIGSTOP : SIGKILL);
+    int64_t t0 = ej__mono_ms();
+    if (!stop)
+        waitpid(daemon, NULL, 0);
+    while (!item_gone(script, grandchild) && ej__mono_ms() - t0 < max_ms + 3000)
+        ej__sleep_ms(2);
+    int64_t took = ej__mono_ms() - t0;
+    bool gone = item_gone(script, grandchild);
+    if (stop) {
+        /* Resumed, the daemon reaps its script and supervisor, and ends. */
+        kill(daemon, SIGCONT);
+        waitpid(daemon, NULL, 0);
+    }
+    /* The supervisor too, by the grace. */
+    bool group_ended = false;
+    for (int i = 0; i < (grace + 3000) / 10 && !group_ended; i++) {
+        group_ended = group_gone(pgid);
+        if (!group_ended)
+            ej__sleep_ms(10);
+    }
+    if (!gone || !group_ended) {
+        kill(-pgid, SIGKILL);
+        kill(grandchild, SIGKILL);
+        for (int i = 0; i < 200 && !group_gone(pgid); i++)
+            ej__sleep_ms(10);
+    }
+    bool all_reaped = false;
+    for (int i = 0; i < 200 && !all_reaped; i++) {
+        all_reaped = waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD;
+        if (!all_reaped)
+            ej__sleep_ms(10);
+    }
+    prctl(PR_SET_CHILD_SUBREAPER, 0);
+    print_message("%s of the daemon (grace %lld ms%s): item processes %s after %lld ms\n",
+                  stop ? "SIGSTOP" : "kill -9", (long long)grace,
+                  trap[0] ? ", SIGTERM ignored" : "", gone ? "gone" : "STILL THERE",
+                  (long long)took);
+    assert_true(gone);
+    assert_true(group_ended);
+    assert_true(all_reaped);
+    assert_true(took >= min_ms);
+    assert_true(took <= max_ms);
+    free(pids);
+    free(cmd);
+    free(pidfile);
+    return took;
+}
+
+static void test_script_group_dies_with_daemon(void **state)
+{
+    (void)state;
+    /* SIGTERM from the supervisor ends the item at once. */
+    daemon_death_case("", 1000, 0, 1000, false);
+    /* The group ignores SIGTERM: SIGKILL after the item's grace. */
+    daemon_death_case("trap \"\" TERM;", 400, 390, 2500, false);
+}
+
+static void test_script_group_stops_with_stopped_daemon(void **state)
+{
+    (void)state;
+    /* A daemon stopped for a second has its items stopped. */
+    daemon_death_case("", 1000, 950, 2500, true);
 }
 
 /* --------------------------------------------------- simple / dataflow */
@@ -651,6 +818,7 @@ struct http_rec {
     char ctx_header[1024];
     char ctype[128];
     char body[1024];
+    char token[64];
     int requests;
 };
 static struct http_rec rec = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -679,12 +847,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "shardingContext");
     const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    const char *tok = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Ejob-Fencing-Token");
     pthread_mutex_lock(&rec.mu);
     rec.requests++;
     snprintf(rec.method, sizeof rec.method, "%s", method);
     snprintf(rec.url, sizeof rec.url, "%s", url);
     snprintf(rec.ctx_header, sizeof rec.ctx_header, "%s", h ? h : "");
     snprintf(rec.ctype, sizeof rec.ctype, "%s", ct ? ct : "");
+    snprintf(rec.token, sizeof rec.token, "%s", tok ? tok : "(none)");
     snprintf(rec.body, sizeof rec.body, "%s", k->body.data ? k->body.data : "");
     pthread_mutex_unlock(&rec.mu);
     unsigned status = 200;
@@ -736,8 +906,9 @@ static void test_http(void **state)
 
     ej_shard_context ctx;
     fill_ctx(&ctx, NULL, 1, "Shanghai");
+    ctx.fencing_token = 4294967302LL;
     char *want_json = ej__exec_context_json(&ctx);
-    const char *extra[] = {"X-Extra: yes", NULL};
+    const char *extra[] = {"X-Extra: yes", "x-ejob-fencing-token: 1", NULL};
     struct ej_job_def j = {.type = EJ_JOB_TYPE_HTTP};
     j.http.uri = ok_url;
     j.http.method = "POST";
@@ -754,6 +925,8 @@ static void test_http(void **state)
     assert_string_equal(rec.ctx_header, want_json);
     assert_string_equal(rec.ctype, "application/x-www-form-urlencoded");
     assert_string_equal(rec.body, "a=1&b=2");
+    /* The item's token, not the one the job's headers tried to set. */
+    assert_string_equal(rec.token, "4294967302");
     pthread_mutex_unlock(&rec.mu);
     ej__exec_result_fini(&r);
 
@@ -797,6 +970,24 @@ static void test_http(void **state)
     assert_true(r.timed_out);
     assert_non_null(strstr(r.failure_cause, "timed out"));
     ej__exec_result_fini(&r);
+
+    /* Cancelled 200 ms into a request the server answers after 1.5 s:
+     * the transfer is aborted at once. */
+    atomic_bool cancel = false;
+    ej_shard_context cctx;
+    fill_ctx(&cctx, &cancel, 0, NULL);
+    j.http.read_timeout_ms = 5000;
+    pthread_t th;
+    pthread_create(&th, NULL, cancel_later, &cancel);
+    assert_int_equal(ej__exec_run_item(&j, &cctx, NULL, &r), EJ_ESTOPPED);
+    took = ej__mono_ms() - atomic_load(&cancelled_at_ms);
+    pthread_join(th, NULL);
+    print_message("http item cancelled: aborted %lld ms after the flag was set\n", (long long)took);
+    assert_true(took < 750);
+    assert_true(r.cancelled);
+    assert_non_null(strstr(r.failure_cause, "cancelled"));
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&cctx);
 
     /* Nothing listens on this port (the daemon's port + 0 is taken:
      * bind a socket, close it, use its port). */
@@ -987,9 +1178,12 @@ int main(void)
         cmocka_unit_test(test_split_command),
         cmocka_unit_test(test_script_context_per_item),
         cmocka_unit_test(test_script_failure_exit_code),
+        cmocka_unit_test(test_script_fencing_token_env),
         cmocka_unit_test(test_script_timeout_kills_group),
         cmocka_unit_test(test_script_output_cap),
         cmocka_unit_test(test_script_cancel),
+        cmocka_unit_test(test_script_group_dies_with_daemon),
+        cmocka_unit_test(test_script_group_stops_with_stopped_daemon),
         cmocka_unit_test(test_simple_and_handlers),
         cmocka_unit_test(test_dataflow),
         cmocka_unit_test(test_http),

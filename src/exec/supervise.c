@@ -1,0 +1,211 @@
+/*
+ * Item process groups that never outlive their daemon.
+ *
+ * Before a script item is spawned, a small supervising process is forked
+ * from the daemon. It leads a new process group, and the item is spawned
+ * into that group, so the group is there, and known to the supervisor,
+ * before the item runs: there is no moment at which the item runs
+ * unsupervised. The supervisor holds one end of a socket pair whose other
+ * end only the daemon holds (close-on-exec, and every other descriptor is
+ * closed in the supervisor). When the item ends normally the daemon says so
+ * and the supervisor exits quietly. When the daemon dies (kill -9, crash,
+ * exit with the item still running) the kernel closes the daemon's end: the
+ * supervisor reads EOF at once and gives the group SIGTERM, then SIGKILL
+ * after the item's kill grace, which ends the supervisor too. The same
+ * happens when the daemon has been stopped (SIGSTOP, a debugger) for
+ * STOPPED_LIMIT_MS: a frozen daemon can neither stop its items nor keep its
+ * session, and another instance may take them over.
+ *
+ * A socket rather than PR_SET_PDEATHSIG: the death signal follows the
+ * creating thread, not the process, and items run on pool threads.
+ *
+ * The supervisor runs in a child forked from a threaded process: it calls
+ * only async-signal-safe functions and never returns into ejob's code.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec/internal.h"
+
+#define LIFELINE_FD 3
+#define ITEM_DONE 'd'
+#define STAT_FD 4
+#define STOP_POLL_MS 100
+/* A daemon stopped this long has its items stopped: it cannot fence them
+ * itself, and its registry session runs out meanwhile (sessions of a few
+ * seconds at least; an item gone within a third of the shortest is gone
+ * before the server can hand it to another instance). */
+#define STOPPED_LIMIT_MS 1000
+
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* True while the process whose stat file statfd reads is stopped
+ * (SIGSTOP, a job-control stop, a debugger). */
+static bool is_stopped(int statfd)
+{
+    char buf[512];
+    ssize_t n = pread(statfd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return false;
+    /* "pid (comm) S ...": comm may hold anything, the state follows the
+     * last ')'. */
+    ssize_t i = n - 1;
+    while (i >= 0 && buf[i] != ')')
+        i--;
+    return i >= 0 && i + 2 < n && (buf[i + 2] == 'T' || buf[i + 2] == 't');
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits until the item is over (true) or its group must go (false): the
+ * daemon died, or has been stopped for STOPPED_LIMIT_MS. */
+static bool wait_item(int statfd)
+{
+    int64_t stopped_since = -1;
+    for (;;) {
+        struct pollfd p = {.fd = LIFELINE_FD, .events = POLLIN};
+        int r = poll(&p, 1, statfd >= 0 ? STOP_POLL_MS : -1);
+        if (r > 0) {
+            char b = 0;
+            ssize_t n = read(LIFELINE_FD, &b, 1);
+            if (n == 1 && b == ITEM_DONE)
+                return true;
+            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+                return false; /* EOF: the daemon is gone */
+        } else if (r < 0 && errno != EINTR) {
+            return false;
+        }
+        if (statfd < 0)
+            continue;
+        if (!is_stopped(statfd)) {
+            stopped_since = -1;
+        } else if (stopped_since < 0) {
+            stopped_since = mono_ms();
+        } else if (mono_ms() - stopped_since >= STOPPED_LIMIT_MS) {
+            return false;
+        }
+    }
+}
+
+/* SIGTERM to the item's group now, SIGKILL grace_ms later. */
+static _Noreturn void end_group(int64_t grace_ms)
+{
+    /* SIGTERM stays blocked here: it is for the item. The leader cannot
+     * see its group empty out (it is a member), so it waits the grace. */
+    kill(0, SIGTERM);
+    sleep_ms(grace_ms);
+    kill(0, SIGKILL); /* ends this process too */
+    _exit(0);
+}
+
+/* The supervising process: never returns. */
+static _Noreturn void supervise(int lifeline, int statfd, int devnull, int64_t grace_ms)
+{
+    /* Signals meant for the item's group (a timeout's SIGTERM) or for the
+     * daemon's (a terminal's SIGINT) are not for the supervisor: only
+     * SIGKILL ends it from outside. */
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    setpgid(0, 0); /* the daemon does it too: whoever runs first */
+    dup2(devnull, 0);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    if (lifeline != LIFELINE_FD)
+        dup2(lifeline, LIFELINE_FD);
+    if (statfd >= 0 && statfd != STAT_FD) {
+        dup2(statfd, STAT_FD);
+        statfd = STAT_FD;
+    }
+    /* Other items' lifelines, the daemon's sockets and listeners: a copy
+     * kept here would hide the daemon's death from other supervisors. */
+    close_range(STAT_FD + 1, ~0U, 0);
+    if (wait_item(statfd))
+        _exit(0);
+    end_group(grace_ms);
+}
+
+int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file,
+                        const posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr,
+                        char *const argv[], char *const envp[], int64_t grace_ms)
+{
+    sup->pid = -1;
+    sup->fd = -1;
+    *pid = -1;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return errno;
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull < 0) {
+        int e = errno;
+        close(sv[0]);
+        close(sv[1]);
+        return e;
+    }
+    /* Opened here: /proc/self is this process (the supervisor watches it
+     * for a stop). -1 without /proc: only death is watched then. */
+    int statfd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    pid_t child = fork();
+    if (child == 0)
+        supervise(sv[1], statfd, devnull, grace_ms);
+    int e = errno;
+    close(sv[1]);
+    close(devnull);
+    if (statfd >= 0)
+        close(statfd);
+    if (child < 0) {
+        close(sv[0]);
+        return e;
+    }
+    sup->pid = child;
+    sup->fd = sv[0];
+    /* The group must exist before the item joins it: make it here too,
+     * in case the supervisor has not run yet (a no-op if it has). */
+    setpgid(child, child);
+    int rc = posix_spawnattr_setpgroup(attr, child);
+    if (rc == 0)
+        rc = posix_spawnp(pid, file, fa, attr, argv, envp);
+    if (rc != 0) {
+        *pid = -1;
+        ej__supervise_end(sup);
+        return rc;
+    }
+    return 0;
+}
+
+void ej__supervise_end(struct ej__supervisor *sup)
+{
+    if (sup->fd >= 0) {
+        char b = ITEM_DONE;
+        while (send(sup->fd, &b, 1, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+        }
+        close(sup->fd);
+        sup->fd = -1;
+    }
+    if (sup->pid > 0) {
+        while (waitpid(sup->pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        sup->pid = -1;
+    }
+}

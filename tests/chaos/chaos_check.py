@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""Chaos suite: the process watcher and the invariant checker.
+
+The execution log (one O_APPEND file, written by tests/chaos/item.sh) has
+one line per event, times in wall-clock ms (one machine, one clock):
+  START job item instance pid pgid ms token seconds
+  END   job item instance pid pgid ms      (the item finished)
+  STOP  job item instance pid pgid ms      (the item got SIGTERM and exits)
+The watcher appends to a second file, for every pid of a START line,
+  GONE pid ms                              (first seen dead or a zombie)
+and the driver writes the faults to a third:
+  FAULT kind instance start_ms end_ms      (end = when healed)
+
+  chaos_check.py watch LOG GONE STOPFILE
+  chaos_check.py check LOG GONE FAULTS --from MS --to MS --period S
+                       --items N --session-ms MS [--margin-ms MS]
+check prints the figures and exits 1 on a violation:
+  overlap   one item alive in two processes at overlapping times
+  lost      a fire of an item with no START in its period, and no run of
+            the item going on when it came (fires folded into a misfire),
+            outside every fault's detection window
+            [fault start, fault end + session + margin]
+  orphan    an item process of a kill -9'd instance alive at kill +
+            session timeout, or any item process alive at the end
+"""
+import os
+import sys
+import time
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+def parse(path):
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                if p:
+                    out.append(p)
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def alive(pid):
+    """True while pid runs (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            st = f.read()
+    except OSError:
+        return False
+    return st[st.rfind(")") + 2] not in "ZX"
+
+
+def boot_time_s():
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("btime "):
+                return int(line.split()[1])
+    return 0
+
+
+def pgid_members(pgids, started_before_ms):
+    """pid -> pgid of every live process whose group is in pgids and that
+    started before started_before_ms (a later one only reuses the id)."""
+    found = {}
+    btime = boot_time_s()
+    hz = os.sysconf("SC_CLK_TCK")
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        rest = st[st.rfind(")") + 2:].split()
+        if rest[0] in "ZX":
+            continue
+        started_ms = (btime + int(rest[19]) / hz) * 1000
+        if int(rest[2]) in pgids and started_ms < started_before_ms:
+            found[int(d)] = int(rest[2])
+    return found
+
+
+def watch(log, gone_path, stopfile):
+    pos = 0
+    watching = set()
+    done = set()
+    buf = ""
+    while True:
+        with open(log, "a+") as f:
+            f.seek(pos)
+            chunk = f.read()
+            pos = f.tell()
+        buf += chunk
+        lines = buf.split("\n")
+        buf = lines.pop()
+        for line in lines:
+            p = line.split()
+            if len(p) >= 6 and p[0] == "START":
+                pid = int(p[4])
+                if pid not in done:
+                    watching.add(pid)
+        ended = [pid for pid in watching if not alive(pid)]
+        if ended:
+            t = now_ms()
+            with open(gone_path, "a") as g:
+                for pid in ended:
+                    g.write(f"GONE {pid} {t}\n")
+            watching.difference_update(ended)
+            done.update(ended)
+        if os.path.exists(stopfile):
+            return 0
+        time.sleep(0.02)
+
+
+def check(argv):
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="chaos_check.py check")
+    ap.add_argument("log")
+    ap.add_argument("gone")
+    ap.add_argument("faults")
+    ap.add_argument("--from", dest="t_from", type=int, required=True)
+    ap.add_argument("--to", dest="t_to", type=int, required=True)
+    ap.add_argument("--period", type=int, required=True)
+    ap.add_argument("--items", type=int, required=True)
+    ap.add_argument("--session-ms", type=int, required=True)
+    ap.add_argument("--margin-ms", type=int, default=None)
+    a = ap.parse_args(argv)
+    period_ms = a.period * 1000
+    margin = a.margin_ms if a.margin_ms is not None else period_ms
+    gone = {}
+    for p in parse(a.gone):
+        if p[0] == "GONE":
+            gone.setdefault(int(p[1]), int(p[2]))
+    runs = {}  # pid -> dict
+    for p in parse(a.log):
+        if p[0] not in ("START", "END", "STOP") or len(p) < 7:
+            continue
+        pid = int(p[4])
+        if p[0] == "START":
+            runs[pid] = dict(job=p[1], item=int(p[2]), inst=p[3], pid=pid, pgid=int(p[5]),
+                             start=int(p[6]), token=int(p[7]) if len(p) > 7 else 0, end=None,
+                             how="running")
+        elif pid in runs and runs[pid]["end"] is None:
+            runs[pid]["end"] = int(p[6])
+            runs[pid]["how"] = p[0]
+    end_of_check = now_ms()
+    for r in runs.values():
+        if r["end"] is None:
+            # Killed without a word: it lived until the watcher saw it gone.
+            r["end"] = gone.get(r["pid"], end_of_check)
+            r["how"] = "GONE" if r["pid"] in gone else "ALIVE"
+    faults = []
+    for p in parse(a.faults):
+        if p[0] == "FAULT":
+            faults.append(dict(kind=p[1], inst=p[2], start=int(p[3]), end=int(p[4])))
+
+    bad = []
+    # ------------------------------------------------------------- overlaps
+    by_item = {}
+    for r in runs.values():
+        by_item.setdefault((r["job"], r["item"]), []).append(r)
+    overlaps = []
+    for key, rs in sorted(by_item.items()):
+        rs.sort(key=lambda r: r["start"])
+        for i, x in enumerate(rs):
+            for y in rs[i + 1:]:
+                if y["start"] >= x["end"]:
+                    continue
+                ov = min(x["end"], y["end"]) - y["start"]
+                overlaps.append(ov)
+                bad.append(
+                    f"overlap: {key[0]} item {key[1]} ran on {x['inst']} (pid {x['pid']}, "
+                    f"{x['start']}..{x['end']} {x['how']}) and on {y['inst']} (pid {y['pid']}, "
+                    f"{y['start']}..{y['end']} {y['how']}): {ov} ms at once")
+    # ------------------------------------------------------------ lost fires
+    def exempt(f0):
+        f1 = f0 + period_ms
+        return any(f0 < ft["end"] + a.session_ms + margin and ft["start"] < f1 for ft in faults)
+
+    spans = {}
+    for r in runs.values():
+        spans.setdefault(r["item"], []).append((r["start"], r["end"]))
+
+    def served(item, f0):
+        # Started in the fire's period, or the fire came while a run of the
+        # item was going on: 2.1.5 folds such fires into one misfire re-run
+        # after it (which the next period then sees start).
+        return any(f0 <= s0 < f0 + period_ms or s0 < f0 < e0 for s0, e0 in spans.get(item, []))
+    first = (a.t_from + period_ms - 1) // period_ms * period_ms
+    fires = 0
+    exempted = 0
+    lost = 0
+    f0 = first
+    while f0 + period_ms <= a.t_to:
+        if exempt(f0):
+            exempted += 1
+        else:
+            for item in range(a.items):
+                fires += 1
+                if not served(item, f0):
+                    lost += 1
+                    bad.append(f"lost: item {item} of the fire at {f0} never started "
+                               f"(no fault window covers it)")
+        f0 += period_ms
+    # --------------------------------------------------------------- orphans
+    orphan_ms = []
+    for ft in faults:
+        if ft["kind"] != "kill9":
+            continue
+        for r in runs.values():
+            if r["inst"] != ft["inst"] or not (r["start"] <= ft["start"] < r["end"]):
+                continue
+            took = r["end"] - ft["start"]
+            orphan_ms.append(took)
+            if took > a.session_ms:
+                bad.append(f"orphan: item {r['item']} (pid {r['pid']}) of {ft['inst']} lived "
+                           f"{took} ms after kill -9 (session timeout {a.session_ms} ms)")
+    last_start = max((r["start"] for r in runs.values()), default=0)
+    left = pgid_members({r["pgid"] for r in runs.values()}, last_start + 5000)
+    for pid, pg in sorted(left.items()):
+        bad.append(f"left behind: pid {pid} of item group {pg} still runs")
+    for r in runs.values():
+        if r["how"] == "ALIVE" and alive(r["pid"]):
+            bad.append(f"left behind: item pid {r['pid']} ({r['inst']}) never ended")
+    # ---------------------------------------------------------------- tokens
+    tokens_bad = 0
+    for key, rs in by_item.items():
+        last = 0
+        for r in sorted(rs, key=lambda r: r["start"]):
+            if r["token"] <= 0 or r["token"] < last:
+                tokens_bad += 1
+                bad.append(f"token: {key[0]} item {key[1]} on {r['inst']} started with fencing "
+                           f"token {r['token']} after {last}")
+            last = max(last, r["token"])
+
+    kinds = sorted({f["kind"] for f in faults})
+    print(f"chaos check: {len(runs)} runs, {len(faults)} fault(s) {','.join(kinds) or '-'}; "
+          f"{fires} item fires checked, {exempted} fire(s) inside fault windows; "
+          f"overlaps {len(overlaps)}" + (f" (max {max(overlaps)} ms)" if overlaps else "") +
+          f"; lost {lost}; left behind {len(left)}")
+    if orphan_ms:
+        print(f"chaos check: item processes gone after kill -9 in {min(orphan_ms)}..{max(orphan_ms)} ms "
+              f"({len(orphan_ms)} item(s))")
+    for b in bad[:50]:
+        print("VIOLATION " + b)
+    if len(bad) > 50:
+        print(f"... and {len(bad) - 50} more")
+    if fires == 0:
+        print("VIOLATION nothing checked: no fire outside the fault windows")
+        return 1
+    return 1 if bad else 0
+
+
+def main():
+    if len(sys.argv) >= 2 and sys.argv[1] == "watch" and len(sys.argv) == 5:
+        return watch(*sys.argv[2:5])
+    if len(sys.argv) >= 2 and sys.argv[1] == "check":
+        return check(sys.argv[2:])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

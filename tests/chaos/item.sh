@@ -1,0 +1,19 @@
+#!/bin/bash
+# A chaos-suite item: item.sh LOG MIN_S MAX_S CONTEXT_JSON
+# Appends START, then END (finished) or STOP (got SIGTERM) to LOG, one
+# write per line (O_APPEND), and runs MIN_S..MAX_S seconds meanwhile.
+log=$1 min=$2 max=$3 ctx=$4
+ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+[[ $ctx =~ \"jobName\":\"([^\"]*)\" ]] && job=${BASH_REMATCH[1]}
+[[ $ctx =~ \"shardingItem\":([0-9]+) ]] && item=${BASH_REMATCH[1]}
+[[ $ctx =~ @-@READY@-@([^\"]*)\" ]] && inst=${BASH_REMATCH[1]}
+read -r stat </proc/$$/stat
+set -- ${stat##*) }
+pgid=$3
+secs=$((min + RANDOM % (max - min + 1)))
+id="$job $item $inst $$ $pgid"
+trap 'echo "STOP $id $(ms)" >>"$log"; exit 143' TERM
+echo "START $id $(ms) ${EJOB_FENCING_TOKEN:-0} $secs" >>"$log"
+sleep "$secs" &
+wait $!
+echo "END $id $(ms)" >>"$log"
