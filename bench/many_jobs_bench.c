@@ -491,12 +491,14 @@ static int measure_firing(const struct opts *o, zkf_server *zk, bool script)
     if (script)
         write_yaml(yaml, zk, ns, o->jobs);
     int fd = -1;
+    long long pk_start = zkf_mntr_value(zk, "zk_packets_received");
     int64_t t0 = mono_ms();
     child = spawn(o, script, zk, ns, o->jobs, FIRE_CRON, runlog, yaml, errlog, &fd);
     char ready[64];
     snprintf(ready, sizeof ready, "running %d job(s)", o->jobs);
     int rc = wait_ready(fd, script ? errlog : NULL, script ? ready : "READY", 900000);
     int64_t startup = mono_ms() - t0;
+    long long pk_ready = zkf_mntr_value(zk, "zk_packets_received");
     close(fd);
     if (rc != 0) {
         fprintf(stderr, "many_jobs_bench: %s jobs did not start (log %s)\n", kind, errlog);
@@ -505,7 +507,9 @@ static int measure_firing(const struct opts *o, zkf_server *zk, bool script)
     }
     printf("%d %s jobs, cron \"%s\", 1 item each\n", o->jobs, script ? "script (/bin/true)" : "C",
            FIRE_CRON);
-    printf("  start-up to all registered and scheduled: %" PRId64 " ms\n", startup);
+    printf("  start-up to all registered and scheduled: %" PRId64 " ms, %lld ZooKeeper requests "
+           "(%.1f a job; fires included once the first jobs run)\n",
+           startup, pk_ready - pk_start, (double)(pk_ready - pk_start) / o->jobs);
     sleep_ms(2000);
     int64_t w0 = (epoch_ms() / 1000 + 1) * 1000;
     sleep_ms(w0 - epoch_ms());
@@ -564,11 +568,13 @@ static int measure_idle(const struct opts *o, zkf_server *zk, int njobs)
     snprintf(runlog, sizeof runlog, "/tmp/ejob-many-%d-idle.runs", (int)getpid());
     snprintf(errlog, sizeof errlog, "/tmp/ejob-many-%d-idle.log", (int)getpid());
     long long wch0 = server_watches(zk);
+    long long pk_start = zkf_mntr_value(zk, "zk_packets_received");
     int fd = -1;
     int64_t t0 = mono_ms();
     child = spawn(o, false, zk, ns, njobs, IDLE_CRON, runlog, NULL, errlog, &fd);
     int rc = wait_ready(fd, NULL, "READY", 1800000);
     int64_t startup = mono_ms() - t0;
+    long long pk_ready = zkf_mntr_value(zk, "zk_packets_received");
     close(fd);
     if (rc != 0) {
         fprintf(stderr, "many_jobs_bench: %d idle jobs did not start (log %s)\n", njobs, errlog);
@@ -580,9 +586,10 @@ static int measure_idle(const struct opts *o, zkf_server *zk, int njobs)
     proc_status(child, &rss, &thr);
     long long wch = server_watches(zk);
     int64_t term = term_child();
-    printf("%d idle C jobs: start-up %" PRId64 " ms, RSS %ld kB, %ld threads, server watches "
-           "%lld; SIGTERM to exit %" PRId64 " ms\n",
-           njobs, startup, rss, thr, wch >= 0 && wch0 >= 0 ? wch - wch0 : -1, term);
+    printf("%d idle C jobs: start-up %" PRId64 " ms (%.1f ZooKeeper requests a job), RSS %ld kB, "
+           "%ld threads, server watches %lld; SIGTERM to exit %" PRId64 " ms\n",
+           njobs, startup, (double)(pk_ready - pk_start) / njobs, rss, thr,
+           wch >= 0 && wch0 >= 0 ? wch - wch0 : -1, term);
     fflush(stdout);
     unlink(runlog);
     unlink(errlog);
