@@ -439,11 +439,12 @@ static void test_miss_reasons_pool_saturated(void **state)
     assert_true(wait_fires(&b, 2, 6000));
     /* B's first callback: due on time, started more than 500 ms late. */
     const ej__fire *late = &b.fires[0], *collapsed = &b.fires[1];
-    if (late->started_ms - late->scheduled_ms > 500) {
-        assert_true(late->misfired);
-        assert_int_equal(late->missed_count, 1);
-        assert_int_equal(late->missed_by[EJ__MISS_LATE_START], 1);
-    }
+    assert_true(late->started_ms - late->scheduled_ms > 500);
+    assert_true(late->misfired);
+    assert_int_equal(late->missed_count, 1);
+    /* (timer-late only if the timer thread itself was held up that long) */
+    assert_int_equal(late->missed_by[EJ__MISS_LATE_START] + late->missed_by[EJ__MISS_TIMER_LATE],
+                     1);
     /* Then the fire times that passed while it was queued. */
     assert_true(collapsed->misfired);
     assert_true(collapsed->missed_count >= 2);
