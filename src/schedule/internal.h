@@ -43,7 +43,10 @@ typedef struct ej__sched_job ej__sched_job;
 typedef struct ej__trigger ej__trigger;
 
 struct ej__sched_opts {
-    int max_threads;              /* 0: max(16, 4 x online CPUs) */
+    /* 0: up to max(16, 4 x online CPUs) threads start whenever work waits,
+     * and up to max(64, 8 x online CPUs) when fire callbacks wait 20 ms or
+     * more (they block on ZooKeeper). > 0: that many, started as needed. */
+    int max_threads;
     int64_t idle_ms;              /* idle pool threads exit after this; 0: 60000 */
     int64_t misfire_threshold_ms; /* see ej__fire; 0: 1000; negative: 0 (every late fire) */
     size_t max_queued;            /* tasks queued at most (all kinds); 0: 1,000,000 */
