@@ -22,7 +22,9 @@
  * Usage: many_jobs_bench [--jobs N] [--window S] [--mode c|script|both]
  *                        [--idle-jobs N] [--term-jobs N] [--ejob PATH]
  * Defaults: 1000 jobs, 60 s, both, 10000 idle jobs, 1000 for SIGTERM.
- * --idle-jobs 0 / --term-jobs 0 skip those parts.
+ * --idle-jobs 0 / --term-jobs 0 skip those parts. --footprint first prints
+ * what the resident memory of one idle C job is made of (smaps). --keep-logs
+ * keeps the job processes' logs (the script run writes about 100 MB).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -168,6 +170,7 @@ static int child_main(const char *zk, const char *ns, int njobs, const char *cro
 
 struct opts {
     int jobs, window_s, idle_jobs, term_jobs;
+    bool keep_logs, footprint;
     const char *mode;
     char ejob[PATH_MAX];
     char self[PATH_MAX];
@@ -557,6 +560,114 @@ static int measure_firing(const struct opts *o, zkf_server *zk, bool script)
     free(r.late);
     unlink(runlog);
     unlink(yaml);
+    if (o->keep_logs)
+        printf("  process log kept: %s\n", errlog);
+    else
+        unlink(errlog);
+    return 0;
+}
+
+/* What the resident memory of a process is made of, from its smaps. */
+struct mem {
+    long rss, pss, private_kb;
+    long libc, own_libs, curl_libs, program, heap, stacks, other_anon;
+};
+
+static bool is_own_lib(const char *name)
+{
+    static const char *const own[] = {"ld-linux", "libzookeeper_mt", "libyaml", "libjansson"};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (strstr(name, own[i]))
+            return true;
+    return false;
+}
+
+static void classify(struct mem *m, const char *name, long size_kb, long rss, const char *exe)
+{
+    if (strstr(name, "/libc.so"))
+        m->libc += rss;
+    else if (name[0] == '/' && strcmp(name, exe) == 0)
+        m->program += rss;
+    else if (name[0] == '/' && is_own_lib(name))
+        m->own_libs += rss;
+    else if (name[0] == '/')
+        m->curl_libs += rss; /* every other library is loaded for libcurl */
+    else if (strcmp(name, "[heap]") == 0)
+        m->heap += rss;
+    else if (name[0] == '\0' && size_kb >= 8000 && size_kb <= 8200)
+        m->stacks += rss; /* 8 MiB thread stacks */
+    else
+        m->other_anon += rss;
+}
+
+static int read_smaps(pid_t pid, struct mem *m)
+{
+    char path[64], exe[PATH_MAX] = "", line[PATH_MAX + 128], name[PATH_MAX] = "";
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(path, exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    memset(m, 0, sizeof *m);
+    long size_kb = 0, v;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long a, b;
+        int off = 0;
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s%n", &a, &b, &off) == 2 && off > 0) {
+            const char *p = line + off;
+            while (*p == ' ')
+                p++;
+            snprintf(name, sizeof name, "%s", p);
+            name[strcspn(name, "\n")] = '\0';
+            size_kb = (long)((b - a) / 1024);
+        } else if (sscanf(line, "Rss: %ld", &v) == 1) {
+            m->rss += v;
+            classify(m, name, size_kb, v, exe);
+        } else if (sscanf(line, "Pss: %ld", &v) == 1) {
+            m->pss += v;
+        } else if (sscanf(line, "Private_Clean: %ld", &v) == 1 ||
+                   sscanf(line, "Private_Dirty: %ld", &v) == 1) {
+            m->private_kb += v;
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+/* One idle job: what its resident memory is made of. */
+static int measure_footprint(const struct opts *o, zkf_server *zk)
+{
+    char runlog[128], errlog[128];
+    snprintf(runlog, sizeof runlog, "/tmp/ejob-many-%d-fp.runs", (int)getpid());
+    snprintf(errlog, sizeof errlog, "/tmp/ejob-many-%d-fp.log", (int)getpid());
+    int fd = -1;
+    child = spawn(o, false, zk, "footprint_1", 1, IDLE_CRON, runlog, NULL, errlog, &fd);
+    int rc = wait_ready(fd, NULL, "READY", 120000);
+    close(fd);
+    unlink(runlog);
+    unlink(errlog);
+    if (rc != 0) {
+        kill_child();
+        return -1;
+    }
+    sleep_ms(2000);
+    struct mem m;
+    long rss, thr;
+    proc_status(child, &rss, &thr);
+    if (read_smaps(child, &m) != 0) {
+        kill_child();
+        return -1;
+    }
+    term_child();
+    printf("1 idle C job: RSS %ld kB (PSS %ld kB, private %ld kB), %ld threads\n", m.rss, m.pss,
+           m.private_kb, thr);
+    printf("  resident: libcurl and the libraries it loads %ld kB, libc %ld kB, ld.so + "
+           "libzookeeper_mt + libyaml + libjansson %ld kB, program %ld kB,\n"
+           "  heap %ld kB, thread stacks %ld kB, other anonymous %ld kB\n",
+           m.curl_libs, m.libc, m.own_libs, m.program, m.heap, m.stacks, m.other_anon);
+    fflush(stdout);
     return 0;
 }
 
@@ -623,6 +734,8 @@ int main(int argc, char **argv)
                                        {"idle-jobs", required_argument, 0, 'i'},
                                        {"term-jobs", required_argument, 0, 't'},
                                        {"ejob", required_argument, 0, 'e'},
+                                       {"keep-logs", no_argument, 0, 'k'},
+                                       {"footprint", no_argument, 0, 'f'},
                                        {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -645,10 +758,16 @@ int main(int argc, char **argv)
         case 'e':
             snprintf(o.ejob, sizeof o.ejob, "%s", optarg);
             break;
+        case 'k':
+            o.keep_logs = true;
+            break;
+        case 'f':
+            o.footprint = true;
+            break;
         default:
             fprintf(stderr, "usage: many_jobs_bench [--jobs N] [--window S] "
                             "[--mode c|script|both] [--idle-jobs N] [--term-jobs N] "
-                            "[--ejob PATH]\n");
+                            "[--ejob PATH] [--keep-logs] [--footprint]\n");
             return 2;
         }
     }
@@ -681,6 +800,8 @@ int main(int argc, char **argv)
         fclose(la);
     printf("%s\n", lbuf);
     int rc = 0;
+    if (o.footprint && measure_footprint(&o, zk) != 0)
+        rc = 1;
     if (do_c && measure_firing(&o, zk, false) != 0)
         rc = 1;
     if (do_script && measure_firing(&o, zk, true) != 0)
