@@ -416,8 +416,11 @@ static void read_script_runs(const char *errlog, struct runs *r, int64_t w0, int
 
 /* Log lines about fires that did not run, grouped by their text with
  * digits, timestamps and job names taken out. Prints the groups. */
-static void print_loss_lines(const char *errlog)
+static void print_loss_lines(const char *errlog, int64_t w0, int64_t w1)
 {
+    static const char *const reasons[] = {"running",    "queued",     "paused",
+                                          "timer-late", "clock-step", "late-start"};
+    long long by_reason[sizeof reasons / sizeof reasons[0]] = {0};
     static const char *const words[] = {"misfire",    "missed",  "skip", "dropped",
                                         "queue full", "refused", "late"};
     enum { MAXG = 12 };
@@ -436,6 +439,19 @@ static void print_loss_lines(const char *errlog)
         if (!hit)
             continue;
         total++;
+        /* The scheduler's warning: "N cron fire time(s) missed in M ms,
+         * ... each): running A queued B ...; first job 'j7'". */
+        const char *each = strstr(line, "at most one run each):");
+        int64_t ts = parse_iso_ms(line);
+        if (each && strstr(line, "[sched]") && ts >= w0 && ts <= w1) {
+            for (size_t r = 0; r < sizeof reasons / sizeof reasons[0]; r++) {
+                char pat[32];
+                snprintf(pat, sizeof pat, " %s ", reasons[r]);
+                const char *at = strstr(each, pat);
+                if (at)
+                    by_reason[r] += strtoll(at + strlen(pat), NULL, 10);
+            }
+        }
         /* Key: the text after the timestamp, digits as '#', job names "j#". */
         const char *p = strchr(line, ' ');
         p = p ? p + 1 : line;
@@ -457,6 +473,10 @@ static void print_loss_lines(const char *errlog)
     }
     fclose(f);
     printf("  log lines about fires not run: %ld\n", total);
+    printf("  fire times missed, from the scheduler's warnings logged in the window:");
+    for (size_t r = 0; r < sizeof reasons / sizeof reasons[0]; r++)
+        printf(" %s %lld", reasons[r], by_reason[r]);
+    printf("\n");
     for (int g = 0; g < ng; g++)
         printf("    %6ld x %.150s\n", count[g], key[g]);
 }
@@ -541,7 +561,7 @@ static int measure_firing(const struct opts *o, zkf_server *zk, bool script)
            o->window_s, expected, r.normal, 100.0 * (double)r.normal / (double)expected, r.misfire,
            100.0 * (double)(r.normal + r.misfire) / (double)expected,
            r.other ? " + other sources" : "");
-    print_loss_lines(errlog);
+    print_loss_lines(errlog, w0, w1);
     if (r.nlate > 0) {
         qsort(r.late, r.nlate, sizeof *r.late, cmp_i64);
         printf("  lateness fire time -> item start (ms): p50 %" PRId64 ", p99 %" PRId64
