@@ -420,7 +420,7 @@ static void print_loss_lines(const char *errlog, int64_t w0, int64_t w1)
 {
     static const char *const reasons[] = {"running",    "queued",     "paused",
                                           "timer-late", "clock-step", "late-start"};
-    long long by_reason[sizeof reasons / sizeof reasons[0]] = {0};
+    long long by_reason[sizeof reasons / sizeof reasons[0]] = {0}, never_run = 0;
     static const char *const words[] = {"misfire",    "missed",  "skip", "dropped",
                                         "queue full", "refused", "late"};
     enum { MAXG = 12 };
@@ -441,9 +441,12 @@ static void print_loss_lines(const char *errlog, int64_t w0, int64_t w1)
         total++;
         /* The scheduler's warning: "N cron fire time(s) missed in M ms,
          * ... each): running A queued B ...; first job 'j7'". */
-        const char *each = strstr(line, "at most one run each):");
+        const char *each = strstr(line, "at most one run each");
         int64_t ts = parse_iso_ms(line);
         if (each && strstr(line, "[sched]") && ts >= w0 && ts <= w1) {
+            const char *nr = strstr(each, "each: ");
+            if (nr)
+                never_run += strtoll(nr + 6, NULL, 10);
             for (size_t r = 0; r < sizeof reasons / sizeof reasons[0]; r++) {
                 char pat[32];
                 snprintf(pat, sizeof pat, " %s ", reasons[r]);
@@ -473,10 +476,11 @@ static void print_loss_lines(const char *errlog, int64_t w0, int64_t w1)
     }
     fclose(f);
     printf("  log lines about fires not run: %ld\n", total);
-    printf("  fire times missed, from the scheduler's warnings logged in the window:");
+    printf("  fire times missed (not run on time), from the scheduler's warnings logged in the "
+           "window:");
     for (size_t r = 0; r < sizeof reasons / sizeof reasons[0]; r++)
         printf(" %s %lld", reasons[r], by_reason[r]);
-    printf("\n");
+    printf("; of them never run (collapsed): %lld\n", never_run);
     for (int g = 0; g < ng; g++)
         printf("    %6ld x %.150s\n", count[g], key[g]);
 }

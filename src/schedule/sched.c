@@ -147,7 +147,8 @@ struct ej__sched {
     uint64_t missed_by[EJ__MISS_REASONS];
     /* Rate-limited warning: missed fire times since the last line. */
     uint64_t miss_window[EJ__MISS_REASONS];
-    int64_t miss_window_since; /* MONOTONIC ms; 0: nothing counted */
+    uint64_t miss_window_callbacks; /* misfired callbacks they went to */
+    int64_t miss_window_since;      /* MONOTONIC ms; 0: nothing counted */
     char miss_window_job[64];
     _Atomic int64_t debug_shift_ms; /* ej__sched_debug_shift_clock */
 };
@@ -700,16 +701,20 @@ static bool miss_account(ej__sched *s, const ej__fire *f, const char *job, char 
         s->missed_by[r] += f->missed_by[r];
         s->miss_window[r] += f->missed_by[r];
     }
+    s->miss_window_callbacks++;
     if (mono - s->miss_window_since < MISS_LOG_EVERY_MS && s->misfires > 1)
         return false;
     uint64_t total = 0;
     size_t n = 0;
     for (int r = 0; r < EJ__MISS_REASONS; r++)
         total += s->miss_window[r];
+    /* Each misfired callback runs at most once for all its fire times. */
     n += (size_t)snprintf(line + n, len - n,
                           "%" PRIu64 " cron fire time(s) missed in %" PRId64
-                          " ms, delivered as misfires (at most one run each):",
-                          total, mono - s->miss_window_since);
+                          " ms, delivered late in %" PRIu64
+                          " misfired callback(s) (at most one run each: %" PRIu64 " never run):",
+                          total, mono - s->miss_window_since, s->miss_window_callbacks,
+                          total - s->miss_window_callbacks);
     for (int r = 0; r < EJ__MISS_REASONS && n < len; r++)
         if (s->miss_window[r])
             n += (size_t)snprintf(line + n, len - n, " %s %" PRIu64,
@@ -717,6 +722,7 @@ static bool miss_account(ej__sched *s, const ej__fire *f, const char *job, char 
     if (n < len)
         snprintf(line + n, len - n, "; first job '%s'", s->miss_window_job);
     memset(s->miss_window, 0, sizeof s->miss_window);
+    s->miss_window_callbacks = 0;
     s->miss_window_since = 0;
     return true;
 }

@@ -468,6 +468,7 @@ static void test_miss_reasons_pool_saturated(void **state)
     /* The first misfire is logged at once, with its reason and job. */
     assert_true(g_miss.warnings >= 1);
     assert_non_null(strstr(g_miss.warning, "missed"));
+    assert_non_null(strstr(g_miss.warning, "misfired callback(s) (at most one run each: "));
     assert_non_null(strstr(g_miss.warning, "first job 'saturated'"));
     pthread_mutex_unlock(&g_miss.mu);
     assert_string_equal(ej__miss_reason_name(EJ__MISS_QUEUED), "queued");
