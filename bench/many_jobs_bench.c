@@ -523,7 +523,7 @@ static int measure_firing(const struct opts *o, zkf_server *zk, bool script)
     child = spawn(o, script, zk, ns, o->jobs, FIRE_CRON, runlog, yaml, errlog, &fd);
     char ready[64];
     snprintf(ready, sizeof ready, "running %d job(s)", o->jobs);
-    int rc = wait_ready(fd, script ? errlog : NULL, script ? ready : "READY", 900000);
+    int rc = wait_ready(fd, script ? errlog : NULL, script ? ready : "READY", 3600000);
     int64_t startup = mono_ms() - t0;
     long long pk_ready = zkf_mntr_value(zk, "zk_packets_received");
     close(fd);
