@@ -18,6 +18,10 @@
  *                    instance comes or goes.
  *   STICKY           keeps items where they were, moving the fewest items
  *                    while every instance holds floor or ceil of the average.
+ *   BALANCED         spreads items over instances counting the items of every
+ *                    job of the namespace that uses BALANCED, not only this
+ *                    job's (see ej_sharding_balanced_namespace). Also
+ *                    "io.ejob.sharding.BalancedShardingStrategy".
  * The Java class names of the first three, as Java instances write them into
  * jobShardingStrategyClass (com.dangdang.ddframe.job.lite.api.strategy.impl.
  * <Class> in 2.1.5, io.elasticjob.lite.api.strategy.impl.<Class> in later
@@ -70,7 +74,10 @@ typedef struct ej_sharding_strategy {
     char name[EJ_SHARDING_NAME_MAX];
     ej_sharding_fn fn;
     void *user;   /* passed to fn */
-    bool builtin; /* true for the five built-ins */
+    bool builtin; /* true for the built-ins */
+    /* true for BALANCED: the coordinator must give it the namespace's load
+     * (ej_sharding_balanced_namespace); fn alone sees only this job. */
+    bool namespace_load;
 } ej_sharding_strategy;
 
 /* The built-in strategies, callable directly (user is ignored). See the
@@ -102,6 +109,84 @@ EJ_EXTERN int ej_sharding_consistent_hash(const char *const *instances, size_t n
 EJ_EXTERN int ej_sharding_sticky(const char *const *instances, size_t n_instances,
                                  const char *job_name, int total_count,
                                  const char *const *previous_owner, int *owner_out, void *user);
+
+/* ------------------------------------------------------------- BALANCED */
+
+/*
+ * BALANCED for one job, given a load per instance.
+ *
+ * load: NULL (all 0) or n_instances entries >= 0: the items each instance
+ *       already holds of other jobs, which stay where they are.
+ * Capacities first: the water level M is the lowest highest-total any
+ * assignment can reach; instances below M - 1 are filled to M - 1 and the
+ * items left give one more to instances at M - 1, first to those that owned
+ * more of the job's items before, then in the job's preference order (a
+ * hash of job name and instance id, then the id). Each item then stays with
+ * its previous owner (previous_owner, as in ej_sharding_fn) while that
+ * instance is under its capacity; the others go to the instance under its
+ * capacity with the lowest total. So totals (load + items) are as even as
+ * they can be, the fewest items move for that, and the result depends on
+ * the set of instances, not on their order. Without load, one-item jobs
+ * spread over instances by the hash instead of all going to one instance.
+ * Returns 0; EJ_EINVAL (bad arguments, a negative load); EJ_ENOMEM.
+ */
+EJ_EXTERN int ej_sharding_balanced_loaded(const char *const *instances, size_t n_instances,
+                                          const char *job_name, int total_count,
+                                          const char *const *previous_owner, const long *load,
+                                          int *owner_out);
+
+/* The ej_sharding_fn of BALANCED: ej_sharding_balanced_loaded without load. */
+EJ_EXTERN int ej_sharding_balanced(const char *const *instances, size_t n_instances,
+                                   const char *job_name, int total_count,
+                                   const char *const *previous_owner, int *owner_out, void *user);
+
+/*
+ * One job of the namespace that uses BALANCED, as read from ZooKeeper:
+ *   job_name        the job's node name under the namespace;
+ *   instances       the instances that may take its items: children of
+ *                   /{job}/instances whose /{job}/servers/{ip} is not
+ *                   DISABLED (the list the job's own sharding would use);
+ *   total_count     shardingTotalCount from /{job}/config;
+ *   previous_owner  NULL or total_count entries: /{job}/sharding/{i}/instance
+ *                   (NULL where missing).
+ */
+typedef struct ej_sharding_balanced_job {
+    const char *job_name;
+    const char *const *instances;
+    size_t n_instances;
+    int total_count;
+    const char *const *previous_owner;
+} ej_sharding_balanced_job;
+
+/*
+ * BALANCED over a namespace: the assignment of jobs[target]'s items
+ * (owner_out: total_count entries, indexes into jobs[target].instances).
+ *
+ * One plan places every job given (sorted by job name, items in order) on
+ * the union of their instances, with the capacities above computed over all
+ * the jobs' items; an item stays with its previous owner while that owner
+ * is one of the job's instances, is under its capacity and holds fewer than
+ * ceil(total_count / n_instances) items of the job (jobs still spread over
+ * their instances); other items go to the job's instance that is under its
+ * capacity, then under that share, then owned the item before, then has the
+ * lowest total, then is preferred. The plan is a pure function of the set
+ * of jobs given, so every leader that reads the same ZooKeeper state
+ * computes the same plan, and leaders of different jobs resharding at the
+ * same moment do not all pick the same idle instance (as each would if it
+ * only counted the others' current items).
+ *
+ * When every job runs on the same instances: totals differ by at most one
+ * item between instances, only the items of a leaving instance move (plus
+ * what its departure forces for balance), a joining instance receives the
+ * fewest items balance needs, and a plan applied and computed again is the
+ * same plan. When jobs run on different sets of instances the plan is still
+ * deterministic but greedy: a resharding may move a few items again.
+ *
+ * Returns 0; EJ_EINVAL (NULL arrays, target out of range, two jobs with the
+ * same name, bad job arguments); EJ_ENOMEM.
+ */
+EJ_EXTERN int ej_sharding_balanced_namespace(const ej_sharding_balanced_job *jobs, size_t n_jobs,
+                                             size_t target, int *owner_out);
 
 /*
  * Resolve a strategy name (a built-in name, a Java class name or a registered

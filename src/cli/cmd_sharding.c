@@ -13,7 +13,7 @@
 
 static const char usage[] =
     "Usage: ejob sharding [--strategy NAME] --job JOBNAME --count N [--previous FILE]\n"
-    "                     INSTANCE...\n"
+    "                     [--load INSTANCE=N]... INSTANCE...\n"
     "\n"
     "Run a sharding strategy and print one line per instance, in the order given:\n"
     "  INSTANCE<TAB>item,item,...      (an instance without items prints INSTANCE<TAB>)\n"
@@ -24,12 +24,14 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  --strategy NAME   AVERAGE (default; also AVG_ALLOCATION), ODEVITY, ROTATE\n"
-    "                    (also ROUND_ROBIN), CONSISTENT_HASH, STICKY, or an\n"
-    "                    ElasticJob strategy class name\n"
+    "                    (also ROUND_ROBIN), CONSISTENT_HASH, STICKY, BALANCED, or\n"
+    "                    an ElasticJob strategy class name\n"
     "  --job JOBNAME     the job name (ODEVITY, ROTATE and CONSISTENT_HASH use it)\n"
     "  --count N         shardingTotalCount, at least 1\n"
     "  --previous FILE   the previous assignment, in this command's output format\n"
-    "                    (only STICKY uses it; items >= N are ignored)\n"
+    "                    (STICKY and BALANCED use it; items >= N are ignored)\n"
+    "  --load INSTANCE=N BALANCED only: INSTANCE already holds N items of the\n"
+    "                    namespace's other BALANCED jobs (repeatable; default 0)\n"
     "\n"
     "Exit codes: 0 success; 1 the previous file is unreadable or malformed, or the\n"
     "strategy failed; 2 usage error (including an unknown strategy).\n";
@@ -174,6 +176,8 @@ struct args {
     const char *strategy, *job, *count_str, *previous;
     const char **instances; /* argc entries, n used; caller frees */
     size_t n;
+    const char **loads; /* "INSTANCE=N" values of --load; argc entries, n_loads used */
+    size_t n_loads;
 };
 
 /* Options may come before, between or after the instances; "--" ends them.
@@ -181,7 +185,8 @@ struct args {
 static int parse_args(int argc, char **argv, struct args *a)
 {
     a->instances = malloc((size_t)argc * sizeof(*a->instances));
-    if (a->instances == NULL) {
+    a->loads = malloc((size_t)argc * sizeof(*a->loads));
+    if (a->instances == NULL || a->loads == NULL) {
         fprintf(stderr, "ejob sharding: out of memory\n");
         return EJ_EXIT_FAILED;
     }
@@ -203,6 +208,8 @@ static int parse_args(int argc, char **argv, struct args *a)
             a->count_str = v;
         else if ((v = option_value(argc, argv, &i, "--previous", &missing)) != NULL)
             a->previous = v;
+        else if ((v = option_value(argc, argv, &i, "--load", &missing)) != NULL)
+            a->loads[a->n_loads++] = v;
         else if (missing)
             return ej_cli_usage_error(CMD, "option %s needs a value", argv[i]);
         else
@@ -220,12 +227,48 @@ static int parse_args(int argc, char **argv, struct args *a)
     return 0;
 }
 
+/* BALANCED with the --load values: the strategy's user pointer. */
+static int balanced_with_load(const char *const *instances, size_t n_instances,
+                              const char *job_name, int total_count,
+                              const char *const *previous_owner, int *owner_out, void *user)
+{
+    return ej_sharding_balanced_loaded(instances, n_instances, job_name, total_count,
+                                       previous_owner, user, owner_out);
+}
+
+/* "INSTANCE=N" values into load[k] for instances[k]. Returns 0 or the exit
+ * code of a usage error naming the bad value. */
+static int parse_loads(const struct args *a, const ej_sharding_strategy *s, long *load)
+{
+    if (a->n_loads > 0 && !s->namespace_load)
+        return ej_cli_usage_error(CMD, "--load applies only to BALANCED, not to %s", s->name);
+    for (size_t k = 0; k < a->n; k++)
+        load[k] = 0;
+    for (size_t i = 0; i < a->n_loads; i++) {
+        const char *eq = strrchr(a->loads[i], '=');
+        long v = eq ? parse_nonneg(eq + 1) : -1;
+        if (eq == NULL || eq == a->loads[i] || v < 0)
+            return ej_cli_usage_error(CMD, "--load expects INSTANCE=N (N >= 0), got \"%s\"",
+                                      a->loads[i]);
+        size_t len = (size_t)(eq - a->loads[i]), k = 0;
+        while (k < a->n &&
+               (strlen(a->instances[k]) != len || strncmp(a->instances[k], a->loads[i], len) != 0))
+            k++;
+        if (k == a->n)
+            return ej_cli_usage_error(CMD, "--load %s: %.*s is not one of the instances given",
+                                      a->loads[i], (int)len, a->loads[i]);
+        load[k] = v;
+    }
+    return 0;
+}
+
 static int run_sharding(int argc, char **argv)
 {
     struct args a = {0};
     int status = parse_args(argc, argv, &a);
     if (status != 0) {
         free(a.instances);
+        free(a.loads);
         return status;
     }
     long count = parse_nonneg(a.count_str);
@@ -236,7 +279,26 @@ static int run_sharding(int argc, char **argv)
     ej_sharding_strategy s;
     if (ej_sharding_find(a.strategy, &s, err, sizeof(err)) != 0) {
         free(a.instances);
+        free(a.loads);
         return ej_cli_usage_error(CMD, "%s", err);
+    }
+    long *load = malloc(n * sizeof(*load));
+    if (load == NULL) {
+        fprintf(stderr, "ejob sharding: out of memory\n");
+        free(a.instances);
+        free(a.loads);
+        return EJ_EXIT_FAILED;
+    }
+    status = parse_loads(&a, &s, load);
+    if (status != 0) {
+        free(load);
+        free(a.instances);
+        free(a.loads);
+        return status;
+    }
+    if (s.namespace_load) {
+        s.fn = balanced_with_load;
+        s.user = load;
     }
 
     status = EJ_EXIT_FAILED;
@@ -294,7 +356,9 @@ out_free:
     free(offsets);
     free(items);
     free(owner);
+    free(load);
     free(a.instances);
+    free(a.loads);
     return status;
 }
 

@@ -43,7 +43,10 @@ typedef struct ej__sched_job ej__sched_job;
 typedef struct ej__trigger ej__trigger;
 
 struct ej__sched_opts {
-    int max_threads;              /* 0: max(16, 4 x online CPUs) */
+    /* 0: up to max(16, 4 x online CPUs) threads start whenever work waits,
+     * and up to max(64, 8 x online CPUs) when fire callbacks wait 20 ms or
+     * more (they block on ZooKeeper). > 0: that many, started as needed. */
+    int max_threads;
     int64_t idle_ms;              /* idle pool threads exit after this; 0: 60000 */
     int64_t misfire_threshold_ms; /* see ej__fire; 0: 1000; negative: 0 (every late fire) */
     size_t max_queued;            /* tasks queued at most (all kinds); 0: 1,000,000 */
@@ -123,6 +126,33 @@ void ej__sched_job_destroy(ej__sched_job *j);
  * `misfire` so that they run again (as MISFIRE) after the current or next
  * run; the fire flow decides what to do with misfired = true.
  */
+/*
+ * Why a cron fire time was not delivered on time as a callback of its own.
+ * Every such fire time is counted under exactly one reason.
+ */
+typedef enum ej__miss_reason {
+    EJ__MISS_RUNNING,    /* the trigger's previous callback was still running */
+    EJ__MISS_QUEUED,     /* its previous callback still waited for a pool thread */
+    EJ__MISS_PAUSED,     /* the trigger was paused (e.g. disconnected, job paused) */
+    EJ__MISS_TIMER_LATE, /* the timer thread woke more than the threshold late */
+    EJ__MISS_CLOCK_STEP, /* the wall clock was stepped over it */
+    EJ__MISS_LATE_START, /* its callback started more than the threshold late */
+    EJ__MISS_REASONS
+} ej__miss_reason;
+
+/* "running", "queued", "paused", "timer-late", "clock-step", "late-start". */
+const char *ej__miss_reason_name(ej__miss_reason r);
+
+/* What a miss hook is told (see ej__sched_trigger_set_miss_fn). */
+typedef struct ej__miss {
+    ej__trigger *trigger;
+    ej__miss_reason reason;
+    uint32_t count;   /* fire times missed for this reason (capped at 10,000) */
+    int64_t first_ms; /* the first of them, epoch ms (approximate when several
+                       * reasons share one callback) */
+    int64_t last_ms;  /* the last of them */
+} ej__miss;
+
 typedef struct ej__fire {
     ej__trigger *trigger;
     int64_t scheduled_ms;      /* the scheduled fire time (first collapsed one); epoch ms */
@@ -138,10 +168,16 @@ typedef struct ej__fire {
      * are both pending are delivered as one callback with both set. */
     unsigned now_reasons;
     bool cron_due; /* a cron fire time is part of this callback */
+    /* When misfired: how many of the missed_count fire times were missed
+     * for each reason (they add up to missed_count). All 0 otherwise. */
+    uint32_t missed_by[EJ__MISS_REASONS];
 } ej__fire;
 
 /* A fire callback: runs on a pool thread. fire is borrowed for the call. */
 typedef void (*ej__fire_fn)(const ej__fire *fire, void *arg);
+
+/* A miss hook: runs on a pool thread; miss is borrowed for the call. */
+typedef void (*ej__miss_fn)(const ej__miss *miss, void *arg);
 
 /*
  * Adds a cron trigger to job j: fires at every ej_cron_next() time in zone
@@ -191,6 +227,21 @@ bool ej__sched_trigger_is_paused(const ej__trigger *t);
  * Returns 0; EJ_EINVAL (reasons 0); EJ_ECLOSED.
  */
 int ej__sched_trigger_fire_now(ej__trigger *t, unsigned reasons);
+
+/*
+ * Sets (fn NULL: clears) the trigger's miss hook, called with the trigger's
+ * arg once per reason, on the pool thread and right before every misfired
+ * callback, for the fire times that callback stands for (their counts add
+ * up to its missed_count). Of those fire times at most one runs (the fire
+ * flow decides whether the misfired callback runs the job), so a caller
+ * that wires this hook to events and counters reports every fire time that
+ * was not run on time, with its reason, and never silently loses one.
+ *
+ * Independently of any hook the scheduler counts missed fire times per
+ * reason (ej__sched_get_stats) and logs them as one warning line per
+ * scheduler every 10 s at most, naming the reasons and a job.
+ */
+void ej__sched_trigger_set_miss_fn(ej__trigger *t, ej__miss_fn fn);
 
 /* The next scheduled cron fire time (epoch ms), or 0 when paused, manual or
  * none. */
@@ -243,6 +294,8 @@ struct ej__sched_stats {
     uint64_t fires;       /* fire callbacks started */
     uint64_t misfires;    /* of which misfired */
     uint64_t clock_jumps; /* wall-clock steps detected */
+    /* Cron fire times delivered in misfired callbacks, by reason. */
+    uint64_t missed_by[EJ__MISS_REASONS];
 };
 
 void ej__sched_get_stats(ej__sched *s, struct ej__sched_stats *out);

@@ -4,6 +4,7 @@
  * scheduler mutex s->mu; it is never held while a callback or task runs.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -39,6 +40,7 @@ struct task {
     struct task *next, *prev; /* control queue is doubly linked; job queues use next */
     struct group *group;      /* run_all tasks: completion counter; else NULL */
     ej__trigger *trigger;     /* a fire task (embedded in the trigger) */
+    int64_t queued_mono;      /* control tasks: when queued (MONOTONIC ms) */
 };
 
 struct ej__sched_job {
@@ -82,9 +84,11 @@ struct ej__trigger {
     pthread_t running_thread;
     int64_t paused_next; /* next fire time when paused (0: none to report) */
 
-    /* Collapsed fire times not yet delivered. */
+    /* Collapsed fire times not yet delivered, also by reason. */
     uint32_t missed;
+    uint32_t missed_by[EJ__MISS_REASONS];
     int64_t missed_first, missed_last;
+    ej__miss_fn miss_fn;
     /* fire-now requests not yet delivered */
     unsigned now_pending;
     int64_t now_first;
@@ -106,7 +110,8 @@ struct ej__sched {
     pthread_cond_t done_cv; /* trigger callbacks / jobs finished; threads exited */
 
     char name[9];
-    int max_threads;
+    int core_threads; /* started whenever work waits */
+    int max_threads;  /* beyond core: only when control tasks wait too long */
     int64_t idle_ms;
     int64_t misfire_ms;
     size_t max_queued;
@@ -139,6 +144,12 @@ struct ej__sched {
     int64_t armed_for;
 
     uint64_t fires, misfires, clock_jumps;
+    uint64_t missed_by[EJ__MISS_REASONS];
+    /* Rate-limited warning: missed fire times since the last line. */
+    uint64_t miss_window[EJ__MISS_REASONS];
+    uint64_t miss_window_callbacks; /* misfired callbacks they went to */
+    int64_t miss_window_since;      /* MONOTONIC ms; 0: nothing counted */
+    char miss_window_job[64];
     _Atomic int64_t debug_shift_ms; /* ej__sched_debug_shift_clock */
 };
 
@@ -333,8 +344,14 @@ static void spawn_worker(ej__sched *s)
     s->threads++;
 }
 
+/* A control task (a fire callback, mostly) waited this long: the threads
+ * are busy waiting for ZooKeeper, more of them would start it sooner. */
+#define BURST_AFTER_MS 20
+
 /* Makes sure someone will run the runnable work: an idle worker not yet
- * woken, else a new thread. */
+ * woken, else a new thread (beyond core_threads only when the oldest
+ * control task has waited BURST_AFTER_MS; checked again at every task a
+ * worker takes). */
 static void wake_worker(ej__sched *s)
 {
     if (!has_runnable(s))
@@ -342,7 +359,9 @@ static void wake_worker(ej__sched *s)
     if (s->idle > s->wakes_in_flight) {
         s->wakes_in_flight++;
         pthread_cond_signal(&s->work_cv);
-    } else if (s->threads < s->max_threads && !s->closing) {
+    } else if (s->threads < s->max_threads && !s->closing &&
+               (s->threads < s->core_threads ||
+                (s->chead && mono_ms() - s->chead->queued_mono >= BURST_AFTER_MS))) {
         spawn_worker(s);
     }
 }
@@ -379,6 +398,7 @@ static void ready_remove(ej__sched *s, ej__sched_job *j)
 
 static void ctl_push(ej__sched *s, struct task *t)
 {
+    t->queued_mono = mono_ms();
     t->next = NULL;
     t->prev = s->ctail;
     if (s->ctail)
@@ -627,6 +647,8 @@ static void trigger_flush(ej__sched *s, ej__trigger *t, int64_t now)
         t->pend.missed_count = t->missed;
         t->pend.scheduled_ms = t->missed_first;
         t->pend.last_scheduled_ms = t->missed_last;
+        memcpy(t->pend.missed_by, t->missed_by, sizeof t->missed_by);
+        memset(t->missed_by, 0, sizeof t->missed_by);
         t->missed = 0;
     } else {
         t->pend.missed_count = 1;
@@ -639,13 +661,70 @@ static void trigger_flush(ej__sched *s, ej__trigger *t, int64_t now)
     fire_enqueue(s, t);
 }
 
-static void add_missed(ej__trigger *t, int64_t when)
+/* Adds n fire times missed for reason r, up to MISSED_COUNT_MAX in all. */
+static void count_missed(ej__trigger *t, uint32_t n, ej__miss_reason r)
+{
+    uint32_t room = MISSED_COUNT_MAX - t->missed;
+    if (n > room)
+        n = room;
+    t->missed += n;
+    t->missed_by[r] += n;
+}
+
+static void add_missed(ej__trigger *t, int64_t when, ej__miss_reason r)
 {
     if (t->missed == 0)
         t->missed_first = when;
-    if (t->missed < MISSED_COUNT_MAX)
-        t->missed++;
+    count_missed(t, 1, r);
     t->missed_last = when;
+}
+
+const char *ej__miss_reason_name(ej__miss_reason r)
+{
+    static const char *const names[EJ__MISS_REASONS] = {"running",    "queued",     "paused",
+                                                        "timer-late", "clock-step", "late-start"};
+    return (unsigned)r < EJ__MISS_REASONS ? names[r] : "unknown";
+}
+
+#define MISS_LOG_EVERY_MS 10000
+
+/* Counts a misfired callback's fire times; with s->mu held. Returns true
+ * and fills line when the rate-limited warning is due. */
+static bool miss_account(ej__sched *s, const ej__fire *f, const char *job, char *line, size_t len)
+{
+    int64_t mono = mono_ms();
+    if (s->miss_window_since == 0) {
+        s->miss_window_since = mono;
+        snprintf(s->miss_window_job, sizeof s->miss_window_job, "%s", job);
+    }
+    for (int r = 0; r < EJ__MISS_REASONS; r++) {
+        s->missed_by[r] += f->missed_by[r];
+        s->miss_window[r] += f->missed_by[r];
+    }
+    s->miss_window_callbacks++;
+    if (mono - s->miss_window_since < MISS_LOG_EVERY_MS && s->misfires > 1)
+        return false;
+    uint64_t total = 0;
+    size_t n = 0;
+    for (int r = 0; r < EJ__MISS_REASONS; r++)
+        total += s->miss_window[r];
+    /* Each misfired callback runs at most once for all its fire times. */
+    n += (size_t)snprintf(line + n, len - n,
+                          "%" PRIu64 " cron fire time(s) missed in %" PRId64
+                          " ms, delivered late in %" PRIu64
+                          " misfired callback(s) (at most one run each: %" PRIu64 " never run):",
+                          total, mono - s->miss_window_since, s->miss_window_callbacks,
+                          total - s->miss_window_callbacks);
+    for (int r = 0; r < EJ__MISS_REASONS && n < len; r++)
+        if (s->miss_window[r])
+            n += (size_t)snprintf(line + n, len - n, " %s %" PRIu64,
+                                  ej__miss_reason_name((ej__miss_reason)r), s->miss_window[r]);
+    if (n < len)
+        snprintf(line + n, len - n, "; first job '%s'", s->miss_window_job);
+    memset(s->miss_window, 0, sizeof s->miss_window);
+    s->miss_window_callbacks = 0;
+    s->miss_window_since = 0;
+    return true;
 }
 
 /* Runs a trigger's callback; called and returns with s->mu held. */
@@ -656,21 +735,40 @@ static void fire_run(ej__sched *s, ej__trigger *t)
     t->running = true;
     t->running_thread = pthread_self();
     fire.started_ms = sched_now(s);
-    if (fire.cron_due && !fire.misfired && fire.started_ms - fire.scheduled_ms > s->misfire_ms)
+    if (fire.cron_due && !fire.misfired && fire.started_ms - fire.scheduled_ms > s->misfire_ms) {
         fire.misfired = true;
+        fire.missed_by[EJ__MISS_LATE_START] = 1;
+    }
     fire.next_ms = (t->heap_idx >= 0 && !t->paused) ? t->deadline : 0;
     fire.prev_scheduled_ms = t->prev_scheduled;
     if (fire.cron_due)
         t->prev_scheduled = fire.last_scheduled_ms;
     s->fires++;
-    if (fire.misfired)
+    char line[512];
+    bool log_miss = false;
+    ej__miss_fn miss_fn = t->miss_fn;
+    if (fire.misfired) {
         s->misfires++;
+        log_miss = miss_account(s, &fire, t->job->name, line, sizeof line);
+    }
     pthread_mutex_unlock(&s->mu);
 
     struct tls_state saved = tls;
     tls.job = NULL;
     tls.holds_slot = false;
     tls.trigger = t;
+    if (log_miss)
+        EJ_LOG(EJ_LOG_WARN, MOD, 0, "%s", line);
+    for (int r = 0; miss_fn && fire.misfired && r < EJ__MISS_REASONS; r++) {
+        if (fire.missed_by[r] == 0)
+            continue;
+        ej__miss m = {.trigger = t,
+                      .reason = (ej__miss_reason)r,
+                      .count = fire.missed_by[r],
+                      .first_ms = fire.scheduled_ms,
+                      .last_ms = fire.last_scheduled_ms};
+        miss_fn(&m, t->arg);
+    }
     t->fn(&fire, t->arg);
     tls = saved;
 
@@ -687,7 +785,7 @@ static void fire_run(ej__sched *s, ej__trigger *t)
 
 /* Counts cron fire times after `from` up to now into t->missed and returns
  * the first fire time after now (0: none). */
-static int64_t count_until(ej__trigger *t, int64_t from, int64_t now)
+static int64_t count_until(ej__trigger *t, int64_t from, int64_t now, ej__miss_reason r)
 {
     int64_t next = from;
     for (;;) {
@@ -697,7 +795,7 @@ static int64_t count_until(ej__trigger *t, int64_t from, int64_t now)
         if (n > now) {
             return n;
         }
-        add_missed(t, n);
+        add_missed(t, n, r);
         if (t->missed >= MISSED_COUNT_MAX) {
             /* Stop counting; resume from now. */
             if (ej_cron_next(t->cron, t->tz, now, &n) != 0)
@@ -715,7 +813,8 @@ struct batch_entry {
     const ej_cron *cron;
     const ej_tz *tz;
     int64_t from;
-    int64_t next; /* first fire time after now; 0: none */
+    int64_t next;           /* first fire time after now; 0: none */
+    ej__miss_reason reason; /* of the fire times it counts */
     uint32_t missed;
     int64_t missed_first, missed_last;
 };
@@ -762,15 +861,13 @@ static void batch_finish(ej__sched *s, struct batch_entry *e, int64_t now)
     int64_t next;
     if (t->cron != e->cron || t->tz != e->tz) {
         /* Rescheduled meanwhile: start over from the new expression. */
-        next = count_until(t, t->deadline, now);
+        next = count_until(t, t->deadline, now, e->reason);
     } else {
         next = e->next;
         if (e->missed > 0) {
             if (t->missed == 0)
                 t->missed_first = e->missed_first;
-            t->missed += e->missed;
-            if (t->missed > MISSED_COUNT_MAX)
-                t->missed = MISSED_COUNT_MAX;
+            count_missed(t, e->missed, e->reason);
             t->missed_last = e->missed_last;
         }
     }
@@ -876,10 +973,16 @@ static void *timer_main(void *arg)
                 bcap *= 2;
             }
             heap_remove(s, t);
-            batch[nb++] =
-                (struct batch_entry){.t = t, .cron = t->cron, .tz = t->tz, .from = t->deadline};
-            t->in_batch = true;
             bool on_time = now - t->deadline <= s->misfire_ms;
+            /* Fire times after this one that are already due: the timer
+             * (or the clock) was late. */
+            batch[nb++] =
+                (struct batch_entry){.t = t,
+                                     .cron = t->cron,
+                                     .tz = t->tz,
+                                     .from = t->deadline,
+                                     .reason = jumped ? EJ__MISS_CLOCK_STEP : EJ__MISS_TIMER_LATE};
+            t->in_batch = true;
             if (on_time && !t->queued && !t->running && t->missed == 0) {
                 memset(&t->pend, 0, sizeof t->pend);
                 t->pend.trigger = t;
@@ -895,7 +998,12 @@ static void *timer_main(void *arg)
                 ctl_push(s, &t->fire_task);
                 queued++;
             } else {
-                add_missed(t, t->deadline);
+                ej__miss_reason r = t->running  ? EJ__MISS_RUNNING
+                                    : t->queued ? EJ__MISS_QUEUED
+                                    : !on_time
+                                        ? (jumped ? EJ__MISS_CLOCK_STEP : EJ__MISS_TIMER_LATE)
+                                        : EJ__MISS_QUEUED;
+                add_missed(t, t->deadline, r);
             }
         }
         /* One wake-up per fire at most (idle threads, else new ones up
@@ -965,9 +1073,17 @@ int ej__sched_create(const struct ej__sched_opts *opts, ej__sched **out)
     struct ej__sched_opts o = {0};
     if (opts)
         o = *opts;
-    s->max_threads = o.max_threads > 0 ? o.max_threads : 4 * online_cpus();
-    if (o.max_threads <= 0 && s->max_threads < 16)
-        s->max_threads = 16;
+    /* Fire callbacks mostly wait for ZooKeeper round trips, not for a CPU:
+     * 1,000 one-second jobs need about fires/s x round-trip time threads
+     * (16 ran 75% of their fires under load, 64 ran 98%). Up to core_threads
+     * start whenever work waits; the rest only for fires that wait (see
+     * wake_worker). Idle threads exit, so none of this costs anything idle. */
+    s->max_threads = o.max_threads > 0 ? o.max_threads : 8 * online_cpus();
+    if (o.max_threads <= 0 && s->max_threads < 64)
+        s->max_threads = 64;
+    s->core_threads = o.max_threads > 0 ? o.max_threads : 4 * online_cpus();
+    if (o.max_threads <= 0 && s->core_threads < 16)
+        s->core_threads = 16;
     s->idle_ms = o.idle_ms > 0 ? o.idle_ms : 60000;
     s->misfire_ms = o.misfire_threshold_ms > 0   ? o.misfire_threshold_ms
                     : o.misfire_threshold_ms < 0 ? 0
@@ -1317,9 +1433,12 @@ void ej__sched_trigger_pause(ej__trigger *t)
             t->queued = false;
             /* The withdrawn fire times come before any collected since. */
             int64_t last = t->missed ? t->missed_last : t->pend.last_scheduled_ms;
-            t->missed += t->pend.missed_count;
-            if (t->missed > MISSED_COUNT_MAX)
-                t->missed = MISSED_COUNT_MAX;
+            if (t->pend.misfired) {
+                for (int r = 0; r < EJ__MISS_REASONS; r++)
+                    count_missed(t, t->pend.missed_by[r], (ej__miss_reason)r);
+            } else {
+                count_missed(t, t->pend.missed_count, EJ__MISS_PAUSED);
+            }
             t->missed_first = t->pend.scheduled_ms;
             t->missed_last = last;
             t->now_pending |= t->pend.now_reasons;
@@ -1343,8 +1462,8 @@ void ej__sched_trigger_resume(ej__trigger *t)
             int64_t now = sched_now(s);
             int64_t next;
             if (t->paused_next > 0 && t->paused_next <= now) {
-                add_missed(t, t->paused_next);
-                next = count_until(t, t->paused_next, now);
+                add_missed(t, t->paused_next, EJ__MISS_PAUSED);
+                next = count_until(t, t->paused_next, now, EJ__MISS_PAUSED);
             } else if (t->paused_next > 0) {
                 next = t->paused_next;
             } else if (ej_cron_next(t->cron, t->tz, now, &next) != 0) {
@@ -1358,6 +1477,15 @@ void ej__sched_trigger_resume(ej__trigger *t)
         }
     }
     pthread_mutex_unlock(&s->mu);
+}
+
+void ej__sched_trigger_set_miss_fn(ej__trigger *t, ej__miss_fn fn)
+{
+    if (t == NULL)
+        return;
+    pthread_mutex_lock(&t->s->mu);
+    t->miss_fn = fn;
+    pthread_mutex_unlock(&t->s->mu);
 }
 
 bool ej__sched_trigger_is_paused(const ej__trigger *t)
@@ -1554,6 +1682,7 @@ void ej__sched_get_stats(ej__sched *s, struct ej__sched_stats *out)
     out->jobs = s->njobs;
     out->fires = s->fires;
     out->misfires = s->misfires;
+    memcpy(out->missed_by, s->missed_by, sizeof out->missed_by);
     out->clock_jumps = s->clock_jumps;
     pthread_mutex_unlock(&s->mu);
 }

@@ -1,6 +1,7 @@
 /* Strategy names: the built-ins, their Java class names, and the registry of
  * custom strategies. */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,15 +15,23 @@ struct builtin {
     const char *name;       /* canonical, matched case-insensitively */
     const char *alias;      /* another case-insensitive name, or NULL */
     const char *java_class; /* simple class name, or NULL */
+    const char *full_class; /* a full class name of its own package, or NULL */
     ej_sharding_fn fn;
+    bool namespace_load;
 };
 
 static const struct builtin builtins[] = {
-    {"AVERAGE", "AVG_ALLOCATION", "AverageAllocationJobShardingStrategy", ej_sharding_average},
-    {"ODEVITY", NULL, "OdevitySortByNameJobShardingStrategy", ej_sharding_odevity},
-    {"ROTATE", "ROUND_ROBIN", "RotateServerByNameJobShardingStrategy", ej_sharding_rotate},
-    {"CONSISTENT_HASH", NULL, NULL, ej_sharding_consistent_hash},
-    {"STICKY", NULL, NULL, ej_sharding_sticky},
+    {"AVERAGE", "AVG_ALLOCATION", "AverageAllocationJobShardingStrategy", NULL, ej_sharding_average,
+     false},
+    {"ODEVITY", NULL, "OdevitySortByNameJobShardingStrategy", NULL, ej_sharding_odevity, false},
+    {"ROTATE", "ROUND_ROBIN", "RotateServerByNameJobShardingStrategy", NULL, ej_sharding_rotate,
+     false},
+    {"CONSISTENT_HASH", NULL, NULL, NULL, ej_sharding_consistent_hash, false},
+    {"STICKY", NULL, NULL, NULL, ej_sharding_sticky, false},
+    /* No Java class implements it: a Java instance that reads this name
+     * cannot load the class and cannot lead the job. */
+    {"BALANCED", NULL, NULL, "io.ejob.sharding.BalancedShardingStrategy", ej_sharding_balanced,
+     true},
 };
 #define N_BUILTINS (sizeof(builtins) / sizeof(builtins[0]))
 
@@ -60,7 +69,8 @@ static const struct builtin *find_builtin(const char *name)
         return &builtins[0];
     for (size_t i = 0; i < N_BUILTINS; i++) {
         const struct builtin *b = &builtins[i];
-        if (strcasecmp(name, b->name) == 0 || (b->alias && strcasecmp(name, b->alias) == 0))
+        if (strcasecmp(name, b->name) == 0 || (b->alias && strcasecmp(name, b->alias) == 0) ||
+            (b->full_class && strcmp(name, b->full_class) == 0))
             return b;
         if (b->java_class == NULL)
             continue;
@@ -96,6 +106,7 @@ int ej_sharding_find(const char *name, ej_sharding_strategy *out, char *err, siz
         out->fn = b->fn;
         out->user = NULL;
         out->builtin = true;
+        out->namespace_load = b->namespace_load;
         return 0;
     }
     int rc = EJ_ENOTFOUND;

@@ -164,6 +164,25 @@ printf 'a\t0,\n' >"$TMP/bad4"
 expect_err 1 "--previous $TMP/bad4:1: instance \"a\": item \"\" is not" \
     --strategy STICKY --job j --count 2 --previous "$TMP/bad4" a
 
+# BALANCED: the instance holding items of other jobs (--load) gets fewer;
+# the class name is the same strategy; --previous keeps items in balance.
+expect_out "host0@-@0${T}
+host1@-@0${T}0,2
+host2@-@0${T}1,3" --strategy BALANCED --job j --count 4 --load host0@-@0=5 $H
+expect_out "host0@-@0${T}
+host1@-@0${T}0,2
+host2@-@0${T}1,3" --strategy io.ejob.sharding.BalancedShardingStrategy --job j --count 4 \
+    --load host0@-@0=5 --load host1@-@0=0 $H
+printf 'host0@-@0\t0,1,2\nhost1@-@0\t3\n' >"$TMP/prevb"
+expect_out "host0@-@0${T}0,1
+host1@-@0${T}3
+host2@-@0${T}2" --strategy BALANCED --job j --count 4 --previous "$TMP/prevb" $H
+expect_err 2 '--load applies only to BALANCED, not to AVERAGE' --job j --count 2 --load a=1 a
+expect_err 2 '--load expects INSTANCE=N (N >= 0), got "a=-1"' --strategy BALANCED --job j \
+    --count 2 --load a=-1 a
+expect_err 2 '--load b=1: b is not one of the instances given' --strategy BALANCED --job j \
+    --count 2 --load b=1 a
+
 # Help.
 "$EJOB" sharding --help >"$TMP/out" 2>&1 || fail "--help exit"
 grep -q 'Usage: ejob sharding' "$TMP/out" || fail "--help text"

@@ -213,6 +213,7 @@ static void test_reschedule_pause_resume(void **state)
     assert_true(f->last_scheduled_ms <= resumed);
     assert_int_equal(f->last_scheduled_ms - f->scheduled_ms, 1000 * (f->missed_count - 1));
     assert_true(f->started_ms - resumed < 500);
+    assert_int_equal(f->missed_by[EJ__MISS_PAUSED], f->missed_count);
     /* Then the schedule goes on normally. */
     assert_true(wait_fires(&r, n + 2, 1500));
     assert_false(r.fires[n + 1].misfired);
@@ -246,9 +247,11 @@ static void test_misfire_when_timer_stalled(void **state)
     assert_int_equal(f->scheduled_ms, r.fires[0].scheduled_ms + 1000);
     assert_int_equal(f->last_scheduled_ms - f->scheduled_ms, 1000 * (f->missed_count - 1));
     assert_true(f->started_ms >= stall_at + 2500);
+    assert_int_equal(f->missed_by[EJ__MISS_TIMER_LATE], f->missed_count);
     struct ej__sched_stats st;
     ej__sched_get_stats(s, &st);
     assert_true(st.misfires >= 1);
+    assert_true(st.missed_by[EJ__MISS_TIMER_LATE] >= f->missed_count);
     /* After the collapse, normal fires again. */
     assert_true(wait_fires(&r, 3, 2000));
     assert_false(r.fires[2].misfired);
@@ -276,6 +279,7 @@ static void test_misfire_when_callback_slow(void **state)
     assert_false(first->misfired);
     assert_true(f->misfired);
     assert_true(f->missed_count >= 2 && f->missed_count <= 3);
+    assert_int_equal(f->missed_by[EJ__MISS_RUNNING], f->missed_count);
     assert_int_equal(f->scheduled_ms, first->scheduled_ms + 1000);
     /* Delivered right after the slow callback returned, never overlapping. */
     assert_true(f->started_ms >= r.ended_ms[0]);
@@ -365,12 +369,114 @@ static void test_clock_steps(void **state)
     f = &r.fires[n];
     assert_true(f->misfired);
     assert_true(f->missed_count >= 9 && f->missed_count <= 11);
+    assert_int_equal(f->missed_by[EJ__MISS_CLOCK_STEP], f->missed_count);
     assert_true(ej__now_ms() - before < 900);
     assert_true(wait_fires(&r, n + 2, 1500));
     assert_false(r.fires[n + 1].misfired);
     ej__sched_job_destroy(j);
     sched_done(s);
     rec_fini(&r);
+}
+
+/* Misses told to the hook and warnings logged by the scheduler. */
+static struct {
+    pthread_mutex_t mu;
+    uint32_t by[EJ__MISS_REASONS];
+    int calls;
+    char warning[512];
+    int warnings;
+} g_miss = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void on_miss(const ej__miss *m, void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&g_miss.mu);
+    g_miss.by[m->reason] += m->count;
+    g_miss.calls++;
+    assert_true(m->count >= 1 && m->first_ms <= m->last_ms);
+    pthread_mutex_unlock(&g_miss.mu);
+}
+
+static void capture_warning(ej_log_level level, const char *module, int err, const char *msg,
+                            void *user)
+{
+    (void)err;
+    (void)user;
+    if (level != EJ_LOG_WARN || strcmp(module, "sched") != 0)
+        return;
+    pthread_mutex_lock(&g_miss.mu);
+    snprintf(g_miss.warning, sizeof g_miss.warning, "%s", msg);
+    g_miss.warnings++;
+    pthread_mutex_unlock(&g_miss.mu);
+}
+
+static void test_miss_reasons_pool_saturated(void **state)
+{
+    (void)state;
+    /* One pool thread: while trigger A's slow callback holds it, trigger
+     * B's on-time fire waits in the queue (it then starts late) and B's
+     * next fire times collapse behind it. Every one of them is reported
+     * with its reason, to the hook, in the stats and in one warning. */
+    ej_log_set_sink(capture_warning, NULL);
+    ej_log_set_level(EJ_LOG_WARN);
+    struct ej__sched_opts o = {.max_threads = 1, .misfire_threshold_ms = 500};
+    ej__sched *s;
+    assert_int_equal(ej__sched_create(&o, &s), 0);
+    g_sched = s;
+    ej__sched_job *j;
+    assert_int_equal(ej__sched_job_create(s, "saturated", 1, &j), 0);
+    static struct rec a, b;
+    rec_init(&a);
+    rec_init(&b);
+    a.sleep_first_ms = 2700;
+    align_to_second(300);
+    ej__trigger *ta, *tb;
+    assert_int_equal(ej__sched_cron_add(j, cron("0/1 * * * * ?"), NULL, false, on_fire, &a, &ta),
+                     0);
+    assert_int_equal(ej__sched_cron_add(j, cron("0/1 * * * * ?"), NULL, false, on_fire, &b, &tb),
+                     0);
+    ej__sched_trigger_set_miss_fn(tb, on_miss);
+    assert_true(wait_fires(&b, 2, 6000));
+    /* B's first callback: due on time, started more than 500 ms late. */
+    const ej__fire *late = &b.fires[0], *collapsed = &b.fires[1];
+    assert_true(late->started_ms - late->scheduled_ms > 500);
+    assert_true(late->misfired);
+    assert_int_equal(late->missed_count, 1);
+    /* (timer-late only if the timer thread itself was held up that long) */
+    assert_int_equal(late->missed_by[EJ__MISS_LATE_START] + late->missed_by[EJ__MISS_TIMER_LATE],
+                     1);
+    /* Then the fire times that passed while it was queued. */
+    assert_true(collapsed->misfired);
+    assert_true(collapsed->missed_count >= 2);
+    assert_int_equal(collapsed->missed_by[EJ__MISS_QUEUED] + collapsed->missed_by[EJ__MISS_RUNNING],
+                     collapsed->missed_count);
+    assert_true(collapsed->missed_by[EJ__MISS_QUEUED] >= 1);
+    ej__sched_trigger_set_miss_fn(tb, NULL);
+    ej__sched_job_destroy(j);
+    struct ej__sched_stats st;
+    ej__sched_get_stats(s, &st);
+    sched_done(s);
+    pthread_mutex_lock(&g_miss.mu);
+    uint32_t told = 0, expected = 0;
+    for (int r = 0; r < EJ__MISS_REASONS; r++) {
+        told += g_miss.by[r];
+        expected += collapsed->missed_by[r] + late->missed_by[r];
+    }
+    assert_true(told >= expected); /* the hook heard every misfire of B */
+    assert_true(g_miss.by[EJ__MISS_QUEUED] >= 1);
+    assert_true(st.missed_by[EJ__MISS_QUEUED] >= collapsed->missed_by[EJ__MISS_QUEUED]);
+    /* The first misfire is logged at once, with its reason and job. */
+    assert_true(g_miss.warnings >= 1);
+    assert_non_null(strstr(g_miss.warning, "missed"));
+    assert_non_null(strstr(g_miss.warning, "misfired callback(s) (at most one run each: "));
+    assert_non_null(strstr(g_miss.warning, "first job 'saturated'"));
+    pthread_mutex_unlock(&g_miss.mu);
+    assert_string_equal(ej__miss_reason_name(EJ__MISS_QUEUED), "queued");
+    assert_string_equal(ej__miss_reason_name(EJ__MISS_REASONS), "unknown");
+    ej_log_set_sink(NULL, NULL);
+    ej_log_set_level(EJ_LOG_ERROR);
+    rec_fini(&a);
+    rec_fini(&b);
 }
 
 /* ------------------------------------------------------------------ pool */
@@ -643,6 +749,7 @@ int main(void)
         cmocka_unit_test_teardown(test_misfire_when_callback_slow, teardown_sched),
         cmocka_unit_test_teardown(test_fire_now_and_remove_self, teardown_sched),
         cmocka_unit_test_teardown(test_clock_steps, teardown_sched),
+        cmocka_unit_test_teardown(test_miss_reasons_pool_saturated, teardown_sched),
         cmocka_unit_test_teardown(test_pool_job_limit, teardown_sched),
         cmocka_unit_test_teardown(test_pool_nested_waits_no_deadlock, teardown_sched),
         cmocka_unit_test_teardown(test_pool_post_and_idle_reap, teardown_sched),

@@ -233,6 +233,9 @@ static void test_find_names(void **state)
         {"CONSISTENT_HASH", "CONSISTENT_HASH"},
         {"STICKY", "STICKY"},
         {"sticky", "STICKY"},
+        {"BALANCED", "BALANCED"},
+        {"balanced", "BALANCED"},
+        {"io.ejob.sharding.BalancedShardingStrategy", "BALANCED"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         ej_sharding_strategy s;
@@ -240,6 +243,8 @@ static void test_find_names(void **state)
         assert_string_equal(s.name, cases[i].canonical);
         assert_true(s.builtin);
         assert_non_null(s.fn);
+        /* Only BALANCED asks the coordinator for the namespace's load. */
+        assert_int_equal(s.namespace_load, strcmp(s.name, "BALANCED") == 0);
     }
     ej_sharding_strategy s;
     assert_int_equal(ej_sharding_find("ODEVITY", &s, NULL, 0), 0);
@@ -886,6 +891,293 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* ----------------------------------------------------------- BALANCED */
+
+/* Checks one ej_sharding_balanced_loaded result against water-filling:
+ * with M the highest total a greedy one-item-at-a-time fill reaches,
+ * every instance that took items ends at M-1 or M and every instance that
+ * took none was already at M-1 or more. Returns the items moved away from
+ * a previous owner that is still present. */
+static int check_balanced(const char *const *inst, size_t n, const long *load,
+                          const char *const *prev, int total, int *owner)
+{
+    assert_int_equal(ej_sharding_balanced_loaded(inst, n, "job", total, prev, load, owner), 0);
+    long greedy[32], got[32];
+    for (size_t k = 0; k < n; k++)
+        greedy[k] = got[k] = load ? load[k] : 0;
+    for (int i = 0; i < total; i++) {
+        size_t lo = 0;
+        for (size_t k = 1; k < n; k++)
+            if (greedy[k] < greedy[lo])
+                lo = k;
+        greedy[lo]++;
+    }
+    long level = 0;
+    for (int i = 0; i < total; i++) {
+        assert_true(owner[i] >= 0 && owner[i] < (int)n);
+        got[owner[i]]++;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (greedy[k] > (load ? load[k] : 0) && greedy[k] > level)
+            level = greedy[k];
+    int moved = 0;
+    for (size_t k = 0; k < n; k++) {
+        long base = load ? load[k] : 0;
+        if (got[k] > base)
+            assert_true(got[k] == level || got[k] == level - 1);
+        else
+            assert_true(total == 0 || base >= level - 1);
+    }
+    for (int i = 0; prev && i < total; i++) {
+        if (prev[i] == NULL)
+            continue;
+        for (size_t k = 0; k < n; k++)
+            if (strcmp(prev[i], inst[k]) == 0 && owner[i] != (int)k)
+                moved++;
+    }
+    return moved;
+}
+
+static void test_balanced_loaded_properties(void **state)
+{
+    (void)state;
+    char names[24][40];
+    const char *pool[24];
+    for (int k = 0; k < 24; k++) {
+        snprintf(names[k], sizeof(names[k]), "10.2.0.%d@-@%d", k, 700 + k);
+        pool[k] = names[k];
+    }
+    for (int t = 0; t < 2000; t++) {
+        size_t n = 1 + rnd(20);
+        int total = (int)rnd(80);
+        const char *inst[24], *prev[80], *again[80], *shuffled[24];
+        long load[24], shuffled_load[24];
+        int owner[80], owner2[80];
+        for (size_t k = 0; k < n; k++) {
+            inst[k] = pool[k];
+            load[k] = rnd(3) == 0 ? 0 : (long)rnd(30);
+        }
+        for (int i = 0; i < total; i++)
+            prev[i] = rnd(4) == 0 ? NULL : pool[rnd(24)];
+        int moved = check_balanced(inst, n, load, prev, total, owner);
+        /* Sticky: no item moves that the counts do not force away. */
+        long kept[24] = {0}, count[24] = {0};
+        for (int i = 0; i < total; i++) {
+            count[owner[i]]++;
+            for (size_t k = 0; prev[i] && k < n; k++)
+                kept[k] += strcmp(prev[i], inst[k]) == 0;
+        }
+        int forced = 0;
+        for (size_t k = 0; k < n; k++)
+            forced += kept[k] > count[k] ? (int)(kept[k] - count[k]) : 0;
+        assert_int_equal(moved, forced);
+        /* Nothing moves when the result is given back as the previous one. */
+        for (int i = 0; i < total; i++)
+            again[i] = inst[owner[i]];
+        assert_int_equal(check_balanced(inst, n, load, again, total, owner2), 0);
+        /* The order instances are given in does not matter. */
+        for (size_t k = 0; k < n; k++) {
+            shuffled[k] = inst[n - 1 - k];
+            shuffled_load[k] = load[n - 1 - k];
+        }
+        check_balanced(shuffled, n, shuffled_load, prev, total, owner2);
+        for (int i = 0; i < total; i++)
+            assert_string_equal(shuffled[owner2[i]], inst[owner[i]]);
+    }
+    /* Bad arguments. */
+    long neg[] = {0, -1};
+    int owner[4];
+    assert_int_equal(ej_sharding_balanced_loaded(hosts3, 2, "j", 4, NULL, neg, owner), EJ_EINVAL);
+    assert_int_equal(ej_sharding_balanced_loaded(NULL, 2, "j", 4, NULL, NULL, owner), EJ_EINVAL);
+    assert_int_equal(ej_sharding_balanced_loaded(hosts3, 3, NULL, 4, NULL, NULL, owner), EJ_EINVAL);
+    assert_int_equal(ej_sharding_balanced_loaded(NULL, 0, "j", 2, NULL, NULL, owner), 0);
+    assert_int_equal(owner[0], -1);
+    assert_int_equal(owner[1], -1);
+}
+
+/* The namespace plan for 100 one-item jobs on the instances of inst[],
+ * each job's previous owner taken from prev_owner (ids or NULL); fills
+ * owner_id[job] and returns the highest count on any instance. */
+static int plan_all(const char *const *inst, size_t n, const char **prev_owner,
+                    const char **owner_id, int jobs, const int *order)
+{
+    char names[128][16];
+    ej_sharding_balanced_job bj[128];
+    for (int j = 0; j < jobs; j++) {
+        int at = order ? order[j] : j; /* the array order must not matter */
+        snprintf(names[at], sizeof(names[at]), "job%03d", j);
+        bj[at] = (ej_sharding_balanced_job){names[at], inst, n, 1, &prev_owner[j]};
+    }
+    int count[32] = {0}, high = 0;
+    for (int j = 0; j < jobs; j++) {
+        int at = order ? order[j] : j, owner = -2;
+        assert_int_equal(ej_sharding_balanced_namespace(bj, (size_t)jobs, (size_t)at, &owner), 0);
+        assert_true(owner >= 0 && owner < (int)n);
+        owner_id[j] = inst[owner];
+        if (++count[owner] > high)
+            high = count[owner];
+    }
+    return high;
+}
+
+static int count_moves(const char **a, const char **b, int jobs)
+{
+    int moved = 0;
+    for (int j = 0; j < jobs; j++)
+        moved += a[j] && strcmp(a[j], b[j]) != 0;
+    return moved;
+}
+
+static void test_balanced_namespace_join_leave(void **state)
+{
+    (void)state;
+    char names[11][32];
+    const char *inst[11];
+    for (int k = 0; k < 11; k++) {
+        snprintf(names[k], sizeof(names[k]), "192.168.0.%d@-@%d", 10 + k, 100 + k);
+        inst[k] = names[k];
+    }
+    const char *none[100] = {0}, *first[100], *again[100], *left[100], *joined[100];
+    int order[100];
+    for (int j = 0; j < 100; j++)
+        order[j] = (j * 37) % 100;
+    /* 100 one-item jobs over 10 instances: 10 each, whatever the order. */
+    assert_int_equal(plan_all(inst, 10, none, first, 100, NULL), 10);
+    assert_int_equal(plan_all(inst, 10, first, again, 100, order), 10);
+    assert_int_equal(count_moves(first, again, 100), 0);
+    /* One leaves: only its 10 items move, nobody holds more than 12. */
+    int orphans = 0;
+    for (int j = 0; j < 100; j++)
+        orphans += strcmp(first[j], inst[9]) == 0;
+    assert_int_equal(orphans, 10);
+    assert_true(plan_all(inst, 9, first, left, 100, order) <= 12);
+    assert_int_equal(count_moves(first, left, 100), 10);
+    /* It comes back (or a new one joins): the fewest items move to it. */
+    assert_int_equal(plan_all(inst, 10, left, joined, 100, NULL), 10);
+    assert_int_equal(count_moves(left, joined, 100), 10);
+    const char *eleven[100];
+    assert_int_equal(plan_all(inst, 11, first, eleven, 100, NULL), 10);
+    int to_new = 0;
+    for (int j = 0; j < 100; j++)
+        to_new += strcmp(eleven[j], inst[10]) == 0;
+    assert_int_equal(count_moves(first, eleven, 100), to_new);
+    assert_true(to_new == 9);
+}
+
+static void test_balanced_namespace_mixed_jobs(void **state)
+{
+    (void)state;
+    char names[8][32];
+    const char *inst[8];
+    for (int k = 0; k < 8; k++) {
+        snprintf(names[k], sizeof(names[k]), "10.9.0.%d@-@1", k);
+        inst[k] = names[k];
+    }
+    for (int t = 0; t < 3000; t++) {
+        size_t n = 1 + rnd(8), jobs = 1 + rnd(12);
+        bool subsets = t % 3 == 2; /* some jobs run on fewer instances */
+        char jn[12][16];
+        ej_sharding_balanced_job bj[12];
+        int owners[12][40];
+        const char *prev[12][40];
+        long total_on[8] = {0};
+        for (size_t j = 0; j < jobs; j++) {
+            snprintf(jn[j], sizeof(jn[j]), "m%02zu", (j * 7) % 12);
+            int total = (int)rnd(40);
+            for (int i = 0; i < total; i++)
+                prev[j][i] = rnd(3) ? inst[rnd(8)] : NULL;
+            size_t first = subsets ? rnd((uint32_t)n) : 0;
+            bj[j] = (ej_sharding_balanced_job){jn[j], inst + first, n - first, total, prev[j]};
+        }
+        for (size_t j = 0; j < jobs; j++) {
+            assert_int_equal(ej_sharding_balanced_namespace(bj, jobs, j, owners[j]), 0);
+            for (int i = 0; i < bj[j].total_count; i++)
+                total_on[owners[j][i] + (bj[j].instances - inst)]++;
+        }
+        /* Instances that run every job differ by at most one item. */
+        long lo = LONG_MAX, hi = 0;
+        for (size_t k = 0; k < n; k++) {
+            lo = total_on[k] < lo ? total_on[k] : lo;
+            hi = total_on[k] > hi ? total_on[k] : hi;
+        }
+        assert_true(subsets || hi - lo <= 1);
+        /* Applied and computed again: nothing moves. */
+        const char *applied[12][40];
+        for (size_t j = 0; j < jobs; j++) {
+            for (int i = 0; i < bj[j].total_count; i++)
+                applied[j][i] = bj[j].instances[owners[j][i]];
+            bj[j].previous_owner = applied[j];
+        }
+        for (size_t j = 0; j < jobs; j++) {
+            int again[40];
+            assert_int_equal(ej_sharding_balanced_namespace(bj, jobs, j, again), 0);
+            /* Jobs on different sets of instances are placed greedily: a
+             * few items may move again; only the same sets are a fixed point. */
+            if (!subsets)
+                assert_memory_equal(again, owners[j], (size_t)bj[j].total_count * sizeof(int));
+            /* The order the jobs are given in does not matter. */
+            ej_sharding_balanced_job rev[12];
+            int again_rev[40];
+            for (size_t r = 0; r < jobs; r++)
+                rev[r] = bj[jobs - 1 - r];
+            assert_int_equal(ej_sharding_balanced_namespace(rev, jobs, jobs - 1 - j, again_rev), 0);
+            assert_memory_equal(again, again_rev, (size_t)bj[j].total_count * sizeof(int));
+        }
+    }
+    /* Errors: duplicate job names, target out of range, NULL instance. */
+    const char *bad[] = {"a@-@1", NULL};
+    ej_sharding_balanced_job dup[2] = {{"same", inst, 2, 1, NULL}, {"same", inst, 2, 1, NULL}};
+    int owner[2];
+    assert_int_equal(ej_sharding_balanced_namespace(dup, 2, 0, owner), EJ_EINVAL);
+    assert_int_equal(ej_sharding_balanced_namespace(dup, 1, 1, owner), EJ_EINVAL);
+    assert_int_equal(ej_sharding_balanced_namespace(NULL, 1, 0, owner), EJ_EINVAL);
+    dup[1] = (ej_sharding_balanced_job){"other", bad, 2, 1, NULL};
+    assert_int_equal(ej_sharding_balanced_namespace(dup, 2, 0, owner), EJ_EINVAL);
+}
+
+static void test_balanced_without_load_spreads_jobs(void **state)
+{
+    (void)state;
+    /* A leader without the namespace's load still does not put every
+     * one-item job on the same instance (AVERAGE does). */
+    char names[10][32], job[16];
+    const char *inst[10];
+    for (int k = 0; k < 10; k++) {
+        snprintf(names[k], sizeof(names[k]), "10.3.0.%d@-@1", k);
+        inst[k] = names[k];
+    }
+    int count[10] = {0}, high = 0;
+    for (int j = 0; j < 100; j++) {
+        snprintf(job, sizeof(job), "job%03d", j);
+        int owner = -1;
+        assert_int_equal(ej_sharding_balanced(inst, 10, job, 1, NULL, &owner, NULL), 0);
+        high = ++count[owner] > high ? count[owner] : high;
+    }
+    assert_true(high < 30);
+    for (int k = 0; k < 10; k++)
+        assert_true(count[k] > 0);
+}
+
+static void test_balanced_out_of_memory(void **state)
+{
+    (void)state;
+    ej_sharding_balanced_job bj[2] = {{"a", hosts3, 3, 5, NULL}, {"b", hosts3, 3, 4, NULL}};
+    int owner[5], rc = EJ_ENOMEM;
+    for (int k = 0; rc == EJ_ENOMEM && k < 100; k++) {
+        fail_countdown = k;
+        rc = ej_sharding_balanced_namespace(bj, 2, 1, owner);
+        fail_countdown = -1;
+    }
+    assert_int_equal(rc, 0);
+    rc = EJ_ENOMEM;
+    for (int k = 0; rc == EJ_ENOMEM && k < 100; k++) {
+        fail_countdown = k;
+        rc = ej_sharding_balanced_loaded(hosts3, 3, "a", 5, NULL, NULL, owner);
+        fail_countdown = -1;
+    }
+    assert_int_equal(rc, 0);
+}
+
 static void test_performance(void **state)
 {
     (void)state;
@@ -989,6 +1281,11 @@ int main(void)
         cmocka_unit_test(test_sticky_property_join_leave),
         cmocka_unit_test(test_sticky_random_previous_minimal),
         cmocka_unit_test(test_sticky_duplicate_ids_do_not_crash),
+        cmocka_unit_test(test_balanced_loaded_properties),
+        cmocka_unit_test(test_balanced_namespace_join_leave),
+        cmocka_unit_test(test_balanced_namespace_mixed_jobs),
+        cmocka_unit_test(test_balanced_without_load_spreads_jobs),
+        cmocka_unit_test(test_balanced_out_of_memory),
         cmocka_unit_test(test_performance),
         cmocka_unit_test(test_registry_threads),
     };
