@@ -397,6 +397,10 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     if (o == NULL || out == NULL || o->reg == NULL || o->job_name == NULL ||
         o->instance_id == NULL || o->ip == NULL)
         return EJ_EINVAL;
+    /* What the path table refuses (so a NULL path below is no memory). */
+    if (!ej_console_is_job_name(o->job_name) || !ej_console_is_segment(o->ip) ||
+        !ej_console_is_segment(o->instance_id))
+        return EJ_EINVAL;
     ej__coord *c = calloc(1, sizeof *c);
     if (c == NULL)
         return EJ_ENOMEM;
