@@ -66,7 +66,7 @@ static bool remove_stale_leader_latched(ej__coord *c)
     if (ej_registry_get(c->reg, c->p_leader_inst, &id, NULL, &st) != 0)
         return false;
     bool live = false;
-    char *p = id[0] && !strchr(id, '/') ? ej__asprintf("%s/%s", c->p_instances, id) : NULL;
+    char *p = ej_console_path_dup(c->job, EJ_CONSOLE_NODE_INSTANCE, 0, id); /* NULL: not an id */
     if (p && ej_registry_exists(c->reg, p, &live, NULL) != 0)
         live = true; /* cannot tell: leave it */
     free(p);

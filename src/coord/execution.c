@@ -18,9 +18,9 @@
 
 #define MOD "coord"
 
-static char *item_path(ej__coord *c, int item, const char *leaf)
+static char *item_path(ej__coord *c, int item, ej_console_node leaf)
 {
-    return ej__coord_path(ej__coord_job_name(c), "sharding/%d/%s", item, leaf);
+    return ej_console_path_dup(ej__coord_job_name(c), leaf, item, NULL);
 }
 
 /* Running nodes this instance may have left behind: a create whose answer
@@ -98,7 +98,7 @@ void ej__exec_cleanup(ej__coord *c)
     for (size_t i = 0; i < n; i++) {
         if (v[i].session != cur)
             continue; /* gone with its session */
-        char *p = item_path(c, v[i].item, "running");
+        char *p = item_path(c, v[i].item, EJ_CONSOLE_NODE_ITEM_RUNNING);
         struct ej_node_stat st;
         bool ex = false;
         int rc = p ? ej_registry_exists(reg, p, &ex, &st) : EJ_ENOMEM;
@@ -141,7 +141,7 @@ int ej__exec_begin(ej__coord *c, const int *items, size_t n, bool *ok, int64_t *
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        paths[i] = item_path(c, items[i], "running");
+        paths[i] = item_path(c, items[i], EJ_CONSOLE_NODE_ITEM_RUNNING);
         if (paths[i] == NULL) {
             rc = EJ_ENOMEM;
             goto out;
@@ -232,7 +232,7 @@ out:
 /* Delete (or create) one leaf for items in one transaction; fall back to
  * one call each when the transaction fails on a node that is not in the
  * expected state. */
-static int batch(ej__coord *c, const int *items, size_t n, const char *leaf, bool create)
+static int batch(ej__coord *c, const int *items, size_t n, ej_console_node leaf, bool create)
 {
     if (n == 0)
         return 0;
@@ -267,9 +267,10 @@ static int batch(ej__coord *c, const int *items, size_t n, const char *leaf, boo
         }
     }
     if (rc != 0) {
+        const char *leaf_name = strrchr(paths[0], '/') + 1;
         EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot %s %s nodes: %s", ej__coord_job_name(c),
-               create ? "create" : "delete", leaf, ej_registry_errmsg(reg));
-        if (!create && strcmp(leaf, "running") == 0)
+               create ? "create" : "delete", leaf_name, ej_registry_errmsg(reg));
+        if (!create && leaf == EJ_CONSOLE_NODE_ITEM_RUNNING)
             suspect_add(c, items, n, ej_registry_session_id(reg));
     }
 out:
@@ -289,14 +290,14 @@ void ej__exec_complete(ej__coord *c, const int *items, size_t n, int64_t session
      * could remove the node of the instance that took the item over. */
     if (ej_registry_session_id(ej__coord_registry(c)) != session)
         return;
-    batch(c, items, n, "running", false);
+    batch(c, items, n, EJ_CONSOLE_NODE_ITEM_RUNNING, false);
 }
 
 void ej__exec_complete_one(ej__coord *c, int item, int64_t session)
 {
     if (session == 0 || ej_registry_session_id(ej__coord_registry(c)) != session)
         return;
-    char *p = item_path(c, item, "running");
+    char *p = item_path(c, item, EJ_CONSOLE_NODE_ITEM_RUNNING);
     if (p == NULL)
         return;
     int rc = ej_registry_delete(ej__coord_registry(c), p, -1);
@@ -312,7 +313,8 @@ int ej__exec_check_alive(ej__coord *c)
 {
     ej_registry *reg = ej__coord_registry(c);
     int64_t sess = ej_registry_session_id(reg);
-    char *p = ej__coord_path(ej__coord_job_name(c), "instances/%s", ej__coord_instance_id(c));
+    char *p = ej_console_path_dup(ej__coord_job_name(c), EJ_CONSOLE_NODE_INSTANCE, 0,
+                                  ej__coord_instance_id(c));
     if (p == NULL)
         return EJ_ENOMEM;
     bool ex = false;
@@ -328,7 +330,7 @@ int ej__exec_check_alive(ej__coord *c)
 
 int ej__exec_set_misfire(ej__coord *c, const int *items, size_t n)
 {
-    int rc = batch(c, items, n, "misfire", true);
+    int rc = batch(c, items, n, EJ_CONSOLE_NODE_ITEM_MISFIRE, true);
     for (size_t i = 0; i < n && rc == 0; i++)
         ej__view_note_misfire(ej__coord_view(c), items[i], true);
     return rc;
@@ -336,7 +338,7 @@ int ej__exec_set_misfire(ej__coord *c, const int *items, size_t n)
 
 int ej__exec_clear_misfire(ej__coord *c, const int *items, size_t n)
 {
-    int rc = batch(c, items, n, "misfire", false);
+    int rc = batch(c, items, n, EJ_CONSOLE_NODE_ITEM_MISFIRE, false);
     for (size_t i = 0; i < n && rc == 0; i++)
         ej__view_note_misfire(ej__coord_view(c), items[i], false);
     return rc;
@@ -372,7 +374,7 @@ int ej__exec_misfired(ej__coord *c, const int *items, size_t n, int **out, size_
 int ej__exec_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t msglen)
 {
     ej_registry *reg = ej__coord_registry(c);
-    char *p = ej__coord_path(ej__coord_job_name(c), "systemTime/current");
+    char *p = ej_console_path_dup(ej__coord_job_name(c), EJ_CONSOLE_NODE_SYSTEM_TIME, 0, NULL);
     if (p == NULL)
         return EJ_ENOMEM;
     struct ej_node_stat st;

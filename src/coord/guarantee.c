@@ -27,8 +27,10 @@
 
 static char *phase_dir(ej__coord *c, bool completed)
 {
-    return ej__coord_path(ej__coord_job_name(c), "guarantee/%s",
-                          completed ? "completed" : "started");
+    return ej_console_path_dup(ej__coord_job_name(c),
+                               completed ? EJ_CONSOLE_NODE_GUARANTEE_COMPLETED
+                                         : EJ_CONSOLE_NODE_GUARANTEE_STARTED,
+                               0, NULL);
 }
 
 /* Wait until dir is gone or the deadline passes. 0 or EJ_ETIMEDOUT. */
@@ -67,7 +69,10 @@ int ej__guarantee_enter(ej__coord *c, bool completed, const int *items, size_t n
         return EJ_ENOMEM;
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        char *p = ej__asprintf("%s/%d", dir, items[i]);
+        char *p = ej_console_path_dup(ej__coord_job_name(c),
+                                      completed ? EJ_CONSOLE_NODE_GUARANTEE_COMPLETED_ITEM
+                                                : EJ_CONSOLE_NODE_GUARANTEE_STARTED_ITEM,
+                                      items[i], NULL);
         if (p == NULL) {
             rc = EJ_ENOMEM;
             break;

@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "ejob/common.h"
+#include "ejob/console.h"
 #include "ejob/registry.h"
 
 struct ej_job_config; /* ejob/config.h */
@@ -44,19 +45,12 @@ struct ej_job_config; /* ejob/config.h */
 /* ------------------------------------------------------------------------ */
 /* paths.c: names (pure functions, unit-tested)                              */
 
-/* Separator of the parts of an instance id ("10.0.0.7@-@4123"). */
-#define EJ__ID_SEP "@-@"
+/* Every path of SPEC §2 comes from the console library's table
+ * (ej_console_path_dup with EJ_CONSOLE_NODE_*), and the markers too:
+ * EJ_CONSOLE_ID_SEP, EJ_CONSOLE_SERVER_DISABLED, EJ_CONSOLE_INSTANCE_TRIGGER. */
 /* Longest instance id / IP accepted (bytes with the NUL). */
 #define EJ__ID_MAX 256
 #define EJ__IP_MAX 64
-/* Data of a disabled servers/{ip} node and of a console trigger. */
-#define EJ__DISABLED "DISABLED"
-#define EJ__TRIGGER "TRIGGER"
-
-/* "/{job}/{rel}" (rel printf-formatted; "" gives "/{job}"). Caller frees;
- * NULL on allocation failure. */
-char *ej__coord_path(const char *job, const char *fmt, ...) EJ_PRINTF(2, 3);
-char *ej__coord_vpath(const char *job, const char *fmt, va_list ap) EJ_PRINTF(2, 0);
 
 /* Writes "{ip}@-@{pid}" into out. Returns 0, or EJ_EINVAL when it does not
  * fit or ip is empty or contains '/' or the separator. */
@@ -65,10 +59,6 @@ int ej__coord_make_instance_id(const char *ip, long pid, char *out, size_t len);
 /* The IP part of an instance id (before the first "@-@"; the whole id when
  * there is none). Returns 0 or EJ_EINVAL when it does not fit. */
 int ej__coord_instance_ip(const char *id, char *out, size_t len);
-
-/* True when id is exactly "{ip}@-@..." (not ElasticJob's plain prefix
- * match, EJ#2226: "10.0.0.1" does not match "10.0.0.17@-@1"). */
-bool ej__coord_instance_on_ip(const char *id, const char *ip);
 
 /* Parses a shard item node name: decimal digits only, no sign, no leading
  * zeros (except "0"), at most INT_MAX. Returns 0 or EJ_EINVAL. */

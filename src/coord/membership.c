@@ -104,7 +104,8 @@ static void on_servers_event_body(ej_tree_cache *cache, const struct ej_tree_eve
     ej__coord_leader_set_necessary(c);
     if (strcmp(ev->path, c->p_my_server) != 0)
         return;
-    bool disabled = ev->type != EJ_TREE_NODE_REMOVED && strcmp(ev->data, EJ__DISABLED) == 0;
+    bool disabled =
+        ev->type != EJ_TREE_NODE_REMOVED && strcmp(ev->data, EJ_CONSOLE_SERVER_DISABLED) == 0;
     if (disabled) {
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: server %s disabled", c->job, c->ip);
         ej__coord_abdicate(c);
@@ -177,7 +178,8 @@ static void on_instances_event_body(ej_tree_cache *cache, const struct ej_tree_e
     }
     if (ev->type == EJ_TREE_NODE_ADDED && !mine && init)
         ej__coord_leader_set_necessary(c);
-    if (mine && ev->len == strlen(EJ__TRIGGER) && strcmp(ev->data, EJ__TRIGGER) == 0) {
+    if (mine && ev->len == strlen(EJ_CONSOLE_INSTANCE_TRIGGER) &&
+        strcmp(ev->data, EJ_CONSOLE_INSTANCE_TRIGGER) == 0) {
         /* The console's trigger: reset the node, run once now. */
         ej_registry_set(c->reg, c->p_my_instance, "", 0, -1, NULL);
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: triggered by the console", c->job);
@@ -203,16 +205,16 @@ void ej__coord_on_instances_event(ej_tree_cache *cache, const struct ej_tree_eve
  * every start). */
 int ej__coord_persist_server(ej__coord *c, bool cfg_disabled, bool overwrite)
 {
-    const char *val = "";
+    const char *val = EJ_CONSOLE_SERVER_ENABLED;
     if (cfg_disabled) {
-        val = EJ__DISABLED;
+        val = EJ_CONSOLE_SERVER_DISABLED;
     } else {
         char *cur = NULL;
         if (ej_registry_get(c->reg, c->p_my_server, &cur, NULL, NULL) == 0 &&
-            strcmp(cur, EJ__DISABLED) == 0 && !overwrite) {
+            strcmp(cur, EJ_CONSOLE_SERVER_DISABLED) == 0 && !overwrite) {
             EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: server %s stays DISABLED (set by an operator)",
                    c->job, c->ip);
-            val = EJ__DISABLED;
+            val = EJ_CONSOLE_SERVER_DISABLED;
         }
         free(cur);
     }

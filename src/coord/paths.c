@@ -1,4 +1,5 @@
-/* Node names, instance ids and Curator latch names: pure functions. */
+/* Instance ids, item names and Curator latch names: pure functions. The
+ * paths themselves come from the console library (ej_console_path). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -13,45 +14,12 @@
 #include "coord/internal.h"
 #include "ejob/error.h"
 
-char *ej__coord_vpath(const char *job, const char *fmt, va_list ap)
-{
-    if (job == NULL || fmt == NULL)
-        return NULL;
-    ej_buf b;
-    ej__buf_init(&b);
-    ej__buf_printf(&b, "/%s", job);
-    char rel[EJ_REG_MAX_PATH_LEN + 1];
-    int n = vsnprintf(rel, sizeof rel, fmt, ap);
-    if (n < 0 || (size_t)n >= sizeof rel) {
-        ej__buf_fini(&b);
-        return NULL;
-    }
-    if (rel[0] != '\0') {
-        ej__buf_puts(&b, "/");
-        ej__buf_puts(&b, rel);
-    }
-    if (b.failed) {
-        ej__buf_fini(&b);
-        return NULL;
-    }
-    return ej__buf_steal(&b);
-}
-
-char *ej__coord_path(const char *job, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *p = ej__coord_vpath(job, fmt, ap);
-    va_end(ap);
-    return p;
-}
-
 int ej__coord_make_instance_id(const char *ip, long pid, char *out, size_t len)
 {
     if (ip == NULL || out == NULL || ip[0] == '\0' || strchr(ip, '/') != NULL ||
-        strstr(ip, EJ__ID_SEP) != NULL)
+        strstr(ip, EJ_CONSOLE_ID_SEP) != NULL)
         return EJ_EINVAL;
-    int n = snprintf(out, len, "%s" EJ__ID_SEP "%ld", ip, pid);
+    int n = snprintf(out, len, "%s" EJ_CONSOLE_ID_SEP "%ld", ip, pid);
     if (n < 0 || (size_t)n >= len)
         return EJ_EINVAL;
     return 0;
@@ -61,21 +29,13 @@ int ej__coord_instance_ip(const char *id, char *out, size_t len)
 {
     if (id == NULL || out == NULL || len == 0)
         return EJ_EINVAL;
-    const char *sep = strstr(id, EJ__ID_SEP);
+    const char *sep = strstr(id, EJ_CONSOLE_ID_SEP);
     size_t n = sep ? (size_t)(sep - id) : strlen(id);
     if (n >= len)
         return EJ_EINVAL;
     memcpy(out, id, n);
     out[n] = '\0';
     return 0;
-}
-
-bool ej__coord_instance_on_ip(const char *id, const char *ip)
-{
-    if (id == NULL || ip == NULL)
-        return false;
-    size_t n = strlen(ip);
-    return n > 0 && strncmp(id, ip, n) == 0 && strncmp(id + n, EJ__ID_SEP, 3) == 0;
 }
 
 int ej__coord_parse_item(const char *name, int *item)

@@ -97,21 +97,21 @@ static void view_unref(struct ej__view *v)
     free(v);
 }
 
-static const char *kind_node(int kind)
+static ej_console_node kind_node(int kind)
 {
     switch (kind) {
     case EJ__VK_INSTANCE:
-        return "instance";
+        return EJ_CONSOLE_NODE_ITEM_INSTANCE;
     case EJ__VK_RUNNING:
-        return "running";
+        return EJ_CONSOLE_NODE_ITEM_RUNNING;
     case EJ__VK_FAILOVER:
-        return "failover";
+        return EJ_CONSOLE_NODE_ITEM_FAILOVER;
     case EJ__VK_MISFIRE:
-        return "misfire";
+        return EJ_CONSOLE_NODE_ITEM_MISFIRE;
     case EJ__VK_DISABLED:
-        return "disabled";
+        return EJ_CONSOLE_NODE_ITEM_DISABLED;
     default:
-        return "?";
+        return EJ_CONSOLE_NODE_COUNT_; /* no path */
     }
 }
 
@@ -279,7 +279,7 @@ static void refresh_item(struct ej__view *v, int item, int kind)
     uint64_t gen = v->gen;
     pthread_mutex_unlock(&v->mu);
 
-    char *path = ej__coord_path(v->job, "sharding/%d/%s", item, kind_node(kind));
+    char *path = ej_console_path_dup(v->job, kind_node(kind), item, NULL);
     struct vtoken *t = token_new(v, gen, item, kind);
     int rc = (path && t) ? 0 : EJ_ENOMEM;
     bool exists = false;
@@ -640,7 +640,7 @@ int ej__view_create(ej_registry *reg, const char *job, const char *instance_id,
     v->reg = reg;
     v->job = strdup(job);
     v->me = strdup(instance_id);
-    v->sharding_path = ej__coord_path(job, "sharding");
+    v->sharding_path = ej_console_path_dup(job, EJ_CONSOLE_NODE_SHARDING, 0, NULL);
     v->fn = fn;
     v->user = user;
     pthread_mutex_init(&v->mu, NULL);

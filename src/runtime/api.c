@@ -16,6 +16,7 @@
 #include "common/util.h"
 #include "coord/internal.h"
 #include "ejob/config.h"
+#include "ejob/console.h"
 #include "ejob/cron.h"
 #include "ejob/monitor.h"
 #include "runtime/internal.h"
@@ -419,25 +420,24 @@ int ej_job_trigger_all(ej_job *job)
 {
     if (job == NULL)
         return EJ_EINVAL;
-    char *dir = ej__coord_path(job->name, "instances");
-    if (dir == NULL)
-        return EJ_ENOMEM;
-    char **names = NULL;
-    size_t n = 0;
-    int rc = ej_registry_children(job->reg, dir, EJ_REG_UNSORTED, &names, &n);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        char *p = ej__asprintf("%s/%s", dir, names[i]);
-        if (p == NULL) {
-            rc = EJ_ENOMEM;
-            break;
-        }
-        int r = ej_registry_set(job->reg, p, "TRIGGER", 7, -1, NULL);
-        if (r != 0 && r != EJ_ENONODE)
-            rc = r;
-        free(p);
+    /* The console's trigger, the one place that writes the marker. */
+    ej_console *con = NULL;
+    int rc = ej_console_create(job->reg, NULL, &con);
+    if (rc != 0)
+        return rc;
+    rc = ej_console_trigger(con, job->name, NULL, NULL, NULL, NULL, 0);
+    if (rc == EJ_ENOTFOUND) {
+        /* No live instance: nothing to run (0), unless the job has no
+         * instances node at all (EJ_ENONODE, as a listing of it says). */
+        char dir[EJ_REG_MAX_PATH_LEN + 1];
+        bool exists = false;
+        rc = ej_console_path(dir, sizeof dir, job->name, EJ_CONSOLE_NODE_INSTANCES, 0, NULL);
+        if (rc >= 0)
+            rc = ej_registry_exists(job->reg, dir, &exists, NULL);
+        if (rc == 0 && !exists)
+            rc = EJ_ENONODE;
     }
-    ej_registry_free_names(names);
-    free(dir);
+    ej_console_destroy(con);
     return rc;
 }
 
@@ -486,7 +486,7 @@ int ej_job_update_config(ej_job *job, const struct ej_job_config *cfg)
         return EJ_ECONFIG;
     }
     char *json = ej_job_config_to_json(cfg);
-    char *path = ej__coord_path(job->name, "config");
+    char *path = ej_console_path_dup(job->name, EJ_CONSOLE_NODE_CONFIG, 0, NULL);
     if (json == NULL || path == NULL) {
         free(json);
         free(path);

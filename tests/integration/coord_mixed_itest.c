@@ -56,6 +56,14 @@ static void fake_shard(struct fake_leader *f)
         snprintf(path, sizeof path, "/%s/leader/sharding/necessary", f->job);
         ej_registry_delete(f->reg, path, -1);
         atomic_fetch_add(&f->shardings, 1);
+        /* An instance that joined after the listing found the flag set and
+         * did not set it again: the delete above lost its request (a real
+         * leader compares its instances after sharding). Set it back. */
+        char **now = NULL;
+        if (zk_children(f->reg, &now, "/%s/instances", f->job) != n)
+            ej_registry_create_node(f->reg, path, NULL, 0, EJ_REG_PERSISTENT, EJ_REG_CREATE_PARENTS,
+                                    NULL);
+        ej_registry_free_names(now);
     }
     ej_registry_free_names(ids);
 }

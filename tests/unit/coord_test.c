@@ -11,19 +11,27 @@
 #include "coord/internal.h"
 #include "ejob/error.h"
 
+/* The coordinator builds its paths with the console library's table: the
+ * bytes it writes are these. */
 static void test_paths(void **state)
 {
     (void)state;
-    char *p = ej__coord_path("myJob", "sharding/%d/instance", 3);
+    char *p = ej_console_path_dup("myJob", EJ_CONSOLE_NODE_ITEM_INSTANCE, 3, NULL);
     assert_string_equal(p, "/myJob/sharding/3/instance");
     free(p);
-    p = ej__coord_path("myJob", "%s", "");
+    p = ej_console_path_dup("myJob", EJ_CONSOLE_NODE_JOB, 0, NULL);
     assert_string_equal(p, "/myJob");
     free(p);
-    p = ej__coord_path("j", "leader/election/instance");
+    p = ej_console_path_dup("j", EJ_CONSOLE_NODE_ELECTION_INSTANCE, 0, NULL);
     assert_string_equal(p, "/j/leader/election/instance");
     free(p);
-    assert_null(ej__coord_path(NULL, "x"));
+    p = ej_console_path_dup("j", EJ_CONSOLE_NODE_INSTANCE, 0, "10.0.0.7@-@4123");
+    assert_string_equal(p, "/j/instances/10.0.0.7@-@4123");
+    free(p);
+    p = ej_console_path_dup("j", EJ_CONSOLE_NODE_GUARANTEE_COMPLETED_ITEM, 12, NULL);
+    assert_string_equal(p, "/j/guarantee/completed/12");
+    free(p);
+    assert_null(ej_console_path_dup(NULL, EJ_CONSOLE_NODE_CONFIG, 0, NULL));
 }
 
 static void test_instance_ids(void **state)
@@ -54,12 +62,12 @@ static void test_exact_ip_match(void **state)
 {
     (void)state;
     /* EJ#2226: a plain prefix match lets 10.0.0.1 claim 10.0.0.17's ids. */
-    assert_true(ej__coord_instance_on_ip("10.0.0.1@-@42", "10.0.0.1"));
-    assert_false(ej__coord_instance_on_ip("10.0.0.17@-@42", "10.0.0.1"));
-    assert_false(ej__coord_instance_on_ip("172.28.3.87@-@1", "172.28.3.8"));
-    assert_false(ej__coord_instance_on_ip("10.0.0.1", "10.0.0.1"));
-    assert_false(ej__coord_instance_on_ip("10.0.0.1@-@1", ""));
-    assert_false(ej__coord_instance_on_ip(NULL, "1"));
+    assert_true(ej_console_instance_on_server("10.0.0.1@-@42", "10.0.0.1"));
+    assert_false(ej_console_instance_on_server("10.0.0.17@-@42", "10.0.0.1"));
+    assert_false(ej_console_instance_on_server("172.28.3.87@-@1", "172.28.3.8"));
+    assert_false(ej_console_instance_on_server("10.0.0.1", "10.0.0.1"));
+    assert_false(ej_console_instance_on_server("10.0.0.1@-@1", ""));
+    assert_false(ej_console_instance_on_server(NULL, "1"));
 }
 
 static void test_parse_item(void **state)
