@@ -6,6 +6,7 @@
  * parallel on the shared pool, then the misfire loop and a failover take.
  * Also the coordinator's hooks and the events of a fire.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -863,6 +864,8 @@ ej__trigger *ej__rt_trigger_get(struct ej_job *job)
 {
     pthread_mutex_lock(&job->mu);
     ej__trigger *t = job->trigger;
+    if (t != NULL)
+        job->trigger_uses++;
     pthread_mutex_unlock(&job->mu);
     if (t != NULL && ej__rt_trigger_use_hook != NULL)
         ej__rt_trigger_use_hook(job);
@@ -871,15 +874,24 @@ ej__trigger *ej__rt_trigger_get(struct ej_job *job)
 
 void ej__rt_trigger_put(struct ej_job *job, ej__trigger *t)
 {
-    (void)job;
-    (void)t;
+    if (t == NULL)
+        return;
+    pthread_mutex_lock(&job->mu);
+    assert(job->trigger_uses > 0); /* a put without its get */
+    if (--job->trigger_uses == 0)
+        pthread_cond_broadcast(&job->cv);
+    pthread_mutex_unlock(&job->mu);
 }
 
+/* The uses are short (pause, resume, fire now, reschedule: none waits for
+ * the trigger's callback), so the wait is too. */
 ej__trigger *ej__rt_trigger_detach(struct ej_job *job)
 {
     pthread_mutex_lock(&job->mu);
     ej__trigger *t = job->trigger;
     job->trigger = NULL;
+    while (job->trigger_uses > 0)
+        pthread_cond_wait(&job->cv, &job->mu);
     pthread_mutex_unlock(&job->mu);
     return t;
 }
