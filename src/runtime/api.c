@@ -568,10 +568,10 @@ void ej_job_destroy(ej_job *job)
     if (job == NULL)
         return;
     ej_job_shutdown(job);
-    /* Coordinator hooks entered before the coordinator closed, the fence
-     * listener and API calls on other threads may still hold the trigger:
-     * detaching waits for them. The trigger's callback may still run
-     * (drain timed out): removing it waits for that callback. */
+    /* Coordinator hooks entered before the coordinator closed and API calls
+     * on other threads may still hold the trigger: detaching waits for
+     * them. The trigger's callback may still run (drain timed out):
+     * removing it waits for that callback. */
     ej__trigger *t = ej__rt_trigger_detach(job);
     if (t)
         ej__sched_trigger_remove(t);

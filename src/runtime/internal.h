@@ -149,10 +149,11 @@ void ej__rt_post_status(struct ej_job *job, const char *task_id, const int *item
                         int state, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /*
  * The job's trigger for one use (pause, resume, fire now, reschedule), or
- * NULL once ej_job_destroy took it. Coordinator hooks, the fence listener
- * and API calls on other threads may hold it while the job is destroyed:
- * a non-NULL result is given back with ej__rt_trigger_put, and
- * ej__rt_trigger_detach waits for that before the trigger is removed.
+ * NULL once ej_job_destroy took it. Coordinator hooks (entered before the
+ * coordinator closed) and API calls on other threads may hold it while the
+ * job is destroyed: a non-NULL result is given back with
+ * ej__rt_trigger_put, and ej__rt_trigger_detach waits for that before the
+ * trigger is removed.
  */
 struct ej__trigger *ej__rt_trigger_get(struct ej_job *job);
 void ej__rt_trigger_put(struct ej_job *job, struct ej__trigger *t);
