@@ -390,14 +390,6 @@ fail:
     return rc;
 }
 
-static ej__trigger *trigger_of(struct ej_job *job)
-{
-    pthread_mutex_lock(&job->mu);
-    ej__trigger *t = job->trigger;
-    pthread_mutex_unlock(&job->mu);
-    return t;
-}
-
 static bool active(struct ej_job *job)
 {
     pthread_mutex_lock(&job->mu);
@@ -410,10 +402,11 @@ int ej_job_trigger(ej_job *job)
 {
     if (job == NULL)
         return EJ_EINVAL;
-    ej__trigger *t = trigger_of(job);
-    if (!active(job) || t == NULL)
-        return EJ_ESTOPPED;
-    return ej__sched_trigger_fire_now(t, EJ__FIRE_TRIGGER);
+    ej__trigger *t = ej__rt_trigger_get(job);
+    int rc =
+        !active(job) || t == NULL ? EJ_ESTOPPED : ej__sched_trigger_fire_now(t, EJ__FIRE_TRIGGER);
+    ej__rt_trigger_put(job, t);
+    return rc;
 }
 
 int ej_job_trigger_all(ej_job *job)
@@ -445,13 +438,16 @@ int ej_job_pause(ej_job *job)
 {
     if (job == NULL)
         return EJ_EINVAL;
-    ej__trigger *t = trigger_of(job);
-    if (!active(job) || t == NULL)
+    ej__trigger *t = ej__rt_trigger_get(job);
+    if (!active(job) || t == NULL) {
+        ej__rt_trigger_put(job, t);
         return EJ_ESTOPPED;
+    }
     pthread_mutex_lock(&job->mu);
     job->user_paused = true;
     pthread_mutex_unlock(&job->mu);
     ej__sched_trigger_pause(t);
+    ej__rt_trigger_put(job, t);
     return 0;
 }
 
@@ -459,15 +455,18 @@ int ej_job_resume(ej_job *job)
 {
     if (job == NULL)
         return EJ_EINVAL;
-    ej__trigger *t = trigger_of(job);
-    if (!active(job) || t == NULL)
+    ej__trigger *t = ej__rt_trigger_get(job);
+    if (!active(job) || t == NULL) {
+        ej__rt_trigger_put(job, t);
         return EJ_ESTOPPED;
+    }
     pthread_mutex_lock(&job->mu);
     job->user_paused = false;
     bool conn = job->conn_paused;
     pthread_mutex_unlock(&job->mu);
     if (!conn && !job->manual)
         ej__sched_trigger_resume(t);
+    ej__rt_trigger_put(job, t);
     return 0;
 }
 
@@ -536,9 +535,10 @@ int ej_job_shutdown(ej_job *job)
     pthread_mutex_unlock(&job->mu);
     int rc = 0;
     if (st == EJ__JOB_STARTED) {
-        ej__trigger *t = trigger_of(job);
+        ej__trigger *t = ej__rt_trigger_get(job);
         if (t)
             ej__sched_trigger_pause(t);
+        ej__rt_trigger_put(job, t);
         if (!ej__rt_wait_idle(job, job->drain_timeout_ms)) {
             EJ_LOG(EJ_LOG_WARN, MOD, 0,
                    "job %s: items still running after %" PRId64 " ms: asking them to stop",
@@ -568,15 +568,13 @@ void ej_job_destroy(ej_job *job)
     if (job == NULL)
         return;
     ej_job_shutdown(job);
-    /* The trigger's callback may still run (drain timed out): removing it
-     * waits for that callback. */
-    ej__trigger *t = trigger_of(job);
-    if (t) {
+    /* Coordinator hooks entered before the coordinator closed and API calls
+     * on other threads may still hold the trigger: detaching waits for
+     * them. The trigger's callback may still run (drain timed out):
+     * removing it waits for that callback. */
+    ej__trigger *t = ej__rt_trigger_detach(job);
+    if (t)
         ej__sched_trigger_remove(t);
-        pthread_mutex_lock(&job->mu);
-        job->trigger = NULL;
-        pthread_mutex_unlock(&job->mu);
-    }
     ej__coord_destroy(job->coord);
     job->coord = NULL;
     ej__sched_job_destroy(job->sj);
@@ -611,9 +609,10 @@ int ej_job_status(ej_job *job, struct ej_job_status *st)
         st->connected = ej__coord_connected(job->coord);
         st->server_disabled = ej__coord_server_disabled(job->coord);
         ej__view_items_of(ej__coord_view(job->coord), job->me, &st->items, &st->item_count);
-        ej__trigger *t = trigger_of(job);
+        ej__trigger *t = ej__rt_trigger_get(job);
         if (t)
             st->next_fire_ms = ej__sched_trigger_next(t);
+        ej__rt_trigger_put(job, t);
         char cerr[1024] = "";
         ej__coord_last_error(job->coord, cerr, sizeof cerr);
         if (cerr[0] && st->last_error && st->last_error[0] == '\0') {

@@ -6,6 +6,7 @@
  * parallel on the shared pool, then the misfire loop and a failover take.
  * Also the coordinator's hooks and the events of a fire.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -854,6 +855,47 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
     ej__rt_settings_unref(s);
 }
 
+/* ------------------------------------------------------------------------ */
+/* The trigger's users                                                        */
+
+void (*ej__rt_trigger_use_hook)(struct ej_job *job);
+
+ej__trigger *ej__rt_trigger_get(struct ej_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    ej__trigger *t = job->trigger;
+    if (t != NULL)
+        job->trigger_uses++;
+    pthread_mutex_unlock(&job->mu);
+    if (t != NULL && ej__rt_trigger_use_hook != NULL)
+        ej__rt_trigger_use_hook(job);
+    return t;
+}
+
+void ej__rt_trigger_put(struct ej_job *job, ej__trigger *t)
+{
+    if (t == NULL)
+        return;
+    pthread_mutex_lock(&job->mu);
+    assert(job->trigger_uses > 0); /* a put without its get */
+    if (--job->trigger_uses == 0)
+        pthread_cond_broadcast(&job->cv);
+    pthread_mutex_unlock(&job->mu);
+}
+
+/* The uses are short (pause, resume, fire now, reschedule: none waits for
+ * the trigger's callback), so the wait is too. */
+ej__trigger *ej__rt_trigger_detach(struct ej_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    ej__trigger *t = job->trigger;
+    job->trigger = NULL;
+    while (job->trigger_uses > 0)
+        pthread_cond_wait(&job->cv, &job->mu);
+    pthread_mutex_unlock(&job->mu);
+    return t;
+}
+
 bool ej__rt_wait_idle(struct ej_job *job, int64_t ms)
 {
     int64_t deadline = ej__mono_ms() + ms;
@@ -861,10 +903,9 @@ bool ej__rt_wait_idle(struct ej_job *job, int64_t ms)
         pthread_mutex_lock(&job->mu);
         bool firing = job->firing;
         pthread_mutex_unlock(&job->mu);
-        pthread_mutex_lock(&job->mu);
-        ej__trigger *t = job->trigger;
-        pthread_mutex_unlock(&job->mu);
+        ej__trigger *t = ej__rt_trigger_get(job);
         bool busy = firing || (t && ej__sched_trigger_is_busy(t));
+        ej__rt_trigger_put(job, t);
         if (!busy)
             return true;
         if (ej__mono_ms() >= deadline)
@@ -907,20 +948,24 @@ int ej__rt_schedule(struct ej_job *job, const struct ej__rt_settings *s, bool re
         EJ_LOG(EJ_LOG_ERROR, MOD, rc, "job %s: cron \"%s\": %s", job->name, s->cron, err);
         return rc;
     }
-    pthread_mutex_lock(&job->mu);
-    ej__trigger *t = job->trigger;
-    pthread_mutex_unlock(&job->mu);
-    if (reschedule && t)
-        rc = ej__sched_trigger_reschedule(t, cron, tz);
-    else
+    ej__trigger *t = NULL;
+    if (reschedule) {
+        /* A config change seen while the job is destroyed: its trigger is
+         * gone or held here until the new cron is in. */
+        t = ej__rt_trigger_get(job);
+        rc = t ? ej__sched_trigger_reschedule(t, cron, tz) : EJ_ESTOPPED;
+    } else {
         rc = ej__sched_cron_add(job->sj, cron, tz, false, ej__fire_cb, job, &t);
+    }
     if (rc != 0) {
+        ej__rt_trigger_put(job, reschedule ? t : NULL);
         ej_cron_free(cron);
         ej_cron_free(copy);
         return rc;
     }
     pthread_mutex_lock(&job->mu);
-    job->trigger = t;
+    if (!reschedule)
+        job->trigger = t;
     ej_cron *old = job->cron;
     job->cron = copy;
     job->tz = tz;
@@ -929,6 +974,8 @@ int ej__rt_schedule(struct ej_job *job, const struct ej__rt_settings *s, bool re
     ej_cron_free(old);
     if (paused)
         ej__sched_trigger_pause(t);
+    if (reschedule)
+        ej__rt_trigger_put(job, t);
     return 0;
 }
 
@@ -940,8 +987,7 @@ void ej__rt_on_trigger(void *user)
     struct ej_job *job = user;
     pthread_mutex_lock(&job->mu);
     bool firing = job->firing;
-    ej__trigger *t = job->trigger;
-    bool ok = job->state == EJ__JOB_STARTED && !job->stopped && t != NULL;
+    bool ok = job->state == EJ__JOB_STARTED && !job->stopped;
     pthread_mutex_unlock(&job->mu);
     if (!ok)
         return;
@@ -950,17 +996,20 @@ void ej__rt_on_trigger(void *user)
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: running now: trigger ignored", job->name);
         return;
     }
-    ej__sched_trigger_fire_now(t, EJ__FIRE_TRIGGER);
+    /* The job may be shut down from here on: the trigger stays until put. */
+    ej__trigger *t = ej__rt_trigger_get(job);
+    if (t)
+        ej__sched_trigger_fire_now(t, EJ__FIRE_TRIGGER);
+    ej__rt_trigger_put(job, t);
 }
 
 void ej__rt_on_failover_taken(void *user)
 {
     struct ej_job *job = user;
-    pthread_mutex_lock(&job->mu);
-    ej__trigger *t = job->trigger;
-    pthread_mutex_unlock(&job->mu);
+    ej__trigger *t = ej__rt_trigger_get(job);
     if (t)
         ej__sched_trigger_fire_now(t, EJ__FIRE_FAILOVER);
+    ej__rt_trigger_put(job, t);
 }
 
 static void take_task(struct ej__coord *c, void *arg)
@@ -989,16 +1038,18 @@ void ej__rt_on_stop(void *user, int why)
     snprintf(job->last_error, sizeof job->last_error, "%s",
              why == EJ__STOP_OPERATOR ? "stopped: the instance node was deleted by an operator"
                                       : "stopped: the job was removed from ZooKeeper");
-    ej__trigger *t = job->trigger;
     pthread_mutex_unlock(&job->mu);
+    ej__trigger *t = ej__rt_trigger_get(job);
     if (t)
         ej__sched_trigger_pause(t);
+    ej__rt_trigger_put(job, t);
 }
 
 void ej__rt_on_conn(void *user, ej_reg_state state, bool new_session)
 {
     (void)new_session;
     struct ej_job *job = user;
+    ej__trigger *t = ej__rt_trigger_get(job);
     pthread_mutex_lock(&job->mu);
     bool firing = job->firing;
     if (state == EJ_REG_SUSPENDED || state == EJ_REG_LOST)
@@ -1007,7 +1058,6 @@ void ej__rt_on_conn(void *user, ej_reg_state state, bool new_session)
         job->conn_paused = false;
     bool resume = !job->conn_paused && !job->user_paused && !job->stopped &&
                   job->state == EJ__JOB_STARTED && !job->manual;
-    ej__trigger *t = job->trigger;
     pthread_mutex_unlock(&job->mu);
     if (t == NULL)
         return;
@@ -1022,6 +1072,7 @@ void ej__rt_on_conn(void *user, ej_reg_state state, bool new_session)
     }
     if (resume)
         ej__sched_trigger_resume(t);
+    ej__rt_trigger_put(job, t);
 }
 
 void ej__rt_on_fence(void *user, int level)

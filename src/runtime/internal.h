@@ -104,8 +104,9 @@ struct ej_job {
     int state;
     bool user_paused;
     bool conn_paused;
-    bool stopped; /* operator shutdown / job removed */
-    bool firing;  /* the fire callback is running */
+    bool stopped;     /* operator shutdown / job removed */
+    bool firing;      /* the fire callback is running */
+    int trigger_uses; /* ej__rt_trigger_get()s not given back yet */
     struct ej__rt_settings *settings;
     atomic_bool cancel; /* the current run must stop */
     /* The session the current fire began in (ej__coord_session): nothing of
@@ -146,6 +147,21 @@ int ej__rt_schedule(struct ej_job *job, const struct ej__rt_settings *s, bool re
 /* Post a status event "state message" for the items of a task. */
 void ej__rt_post_status(struct ej_job *job, const char *task_id, const int *items, size_t n,
                         int state, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/*
+ * The job's trigger for one use (pause, resume, fire now, reschedule), or
+ * NULL once ej_job_destroy took it. Coordinator hooks (entered before the
+ * coordinator closed) and API calls on other threads may hold it while the
+ * job is destroyed: a non-NULL result is given back with
+ * ej__rt_trigger_put, and ej__rt_trigger_detach waits for that before the
+ * trigger is removed.
+ */
+struct ej__trigger *ej__rt_trigger_get(struct ej_job *job);
+void ej__rt_trigger_put(struct ej_job *job, struct ej__trigger *t);
+/* Takes the trigger from the job (later gets see NULL) once no use is left. */
+struct ej__trigger *ej__rt_trigger_detach(struct ej_job *job);
+/* Tests only (NULL otherwise): called between taking the trigger and using
+ * it, to hold that window open. */
+extern void (*ej__rt_trigger_use_hook)(struct ej_job *job);
 /* Wait for the current fire to end, at most ms; false on timeout. */
 bool ej__rt_wait_idle(struct ej_job *job, int64_t ms);
 /* Private bus creation and sinks. */
