@@ -218,6 +218,8 @@ struct ej_job_status {
     uint64_t fires;       /* fires started */
     uint64_t items_run;   /* item runs finished */
     uint64_t items_failed;
+    uint64_t fires_missed; /* cron fire times not run on time, each also posted as a
+                            * TASK_ERROR status event naming the reason */
     int monitor_port; /* the monitor port listening, -1: none */
     char *last_error; /* "" when none: e.g. an invalid config in ZooKeeper */
 };

@@ -216,6 +216,13 @@ static void on_status(const ej_status_event *e)
     if (e->message != NULL && strncmp(e->message, misfire_prefix, strlen(misfire_prefix)) == 0 &&
         strstr(e->message, "is still running, misfired job will start") != NULL)
         ej_metric_inc(ej_metric_get2(st.f[M_NOT_RUN], e->job_name, "busy"));
+    /* The runtime's report of cron fire times the scheduler could not
+     * deliver on time: "... fire not run (REASON): N fire time(s) ...". */
+    const char *m = e->message ? strstr(e->message, "fire not run (") : NULL;
+    char reason[32];
+    unsigned count = 0;
+    if (m != NULL && sscanf(m, "fire not run (%31[a-z-]): %u", reason, &count) == 2)
+        ej_metric_add(ej_metric_get2(st.f[M_NOT_RUN], e->job_name, reason), (double)count);
 }
 
 static void event_sink(const ej_event *ev, void *user)

@@ -597,6 +597,7 @@ int ej_job_status(ej_job *job, struct ej_job_status *st)
     st->fires = job->fires;
     st->items_run = job->items_run;
     st->items_failed = job->items_failed;
+    st->fires_missed = job->fires_missed;
     st->monitor_port = job->monitor ? ej_monitor_port(job->monitor) : -1;
     st->last_error = strdup(job->last_error);
     st->cron = strdup(job->settings->cron);

@@ -917,6 +917,22 @@ bool ej__rt_wait_idle(struct ej_job *job, int64_t ms)
 /* ------------------------------------------------------------------------ */
 /* Schedule                                                                   */
 
+/* The scheduler's miss hook: every cron fire time that was not delivered on
+ * time is counted on the job and reported as a status event naming the
+ * reason, so that no fire goes unrun without a word (the scheduler also
+ * logs a rate-limited warning). Runs on a pool thread. */
+static void on_miss(const ej__miss *miss, void *arg)
+{
+    struct ej_job *job = arg;
+    pthread_mutex_lock(&job->mu);
+    job->fires_missed += miss->count;
+    pthread_mutex_unlock(&job->mu);
+    ej__rt_post_status(job, "", NULL, 0, EJ_TASK_ERROR,
+                       "Job '%s' fire not run (%s): %u fire time(s) from %lld to %lld", job->name,
+                       ej__miss_reason_name(miss->reason), (unsigned)miss->count,
+                       (long long)miss->first_ms, (long long)miss->last_ms);
+}
+
 int ej__rt_schedule(struct ej_job *job, const struct ej__rt_settings *s, bool reschedule)
 {
     if (job->manual) {
@@ -956,6 +972,8 @@ int ej__rt_schedule(struct ej_job *job, const struct ej__rt_settings *s, bool re
         rc = t ? ej__sched_trigger_reschedule(t, cron, tz) : EJ_ESTOPPED;
     } else {
         rc = ej__sched_cron_add(job->sj, cron, tz, false, ej__fire_cb, job, &t);
+        if (rc == 0)
+            ej__sched_trigger_set_miss_fn(t, on_miss);
     }
     if (rc != 0) {
         ej__rt_trigger_put(job, reschedule ? t : NULL);

@@ -120,6 +120,7 @@ struct ej_job {
     struct ej_cron *cron;          /* the cron in force (parsed), for misfire markers */
     const struct ej_tz *tz;
     uint64_t fires, items_run, items_failed;
+    uint64_t fires_missed; /* cron fire times not run on time (miss hook) */
     int64_t last_fire_ms;
     char last_error[1024];
 };
