@@ -54,6 +54,32 @@ int64_t ej__trace_parse_when(const char *s)
     return -1;
 }
 
+/* Length of the well-formed UTF-8 sequence at p (lead byte 0xc2..0xf4),
+ * or 0: no overlong forms, surrogates or code points over U+10FFFF, which
+ * JSON encoders refuse. */
+static size_t utf8_sequence(const unsigned char *p, size_t avail)
+{
+    unsigned char c = p[0];
+    size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+    if (avail < k)
+        return 0;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (c == 0xe0)
+        lo = 0xa0;
+    else if (c == 0xed)
+        hi = 0x9f;
+    else if (c == 0xf0)
+        lo = 0x90;
+    else if (c == 0xf4)
+        hi = 0x8f;
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t j = 2; j < k; j++)
+        if ((p[j] & 0xc0) != 0x80)
+            return 0;
+    return k;
+}
+
 void ej__trace_print_bytes(FILE *f, const unsigned char *p, size_t n, const char *indent)
 {
     bool line_start = true;
@@ -63,12 +89,8 @@ void ej__trace_print_bytes(FILE *f, const unsigned char *p, size_t n, const char
         line_start = false;
         unsigned char c = p[i];
         size_t k = 0;
-        if (c >= 0xc2 && c <= 0xf4) {
-            k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-            for (size_t j = 1; j < k; j++)
-                if (i + j >= n || (p[i + j] & 0xc0) != 0x80)
-                    k = 0;
-        }
+        if (c >= 0xc2 && c <= 0xf4)
+            k = utf8_sequence(p + i, n - i);
         if (k > 0) {
             fwrite(p + i, 1, k, f);
             i += k;

@@ -106,6 +106,15 @@ static void test_detail_json(void **state)
     /* Stored text that is not UTF-8 does not lose the whole row. */
     assert_string_equal(str(json_array_get(t, 1), "message"), "bad \\xfe byte");
     assert_true(json_is_null(json_object_get(json_array_get(t, 0), "message")));
+    /* Overlong forms and surrogates are not UTF-8 either (the fuzzer found
+     * F0 8D.. taken for a 4-byte sequence, which jansson then refused). */
+    static unsigned char overlong[] = "\xf0\x8d\x8d\x8d \xed\xa0\x80 \xe0\x80\x80 ok";
+    d.execution.out = overlong;
+    d.execution.out_len = sizeof overlong - 1;
+    json_t *o2 = ej__trace_detail_json(&d);
+    assert_string_equal(str(o2, "stdout"),
+                        "\\xf0\\x8d\\x8d\\x8d \\xed\\xa0\\x80 \\xe0\\x80\\x80 ok");
+    json_decref(o2);
     /* Every value serialises (jansson refuses invalid UTF-8 strings). */
     char *text = json_dumps(o, JSON_COMPACT);
     assert_non_null(text);
