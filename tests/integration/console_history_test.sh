@@ -148,7 +148,8 @@ req "/api/history/$OK_ID"; expect_code 200 "one successful run"
 expect_json 'd["stdoutBinary"], "<b>bold</b> \\xff done" in d["stdout"]' "True True" "stdout with a non-UTF-8 byte comes as text with \\xff"
 req /api/history/00000000-no-such-run; expect_code 404 "unknown run"
 req /api/history/%25; expect_code 404 "a LIKE wildcard is no prefix"
-req '/api/history?limit=1000'
+# 17 ids: two of them share a first hex digit (pigeonhole).
+wait_json 60 '/api/history?limit=1000' 'len(d["executions"]) >= 17' True "17 runs on record"
 SHARED=$(jq_ '__import__("collections").Counter(e["id"][0] for e in d["executions"]).most_common(1)[0][0]')
 req "/api/history/$SHARED"; expect_code 400 "a prefix matching several runs"
 
