@@ -388,6 +388,10 @@ struct ej_console_settings {
     size_t account_count;
     struct ej_console_registry *registries;
     size_t registry_count;
+    /* Execution history (trace.h): a store name as `ejob history --store`
+     * takes it (sqlite:PATH, postgresql://USER@HOST/DB); NULL: none. */
+    char *history_store;
+    char *history_password_file; /* PostgreSQL password, first line; NULL: env */
 };
 
 /* Defaults, no registry, no account. */
@@ -404,6 +408,7 @@ EJ_EXTERN void ej_console_settings_fini(struct ej_console_settings *s);
  *     - {name: prod, serverLists: "zk1:2181,zk2:2181", namespace: ejob-prod}
  *   accounts:
  *     - {name: alice, role: admin, passwordHash: "$6$..."}
+ *   history: {store: "sqlite:/var/lib/ejob/history.db", passwordFile: FILE}
  * into s (initialised). A file that others may write is refused (it holds
  * the accounts). Returns 0, or EJ_ECONFIG / EJ_EPARSE / -errno with
  * "FILE:LINE:COL: message" in err.
@@ -417,7 +422,8 @@ EJ_EXTERN int ej_console_settings_add_registry(struct ej_console_settings *s, co
                                                const char *digest);
 
 /* Check the settings can be served: listen address, accounts or --no-auth
- * on loopback, TLS files in pairs, unique registry names. EJ_ECONFIG with a
+ * on loopback, TLS files in pairs, unique registry names, a history store
+ * name that parses (without a password in it). EJ_ECONFIG with a
  * message. */
 EJ_EXTERN int ej_console_settings_check(const struct ej_console_settings *s, char *err,
                                         size_t errlen);

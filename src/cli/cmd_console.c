@@ -18,6 +18,7 @@
 static const char usage[] =
     "Usage: ejob console [--config FILE] [--listen ADDR:PORT] [--no-auth]\n"
     "                    [--tls-cert FILE --tls-key FILE] [--audit-log FILE]\n"
+    "                    [--store STORE [--store-password-file FILE]]\n"
     "                    [registry options]\n"
     "       ejob console hash-password < password.txt\n"
     "\n"
@@ -37,6 +38,13 @@ static const char usage[] =
     "  --tls-cert FILE, --tls-key FILE   serve HTTPS with this PEM cert and key\n"
     "  --audit-log FILE     append one line per write (who, what, result) here\n"
     "                       instead of standard error\n"
+    "  --store STORE        the execution history to show (as `ejob history`\n"
+    "                       reads it): sqlite:PATH, a file path, or\n"
+    "                       postgresql://USER@HOST/DB; or history.store in the\n"
+    "                       settings file. Without one the history pages say so.\n"
+    "  --store-password-file FILE   the PostgreSQL password (first line); else\n"
+    "                       EJOB_TRACING_PASSWORD, PGPASSWORD or ~/.pgpass, never\n"
+    "                       on the command line\n"
     "\n"
     "There is no default password: without accounts the console starts only with\n"
     "--no-auth on loopback. hash-password reads a password from standard input\n"
@@ -72,6 +80,7 @@ static int hash_password(void)
 struct console_args {
     struct ejcli_common c;
     const char *config, *listen, *tls_cert, *tls_key, *audit_log;
+    const char *store, *store_password_file;
     bool no_auth;
 };
 
@@ -91,7 +100,9 @@ static int build_settings(const struct console_args *a, struct ej_console_settin
     if (a->config != NULL && ej_console_settings_load(a->config, s, err, sizeof err) != 0)
         return ejcli_fail(CMD, "%s", err);
     if (set_str(&s->listen, a->listen) != 0 || set_str(&s->tls_cert_file, a->tls_cert) != 0 ||
-        set_str(&s->tls_key_file, a->tls_key) != 0 || set_str(&s->audit_log, a->audit_log) != 0)
+        set_str(&s->tls_key_file, a->tls_key) != 0 || set_str(&s->audit_log, a->audit_log) != 0 ||
+        set_str(&s->history_store, a->store) != 0 ||
+        set_str(&s->history_password_file, a->store_password_file) != 0)
         return ejcli_fail(CMD, "out of memory");
     s->no_auth = a->no_auth;
     bool named = a->c.registry != NULL || getenv("EJOB_REGISTRY") != NULL;
@@ -130,7 +141,9 @@ static int serve(const struct ej_console_settings *s)
            host, ej_console_web_port(web));
     for (size_t i = 0; i < s->registry_count; i++)
         printf(" %s", s->registries[i].name);
-    printf(")%s\n", s->no_auth ? " without login" : "");
+    printf(")%s%s%s\n", s->no_auth ? " without login" : "",
+           s->history_store != NULL ? ", history from " : "",
+           s->history_store != NULL ? s->history_store : "");
     fflush(stdout);
     int sig = 0;
     sigwait(&set, &sig);
@@ -154,6 +167,8 @@ static int run_console(int argc, char **argv)
                                  {"tls-cert", 0, EJCLI_STR, &a.tls_cert},
                                  {"tls-key", 0, EJCLI_STR, &a.tls_key},
                                  {"audit-log", 0, EJCLI_STR, &a.audit_log},
+                                 {"store", 0, EJCLI_STR, &a.store},
+                                 {"store-password-file", 0, EJCLI_STR, &a.store_password_file},
                                  EJCLI_FLAGS_END};
     char *pos[1];
     int npos;

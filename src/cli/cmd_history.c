@@ -14,6 +14,7 @@
 #include "cli/cli_util.h"
 #include "cli/daemon_events.h"
 #include "cli/embedded.h"
+#include "trace/json.h"
 
 #define CMD "history"
 
@@ -61,55 +62,6 @@ static const char usage[] =
     "\n"
     "Exit codes: 0 shown (also when nothing matched), 1 the store cannot be\n"
     "read or the run is not found, 2 usage error.\n";
-
-/* ------------------------------------------------------------- parsing */
-
-/* "90s", "30m", "2h", "7d", "1w": milliseconds, or -1. */
-static int64_t parse_duration(const char *s)
-{
-    char *end = NULL;
-    long long n = strtoll(s, &end, 10);
-    if (end == s || n < 0 || end[0] == '\0' || end[1] != '\0')
-        return -1;
-    switch (end[0]) {
-    case 's':
-        return n * 1000;
-    case 'm':
-        return n * 60 * 1000;
-    case 'h':
-        return n * 3600 * 1000;
-    case 'd':
-        return n * 86400 * 1000;
-    case 'w':
-        return n * 7 * 86400 * 1000;
-    }
-    return -1;
-}
-
-/* A duration back from now or a local time; epoch ms, or -1. */
-static int64_t parse_when(const char *s)
-{
-    int64_t d = parse_duration(s);
-    if (d >= 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - d;
-    }
-    static const char *const formats[] = {"%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S",
-                                          "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d"};
-    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
-        struct tm tm;
-        memset(&tm, 0, sizeof tm);
-        const char *rest = strptime(s, formats[i], &tm);
-        if (rest == NULL || *rest != '\0')
-            continue;
-        tm.tm_isdst = -1;
-        time_t t = mktime(&tm);
-        if (t != (time_t)-1)
-            return (int64_t)t * 1000;
-    }
-    return -1;
-}
 
 /* ------------------------------------------------------------ opening */
 
@@ -185,21 +137,6 @@ static void format_local(int64_t ms, char *out, size_t len)
     snprintf(out + n, len - n, ".%03d", (int)(ms % 1000));
 }
 
-/* ISO 8601 with the local offset, for JSON. */
-static json_t *json_time(int64_t ms)
-{
-    if (ms <= 0)
-        return json_null();
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    localtime_r(&t, &tm);
-    char buf[64], zone[8];
-    size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-    strftime(zone, sizeof zone, "%z", &tm);
-    snprintf(buf + n, sizeof buf - n, ".%03d%.3s:%s", (int)(ms % 1000), zone, zone + 3);
-    return json_string(buf);
-}
-
 static void format_duration(int64_t ms, char *out, size_t len)
 {
     if (ms < 0)
@@ -229,99 +166,6 @@ static void format_result(const struct ej_trace_execution *e, char *out, size_t 
     }
 }
 
-/* Prints bytes as text: valid UTF-8 and \n \t as they are, anything else
- * as \xNN. */
-static void print_bytes(FILE *f, const unsigned char *p, size_t n, const char *indent)
-{
-    bool line_start = true;
-    for (size_t i = 0; i < n;) {
-        if (line_start)
-            fputs(indent, f);
-        line_start = false;
-        unsigned char c = p[i];
-        size_t k = 0;
-        if (c >= 0xc2 && c <= 0xf4) {
-            k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-            for (size_t j = 1; j < k; j++)
-                if (i + j >= n || (p[i + j] & 0xc0) != 0x80)
-                    k = 0;
-        }
-        if (k > 0) {
-            fwrite(p + i, 1, k, f);
-            i += k;
-            continue;
-        }
-        if (c == '\n') {
-            fputc('\n', f);
-            line_start = true;
-        } else if (c == '\t' || (c >= 0x20 && c < 0x7f)) {
-            fputc(c, f);
-        } else {
-            fprintf(f, "\\x%02x", c);
-        }
-        i++;
-    }
-    if (!line_start)
-        fputc('\n', f);
-}
-
-/* Bytes for JSON: a string when valid UTF-8, else with \xNN escapes as
- * print_bytes writes them (and "binary": true). */
-static json_t *json_bytes(const unsigned char *p, size_t n, bool *binary)
-{
-    *binary = false;
-    if (p == NULL)
-        return json_null();
-    json_t *s = json_stringn((const char *)p, n);
-    if (s != NULL && memchr(p, '\0', n) == NULL)
-        return s;
-    json_decref(s);
-    *binary = true;
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (f == NULL)
-        return json_null();
-    print_bytes(f, p, n, "");
-    fclose(f);
-    if (len > 0 && buf[len - 1] == '\n' && (n == 0 || p[n - 1] != '\n'))
-        len--;
-    s = json_stringn(buf, len);
-    free(buf);
-    return s ? s : json_null();
-}
-
-static json_t *execution_json(const struct ej_trace_execution *e)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "id", json_string(e->id));
-    json_object_set_new(o, "job", json_string(e->job_name));
-    json_object_set_new(o, "item", json_integer(e->sharding_item));
-    json_object_set_new(o, "instance", json_string(e->instance_id));
-    json_object_set_new(o, "ip", json_string(e->ip));
-    json_object_set_new(o, "hostname", json_string(e->hostname));
-    json_object_set_new(o, "taskId", json_string(e->task_id));
-    json_object_set_new(o, "source", json_string(e->execution_source));
-    json_object_set_new(o, "completed", json_boolean(e->completed));
-    json_object_set_new(o, "success", json_boolean(e->completed && e->is_success));
-    json_object_set_new(o, "start", json_time(e->start_ms));
-    json_object_set_new(o, "complete", json_time(e->completed ? e->complete_ms : 0));
-    json_object_set_new(o, "durationMs",
-                        e->duration_ms >= 0 ? json_integer(e->duration_ms) : json_null());
-    json_object_set_new(o, "exitCode",
-                        e->has_detail && e->exit_code >= 0 ? json_integer(e->exit_code)
-                                                           : json_null());
-    json_object_set_new(o, "signal",
-                        e->term_signal > 0 ? json_integer(e->term_signal) : json_null());
-    json_object_set_new(o, "httpStatus",
-                        e->http_status > 0 ? json_integer(e->http_status) : json_null());
-    json_object_set_new(o, "fencingToken",
-                        e->fencing_token ? json_integer(e->fencing_token) : json_null());
-    json_object_set_new(o, "failureCause",
-                        e->failure_cause ? json_string(e->failure_cause) : json_null());
-    return o;
-}
-
 static void print_json(json_t *v)
 {
     char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -342,7 +186,7 @@ static int list(ej_trace_reader *r, const struct ej_trace_query *q, bool as_json
     if (as_json) {
         json_t *arr = json_array();
         for (size_t i = 0; i < l.count; i++)
-            json_array_append_new(arr, execution_json(&l.rows[i]));
+            json_array_append_new(arr, ej__trace_execution_json(&l.rows[i]));
         print_json(arr);
         ej_trace_execution_list_fini(&l);
         return EJ_EXIT_OK;
@@ -385,7 +229,7 @@ static void show_stream(const char *name, const unsigned char *p, size_t n, bool
     if (p == NULL && !truncated)
         return;
     printf("%s (%zu bytes%s):\n", name, n, truncated ? ", cut at the cap" : "");
-    print_bytes(stdout, p ? p : (const unsigned char *)"", n, "  ");
+    ej__trace_print_bytes(stdout, p ? p : (const unsigned char *)"", n, "  ");
 }
 
 static void show_text(const struct ej_trace_execution_detail *d)
@@ -416,8 +260,8 @@ static void show_text(const struct ej_trace_execution_detail *d)
     }
     if (e->failure_cause != NULL) {
         printf("Failure%s:\n", e->failure_cause_truncated ? " (cut at 4000 characters)" : "");
-        print_bytes(stdout, (const unsigned char *)e->failure_cause, strlen(e->failure_cause),
-                    "  ");
+        ej__trace_print_bytes(stdout, (const unsigned char *)e->failure_cause,
+                              strlen(e->failure_cause), "  ");
     }
     printf("Status trail (%zu):\n", d->trail_count);
     for (size_t i = 0; i < d->trail_count; i++) {
@@ -428,7 +272,8 @@ static void show_text(const struct ej_trace_execution_detail *d)
         if (s->message != NULL && s->message[0] != '\0') {
             /* Multi-line messages (TASK_ERROR's causes) indented below. */
             fputs("  ", stdout);
-            print_bytes(stdout, (const unsigned char *)s->message, strlen(s->message), "");
+            ej__trace_print_bytes(stdout, (const unsigned char *)s->message, strlen(s->message),
+                                  "");
         } else {
             fputc('\n', stdout);
         }
@@ -446,28 +291,7 @@ static int show(ej_trace_reader *r, const char *id, bool as_json)
     if (!as_json) {
         show_text(&d);
     } else {
-        const struct ej_trace_execution *e = &d.execution;
-        json_t *o = execution_json(e);
-        bool bin = false;
-        json_object_set_new(o, "stdout", json_bytes(e->out, e->out_len, &bin));
-        json_object_set_new(o, "stdoutBinary", json_boolean(bin));
-        json_object_set_new(o, "stdoutTruncated", json_boolean(e->out_truncated));
-        json_object_set_new(o, "stderr", json_bytes(e->err, e->err_len, &bin));
-        json_object_set_new(o, "stderrBinary", json_boolean(bin));
-        json_object_set_new(o, "stderrTruncated", json_boolean(e->err_truncated));
-        json_t *trail = json_array();
-        for (size_t i = 0; i < d.trail_count; i++) {
-            const struct ej_trace_status *s = &d.trail[i];
-            json_t *so = json_object();
-            json_object_set_new(so, "time", json_time(s->creation_ms));
-            json_object_set_new(so, "state", json_string(s->state));
-            json_object_set_new(so, "shardingItem", json_string(s->sharding_item));
-            json_object_set_new(so, "slaveId", json_string(s->slave_id));
-            json_object_set_new(so, "message", s->message ? json_string(s->message) : json_null());
-            json_array_append_new(trail, so);
-        }
-        json_object_set_new(o, "statusTrail", trail);
-        print_json(o);
+        print_json(ej__trace_detail_json(&d));
     }
     ej_trace_execution_detail_fini(&d);
     return EJ_EXIT_OK;
@@ -509,10 +333,10 @@ static int run_history(int argc, char **argv)
         if (npos == 1 && ejcli_check_job_name(CMD, pos[0]) != 0)
             return EJ_EXIT_USAGE;
         q.job_name = npos == 1 ? pos[0] : NULL;
-        if (since != NULL && (q.since_ms = parse_when(since)) < 0)
+        if (since != NULL && (q.since_ms = ej__trace_parse_when(since)) < 0)
             return ej_cli_usage_error(CMD, "--since: \"%s\" is neither a duration (2h) nor a time",
                                       since);
-        if (until != NULL && (q.until_ms = parse_when(until)) < 0)
+        if (until != NULL && (q.until_ms = ej__trace_parse_when(until)) < 0)
             return ej_cli_usage_error(CMD, "--until: \"%s\" is neither a duration (2h) nor a time",
                                       until);
         if (item < -1 || item > 1000000)

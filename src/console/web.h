@@ -12,6 +12,7 @@
 #include <microhttpd.h>
 
 #include "ejob/console.h"
+#include "ejob/trace.h"
 
 #define EJ__CONSOLE_DEFAULT_LISTEN "127.0.0.1:8899"
 #define EJ__CONSOLE_TOKEN_HEX 64 /* 32 random bytes */
@@ -32,6 +33,15 @@ struct ej__console_backend {
     ej_console *con; /* cached reads */
 };
 
+/* The execution history store, when one is configured. */
+struct ej__console_history {
+    bool configured;
+    struct ej_trace_target target; /* url points into settings.history_store */
+    char *password;                /* from the password file, or NULL */
+    pthread_mutex_t mu;            /* a reader serves one query at a time */
+    ej_trace_reader *reader;       /* opened on first use, again after an error */
+};
+
 struct ej_console_web {
     struct ej_console_settings settings;
     struct ej__console_backend *backends;
@@ -44,6 +54,7 @@ struct ej_console_web {
     struct ej__console_session sessions[EJ__CONSOLE_MAX_SESSIONS];
     char no_auth_csrf[EJ__CONSOLE_TOKEN_HEX + 1];
     FILE *audit;
+    struct ej__console_history history;
 };
 
 /* What a request is, once authenticated. */
@@ -52,8 +63,9 @@ struct ej__console_request {
     const char *method;
     const char *url;
     const char *remote;
-    json_t *body;   /* parsed JSON body of a write, NULL when none */
-    char user[128]; /* "" before login */
+    struct MHD_Connection *conn; /* for query arguments */
+    json_t *body;                /* parsed JSON body of a write, NULL when none */
+    char user[128];              /* "" before login */
     ej_console_role role;
     bool write; /* POST, PUT or DELETE */
     /* the response */
@@ -77,6 +89,11 @@ const struct ej_console_account *ej__console_account(const ej_console_web *web, 
 
 /* web_api.c: fill req->status / reply for an authenticated API request. */
 void ej__console_api(struct ej__console_request *req);
+/* web_history.c: set up / tear down the history store; the history routes
+ * (seg: what follows "/api/history/"; job: a job's history, or NULL). */
+int ej__console_history_init(ej_console_web *web, char *err, size_t errlen);
+void ej__console_history_fini(ej_console_web *web);
+void ej__console_api_history(struct ej__console_request *req, const char *job, const char *id);
 /* web_config.c: GET / PUT of a job's config. */
 void ej__console_api_config(struct ej__console_request *req, ej_console *con, const char *job);
 /* Set an error reply. */

@@ -7,7 +7,8 @@
  *   GET|PUT /api/registries/R/jobs/J/config         read / validated, versioned write
  *   POST   /api/registries/R/jobs/J/{trigger,shutdown,disable,enable}
  *   POST   /api/registries/R/jobs/J/items/N/{disable,enable}
- *   GET    /api/registries/R/jobs/J/history         501 until a trace store exists
+ *   GET    /api/registries/R/jobs/J/history         its runs (web_history.c)
+ *   GET    /api/history[/ID]                        runs of every job / one run
  *   GET    /api/registries/R/servers                servers with their jobs
  *   POST   /api/registries/R/servers/IP/{disable,enable,shutdown}
  * Authentication and roles are checked before (web_server.c).
@@ -276,16 +277,6 @@ static void remove_job(struct ej__console_request *req, ej_console *con, const c
     ok(req, json_pack("{s:s,s:b}", "jobName", job, "removed", 1));
 }
 
-static void history(struct ej__console_request *req, const char *job)
-{
-    /* The tracing store (ejob/trace.h) is not part of this build yet: say
-     * so plainly rather than show an empty history. */
-    ej__console_reply_error(req, MHD_HTTP_NOT_IMPLEMENTED,
-                            "execution history of \"%s\" needs a tracing store, which this "
-                            "console does not have yet",
-                            job);
-}
-
 static int split(char *path, char **seg)
 {
     int n = 0;
@@ -314,7 +305,7 @@ static void route_job(struct ej__console_request *req, ej_console *con, char **s
     if (n == 2 && is(seg[1], "config") && (get || is(req->method, "PUT")))
         return ej__console_api_config(req, con, job);
     if (n == 2 && is(seg[1], "history") && get)
-        return history(req, job);
+        return ej__console_api_history(req, job, NULL);
     if (n == 2 && is(req->method, "POST"))
         return job_action(req, con, job, seg[1]);
     if (n == 4 && is(seg[1], "items") && is(req->method, "POST"))
@@ -331,6 +322,8 @@ void ej__console_api(struct ej__console_request *req)
     bool get = is(req->method, "GET");
     if (n == 1 && is(seg[0], "registries") && get)
         return list_registries(req);
+    if (n >= 1 && n <= 2 && is(seg[0], "history") && get)
+        return ej__console_api_history(req, NULL, n == 2 ? seg[1] : NULL);
     if (n < 3 || !is(seg[0], "registries"))
         return ej__console_reply_error(req, MHD_HTTP_NOT_FOUND, "no route %s %s", req->method,
                                        req->url);

@@ -284,7 +284,8 @@ enum MHD_Result ej__console_on_request(void *cls, struct MHD_Connection *c, cons
         }
         return send_asset(c, url);
     }
-    struct ej__console_request req = {.web = web, .method = method, .url = url, .write = write};
+    struct ej__console_request req = {
+        .web = web, .method = method, .url = url, .conn = c, .write = write};
     char remote[64];
     remote_of(c, remote, sizeof remote);
     req.remote = remote;

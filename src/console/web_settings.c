@@ -12,6 +12,7 @@
 #include "console/internal.h"
 #include "console/web.h"
 #include "ejob/error.h"
+#include "ejob/trace.h"
 
 #define MAX_SETTINGS_BYTES (64 * 1024)
 
@@ -42,6 +43,8 @@ void ej_console_settings_fini(struct ej_console_settings *s)
         free(s->registries[i].digest);
     }
     free(s->registries);
+    free(s->history_store);
+    free(s->history_password_file);
     memset(s, 0, sizeof(*s));
 }
 
@@ -251,6 +254,20 @@ static int tls_pair(struct loader *l, const char *key, yaml_node_t *v, void *tar
     return fail_at(l, v, "tls: unknown key \"%s\"", key);
 }
 
+static int history_pair(struct loader *l, const char *key, yaml_node_t *v, void *target)
+{
+    struct ej_console_settings *s = target;
+    if (strcmp(key, "store") == 0)
+        return take_string(l, v, key, &s->history_store);
+    if (strcmp(key, "passwordFile") == 0)
+        return take_string(l, v, key, &s->history_password_file);
+    if (strcmp(key, "password") == 0)
+        return fail_at(l, v,
+                       "history: a password does not go in this file; name a passwordFile "
+                       "or set EJOB_TRACING_PASSWORD");
+    return fail_at(l, v, "history: unknown key \"%s\"", key);
+}
+
 static int top_pair(struct loader *l, const char *key, yaml_node_t *v, void *target)
 {
     struct ej_console_settings *s = target;
@@ -268,6 +285,8 @@ static int top_pair(struct loader *l, const char *key, yaml_node_t *v, void *tar
         return load_list(l, v, s, false);
     if (strcmp(key, "accounts") == 0)
         return load_list(l, v, s, true);
+    if (strcmp(key, "history") == 0)
+        return each_pair(l, v, key, history_pair, s);
     return fail_at(l, v, "unknown key \"%s\"", key);
 }
 
@@ -375,6 +394,14 @@ int ej_console_settings_check(const struct ej_console_settings *s, char *err, si
             if (strcmp(s->registries[i].name, s->registries[k].name) == 0)
                 return ej__console_err(EJ_ECONFIG, err, errlen, "two registries are named \"%s\"",
                                        s->registries[i].name);
+    }
+    if (s->history_store != NULL) {
+        struct ej_trace_target t;
+        char why[256];
+        if (ej_trace_target_parse(s->history_store, &t, why, sizeof why) != 0)
+            return ej__console_err(EJ_ECONFIG, err, errlen, "history store: %s", why);
+    } else if (s->history_password_file != NULL) {
+        return ej__console_err(EJ_ECONFIG, err, errlen, "history: a passwordFile without a store");
     }
     for (size_t i = 0; i < s->account_count; i++)
         for (size_t k = 0; k < i; k++)

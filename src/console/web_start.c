@@ -46,7 +46,13 @@ static int copy_settings(struct ej_console_settings *dst, const struct ej_consol
     dst->tls_cert_file = src->tls_cert_file ? strdup(src->tls_cert_file) : NULL;
     dst->tls_key_file = src->tls_key_file ? strdup(src->tls_key_file) : NULL;
     dst->audit_log = src->audit_log ? strdup(src->audit_log) : NULL;
-    int rc = dst->listen != NULL ? 0 : EJ_ENOMEM;
+    dst->history_store = src->history_store ? strdup(src->history_store) : NULL;
+    dst->history_password_file =
+        src->history_password_file ? strdup(src->history_password_file) : NULL;
+    int rc = dst->listen != NULL && (src->history_store == NULL) == (dst->history_store == NULL) &&
+                     (src->history_password_file == NULL) == (dst->history_password_file == NULL)
+                 ? 0
+                 : EJ_ENOMEM;
     for (size_t i = 0; i < src->registry_count && rc == 0; i++)
         rc = ej_console_settings_add_registry(
             dst, src->registries[i].name, src->registries[i].servers, src->registries[i].namespace_,
@@ -172,6 +178,7 @@ int ej_console_web_start(const struct ej_console_settings *settings, ej_console_
     if (web == NULL)
         return EJ_ENOMEM;
     pthread_mutex_init(&web->mu, NULL);
+    pthread_mutex_init(&web->history.mu, NULL);
     rc = copy_settings(&web->settings, settings);
     if (rc == 0 && web->settings.no_auth)
         rc = ej__console_random_hex(web->no_auth_csrf, EJ__CONSOLE_TOKEN_HEX);
@@ -179,6 +186,8 @@ int ej_console_web_start(const struct ej_console_settings *settings, ej_console_
         (web->audit = fopen(web->settings.audit_log, "ae")) == NULL)
         rc = ej__console_err(-errno, err, errlen, "audit log %s: %s", web->settings.audit_log,
                              strerror(errno));
+    if (rc == 0)
+        rc = ej__console_history_init(web, err, errlen);
     if (rc == 0)
         rc = connect_backends(web, err, errlen);
     if (rc == 0)
@@ -209,6 +218,7 @@ void ej_console_web_stop(ej_console_web *web)
         ej_registry_destroy(web->backends[i].reg);
     }
     free(web->backends);
+    ej__console_history_fini(web);
     if (web->audit != NULL)
         fclose(web->audit);
     free(web->tls_cert);

@@ -1,7 +1,7 @@
 // The console page end to end in Debian's chromium, driven by playwright-core:
 // log in, filter the job list, watch items move after a daemon is killed,
 // trigger, disable and enable, edit a config and see the validator's errors
-// next to the fields, read history, the server view, a guest without buttons.
+// next to the fields, read history (a failed run's output as text), the server view, a guest without buttons.
 // Environment: CONSOLE_URL, KILL_PID (a daemon to kill -9), KEEP_IP (the
 // survivor's IP), ARTIFACTS (screenshot directory), USER_DATA_DIR.
 'use strict';
@@ -141,11 +141,31 @@ async function main() {
 
   // ---------------------------------------------------------------- history, servers
   await page.goto(url + '/#/job/browserJob/history');
-  await waitFor(page, () => /tracing store/.test((document.querySelector('#history-message') || {}).textContent || ''),
-    null, 'history page says a tracing store is needed');
+  await waitFor(page, () => document.querySelector('#history-job').value === 'browserJob' &&
+    document.querySelectorAll('#history-body tr').length > 0 &&
+    [...document.querySelectorAll('#history-body tr td:nth-child(2)')].every(td => td.textContent === 'browserJob'),
+  null, 'a job\'s history lists its runs', 30000);
+  await page.click('#nav-history');
+  await page.fill('#history-job', 'outJob');
+  await page.check('#history-failed');
+  await page.click('#history-search');
+  await waitFor(page, () => {
+    const rows = [...document.querySelectorAll('#history-body tr')];
+    return rows.length > 0 && rows.every(r => r.children[1].textContent === 'outJob' && r.querySelector('.result').textContent === 'FAILED exit 4');
+  }, null, 'history filtered to outJob\'s failed runs', 30000);
+  await shot(page, '6-history');
+  await page.click('#history-body tr a.run-link');
+  await waitFor(page, () => /boom <img src=x onerror="window.__pwned=1"> on stderr/.test((document.querySelector('#run-stderr') || {}).textContent || ''),
+    null, 'a run\'s stderr shown as text', 15000);
+  check(/out line \\xff <b>not bold<\/b>/.test(await page.textContent('#run-stdout')), 'stdout with a byte that is not UTF-8 shown as \\xff, markup as text');
+  check(await page.$('#view img') === null && await page.$('#run-stdout b') === null, 'no element made from stored output');
+  check(await page.evaluate(() => window.__pwned === undefined), 'stored output ran no script');
+  check(/TASK_ERROR/.test(await page.textContent('#run-trail')), 'status trail shown, ending in TASK_ERROR');
+  check(await page.textContent('#run-result') === 'FAILED exit 4', 'run result FAILED exit 4');
+  await shot(page, '7-run');
   await page.click('#nav-servers');
   await waitFor(page, () => document.querySelectorAll('#servers-list section').length === 2, null, 'server view shows both IPs');
-  await shot(page, '6-servers');
+  await shot(page, '8-servers');
 
   // ---------------------------------------------------------------- a guest sees no buttons
   await page.click('#logout');

@@ -121,8 +121,9 @@ out=$("$E" status lostJob --registry "$ZKF_CONNECT/other")
 grep -q '^Leader: *10.0.0.9@-@9 (not a live instance' <<<"$out" && pass "ejob status flags the lost leader" || fail "ejob status: $out"
 req GET /api/registries/nosuch/jobs; expect_code 404 "unknown registry"
 req GET /api/registries/capi/jobs/nosuch; expect_code 404 "unknown job"
-req GET /api/registries/capi/jobs/apiJob/history; expect_code 501 "history without a tracing store: 501"
-grep -q 'tracing store' <<<"$BODY" && pass "history says why" || fail "history: $BODY"
+req GET /api/registries/capi/jobs/apiJob/history; expect_code 404 "history without a history store: 404"
+expect_json 'd["configured"]' False "history says no store is configured"
+grep -q 'no history store is configured: start the console with --store' <<<"$BODY" && pass "history says why and how" || fail "history: $BODY"
 req GET /api/registries/capi/servers; expect_code 200 "servers"
 expect_json '[s["jobs"][0]["jobName"] for s in d]' "['apiJob', 'apiJob']" "server view lists the job per server"
 

@@ -35,6 +35,7 @@ cenv_daemon() {
 
 cenv_console() {
   local log=$1; shift
+  : >"$log"
   setpriv --pdeathsig KILL "$E" console "$@" >"$log" 2>"$log.err" &
   CENV_CONSOLE_PID=$!
   zkf_track "$CENV_CONSOLE_PID"

@@ -194,8 +194,11 @@ static void test_settings_file(void **state)
                        "  - {serverLists: \"a:1\", namespace: other}\n"
                        "accounts:\n"
                        "  - {name: alice, role: admin, passwordHash: \"$6$s$h\"}\n"
-                       "  - {name: bob, role: guest, passwordHash: \"$6$s$h\"}\n";
+                       "  - {name: bob, role: guest, passwordHash: \"$6$s$h\"}\n"
+                       "history: {store: \"sqlite:/var/h.db\", passwordFile: /etc/pw}\n";
     assert_int_equal(parse(text, &s, err, sizeof err), 0);
+    assert_string_equal(s.history_store, "sqlite:/var/h.db");
+    assert_string_equal(s.history_password_file, "/etc/pw");
     assert_string_equal(s.listen, "127.0.0.1:9000");
     assert_int_equal(s.session_ttl_seconds, 60);
     assert_string_equal(s.tls_key_file, "k.pem");
@@ -225,6 +228,10 @@ static void test_settings_file(void **state)
         {"registries:\n  - {name: x}\n", "c.yaml:2:5: registries: each needs serverLists and "
                                          "namespace"},
         {"listen: [\n", "c.yaml:2:1: did not find expected node content"},
+        {"history: {store: x, password: p}\n",
+         "c.yaml:1:31: history: a password does not go in this file; name a passwordFile or set "
+         "EJOB_TRACING_PASSWORD"},
+        {"history: {url: x}\n", "c.yaml:1:16: history: unknown key \"url\""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_not_equal(parse(bad[i].text, &s, err, sizeof err), 0);
@@ -262,6 +269,21 @@ static void test_settings_check(void **state)
     assert_int_equal(ej_console_settings_add_registry(&s, NULL, "h:2", "ns", NULL), 0);
     assert_int_equal(ej_console_settings_check(&s, err, sizeof err), EJ_ECONFIG);
     assert_string_equal(err, "two registries are named \"ns\"");
+    /* A history store name is checked as `ejob history --store` checks it. */
+    ej_console_settings_fini(&s);
+    ej_console_settings_init(&s);
+    s.no_auth = true;
+    assert_int_equal(ej_console_settings_add_registry(&s, NULL, "h:1", "ns", NULL), 0);
+    s.history_password_file = strdup("/etc/pw");
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), EJ_ECONFIG);
+    assert_string_equal(err, "history: a passwordFile without a store");
+    s.history_store = strdup("postgresql://u:secret@h/db");
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), EJ_ECONFIG);
+    assert_non_null(strstr(err, "history store: "));
+    assert_non_null(strstr(err, "password"));
+    free(s.history_store);
+    s.history_store = strdup("postgresql://u@h/db");
+    assert_int_equal(ej_console_settings_check(&s, err, sizeof err), 0);
     ej_console_settings_fini(&s);
 }
 

@@ -278,14 +278,97 @@ async function configView(job) {
 }
 
 // ------------------------------------------------------------ history
+// Runs from the history store (GET /api/history). Output and failure causes
+// are whatever the jobs printed: they go into the page as text only.
 
-async function historyView(job) {
+function runResult(e) {
+  if (!e.completed) return 'unfinished';
+  if (e.success) return 'ok';
+  if (e.signal) return 'FAILED signal ' + e.signal;
+  if (e.exitCode) return 'FAILED exit ' + e.exitCode;
+  if (e.httpStatus) return 'FAILED http ' + e.httpStatus;
+  return 'FAILED';
+}
+
+function runTime(t) { return t ? t.replace('T', ' ').replace(/[+-]\d\d:\d\d$/, '') : '-'; }
+
+function runDuration(e) {
+  if (!e.completed || e.durationMs === null) return '-';
+  return e.durationMs < 10000 ? e.durationMs + 'ms' : (e.durationMs / 1000).toFixed(1) + 's';
+}
+
+function historyMessage(r) {
+  return el('p', { class: r.status === 404 && r.data.configured === false ? 'muted' : 'error',
+    id: 'history-message' }, r.data.error || ('failed: HTTP ' + r.status));
+}
+
+function historyView(job) {
+  const field = (id, placeholder, value) => el('input', { id, placeholder, value: value || '' });
+  const f = {
+    job: field('history-job', 'job name', job),
+    since: field('history-since', 'since (2h, 2026-01-01 10:00)'),
+    until: field('history-until', 'until'),
+    item: field('history-item', 'item'),
+    instance: field('history-instance', 'instance IP@-@PID'),
+    limit: el('input', { id: 'history-limit', type: 'number', min: 1, max: 1000, value: 50 }),
+  };
+  const failed = el('input', { type: 'checkbox', id: 'history-failed' });
+  const out = el('div', { id: 'history-out' });
+  const body = el('tbody', { id: 'history-body' });
+  const table = el('table', { id: 'history' },
+    el('thead', {}, el('tr', {}, ['Started', 'Job', 'Item', 'Instance', 'Source', 'Result',
+      'Duration', 'Run'].map(h => el('th', {}, h)))), body);
+  const query = () => {
+    const q = new URLSearchParams();
+    for (const [k, input] of Object.entries(f)) if (input.value.trim()) q.set(k, input.value.trim());
+    if (failed.checked) q.set('failed', 'true');
+    return '/api/history?' + q.toString();
+  };
+  const refresh = async () => {
+    const r = await api('GET', query());
+    if (r.status !== 200) { put(out, historyMessage(r)); return; }
+    put(body, ...r.data.executions.map(e => el('tr', { 'data-run': e.id, class: e.completed && !e.success ? 'failed' : null },
+      el('td', {}, runTime(e.start)), el('td', {}, el('a', { href: '#/job/' + enc(e.job) }, e.job)),
+      el('td', {}, e.item), el('td', {}, e.instance || e.ip), el('td', {}, e.source),
+      el('td', { class: 'result' }, runResult(e)), el('td', {}, runDuration(e)),
+      el('td', {}, el('a', { href: '#/run/' + enc(e.id), class: 'run-link' }, e.id.slice(0, 8))))));
+    put(out, el('p', { class: 'muted', id: 'history-count' },
+      r.data.executions.length + ' runs (newest first, at most ' + r.data.limit + ') from ' + r.data.store), table);
+  };
+  const form = el('form', { class: 'filters', id: 'history-filters' }, Object.values(f),
+    el('label', {}, failed, ' failed only'), el('button', { type: 'submit', id: 'history-search' }, 'Search'));
+  form.onsubmit = ev => { ev.preventDefault(); poll(refresh); };
+  put(document.getElementById('view'), el('h1', {}, job ? 'History of ' + job : 'History'), form, out,
+    job ? el('a', { href: '#/job/' + enc(job) }, 'Back to the job') : null);
+  poll(refresh);
+}
+
+async function runView(id) {
   stopPolling();
-  const r = await api('GET', regPath('/jobs/' + enc(job) + '/history'));
-  put(document.getElementById('view'), el('h1', {}, 'History of ', job),
-    r.status === 200 ? el('pre', {}, JSON.stringify(r.data, null, 2))
-      : el('p', { class: 'muted', id: 'history-message' }, r.data.error),
-    el('a', { href: '#/job/' + enc(job) }, 'Back to the job'));
+  const view = document.getElementById('view');
+  const r = await api('GET', '/api/history/' + enc(id));
+  if (r.status !== 200) { put(view, el('h1', {}, 'Run ', id), historyMessage(r)); return; }
+  const e = r.data;
+  const row = (k, v) => [el('dt', {}, k), el('dd', {}, v === null || v === undefined || v === '' ? '-' : v)];
+  const stream = (name, text, binary, cut) => [
+    el('h2', {}, name, el('span', { class: 'muted' }, (binary ? '  (not text: bytes shown as \\xNN)' : '') +
+      (cut ? '  (cut at the cap)' : ''))),
+    el('pre', { class: 'output', id: 'run-' + name }, text === null ? '(none)' : text)];
+  put(view, el('h1', {}, 'Run ', el('span', { id: 'run-id' }, e.id)),
+    el('dl', { class: 'run', id: 'run-fields' },
+      row('Job', el('a', { href: '#/job/' + enc(e.job) + '/history' }, e.job)), row('Item', e.item),
+      row('Instance', e.instance), row('Host', e.hostname + ' (' + e.ip + ')'), row('Task', e.taskId),
+      row('Source', e.source), row('Started', runTime(e.start)), row('Ended', runTime(e.complete)),
+      row('Duration', runDuration(e)), row('Result', el('span', { id: 'run-result' }, runResult(e))),
+      row('Fencing token', e.fencingToken)),
+    e.failureCause ? [el('h2', {}, 'Failure'), el('pre', { class: 'output', id: 'run-failure' }, e.failureCause)] : null,
+    el('h2', {}, 'Status trail'),
+    el('table', { id: 'run-trail' }, el('thead', {}, el('tr', {}, ['Time', 'State', 'Items', 'Server', 'Message'].map(h => el('th', {}, h)))),
+      el('tbody', {}, e.statusTrail.map(s => el('tr', {}, el('td', {}, runTime(s.time)), el('td', {}, s.state),
+        el('td', {}, s.shardingItem), el('td', {}, s.slaveId), el('td', {}, el('pre', {}, s.message || '')))))),
+    stream('stdout', e.stdout, e.stdoutBinary, e.stdoutTruncated),
+    stream('stderr', e.stderr, e.stderrBinary, e.stderrTruncated),
+    el('a', { href: '#/history' }, 'All history'));
 }
 
 // ------------------------------------------------------------ servers
@@ -322,6 +405,11 @@ function route() {
     if (parts[2] === 'config') return configView(parts[1]);
     if (parts[2] === 'history') return historyView(parts[1]);
     return jobView(parts[1]);
+  }
+  if (parts[0] === 'run' && parts[1]) return runView(parts[1]);
+  if (parts[0] === 'history') {
+    document.getElementById('nav-history').classList.add('active');
+    return historyView(parts[1] || '');
   }
   if (parts[0] === 'servers') {
     document.getElementById('nav-servers').classList.add('active');

@@ -1,0 +1,228 @@
+/*
+ * The history routes of `ejob console`, over the tracing store's read API
+ * (ejob/trace.h), rendered by the same code as `ejob history --json`
+ * (trace/json.h):
+ *   GET /api/history?job=&since=&until=&failed=&item=&instance=&limit=
+ *   GET /api/history/ID                    one run: row, status trail, output
+ *   GET /api/registries/R/jobs/J/history   the list, for job J
+ * The store is named once for the console (--store or history.store): the
+ * tables of ElasticJob hold no namespace, so every registry reads the same
+ * history. The reader is opened on first use (the daemons may not have
+ * written the file yet when the console starts) and again after an error.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "console/internal.h"
+#include "console/web.h"
+#include "ejob/error.h"
+#include "trace/json.h"
+
+#define LIST_LIMIT_DEFAULT 50
+#define LIST_LIMIT_MAX 1000
+#define ITEM_MAX 1000000
+
+int ej__console_history_init(ej_console_web *web, char *err, size_t errlen)
+{
+    struct ej__console_history *h = &web->history;
+    const struct ej_console_settings *s = &web->settings;
+    if (s->history_store == NULL)
+        return 0;
+    char why[256] = "";
+    if (ej_trace_target_parse(s->history_store, &h->target, why, sizeof why) != 0)
+        return ej__console_err(EJ_ECONFIG, err, errlen, "history store: %s", why);
+    if (s->history_password_file != NULL) {
+        int rc =
+            ej_trace_read_password_file(s->history_password_file, &h->password, why, sizeof why);
+        if (rc != 0)
+            return ej__console_err(rc, err, errlen, "history store password: %s", why);
+        h->target.password = h->password;
+    }
+    h->configured = true;
+    return 0;
+}
+
+void ej__console_history_fini(ej_console_web *web)
+{
+    struct ej__console_history *h = &web->history;
+    ej_trace_reader_close(h->reader);
+    h->reader = NULL;
+    if (h->password != NULL) {
+        explicit_bzero(h->password, strlen(h->password));
+        free(h->password);
+        h->password = NULL;
+    }
+    pthread_mutex_destroy(&h->mu);
+}
+
+/* With h->mu held: the reader, opened when it is not. NULL with the reply
+ * set when the store cannot be read. */
+static ej_trace_reader *reader_locked(struct ej__console_request *req)
+{
+    struct ej__console_history *h = &req->web->history;
+    if (h->reader != NULL)
+        return h->reader;
+    char err[512] = "";
+    int rc = ej_trace_reader_open(&h->target, &h->reader, err, sizeof err);
+    if (rc == EJ_ENOTFOUND) {
+        ej__console_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                "no history in %s yet (%s): no daemon has written it",
+                                h->target.url, err[0] ? err : ej_strerror(rc));
+        return NULL;
+    }
+    if (rc != 0) {
+        ej__console_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                "cannot read the history store %s: %s", h->target.url,
+                                err[0] ? err : ej_strerror(rc));
+        h->reader = NULL;
+        return NULL;
+    }
+    return h->reader;
+}
+
+/* A failed query: said as the database said it; the reader is reopened by
+ * the next request (a lost PostgreSQL connection, a replaced file). */
+static void query_failed_locked(struct ej__console_request *req, int rc)
+{
+    struct ej__console_history *h = &req->web->history;
+    if (rc == EJ_ENOTFOUND) {
+        ej__console_reply_error(req, MHD_HTTP_NOT_FOUND, "%s", ej_trace_reader_errmsg(h->reader));
+        return;
+    }
+    if (rc == EJ_EINVAL) {
+        ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "%s", ej_trace_reader_errmsg(h->reader));
+        return;
+    }
+    ej__console_reply_error(req, MHD_HTTP_BAD_GATEWAY, "history query failed: %s",
+                            ej_trace_reader_errmsg(h->reader)[0] ? ej_trace_reader_errmsg(h->reader)
+                                                                 : ej_strerror(rc));
+    if (rc == EJ_EDB) {
+        ej_trace_reader_close(h->reader);
+        h->reader = NULL;
+    }
+}
+
+static const char *arg(const struct ej__console_request *req, const char *name)
+{
+    const char *v = MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+    return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+static bool parse_long(const char *s, long min, long max, long *out)
+{
+    char *end = NULL;
+    long n = strtol(s, &end, 10);
+    if (s[0] < '0' || s[0] > '9' || *end != '\0' || n < min || n > max)
+        return false;
+    *out = n;
+    return true;
+}
+
+/* The query's filters from the URL; false with a 400 reply naming the bad
+ * one. */
+static bool parse_query(struct ej__console_request *req, const char *job, struct ej_trace_query *q)
+{
+    memset(q, 0, sizeof *q);
+    q->item = -1;
+    q->limit = LIST_LIMIT_DEFAULT;
+    q->job_name = job != NULL ? job : arg(req, "job");
+    if (q->job_name != NULL && !ej_console_is_segment(q->job_name)) {
+        ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "job: \"%s\" is not a job name",
+                                q->job_name);
+        return false;
+    }
+    static const char *const bounds[] = {"since", "until"};
+    for (int i = 0; i < 2; i++) {
+        const char *v = arg(req, bounds[i]);
+        int64_t ms = v != NULL ? ej__trace_parse_when(v) : 0;
+        if (ms < 0) {
+            ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST,
+                                    "%s: \"%s\" is neither a duration (2h) nor a time "
+                                    "(2026-01-01 10:00)",
+                                    bounds[i], v);
+            return false;
+        }
+        *(i == 0 ? &q->since_ms : &q->until_ms) = ms;
+    }
+    const char *failed = arg(req, "failed");
+    if (failed != NULL) {
+        bool yes = strcmp(failed, "true") == 0 || strcmp(failed, "1") == 0;
+        if (!yes && strcmp(failed, "false") != 0 && strcmp(failed, "0") != 0) {
+            ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "failed: expected true or false");
+            return false;
+        }
+        q->failed_only = yes;
+    }
+    long n;
+    const char *item = arg(req, "item");
+    if (item != NULL) {
+        if (!parse_long(item, 0, ITEM_MAX, &n)) {
+            ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "item: expected 0..%d, got \"%s\"",
+                                    ITEM_MAX, item);
+            return false;
+        }
+        q->item = (int)n;
+    }
+    const char *limit = arg(req, "limit");
+    if (limit != NULL) {
+        if (!parse_long(limit, 1, LIST_LIMIT_MAX, &n)) {
+            ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "limit: expected 1..%d, got \"%s\"",
+                                    LIST_LIMIT_MAX, limit);
+            return false;
+        }
+        q->limit = (size_t)n;
+    }
+    q->instance_id = arg(req, "instance");
+    return true;
+}
+
+static void list_locked(struct ej__console_request *req, ej_trace_reader *r,
+                        const struct ej_trace_query *q)
+{
+    struct ej_trace_execution_list l;
+    int rc = ej_trace_query_executions(r, q, &l);
+    if (rc != 0)
+        return query_failed_locked(req, rc);
+    json_t *rows = json_array();
+    for (size_t i = 0; i < l.count; i++)
+        json_array_append_new(rows, ej__trace_execution_json(&l.rows[i]));
+    ej_trace_execution_list_fini(&l);
+    req->status = MHD_HTTP_OK;
+    req->reply = json_pack("{s:s,s:I,s:o}", "store", req->web->settings.history_store, "limit",
+                           (json_int_t)q->limit, "executions", rows);
+}
+
+static void show_locked(struct ej__console_request *req, ej_trace_reader *r, const char *id)
+{
+    struct ej_trace_execution_detail d;
+    int rc = ej_trace_get_execution(r, id, &d);
+    if (rc != 0)
+        return query_failed_locked(req, rc);
+    req->status = MHD_HTTP_OK;
+    req->reply = ej__trace_detail_json(&d);
+    ej_trace_execution_detail_fini(&d);
+}
+
+void ej__console_api_history(struct ej__console_request *req, const char *job, const char *id)
+{
+    struct ej__console_history *h = &req->web->history;
+    if (!h->configured) {
+        ej__console_reply_error(req, MHD_HTTP_NOT_FOUND,
+                                "no history store is configured: start the console with --store "
+                                "sqlite:PATH|postgresql://USER@HOST/DB, or set history.store in "
+                                "its settings file");
+        json_object_set_new(req->reply, "configured", json_false());
+        return;
+    }
+    struct ej_trace_query q;
+    if (id == NULL && !parse_query(req, job, &q))
+        return;
+    pthread_mutex_lock(&h->mu);
+    ej_trace_reader *r = reader_locked(req);
+    if (r != NULL && id != NULL)
+        show_locked(req, r, id);
+    else if (r != NULL)
+        list_locked(req, r, &q);
+    pthread_mutex_unlock(&h->mu);
+}
