@@ -134,28 +134,37 @@ def check(argv):
     a = ap.parse_args(argv)
     period_ms = a.period * 1000
     margin = a.margin_ms if a.margin_ms is not None else period_ms
-    gone = {}
+    # Pids are reused over a long run (pid_max may be 32768): a run is one
+    # START and the next END/STOP of its pid, and a GONE counts for the run
+    # of that pid that started before it.
+    gone = {}  # pid -> ascending times it was seen gone
     for p in parse(a.gone):
         if p[0] == "GONE":
-            gone.setdefault(int(p[1]), int(p[2]))
-    runs = {}  # pid -> dict
+            gone.setdefault(int(p[1]), []).append(int(p[2]))
+    run_list = []
+    open_run = {}  # pid -> the run of that pid without an end yet
     for p in parse(a.log):
         if p[0] not in ("START", "END", "STOP") or len(p) < 7:
             continue
         pid = int(p[4])
         if p[0] == "START":
-            runs[pid] = dict(job=p[1], item=int(p[2]), inst=p[3], pid=pid, pgid=int(p[5]),
-                             start=int(p[6]), token=int(p[7]) if len(p) > 7 else 0, end=None,
-                             how="running")
-        elif pid in runs and runs[pid]["end"] is None:
-            runs[pid]["end"] = int(p[6])
-            runs[pid]["how"] = p[0]
+            r = dict(job=p[1], item=int(p[2]), inst=p[3], pid=pid, pgid=int(p[5]),
+                     start=int(p[6]), token=int(p[7]) if len(p) > 7 else 0, end=None,
+                     how="running")
+            run_list.append(r)
+            open_run[pid] = r
+        elif pid in open_run:
+            r = open_run.pop(pid)
+            r["end"] = int(p[6])
+            r["how"] = p[0]
     end_of_check = now_ms()
-    for r in runs.values():
+    for r in run_list:
         if r["end"] is None:
             # Killed without a word: it lived until the watcher saw it gone.
-            r["end"] = gone.get(r["pid"], end_of_check)
-            r["how"] = "GONE" if r["pid"] in gone else "ALIVE"
+            seen = [t for t in gone.get(r["pid"], []) if t >= r["start"]]
+            r["end"] = seen[0] if seen else end_of_check
+            r["how"] = "GONE" if seen else "ALIVE"
+    runs = {i: r for i, r in enumerate(run_list)}
     faults = []
     for p in parse(a.faults):
         if p[0] == "FAULT":
