@@ -198,6 +198,11 @@ EJ_EXTERN int ej_job_shutdown(ej_job *job);
  * the job's callbacks. */
 EJ_EXTERN void ej_job_destroy(ej_job *job);
 
+/* Upper bounds, in seconds, of the buckets of ej_job_status.fire_lateness
+ * (a last bucket, +Inf, follows them). */
+#define EJ_FIRE_LATENESS_BUCKETS 14
+EJ_EXTERN extern const double ej_fire_lateness_bounds[EJ_FIRE_LATENESS_BUCKETS];
+
 /* What ej_job_status() reports. Free with ej_job_status_fini(). */
 struct ej_job_status {
     char *job_name;
@@ -220,8 +225,16 @@ struct ej_job_status {
     uint64_t items_failed;
     uint64_t fires_missed; /* cron fire times not run on time, each also posted as a
                             * TASK_ERROR status event naming the reason */
-    int monitor_port; /* the monitor port listening, -1: none */
-    char *last_error; /* "" when none: e.g. an invalid config in ZooKeeper */
+    /* Cron fires started, by lateness (the cron fire time to the fire's
+     * start; fire-now and failover fires are not counted): fire_lateness[i]
+     * fires with ej_fire_lateness_bounds[i-1] < lateness <= bounds[i], the
+     * last for more than every bound; not cumulative. Sum in seconds. */
+    uint64_t fire_lateness[EJ_FIRE_LATENESS_BUCKETS + 1];
+    double fire_lateness_sum;
+    uint64_t reshards; /* new sharding assignments this instance wrote as leader
+                        * (since start; 0 while not started) */
+    int monitor_port;  /* the monitor port listening, -1: none */
+    char *last_error;  /* "" when none: e.g. an invalid config in ZooKeeper */
 };
 
 /* Fill st (caller finalises). Returns 0, EJ_EINVAL or EJ_ENOMEM. */

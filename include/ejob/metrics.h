@@ -144,6 +144,15 @@ EJ_EXTERN void ej_metric_set(ej_metric_series *s, double v);
  * adds it to the sum. NaN is ignored. Other types: ignored. Lock-free. */
 EJ_EXTERN void ej_metric_observe(ej_metric_series *s, double v);
 
+/* Histogram: replaces its state with one kept elsewhere (a histogram a
+ * collector mirrors at each scrape): counts[i] observations in bucket i,
+ * not cumulative, the last for +Inf; n must be the family's bucket count
+ * plus one (else nothing changes); sum the total of the observations.
+ * Other types: ignored. Lock-free; a render running meanwhile may see a
+ * mix of the old and new state. */
+EJ_EXTERN void ej_metric_histogram_set(ej_metric_series *s, const uint64_t *counts, size_t n,
+                                       double sum);
+
 /* The value of a counter or gauge series; for a histogram, its count.
  * 0 for NULL. */
 EJ_EXTERN double ej_metric_value(const ej_metric_series *s);

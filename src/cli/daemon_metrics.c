@@ -47,6 +47,8 @@ enum {
     M_ITEM_DURATION,
     M_NOT_RUN,
     M_FAILOVERS,
+    M_LATENESS,
+    M_RESHARDS,
     M_LEADER,
     M_ITEMS_OWNED,
     M_RUNNING,
@@ -92,6 +94,19 @@ static const struct ej_metric_desc table[M_COUNT] = {
                      {"job"},
                      NULL,
                      0},
+    [M_LATENESS] = {"ejob_fire_lateness_seconds",
+                    H,
+                    "Cron fires started on this instance, by how late they started "
+                    "(cron fire time to start).",
+                    {"job"},
+                    ej_fire_lateness_bounds,
+                    EJ_FIRE_LATENESS_BUCKETS},
+    [M_RESHARDS] = {"ejob_reshards_total",
+                    C,
+                    "New sharding assignments this instance wrote as the job's leader.",
+                    {"job"},
+                    NULL,
+                    0},
     [M_LEADER] =
         {"ejob_job_leader", G, "1 when this instance is the job's leader.", {"job"}, NULL, 0},
     [M_ITEMS_OWNED] =
@@ -169,8 +184,8 @@ static const struct ej_metric_desc table[M_COUNT] = {
 
 /* Families the collector rebuilds at every scrape: their series follow the
  * jobs that run now. */
-static const int per_job_status[] = {M_FIRES,   M_LEADER,    M_ITEMS_OWNED,
-                                     M_RUNNING, M_LAST_FIRE, M_NEXT_FIRE};
+static const int per_job_status[] = {M_FIRES,   M_LATENESS,  M_RESHARDS,    M_LEADER,
+                                     M_RUNNING, M_LAST_FIRE, M_ITEMS_OWNED, M_NEXT_FIRE};
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
@@ -253,6 +268,9 @@ static void collect_jobs(void)
             continue;
         const char *job = s.job_name != NULL ? s.job_name : ej_job_name(st.jobs[i]);
         ej_metric_set(ej_metric_get1(st.f[M_FIRES], job), (double)s.fires);
+        ej_metric_histogram_set(ej_metric_get1(st.f[M_LATENESS], job), s.fire_lateness,
+                                EJ_FIRE_LATENESS_BUCKETS + 1, s.fire_lateness_sum);
+        ej_metric_set(ej_metric_get1(st.f[M_RESHARDS], job), (double)s.reshards);
         ej_metric_set(ej_metric_get1(st.f[M_LEADER], job), s.leader);
         ej_metric_set(ej_metric_get1(st.f[M_ITEMS_OWNED], job), (double)s.item_count);
         ej_metric_set(ej_metric_get1(st.f[M_RUNNING], job), s.running);

@@ -297,6 +297,21 @@ void ej__coord_set_busy(ej__coord *c, bool busy)
     pthread_mutex_unlock(&c->mu);
 }
 
+void ej__coord_count_reshard(ej__coord *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->reshards++;
+    pthread_mutex_unlock(&c->mu);
+}
+
+uint64_t ej__coord_reshards(ej__coord *c)
+{
+    pthread_mutex_lock(&c->mu);
+    uint64_t n = c->reshards;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
 bool ej__coord_busy(ej__coord *c)
 {
     pthread_mutex_lock(&c->mu);

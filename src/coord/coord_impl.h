@@ -50,6 +50,7 @@ struct ej__coord {
     int fence_told;      /* fence level last told to the runtime; -1 none */
     bool fence_added;    /* our fence listener is on the registry */
     int64_t last_reconcile_ms;
+    uint64_t reshards; /* assignments written as leader (shard.c) */
     char err[1024];
     bool err_is_config;
     struct ej_job_config cfg;

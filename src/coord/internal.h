@@ -299,6 +299,9 @@ int64_t ej__coord_session(ej__coord *c);
 /* Wall-clock ms of the latest registration (start, or again after a new
  * session); 0 before. A cron fire scheduled before it is not run. */
 int64_t ej__coord_registered_at(ej__coord *c);
+/* New sharding assignments this instance wrote as leader since created. */
+uint64_t ej__coord_reshards(ej__coord *c);
+void ej__coord_count_reshard(ej__coord *c);
 /* May work begun in session start now? Registered in that very session,
  * connected, not stopped, and the registry's fence of the session OPEN
  * (contact with the server within half the session timeout). Asked before

@@ -464,6 +464,7 @@ static int leader_shard(ej__coord *c, int64_t deadline)
     }
     EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: resharded %d items over %zu instances", cfg.job_name,
            count, n);
+    ej__coord_count_reshard(c);
     /* Let the view catch up with what was just written: this instance's
      * own items are read from it right after. */
     /* Polled: the check is linear in the items, and every item's change

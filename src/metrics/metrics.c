@@ -465,6 +465,16 @@ void ej_metric_observe(ej_metric_series *s, double v)
     add_double(&s->value, v);
 }
 
+void ej_metric_histogram_set(ej_metric_series *s, const uint64_t *counts, size_t n, double sum)
+{
+    if (s == NULL || counts == NULL || s->family->type != EJ_METRIC_HISTOGRAM ||
+        n != s->family->nbuckets + 1 || isnan(sum))
+        return;
+    for (size_t i = 0; i < n; i++)
+        atomic_store_explicit(&s->buckets[i], counts[i], memory_order_relaxed);
+    store_double(&s->value, sum);
+}
+
 double ej_metric_value(const ej_metric_series *s)
 {
     if (s == NULL)

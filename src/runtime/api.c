@@ -598,6 +598,8 @@ int ej_job_status(ej_job *job, struct ej_job_status *st)
     st->items_run = job->items_run;
     st->items_failed = job->items_failed;
     st->fires_missed = job->fires_missed;
+    memcpy(st->fire_lateness, job->fire_lateness, sizeof st->fire_lateness);
+    st->fire_lateness_sum = job->fire_lateness_sum;
     st->monitor_port = job->monitor ? ej_monitor_port(job->monitor) : -1;
     st->last_error = strdup(job->last_error);
     st->cron = strdup(job->settings->cron);
@@ -609,6 +611,7 @@ int ej_job_status(ej_job *job, struct ej_job_status *st)
         st->leader = ej__coord_is_leader(job->coord);
         st->connected = ej__coord_connected(job->coord);
         st->server_disabled = ej__coord_server_disabled(job->coord);
+        st->reshards = ej__coord_reshards(job->coord);
         ej__view_items_of(ej__coord_view(job->coord), job->me, &st->items, &st->item_count);
         ej__trigger *t = ej__rt_trigger_get(job);
         if (t)

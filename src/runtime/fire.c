@@ -809,6 +809,22 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
         ej__failover_take(c); /* triggers a FAILOVER fire through the hook */
 }
 
+/* Sub-millisecond to minutes: a healthy scheduler starts a fire within a
+ * few ms; seconds mean a busy pool, minutes a pause or a stall. */
+const double ej_fire_lateness_bounds[EJ_FIRE_LATENESS_BUCKETS] = {
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60, 300};
+
+/* Under job->mu. */
+static void count_lateness(struct ej_job *job, int64_t late_ms)
+{
+    double late = late_ms > 0 ? (double)late_ms / 1000.0 : 0;
+    size_t i = 0;
+    while (i < EJ_FIRE_LATENESS_BUCKETS && late > ej_fire_lateness_bounds[i])
+        i++;
+    job->fire_lateness[i]++;
+    job->fire_lateness_sum += late;
+}
+
 void ej__fire_cb(const struct ej__fire *f, void *arg)
 {
     struct ej_job *job = arg;
@@ -838,6 +854,8 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
     uint64_t gen = ++job->fire_gen;
     job->fires++;
     job->last_fire_ms = ej__now_ms();
+    if (cron)
+        count_lateness(job, f->started_ms - f->scheduled_ms);
     pthread_mutex_unlock(&job->mu);
     int64_t session = ej__coord_session(job->coord);
     atomic_store(&job->fire_session, session);

@@ -121,6 +121,8 @@ struct ej_job {
     const struct ej_tz *tz;
     uint64_t fires, items_run, items_failed;
     uint64_t fires_missed; /* cron fire times not run on time (miss hook) */
+    uint64_t fire_lateness[EJ_FIRE_LATENESS_BUCKETS + 1]; /* cron fires, see ej_job_status */
+    double fire_lateness_sum;
     int64_t last_fire_ms;
     char last_error[1024];
 };

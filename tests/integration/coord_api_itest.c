@@ -8,6 +8,15 @@
 
 #include "coord_harness_itest.c"
 
+/* Cron fires counted by lateness (all buckets). */
+static uint64_t lateness_count(const struct ej_job_status *st)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i <= EJ_FIRE_LATENESS_BUCKETS; i++)
+        n += st->fire_lateness[i];
+    return n;
+}
+
 static atomic_int simple_runs;
 static atomic_int item_seen[8];
 static atomic_int events_seen;
@@ -118,6 +127,12 @@ int main(void)
     CHECK(st.fires >= 2 && st.items_run >= 4, "fires %" PRIu64 " items %" PRIu64, st.fires,
           st.items_run);
     CHECK(st.monitor_port > 0, "monitor port %d", st.monitor_port);
+    /* The only instance leads: it wrote the first assignment. Every fire
+     * so far was a cron fire, each counted once by its lateness. */
+    CHECK(st.reshards >= 1, "reshards %" PRIu64, st.reshards);
+    CHECK(lateness_count(&st) == st.fires, "lateness count %" PRIu64 ", fires %" PRIu64,
+          lateness_count(&st), st.fires);
+    CHECK(st.fire_lateness_sum >= 0, "lateness sum %f", st.fire_lateness_sum);
     int port = st.monitor_port;
     ej_job_status_fini(&st);
     ej__sleep_ms(300);
@@ -170,6 +185,11 @@ int main(void)
     CHECK(st.sharding_total_count == 3 && strcmp(st.cron, "0/2 * * * * ?") == 0, "count %d cron %s",
           st.sharding_total_count, st.cron);
     CHECK(st.item_count == 3, "%zu items after the update", st.item_count);
+    /* The new count was a new assignment; the trigger_all fire (600 ms off
+     * the cron's) is not a cron fire: not counted by lateness. */
+    CHECK(st.reshards >= 2, "reshards %" PRIu64 " after the count changed", st.reshards);
+    CHECK(lateness_count(&st) < st.fires, "lateness count %" PRIu64 ", fires %" PRIu64,
+          lateness_count(&st), st.fires);
     ej_job_status_fini(&st);
     ej_job_config_set_str(&upd.cron, "0/2 * * * * ? nope");
     CHECK(ej_job_update_config(job, &upd) == EJ_ECONFIG, "invalid update accepted");

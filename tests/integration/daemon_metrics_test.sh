@@ -122,7 +122,8 @@ runs_ok() {
 wait_for 60 "okJob items ran and badJob failed" runs_ok
 GROWING=('ejob_job_fires_total{job="okJob"}' 'ejob_item_runs_total{job="okJob",result="success"}'
          'ejob_item_runs_total{job="badJob",result="failed"}' 'ejob_zookeeper_requests_total'
-         'ejob_item_run_duration_seconds_count{job="okJob"}' 'ejob_event_posted_total')
+         'ejob_item_run_duration_seconds_count{job="okJob"}' 'ejob_event_posted_total'
+         'ejob_fire_lateness_seconds_count{job="okJob"}')
 all_grew() {
   scrape "$D/s2" || return 1
   local s
@@ -150,6 +151,19 @@ expect 'ejob_zookeeper_session_state{state="connected"}' 1
 expect 'ejob_zookeeper_session_state{state="connecting"}' 0
 expect 'ejob_zookeeper_session_timeout_seconds' 4
 expect 'ejob_event_dropped_total' 0
+num_ge "$(value "$D/s2" 'ejob_reshards_total{job="okJob"}')" 1 \
+  && pass "the leader counted its sharding assignment" \
+  || fail "reshards: $(grep '^ejob_reshards_total' "$D/s2")"
+# Lateness: every cron fire started counted once (the checker has verified
+# the buckets are cumulative and end in _count); a 1-s job on an idle
+# scheduler starts most fires well within a second of their time.
+LC=$(value "$D/s2" 'ejob_fire_lateness_seconds_count{job="okJob"}')
+[ "$LC" = "$(value "$D/s2" 'ejob_job_fires_total{job="okJob"}')" ] \
+  && pass "lateness counts every cron fire ($LC)" \
+  || fail "lateness count $LC, fires $(value "$D/s2" 'ejob_job_fires_total{job="okJob"}')"
+L1=$(value "$D/s2" 'ejob_fire_lateness_seconds_bucket{job="okJob",le="1"}')
+num_ge "$L1" 1 && pass "$L1 of $LC fires started within 1 s of their time" \
+  || fail "no fire within 1 s: $(grep '^ejob_fire_lateness_seconds.*okJob' "$D/s2")"
 num_ge "$(value "$D/s2" 'ejob_item_run_duration_seconds_bucket{job="okJob",le="+Inf"}')" 1 \
   && pass "duration histogram has observations" || fail "duration histogram empty"
 num_gt "$(value "$D/s2" process_resident_memory_bytes)" 1000000 \
@@ -247,6 +261,11 @@ wait_for 40 "the second instance runs an item" b_runs
 kill -KILL $PB; wait $PB 2>/dev/null
 failed_over() { scrape "$D/s7" && num_ge "$(value "$D/s7" 'ejob_failovers_total{job="foJob"}')" 1; }
 wait_for 90 'ejob_failovers_total{job="foJob"} counts the take-over' failed_over
+# The survivor led throughout: it wrote the assignment over both instances
+# (the second ran an item), and writes one over itself alone at the first
+# cron fire after the other died.
+reshards2() { scrape "$D/s8" && num_ge "$(value "$D/s8" 'ejob_reshards_total{job="foJob"}')" 2; }
+wait_for 40 'ejob_reshards_total{job="foJob"} >= 2 on the leader' reshards2
 kill -TERM $PA; wait $PA; RC=$?
 [ $RC -eq 0 ] && pass "survivor: SIGTERM -> exit 0" || fail "survivor exit $RC"
 

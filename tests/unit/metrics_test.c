@@ -153,6 +153,21 @@ static void test_histogram(void **state)
                              "d_seconds_sum{job=\"j\"} 107.65\n"
                              "d_seconds_count{job=\"j\"} 5\n");
     free(out);
+    /* Mirrored from elsewhere: replaces the state; a wrong bucket count
+     * changes nothing. */
+    const uint64_t mirror[] = {1, 0, 2, 4};
+    ej_metric_histogram_set(s, mirror, 3, 99);
+    assert_true(ej_metric_value(s) == 5);
+    ej_metric_histogram_set(s, mirror, 4, 12.5);
+    assert_true(ej_metric_value(s) == 7);
+    out = render(m);
+    assert_non_null(strstr(out, "d_seconds_bucket{job=\"j\",le=\"0.1\"} 1\n"
+                                "d_seconds_bucket{job=\"j\",le=\"1\"} 1\n"
+                                "d_seconds_bucket{job=\"j\",le=\"5\"} 3\n"
+                                "d_seconds_bucket{job=\"j\",le=\"+Inf\"} 7\n"
+                                "d_seconds_sum{job=\"j\"} 12.5\n"
+                                "d_seconds_count{job=\"j\"} 7\n"));
+    free(out);
     /* No label: le is the only one; default buckets. */
     struct ej_metric_desc d2 = {"e_seconds", EJ_METRIC_HISTOGRAM, "E.", {NULL}, NULL, 0};
     ej_metric *f2;
