@@ -84,8 +84,12 @@ EOF
 
 declare -A PID
 for n in 1 2; do
-  EJOB_IP=127.0.0.2$n EJOB_STATE_DIR=$D/state$n "$E" run -c "$D/jobs.yaml" \
-    --drain-timeout-ms 5000 2>"$D/daemon$n.log" &
+  # In its own directory with core dumps on: a crash leaves a core there
+  # (core_pattern "core") for the backtrace below.
+  mkdir -p "$D/cwd$n"
+  (cd "$D/cwd$n" && ulimit -c unlimited 2>/dev/null
+   EJOB_IP=127.0.0.2$n EJOB_STATE_DIR=$D/state$n exec "$E" run -c "$D/jobs.yaml" \
+     --drain-timeout-ms 5000 2>"$D/daemon$n.log") &
   PID[$n]=$!
   zkf_track "${PID[$n]}"
 done
@@ -99,7 +103,14 @@ sleep 3
 for n in 1 2; do kill -TERM "${PID[$n]}"; done
 for n in 1 2; do
   rc=0; wait "${PID[$n]}" || rc=$?
-  check "daemon $n exits 0 after SIGTERM" [ "$rc" = 0 ]
+  # The daemon's own words are the only clue to a failed exit: show them.
+  if ! check "daemon $n exits 0 after SIGTERM (exit $rc)" [ "$rc" = 0 ]; then
+    tail -n 60 "$D/daemon$n.log" >&2
+    for core in "$D/cwd$n"/core*; do
+      [ -f "$core" ] && command -v gdb >/dev/null &&
+        gdb -q -batch -ex 'thread apply all bt' "$E" "$core" 2>&1 | tail -n 80 >&2
+    done
+  fi
   check "daemon $n wrote its history to PostgreSQL" grep -q "history: PostgreSQL" "$D/daemon$n.log"
   check "daemon $n closed the store with nothing lost" grep -q "PostgreSQL store closed: [0-9]* event(s) written$" "$D/daemon$n.log"
 done
