@@ -4,7 +4,8 @@
 # passwordFile), then `ejob history` reading it back: both instances' runs,
 # exit codes, stdout with a binary byte, stderr cut at outputMaxBytes, the
 # status trail, and every run finished after SIGTERM (buffered history is
-# written before the daemon exits).
+# written before the daemon exits); the filters --failed, --instance,
+# --since and --until against the full listing.
 set -u
 source "$EJ_SOURCE_DIR/tests/support/zkfixture.sh"
 E=${EJOB:?EJOB must name the ejob binary}
@@ -145,6 +146,32 @@ check "show: the fire's status trail" grep -q 'TASK_STAGING' "$D/show.txt"
 SHOWJ=$(env -u EJOB_TRACING_PASSWORD "$E" history -c "$D/jobs.yaml" show "$ID" --json 2>"$D/c.err") || cat "$D/c.err"
 check "history -c FILE reads the same store (passwordFile)" [ "$(printf '%s' "$SHOWJ" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["stdout"] == "item 0 \x01 done\n", len(d["stderr"]), d["stderrTruncated"])')" = "True 100 True" ]
 "$E" history --store "$URL" --limit 6
+
+# The filters of the command line, against what the full listing holds.
+count_where() { printf '%s' "$J" | python3 -c "import json,sys; print(sum(1 for r in json.load(sys.stdin) if $1))"; }
+rows() { "$E" history --store "$URL" --json --limit 1000 "$@" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+all_rows() { "$E" history --store "$URL" --json --limit 1000 "$@" | python3 -c "import json,sys; print(all($1 for r in json.load(sys.stdin)))"; }
+want=$(count_where 'not r["success"]')
+check "--failed lists the failed runs only ($want)" [ "$(rows --failed)" = "$want" ]
+check "  ... of which there are some" [ "$want" -ge 1 ]
+check "  ... each of them item 1" [ "$(all_rows 'r["item"] == 1 and not r["success"]' --failed)" = True ]
+ONE=$(printf '%s' "$J" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["instance"])')
+want=$(count_where "r['instance'] == '$ONE'")
+check "--instance $ONE lists that instance's runs ($want)" [ "$(rows --instance "$ONE")" = "$want" ]
+check "  ... and no other's" [ "$(all_rows "r['instance'] == '$ONE'" --instance "$ONE")" = True ]
+# A whole second between the oldest and the newest run: --since keeps the
+# runs started at or after it, --until those started before it.
+MID=$(printf '%s' "$J" | python3 -c '
+import json, sys
+starts = sorted(r["start"][:19] for r in json.load(sys.stdin))
+print(starts[len(starts) // 2])')
+after=$(count_where "r['start'][:19] >= '$MID'")
+before=$(count_where "r['start'][:19] < '$MID'")
+check "--since $MID ($after runs)" [ "$(rows --since "$MID")" = "$after" ]
+check "--until $MID ($before runs)" [ "$(rows --until "$MID")" = "$before" ]
+check "  ... runs on both sides of $MID" [ "$before" -ge 1 -a "$after" -ge 1 ]
+check "--since 1h holds every run" [ "$(rows --since 1h)" = "$total" ]
+check "--since with a bad time is a usage error" bash -c '! "$0" history --store "$1" --since yesterday-ish >/dev/null 2>&1' "$E" "$URL"
 unset EJOB_TRACING_PASSWORD
 rc=0; "$E" history --store "postgresql://ejob:x@127.0.0.1:$PGPORT/postgres" >/dev/null 2>"$D/err" || rc=$?
 check "a password in --store is refused (exit $rc)" [ "$rc" = 2 ]
