@@ -7,14 +7,17 @@
 #   partition  one daemon in its own network namespace, its veth link cut
 #
 # Three `ejob run` daemons share one job (6 script items of 2..PERIOD-2 s,
-# cron every PERIOD s, failover on) on a real ZooKeeper. tests/chaos/item.sh
+# cron every PERIOD s, failover on) on a real ZooKeeper. The partition fault
+# runs the case that overlapped before self-fencing: one item of
+# PERIOD-2..PERIOD-1 s owned by the cut-off daemon while the others idle
+# (EJ_CHAOS_ITEMS overrides the item count). tests/chaos/item.sh
 # logs every run to one O_APPEND file; chaos_check.py watches every item
 # pid and then fails the test on two runs of one item at overlapping times,
 # a fire lost outside a fault's detection window (fault start .. fault end +
 # session timeout + EJ_CHAOS_MARGIN_MS), or a process left behind.
 #
-# Short by default (one round: CI). EJ_CHAOS_ROUNDS=20 runs 20 rounds of
-# every fault named; EJ_CHAOS_PERIOD (s, default 6, or 10 with rounds), EJ_CHAOS_SESSION_MS
+# Short by default (one round: CI). EJ_CHAOS_ROUNDS=20 (or
+# `scripts/chaos --rounds 20`) runs 20 rounds of every fault named; EJ_CHAOS_PERIOD (s, default 6, or 10 with rounds), EJ_CHAOS_SESSION_MS
 # (default 3000), EJ_CHAOS_MARGIN_MS (default 4000), EJ_CHAOS_KEEP=1 keeps
 # the work directory of a failed run.
 # Exit 77 (ctest skip) when network namespaces are not available.
@@ -29,7 +32,6 @@ PERIOD=${EJ_CHAOS_PERIOD:-$([ "$ROUNDS" -gt 1 ] && echo 10 || echo 6)}
 SESSION=${EJ_CHAOS_SESSION_MS:-3000}
 MARGIN=${EJ_CHAOS_MARGIN_MS:-4000}
 NDAEMONS=3
-ITEMS=6
 SKIP=77
 IFS=, read -r -a FAULT_LIST <<<"$FAULTS_ARG"
 ENSEMBLE="" PARTITION=""
@@ -47,6 +49,28 @@ done
 if [ -n "$ENSEMBLE" ] && [[ " ${FAULT_LIST[*]} " == *" zkrestart "* ]]; then
   echo "zkrestart needs the standalone server, leaderkill the ensemble: run them apart" >&2
   exit 2
+fi
+if [ -n "$PARTITION" ]; then
+  ITEMS=${EJ_CHAOS_ITEMS:-1} ITEM_MIN=$((PERIOD - 2)) ITEM_MAX=$((PERIOD - 1))
+else
+  ITEMS=${EJ_CHAOS_ITEMS:-6} ITEM_MIN=2 ITEM_MAX=$((PERIOD - 2))
+fi
+
+# Every address a partition run uses lives in namespaces it makes: the run
+# starts again inside a namespace of its own (ZooKeeper, daemons 2..3 and
+# the checker there, on its loopback and one end of a veth link), and
+# daemon 1 gets a second namespace holding the link's other end.
+if [ -n "$PARTITION" ] && [ -z "${EJ_CHAOS_NETNS:-}" ]; then
+  outer=ejcz$$
+  if ! ip netns add "$outer" 2>/dev/null; then
+    echo "SKIP: network namespaces are not available here (need root and iproute2); the partition fault was not run"
+    exit $SKIP
+  fi
+  ip netns exec "$outer" ip link set lo up
+  EJ_CHAOS_NETNS=$outer ip netns exec "$outer" bash "$0" "$@"
+  rc=$?
+  ip netns del "$outer" 2>/dev/null
+  exit $rc
 fi
 
 now_ms() { date +%s%3N; }
@@ -130,12 +154,13 @@ jobs:
     monitorExecution: true
     overwrite: true
     props:
-      script.command.line: $HERE/item.sh $LOG 2 $((PERIOD - 2))
+      script.command.line: $HERE/item.sh $LOG $ITEM_MIN $ITEM_MAX
 EOF
 
-# Daemon I (1..3) has IP 127.0.0.8I; daemon 1 runs in the namespace when
-# there is one.
-ip_of() { echo "127.0.0.8$1"; }
+# Daemon I (1..3) has IP 127.0.0.(90-I); daemon 1 runs in the namespace
+# when there is one. The highest IP sorts first, so daemon 1, the target of
+# every fault, owns item 0 (and the only item of a partition run).
+ip_of() { echo "127.0.0.$((90 - $1))"; }
 start_daemon() {
   local i=$1
   if [ "$i" = 1 ] && [ -n "$NS" ]; then
@@ -174,16 +199,17 @@ python3 "$HERE/chaos_check.py" watch "$LOG" "$GONE" "$D/stop-watch" &
 WATCH_PID=$!
 say "daemons: $(for i in $(seq 1 $NDAEMONS); do printf '%s ' "$(inst_of "$i")"; done)"
 
-# Warm-up: every daemon has run an item.
+# Warm-up: every daemon that has an item has run one.
+WARM=$((ITEMS < NDAEMONS ? ITEMS : NDAEMONS))
 warm_end=$((SECONDS + 90))
 while [ $SECONDS -lt $warm_end ]; do
   n=0
   for i in $(seq 1 $NDAEMONS); do grep -q "START chaosJob [0-9]* $(inst_of "$i") " "$LOG" && n=$((n + 1)); done
-  [ $n -eq $NDAEMONS ] && break
+  [ $n -ge $WARM ] && grep -q "START chaosJob [0-9]* $(inst_of 1) " "$LOG" && break
   sleep 0.5
 done
-if [ $n -ne $NDAEMONS ]; then
-  echo "FAIL: only $n of $NDAEMONS daemons ran an item within 90 s" >&2
+if [ $n -lt $WARM ] || ! grep -q "START chaosJob [0-9]* $(inst_of 1) " "$LOG"; then
+  echo "FAIL: only $n of $NDAEMONS daemons (daemon 1 among them: target) ran an item within 90 s" >&2
   tail -n 5 "$D"/daemon*.log >&2
   [ -n "${EJ_CHAOS_KEEP:-}" ] && { ZKF_KEEP_DATA=1; echo "kept $ZKF_DIR" >&2; }
   exit 1

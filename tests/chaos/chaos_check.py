@@ -249,6 +249,27 @@ def check(argv):
                            f"token {r['token']} after {last}")
             last = max(last, r["token"])
 
+    # -------------------------------------------------------------- figures
+    # Per fault on an instance: how long after the fault began its running
+    # items ended (the fence after a cut, the supervisor after kill -9 or
+    # SIGSTOP), and how long until another instance started each of them.
+    figures = {}
+    for ft in faults:
+        for r in runs.values():
+            if r["inst"] != ft["inst"] or not (r["start"] <= ft["start"] < r["end"]):
+                continue
+            fig = figures.setdefault(ft["kind"], dict(ended=[], elsewhere=[], gap=[]))
+            fig["ended"].append(r["end"] - ft["start"])
+            later = [y["start"] for y in by_item[(r["job"], r["item"])]
+                     if y["inst"] != ft["inst"] and y["start"] >= ft["start"]]
+            if later:
+                fig["elsewhere"].append(min(later) - ft["start"])
+                fig["gap"].append(min(later) - r["end"])
+
+    def span(xs):
+        xs = sorted(xs)
+        return f"{xs[0]}..{xs[-1]} ms (median {xs[len(xs) // 2]}, {len(xs)})" if xs else "-"
+
     kinds = sorted({f["kind"] for f in faults})
     print(f"chaos check: {len(runs)} runs, {len(faults)} fault(s) {','.join(kinds) or '-'}; "
           f"{fires} item fires checked, {exempted} fire(s) inside fault windows; "
@@ -257,6 +278,10 @@ def check(argv):
     if orphan_ms:
         print(f"chaos check: item processes gone after kill -9 in {min(orphan_ms)}..{max(orphan_ms)} ms "
               f"({len(orphan_ms)} item(s))")
+    for kind, fig in sorted(figures.items()):
+        print(f"chaos check: {kind}: the instance's running items ended {span(fig['ended'])} "
+              f"after the fault began; started elsewhere after {span(fig['elsewhere'])}; "
+              f"gap between the two {span(fig['gap'])}")
     for b in bad[:50]:
         print("VIOLATION " + b)
     if len(bad) > 50:
