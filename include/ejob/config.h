@@ -369,6 +369,14 @@ struct ej_tracing_config {
     int output_max_bytes; /* outputMaxBytes: cap of each captured stream (65536) */
 };
 
+/* The daemon's metrics endpoint (docs/metrics.md). */
+struct ej_metrics_config {
+    /* metrics.listen: "HOST:PORT", "[IPV6]:PORT" or ":PORT", checked with
+     * ej_metrics_parse_listen (include/ejob/metrics.h) when the file is
+     * loaded; NULL when not given (no endpoint unless --metrics-listen). */
+    char *listen;
+};
+
 /*
  * The whole daemon file. Each job is a complete ej_job_config: elasticJobType
  * gives job_type (SCRIPT or HTTP), props give script_command_line,
@@ -380,6 +388,7 @@ struct ej_tracing_config {
 struct ej_daemon_config {
     struct ej_reg_center_config reg_center;
     struct ej_tracing_config tracing;
+    struct ej_metrics_config metrics;
     size_t job_count;
     struct ej_job_config *jobs;
     int *job_lines; /* 1-based line of each job's key in the file */
@@ -403,6 +412,7 @@ EJ_EXTERN void ej_daemon_config_fini(struct ej_daemon_config *cfg);
  *   jobs.yaml:2:3: regCenter.namespace: is required
  *   jobs.yaml:3:1: YAML syntax error: mapping values are not allowed in this context
  *   jobs.yaml:4:9: nested deeper than 64 levels
+ *   jobs.yaml:12:11: metrics.listen: "example.com:80": "example.com" is not an IPv4 address ...
  * regCenter.digestFile names a file (relative to the YAML file's directory)
  * whose first line is the digest (ej_config_read_secret_file). A file
  * holding a secret (regCenter.digest, or the digestFile) that is group- or

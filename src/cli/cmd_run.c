@@ -10,10 +10,12 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 
 #include "ejob/config.h"
 #include "ejob/error.h"
 #include "ejob/log.h"
+#include "ejob/metrics.h"
 #include "ejob/registry.h"
 #include "common/util.h"
 #include "cli/cli.h"
@@ -56,7 +58,8 @@ static const char usage[] =
     "                          /tmp/ejob-$UID)\n"
     "      --check             only load and validate the file, then exit\n"
     "      --metrics-listen ADDR:PORT  serve /metrics (Prometheus), /healthz and\n"
-    "                          /readyz over HTTP, e.g. 127.0.0.1:9464 (docs/metrics.md)\n"
+    "                          /readyz over HTTP, e.g. 127.0.0.1:9464 (docs/metrics.md);\n"
+    "                          overrides the file's metrics.listen\n"
     "\n"
     "The file is checked completely before anything starts: every problem is\n"
     "printed as FILE:LINE:COLUMN: message and the exit code is 2.\n"
@@ -78,6 +81,8 @@ static const char usage[] =
     "                   logged) and the running configuration is kept. The file\n"
     "                   is read on its own thread: SIGTERM is acted on at once\n"
     "                   even while a reload is reading a slow or huge file.\n"
+    "                   regCenter, tracing and metrics changes need a restart\n"
+    "                   (a warning says so; the running ones are kept).\n"
     "\n"
     "The host's IP in instance ids is the first non-loopback IPv4 address\n"
     "(public before site-local), or EJOB_IP when set.\n"
@@ -96,6 +101,8 @@ struct running {
 
 struct daemon {
     const char *file;
+    const char *metrics_flag; /* --metrics-listen, or NULL */
+    char *metrics_now;        /* the endpoint's address, or NULL when off; owned */
     struct ej_daemon_config cfg;
     ej_registry *reg;
     ejcli_embedded *embedded;
@@ -308,6 +315,17 @@ static void reload_apply(struct daemon *d, struct reload *rl)
         !same_str(d->cfg.tracing.url, next.tracing.url))
         EJ_LOG(EJ_LOG_WARN, "daemon", 0,
                "reload: tracing changes take effect only after a restart; ignored");
+    /* The endpoint keeps its socket: moving it would leave scrapers and
+     * probes pointed at a port that no longer answers mid-run. */
+    if (d->metrics_flag != NULL && !same_str(d->cfg.metrics.listen, next.metrics.listen))
+        EJ_LOG(EJ_LOG_WARN, "daemon", 0,
+               "reload: metrics.listen is overridden by --metrics-listen %s; ignored",
+               d->metrics_flag);
+    else if (d->metrics_flag == NULL && !same_str(d->metrics_now, next.metrics.listen))
+        EJ_LOG(EJ_LOG_WARN, "daemon", 0,
+               "reload: metrics.listen changes take effect only after a restart; the "
+               "endpoint stays %s",
+               d->metrics_now != NULL ? d->metrics_now : "off");
 
     size_t removed = 0, added = 0, changed = 0, unchanged = 0;
     for (size_t i = 0; i < d->njobs;) {
@@ -435,6 +453,16 @@ static int run_daemon(int argc, char **argv)
     const char *ns_override = NULL;
     if (registry != NULL && registry_arg(registry, servers, sizeof(servers), &ns_override) != 0)
         return ej_cli_usage_error(CMD, "bad --registry \"%s\"", registry);
+    if (metrics_listen != NULL) {
+        /* Checked up front so that --check refuses it too. */
+        struct sockaddr_storage addr;
+        size_t addrlen = sizeof addr;
+        char why[256];
+        if (ej_metrics_parse_listen(metrics_listen, &addr, &addrlen, why, sizeof why) != 0) {
+            fprintf(stderr, "ejob %s: --metrics-listen: %s\n", CMD, why);
+            return EJ_EXIT_USAGE;
+        }
+    }
     ej_log_set_format(log_format != NULL && strcmp(log_format, "json") == 0 ? EJ_LOG_JSON
                                                                             : EJ_LOG_TEXT);
     if (log_level != NULL)
@@ -443,6 +471,7 @@ static int run_daemon(int argc, char **argv)
     struct daemon d;
     memset(&d, 0, sizeof(d));
     d.file = file;
+    d.metrics_flag = metrics_listen;
     d.drain_ms = (int)drain_ms;
     ejcli_install_cron_checker();
     struct ej_config_errors errs;
@@ -494,11 +523,18 @@ static int run_daemon(int argc, char **argv)
         goto out_cfg;
     }
 
-    if (metrics_listen != NULL) {
+    /* The flag overrides the file. */
+    const char *mlisten = metrics_listen != NULL ? metrics_listen : d.cfg.metrics.listen;
+    if (mlisten != NULL) {
         char merr[512] = "";
-        int me = ejd_metrics_start(metrics_listen, d.cfg.job_count, merr, sizeof(merr));
+        int me = ejd_metrics_start(mlisten, d.cfg.job_count, merr, sizeof(merr));
+        if (me == 0 && (d.metrics_now = strdup(mlisten)) == NULL) {
+            me = EJ_ENOMEM;
+            snprintf(merr, sizeof merr, "out of memory");
+        }
         if (me != 0) {
-            fprintf(stderr, "ejob run: --metrics-listen: %s\n", merr);
+            fprintf(stderr, "ejob %s: %s: %s\n", CMD,
+                    metrics_listen != NULL ? "--metrics-listen" : "metrics.listen", merr);
             rc = me == EJ_EINVAL ? EJ_EXIT_USAGE : EJ_EXIT_FAILED;
             goto out_sfd;
         }
@@ -627,6 +663,7 @@ out_cfg:
     if (secret != NULL)
         memset(secret, 0, strlen(secret));
     free(secret);
+    free(d.metrics_now);
     ej_daemon_config_fini(&d.cfg);
     if (rc == EJ_EXIT_OK)
         EJ_LOG(EJ_LOG_INFO, "daemon", 0, "stopped");

@@ -10,12 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <yaml.h>
 
 #include "common/util.h"
 #include "config/internal.h"
 #include "ejob/error.h"
+#include "ejob/metrics.h"
 
 /* Mapping pairs visited at most: aliases can make a small file describe an
  * enormous tree, and walking it must stay cheap. */
@@ -701,6 +703,48 @@ static void load_tracing(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
 }
 
 /* ------------------------------------------------------------------------ */
+/* metrics                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* metrics: {listen: ADDR:PORT}. The address goes through the parser of
+ * `ejob run --metrics-listen`, so both refuse it with the same words. */
+static void load_metrics(struct yctx *c, yaml_node_t *map, struct ej_metrics_config *mc)
+{
+    static const char *const keys[] = {"listen"};
+    enum { NKEYS = sizeof keys / sizeof keys[0] };
+    const char *path = "metrics";
+    bool seen[NKEYS] = {false};
+
+    if (is_null(map))
+        return; /* "metrics:" alone: no endpoint */
+    if (map->type != YAML_MAPPING_NODE) {
+        yerr(c, map->start_mark, path, "expected a mapping, got %s", kind_name(map));
+        return;
+    }
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k, *v;
+        const char *key = pair_key(c, pr, path, &k, &v);
+        if (key == NULL)
+            continue;
+        int i = key_index(key, keys, NKEYS);
+        if (i < 0) {
+            unknown_key(c, k, path);
+            continue;
+        }
+        if (seen_before(c, seen, i, k, path))
+            continue;
+        if (!get_str(c, v, "metrics.listen", &mc->listen) || mc->listen == NULL)
+            continue;
+        struct sockaddr_storage addr;
+        size_t addrlen = sizeof addr;
+        char why[256];
+        if (ej_metrics_parse_listen(mc->listen, &addr, &addrlen, why, sizeof why) != 0)
+            yerr(c, v->start_mark, "metrics.listen", "%s", why);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
 /* jobs                                                                      */
 /* ------------------------------------------------------------------------ */
 
@@ -1217,7 +1261,7 @@ static yaml_node_t *top_value(struct yctx *c, yaml_node_t *root, const char *nam
 
 static void load_root(struct yctx *c, struct ej_daemon_config *out)
 {
-    static const char *const keys[] = {"regCenter", "tracing", "defaults", "jobs"};
+    static const char *const keys[] = {"regCenter", "tracing", "defaults", "jobs", "metrics"};
     enum { N_KEYS = sizeof(keys) / sizeof(keys[0]) };
     bool seen[N_KEYS] = {false};
     yaml_mark_t start = {0, 0, 0};
@@ -1257,8 +1301,10 @@ static void load_root(struct yctx *c, struct ej_daemon_config *out)
             load_tracing(c, k, v, &out->tracing);
         else if (i == 2)
             check_defaults(c, v);
-        else
+        else if (i == 3)
             load_jobs(c, v, defaults, out);
+        else
+            load_metrics(c, v, &out->metrics);
         if (c->rc != 0)
             return;
     }
@@ -1388,6 +1434,7 @@ void ej_daemon_config_fini(struct ej_daemon_config *cfg)
     ej_config_errors_fini(&cfg->warnings);
     free(cfg->tracing.url);
     free(cfg->tracing.password_file);
+    free(cfg->metrics.listen);
     for (size_t i = 0; i < cfg->job_count; i++)
         ej_job_config_fini(&cfg->jobs[i]);
     free(cfg->jobs);

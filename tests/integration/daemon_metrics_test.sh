@@ -6,7 +6,10 @@
 # ZooKeeper is down, 200 otherwise; /healthz stays 200 through a ZooKeeper
 # outage; other paths 404, other methods 405; bad addresses are refused; a
 # reload drops a removed job's gauges; a failover is counted on the instance
-# that takes the item over.
+# that takes the item over. The YAML's metrics.listen: the flag overrides it,
+# a bad one is refused by --check at its FILE:LINE:COL with the flag's words,
+# a daemon with only the file's section serves there, and a reload that
+# moves it keeps the running endpoint and says a restart is needed.
 set -u
 source "$EJ_SOURCE_DIR/tests/support/zkfixture.sh"
 E=${EJOB:?EJOB must name the ejob binary}
@@ -54,12 +57,16 @@ bad_exposition "buckets out of order" \
   '# TYPE h histogram\nh_bucket{le="2"} 1\nh_bucket{le="1"} 1\nh_bucket{le="+Inf"} 1\nh_sum 1\nh_count 1\n'
 
 # --------------------------------------------------------- bad addresses
+# The file names a port of its own; the flag given below overrides it.
+FILEPORT=$(zkf_free_port)
 cat >"$D/jobs.yaml" <<EOF
 regCenter:
   serverLists: $ZKF_CONNECT
   namespace: met
   sessionTimeoutMilliseconds: 4000
   connectionTimeoutMilliseconds: 60000
+metrics:
+  listen: 127.0.0.1:$FILEPORT
 jobs:
   okJob:
     elasticJobType: SCRIPT
@@ -82,6 +89,32 @@ EOF
 "$E" run -c "$D/jobs.yaml" --metrics-listen example.com:80 2>"$D/err"; RC=$?
 [ $RC -eq 2 ] && grep -q "not an IPv4 address" "$D/err" && pass "host name: exit 2, says why" \
   || fail "host name: exit $RC, $(cat "$D/err")"
+FLAG_WHY=$(sed -n 's/^ejob run: --metrics-listen: //p' "$D/err")
+"$E" run -c "$D/jobs.yaml" --check --metrics-listen 127.0.0.1 2>"$D/err" >/dev/null; RC=$?
+[ $RC -eq 2 ] && grep -q "expected HOST:PORT" "$D/err" && pass "--check refuses a bad flag too" \
+  || fail "--check with a bad flag: exit $RC, $(cat "$D/err")"
+# The same address in the file: refused at its line and column, same words.
+cat >"$D/badm.yaml" <<EOF
+regCenter:
+  serverLists: $ZKF_CONNECT
+  namespace: met
+metrics:
+  listen: example.com:80
+  port: 9464
+EOF
+"$E" run -c "$D/badm.yaml" --check >"$D/out" 2>"$D/err"; RC=$?
+[ $RC -eq 2 ] && pass "bad metrics.listen: --check exits 2" || fail "bad metrics.listen: exit $RC, $(cat "$D/out")"
+[ "$(grep -c 'metrics.listen' "$D/err")" = 1 ] \
+  && grep -qxF "$D/badm.yaml:5:11: metrics.listen: $FLAG_WHY" "$D/err" \
+  && pass "file:line:col names metrics.listen with the flag's words: $(grep listen "$D/err")" \
+  || fail "bad metrics.listen message: $(cat "$D/err") (flag said: $FLAG_WHY)"
+grep -qxF "$D/badm.yaml:6:3: metrics: unknown key \"port\"" "$D/err" \
+  && pass "unknown key under metrics refused" || fail "unknown metrics key: $(cat "$D/err")"
+"$E" run -c "$D/badm.yaml" --check --metrics-listen 127.0.0.1:0 >/dev/null 2>"$D/err"; RC=$?
+[ $RC -eq 2 ] && grep -q "metrics.listen" "$D/err" \
+  && pass "the flag does not excuse a bad file" || fail "bad file with a good flag: exit $RC"
+"$E" run -c "$D/jobs.yaml" --check >"$D/out" 2>"$D/err"; RC=$?
+[ $RC -eq 0 ] && pass "a good metrics section passes --check" || fail "good file: exit $RC, $(cat "$D/err")"
 
 # ------------------------------------------ readiness before ZooKeeper
 zkf_stop
@@ -93,6 +126,9 @@ P=$!; zkf_track $P
 status_of() { curl -s -o "$D/body" -w '%{http_code}' "$URL$1"; }
 is_status() { [ "$(status_of "$1")" = "$2" ]; }
 wait_for 20 "endpoint up before ZooKeeper answers (healthz 200)" is_status /healthz 200
+port_open() { curl -s -o /dev/null "http://127.0.0.1:$1/healthz"; }
+port_open "$FILEPORT" && fail "the file's port answers although --metrics-listen overrides it" \
+  || pass "--metrics-listen overrides the file's metrics.listen"
 [ "$(status_of /readyz)" = 503 ] && grep -q "not ready: connecting to ZooKeeper" "$D/body" \
   && pass "readyz 503 before connecting: $(cat "$D/body")" || fail "readyz before connect: $(cat "$D/body")"
 scrape() { # file: scrape and check the whole exposition
@@ -199,6 +235,9 @@ num_ge "$R" 1 && pass "reconnect counted ($R)" || fail "reconnects: $(grep recon
 
 # A reload that removes badJob: its per-job gauges go, readiness stays.
 awk '/^  badJob:/ { skip = 1; next } skip && /^  [^ ]/ { skip = 0 } !skip' "$D/jobs.yaml" >"$D/jobs2.yaml"
+# The reload also moves the file's metrics.listen: the flag still rules.
+sed -i "s/^  listen: 127.0.0.1:$FILEPORT\$/  listen: 127.0.0.1:0/" "$D/jobs2.yaml"
+grep -q '^  listen: 127.0.0.1:0$' "$D/jobs2.yaml" || fail "test: metrics.listen not rewritten"
 cp "$D/jobs2.yaml" "$D/jobs.yaml"
 kill -HUP $P
 one_job() { scrape "$D/s6" && [ "$(value "$D/s6" ejob_jobs)" = 1 ]; }
@@ -207,6 +246,9 @@ grep -q '^ejob_job_leader{job="badJob"}' "$D/s6" && fail "badJob still has a lea
   || pass "badJob's per-job gauges are gone"
 [ -n "$(value "$D/s6" 'ejob_job_leader{job="okJob"}')" ] && pass "okJob's stay" || fail "okJob gauges gone"
 is_status /readyz 200 && pass "still ready after the reload" || fail "readyz after reload: $(cat "$D/body")"
+grep -q "reload: metrics.listen is overridden by --metrics-listen 127.0.0.1:$MPORT; ignored" \
+  "$D/daemon.log" && pass "reload: a changed metrics.listen under the flag is ignored, with a word" \
+  || fail "no override warning: $(grep reload "$D/daemon.log")"
 
 # An operator's shutdown of one job on this instance: not ready, says which.
 EJOB_REGISTRY="$ZKF_CONNECT/met" "$E" shutdown okJob >/dev/null || fail "ejob shutdown okJob"
@@ -268,6 +310,45 @@ reshards2() { scrape "$D/s8" && num_ge "$(value "$D/s8" 'ejob_reshards_total{job
 wait_for 40 'ejob_reshards_total{job="foJob"} >= 2 on the leader' reshards2
 kill -TERM $PA; wait $PA; RC=$?
 [ $RC -eq 0 ] && pass "survivor: SIGTERM -> exit 0" || fail "survivor exit $RC"
+
+# ------------------------------------------- metrics from the file alone
+MPORT3=$(zkf_free_port)
+MPORT4=$(zkf_free_port)
+cat >"$D/file.yaml" <<EOF
+regCenter:
+  serverLists: $ZKF_CONNECT
+  namespace: met3
+  sessionTimeoutMilliseconds: 4000
+metrics:
+  listen: 127.0.0.1:$MPORT3
+jobs:
+  fileJob:
+    elasticJobType: SCRIPT
+    cron: "* * * * * ?"
+    shardingTotalCount: 1
+    overwrite: true
+    props:
+      script.command.line: /bin/true
+EOF
+setpriv --pdeathsig KILL "$E" run -c "$D/file.yaml" --state-dir "$D/state3" 2>"$D/file.log" &
+PF=$!; zkf_track $PF
+URL=http://127.0.0.1:$MPORT3
+wait_for 30 "a daemon with only metrics.listen in its file serves /readyz there" is_status /readyz 200
+grep -q "serving /metrics, /healthz and /readyz on 127.0.0.1:$MPORT3 " "$D/file.log" \
+  && pass "its log names the file's address" || fail "log: $(grep metrics "$D/file.log")"
+scrape "$D/f1" && [ "$(value "$D/f1" ejob_jobs)" = 1 ] && pass "its /metrics is valid and has the job" \
+  || fail "file daemon /metrics: $(head -c 300 "$D/f1.raw")"
+# A reload that moves the address: the endpoint stays, the log says why.
+sed -i "s/^  listen: 127.0.0.1:$MPORT3\$/  listen: 127.0.0.1:$MPORT4/" "$D/file.yaml"
+kill -HUP $PF
+moved_warned() {
+  grep -q "reload: metrics.listen changes take effect only after a restart; the endpoint stays 127.0.0.1:$MPORT3" "$D/file.log"
+}
+wait_for 20 "a reload that moves metrics.listen warns that a restart is needed" moved_warned
+is_status /readyz 200 && pass "the endpoint still serves on the old port" || fail "old port after reload"
+port_open "$MPORT4" && fail "the new port answers before a restart" || pass "the new port is not opened"
+kill -TERM $PF; wait $PF; RC=$?
+[ $RC -eq 0 ] && pass "file daemon: SIGTERM -> exit 0" || fail "file daemon exit $RC"
 
 echo "$FAILS failure(s)"
 exit $((FAILS > 0))

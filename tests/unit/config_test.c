@@ -1606,8 +1606,9 @@ static void test_yaml_errors(void **state)
     /* tracing. */
     assert_yaml_error("regCenter: {namespace: n}\ntracing:\n  url: x\n",
                       "jobs.yaml:2:1: tracing.type: is required (SQLITE, POSTGRESQL or NONE)");
-    assert_yaml_error("regCenter: {namespace: n}\ntracing:\n  type: MYSQL\n",
-                      "jobs.yaml:3:9: tracing.type: must be SQLITE, POSTGRESQL or NONE, got \"MYSQL\"");
+    assert_yaml_error(
+        "regCenter: {namespace: n}\ntracing:\n  type: MYSQL\n",
+        "jobs.yaml:3:9: tracing.type: must be SQLITE, POSTGRESQL or NONE, got \"MYSQL\"");
     assert_yaml_error("regCenter: {namespace: n}\ntracing:\n  type: [x]\n",
                       "jobs.yaml:3:9: tracing.type: expected a string, got a sequence");
     assert_yaml_error("regCenter: {namespace: n}\ntracing:\n  type: POSTGRESQL\n",
@@ -1616,6 +1617,74 @@ static void test_yaml_errors(void **state)
                       "jobs.yaml:4:3: tracing: unknown key \"user\"");
     assert_yaml_error("regCenter: {namespace: n}\ntracing:\n  type: SQLITE\n  type: SQLITE\n",
                       "jobs.yaml:4:3: tracing: duplicate key \"type\"");
+}
+
+/* metrics: {listen}: kept as given when the listen parser takes it;
+ * otherwise that parser's own words, at the value. */
+static void test_yaml_metrics(void **state)
+{
+    (void)state;
+    struct ej_daemon_config d;
+    struct ej_config_errors e;
+    assert_int_equal(
+        load_yaml("regCenter: {namespace: n}\nmetrics:\n  listen: 127.0.0.1:9464\n", &d, &e), 0);
+    assert_string_equal(d.metrics.listen, "127.0.0.1:9464");
+    ej_daemon_config_fini(&d);
+    ej_config_errors_fini(&e);
+    static const char *const good[] = {"':0'", "'[::1]:9464'", "localhost:80", "0.0.0.0:65535"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char text[200];
+        snprintf(text, sizeof text, "regCenter: {namespace: n}\nmetrics: {listen: %s}\n", good[i]);
+        if (load_yaml(text, &d, &e) != 0) {
+            dump_errors(&e);
+            fail_msg("refused: %s", good[i]);
+        }
+        assert_non_null(d.metrics.listen);
+        ej_daemon_config_fini(&d);
+        ej_config_errors_fini(&e);
+    }
+    /* Not given, "metrics:" alone, or an empty listen: no endpoint. */
+    static const char *const none[] = {"regCenter: {namespace: n}\n",
+                                       "regCenter: {namespace: n}\nmetrics:\n",
+                                       "regCenter: {namespace: n}\nmetrics: {listen: }\n"};
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+        assert_int_equal(load_yaml(none[i], &d, &e), 0);
+        assert_null(d.metrics.listen);
+        ej_daemon_config_fini(&d);
+        ej_config_errors_fini(&e);
+    }
+
+    assert_yaml_error("regCenter: {namespace: n}\nmetrics:\n  listen: example.com:80\n",
+                      "jobs.yaml:3:11: metrics.listen: \"example.com:80\": \"example.com\" is not "
+                      "an IPv4 address (names other than localhost are not looked up)");
+    assert_yaml_error("regCenter: {namespace: n}\nmetrics:\n  listen: 127.0.0.1\n",
+                      "jobs.yaml:3:11: metrics.listen: \"127.0.0.1\": expected HOST:PORT");
+    assert_yaml_error("regCenter: {namespace: n}\nmetrics:\n  listen: 127.0.0.1:65536\n",
+                      "jobs.yaml:3:11: metrics.listen: \"127.0.0.1:65536\": port must be a number "
+                      "0..65535");
+    assert_yaml_error("regCenter: {namespace: n}\nmetrics:\n  listen: '::1:80'\n",
+                      "jobs.yaml:3:11: metrics.listen: \"::1:80\": write an IPv6 address in "
+                      "brackets, [ADDR]:PORT");
+    assert_yaml_error("regCenter: {namespace: n}\nmetrics:\n  listen: [1, 2]\n",
+                      "jobs.yaml:3:11: metrics.listen: expected a string, got a sequence");
+    assert_yaml_error("regCenter: {namespace: n}\nmetrics:\n  listen: :9464\n  port: 9464\n",
+                      "jobs.yaml:4:3: metrics: unknown key \"port\"");
+    assert_yaml_error("regCenter: {namespace: n}\nmetrics:\n  listen: :1\n  listen: :2\n",
+                      "jobs.yaml:4:3: metrics: duplicate key \"listen\"");
+    assert_yaml_error("regCenter: {namespace: n}\nmetrics: 127.0.0.1:9464\n",
+                      "jobs.yaml:2:10: metrics: expected a mapping, got a scalar");
+    assert_yaml_error("regCenter: {namespace: n}\nmetrics: {}\nmetrics: {}\n",
+                      "jobs.yaml:3:1: duplicate key \"metrics\"");
+    /* Every other problem of the file is still reported with it. */
+    assert_int_equal(load_yaml("regCenter: {namespace: n}\nmetrics: {listen: x, y: 1}\n"
+                               "tracing: {type: MYSQL}\n",
+                               &d, &e),
+                     EJ_ECONFIG);
+    assert_int_equal(e.count, 3);
+    assert_string_equal(e.messages[0], "jobs.yaml:2:19: metrics.listen: \"x\": expected HOST:PORT");
+    assert_string_equal(e.messages[1], "jobs.yaml:2:22: metrics: unknown key \"y\"");
+    ej_daemon_config_fini(&d);
+    ej_config_errors_fini(&e);
 }
 
 static void test_yaml_job_errors(void **state)
@@ -1874,6 +1943,7 @@ int main(void)
         cmocka_unit_test(test_yaml_http_and_defaults),
         cmocka_unit_test(test_yaml_error_file),
         cmocka_unit_test(test_yaml_errors),
+        cmocka_unit_test(test_yaml_metrics),
         cmocka_unit_test(test_yaml_job_errors),
         cmocka_unit_test(test_yaml_limits_and_files),
     };
