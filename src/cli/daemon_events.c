@@ -3,6 +3,7 @@
  * daemon.h). */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,11 @@
 #include "ejob/trace.h"
 #include "cli/daemon_events.h"
 
+/* The history store, or NULL. Set and withdrawn on the main thread; read
+ * by ejd_events_history_stats from the metrics endpoint's thread. store_mu
+ * covers the pointer and each stats read, so the store is never freed
+ * under a reader. */
+static pthread_mutex_t store_mu = PTHREAD_MUTEX_INITIALIZER;
 static ej_trace_store *store;
 
 /* mkdir -p, private to the user like the state directory. */
@@ -109,9 +115,14 @@ int ejd_events_create(struct ej_event_bus **out, const struct ejd_trace_where *w
             .retention_days = retention_days,
             .flush_timeout_ms = drain_ms > 0 ? drain_ms : 1,
         };
-        rc = ej_trace_store_create(&so, &store);
-        if (rc == 0)
-            rc = ej_event_bus_add_sink(*out, ej_trace_sink, store);
+        ej_trace_store *s = NULL;
+        rc = ej_trace_store_create(&so, &s);
+        if (rc == 0) {
+            pthread_mutex_lock(&store_mu);
+            store = s;
+            pthread_mutex_unlock(&store_mu);
+            rc = ej_event_bus_add_sink(*out, ej_trace_sink, s);
+        }
         if (rc != 0)
             snprintf(err, errlen, "cannot start the history store: %s", ej_strerror(rc));
         else
@@ -133,6 +144,19 @@ void ejd_events_destroy(struct ej_event_bus *bus)
 {
     /* The bus first: what it still holds goes into the store's queue. */
     ej_event_bus_destroy(bus);
-    ej_trace_store_destroy(store);
+    pthread_mutex_lock(&store_mu);
+    ej_trace_store *s = store;
     store = NULL;
+    pthread_mutex_unlock(&store_mu);
+    ej_trace_store_destroy(s);
+}
+
+bool ejd_events_history_stats(struct ej_trace_stats *out)
+{
+    pthread_mutex_lock(&store_mu);
+    bool have = store != NULL;
+    if (have)
+        ej_trace_store_stats(store, out);
+    pthread_mutex_unlock(&store_mu);
+    return have;
 }

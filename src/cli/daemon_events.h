@@ -2,6 +2,7 @@
 #ifndef EJ_CLI_DAEMON_EVENTS_H
 #define EJ_CLI_DAEMON_EVENTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "ejob/config.h"
@@ -42,5 +43,14 @@ int ejd_events_create(struct ej_event_bus **out, const struct ejd_trace_where *w
 /* Deliver what is queued, write buffered history (bounded by drain_ms),
  * free the bus and the store. Accepts NULL. */
 void ejd_events_destroy(struct ej_event_bus *bus);
+
+/*
+ * The history store's counters (ej_trace_store_stats) into out. Returns
+ * false, out untouched, when there is no store: history off (tracing type
+ * NONE), not created yet, or already destroyed. Any thread may call it,
+ * also while ejd_events_destroy runs (the store is withdrawn under a lock
+ * before it is freed).
+ */
+bool ejd_events_history_stats(struct ej_trace_stats *out);
 
 #endif

@@ -7,7 +7,8 @@
  *   - the registry's dispatch thread: connection states, counted in plain
  *     atomics (no lock: the dispatch thread must never wait on us);
  *   - the HTTP thread, at each scrape: ej_job_status() of every job, the
- *     registry's state and request counter, the bus counters, /proc.
+ *     registry's state and request counter, the bus counters, the history
+ *     store's counters (daemon_events.c), /proc.
  * Everything but the atomics is under one mutex; none of our callers holds
  * a lock of the job, registry or bus while calling in.
  *
@@ -26,6 +27,7 @@
 #include "ejob/log.h"
 #include "ejob/metrics.h"
 #include "common/util.h"
+#include "cli/daemon_events.h"
 #include "cli/daemon_metrics.h"
 
 #ifndef EJOB_VERSION
@@ -63,6 +65,13 @@ enum {
     M_EV_DEPTH,
     M_EV_POSTED,
     M_EV_DROPPED,
+    M_HIST_WRITTEN,
+    M_HIST_DROPPED,
+    M_HIST_REJECTED,
+    M_HIST_FAILURES,
+    M_HIST_DEPTH,
+    M_HIST_UP,
+    M_HIST_LAST_WRITE,
     M_COUNT
 };
 
@@ -176,6 +185,49 @@ static const struct ej_metric_desc table[M_COUNT] = {
                       {NULL},
                       NULL,
                       0},
+    [M_HIST_WRITTEN] = {"ejob_history_events_written_total",
+                        C,
+                        "Job events committed to the history store.",
+                        {NULL},
+                        NULL,
+                        0},
+    [M_HIST_DROPPED] = {"ejob_history_events_dropped_total",
+                        C,
+                        "Job events the history store did not take or gave up at shutdown "
+                        "(queue full, out of memory, closing).",
+                        {NULL},
+                        NULL,
+                        0},
+    [M_HIST_REJECTED] = {"ejob_history_events_rejected_total",
+                         C,
+                         "Job events the history database refused on their own.",
+                         {NULL},
+                         NULL,
+                         0},
+    [M_HIST_FAILURES] = {"ejob_history_write_failures_total",
+                         C,
+                         "Failed attempts to write to the history database (each retried).",
+                         {NULL},
+                         NULL,
+                         0},
+    [M_HIST_DEPTH] = {"ejob_history_queue_depth",
+                      G,
+                      "Job events waiting to be written to the history store.",
+                      {NULL},
+                      NULL,
+                      0},
+    [M_HIST_UP] = {"ejob_history_store_up",
+                   G,
+                   "1 while the history store has a working database connection.",
+                   {NULL},
+                   NULL,
+                   0},
+    [M_HIST_LAST_WRITE] = {"ejob_history_last_write_timestamp_seconds",
+                           G,
+                           "When the history store last committed (unix time; 0: never).",
+                           {NULL},
+                           NULL,
+                           0},
 };
 #undef C
 #undef G
@@ -316,6 +368,21 @@ static void collect_registry(void)
     }
 }
 
+/* The history store's counters; no series while history is off. */
+static void collect_history(void)
+{
+    struct ej_trace_stats ts;
+    if (!ejd_events_history_stats(&ts))
+        return;
+    ej_metric_set(ej_metric_get0(st.f[M_HIST_WRITTEN]), (double)ts.written);
+    ej_metric_set(ej_metric_get0(st.f[M_HIST_DROPPED]), (double)ts.dropped);
+    ej_metric_set(ej_metric_get0(st.f[M_HIST_REJECTED]), (double)ts.rejected);
+    ej_metric_set(ej_metric_get0(st.f[M_HIST_FAILURES]), (double)ts.failures);
+    ej_metric_set(ej_metric_get0(st.f[M_HIST_DEPTH]), (double)ts.queued);
+    ej_metric_set(ej_metric_get0(st.f[M_HIST_UP]), ts.connected);
+    ej_metric_set(ej_metric_get0(st.f[M_HIST_LAST_WRITE]), seconds(ts.last_write_ms));
+}
+
 static void collect(ej_metrics *m, void *user)
 {
     (void)m;
@@ -324,6 +391,7 @@ static void collect(ej_metrics *m, void *user)
     if (st.on) {
         collect_jobs();
         collect_registry();
+        collect_history();
         if (st.bus != NULL) {
             struct ej_event_bus_stats bs;
             ej_event_bus_stats(st.bus, &bs);

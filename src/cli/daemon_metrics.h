@@ -1,8 +1,9 @@
 /*
- * The daemon's metrics and health endpoint (`ejob run --metrics-listen`,
- * docs/metrics.md): /metrics fed from the jobs' events, their status, the
- * registry's connection states and counters, the event bus and /proc;
- * /healthz and /readyz.
+ * The daemon's metrics and health endpoint (`ejob run --metrics-listen`, or
+ * metrics.listen in the daemon file; docs/metrics.md): /metrics fed from
+ * the jobs' events, their status, the registry's connection states and
+ * counters, the event bus, the history store (ejd_events_history_stats)
+ * and /proc; /healthz and /readyz.
  *
  * Every hook below is a no-op until ejd_metrics_start() succeeded and after
  * ejd_metrics_stop(), so the daemon calls them unconditionally. Hooks may

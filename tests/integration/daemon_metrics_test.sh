@@ -9,7 +9,9 @@
 # that takes the item over. The YAML's metrics.listen: the flag overrides it,
 # a bad one is refused by --check at its FILE:LINE:COL with the flag's words,
 # a daemon with only the file's section serves there, and a reload that
-# moves it keeps the running endpoint and says a restart is needed.
+# moves it keeps the running endpoint and says a restart is needed. The
+# history store's counters: written grows with runs, nothing dropped or
+# rejected, connected; no history series when tracing is NONE.
 set -u
 source "$EJ_SOURCE_DIR/tests/support/zkfixture.sh"
 E=${EJOB:?EJOB must name the ejob binary}
@@ -290,6 +292,8 @@ jobs:
     overwrite: true
     props:
       script.command.line: /bin/sh -c 'sleep 4'
+tracing:
+  type: NONE
 EOF
 EJOB_IP=127.0.0.21 setpriv --pdeathsig KILL "$E" run -c "$D/fo.yaml" --metrics-listen "127.0.0.1:$MPORT2" \
   2>"$D/a.log" &
@@ -303,6 +307,10 @@ wait_for 40 "the second instance runs an item" b_runs
 kill -KILL $PB; wait $PB 2>/dev/null
 failed_over() { scrape "$D/s7" && num_ge "$(value "$D/s7" 'ejob_failovers_total{job="foJob"}')" 1; }
 wait_for 90 'ejob_failovers_total{job="foJob"} counts the take-over' failed_over
+grep -q '^# TYPE ejob_history_events_written_total counter$' "$D/s7.raw" \
+  && ! grep -q '^ejob_history_' "$D/s7" \
+  && pass "tracing NONE: the history families have no series" \
+  || fail "history series without a store: $(grep '^ejob_history' "$D/s7")"
 # The survivor led throughout: it wrote the assignment over both instances
 # (the second ran an item), and writes one over itself alone at the first
 # cron fire after the other died.
@@ -338,6 +346,34 @@ grep -q "serving /metrics, /healthz and /readyz on 127.0.0.1:$MPORT3 " "$D/file.
   && pass "its log names the file's address" || fail "log: $(grep metrics "$D/file.log")"
 scrape "$D/f1" && [ "$(value "$D/f1" ejob_jobs)" = 1 ] && pass "its /metrics is valid and has the job" \
   || fail "file daemon /metrics: $(head -c 300 "$D/f1.raw")"
+
+# Its history (the default store, STATE_DIR/history.db): the store's
+# counters, the written one growing as the job runs.
+W1=$(value "$D/f1" ejob_history_events_written_total)
+num_ge "$W1" 0 && pass "ejob_history_events_written_total is exposed ($W1)" \
+  || fail "no written counter: $(grep '^ejob_history' "$D/f1")"
+hist_grew() {
+  scrape "$D/f2" && num_gt "$(value "$D/f2" ejob_history_events_written_total)" "$W1" &&
+    num_ge "$(value "$D/f2" 'ejob_item_runs_total{job="fileJob",result="success"}')" 2
+}
+sleep 2
+wait_for 30 "ejob_history_events_written_total grows as fileJob runs" hist_grew
+W2=$(value "$D/f2" ejob_history_events_written_total)
+for s in ejob_history_events_dropped_total ejob_history_events_rejected_total; do
+  [ "$(value "$D/f2" $s)" = 0 ] && pass "$s 0" || fail "$s = '$(value "$D/f2" $s)', want 0"
+done
+[ "$(value "$D/f2" ejob_history_store_up)" = 1 ] && pass "ejob_history_store_up 1" \
+  || fail "ejob_history_store_up '$(value "$D/f2" ejob_history_store_up)'"
+num_ge "$(value "$D/f2" ejob_history_queue_depth)" 0 && pass "ejob_history_queue_depth exposed" \
+  || fail "no history queue depth"
+LW=$(value "$D/f2" ejob_history_last_write_timestamp_seconds)
+awk -v n="$LW" -v t="$(date +%s)" 'BEGIN { exit !(n > t - 30 && n <= t + 1) }' \
+  && pass "last history write within seconds of now ($LW)" || fail "last write $LW"
+# What it counts is in the database.
+ROWS=$("$E" history fileJob --store "sqlite:$D/state3/history.db" --json 2>"$D/hist.err" |
+  python3 -c 'import json,sys; print(len(json.load(sys.stdin)))' 2>/dev/null)
+num_ge "$ROWS" 1 && pass "ejob history reads $ROWS run(s) of fileJob ($W2 events written)" \
+  || fail "history rows: '$ROWS' $(cat "$D/hist.err")"
 # A reload that moves the address: the endpoint stays, the log says why.
 sed -i "s/^  listen: 127.0.0.1:$MPORT3\$/  listen: 127.0.0.1:$MPORT4/" "$D/file.yaml"
 kill -HUP $PF
