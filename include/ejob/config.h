@@ -79,6 +79,10 @@ typedef enum ej_job_type {
  * member is non-NULL except job_properties_extra and extra_json (NULL = none).
  * Functions here read a NULL string member as "". Replace a string with
  * ej_job_config_set_str (or free it yourself and store a malloc'd one).
+ *
+ * Every member has one row in src/config/fields.h, which drives init, copy,
+ * equal, fini, the JSON codec and the validator's field names: a member
+ * added here needs its row there.
  */
 struct ej_job_config {
     char *job_name;                 /* jobName (required, [A-Za-z0-9_.-]+) */

@@ -6,40 +6,82 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "config/fields.h"
 #include "ejob/common.h"
 #include "ejob/config.h"
 
-/* The fields validation can complain about. Each has a JSON key name (used
- * in ej_job_config_validate's messages) and a daemon YAML key path. */
-enum ej__cfg_field {
-    EJ_CFG_F_JOB_NAME,
-    EJ_CFG_F_CRON,
-    EJ_CFG_F_SHARDING_TOTAL_COUNT,
-    EJ_CFG_F_SHARDING_ITEM_PARAMETERS,
-    EJ_CFG_F_JOB_PARAMETER,
-    EJ_CFG_F_DESCRIPTION,
-    EJ_CFG_F_JOB_EXCEPTION_HANDLER,
-    EJ_CFG_F_EXECUTOR_SERVICE_HANDLER,
-    EJ_CFG_F_JOB_PROPERTIES,
-    EJ_CFG_F_JOB_TYPE,
-    EJ_CFG_F_JOB_CLASS,
-    EJ_CFG_F_SCRIPT_COMMAND_LINE,
-    EJ_CFG_F_SCRIPT_TIMEOUT,
-    EJ_CFG_F_MAX_TIME_DIFF_SECONDS,
-    EJ_CFG_F_MONITOR_PORT,
-    EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS,
-    EJ_CFG_F_TIME_ZONE,
-    EJ_CFG_F_HTTP_URI,
-    EJ_CFG_F_HTTP_METHOD,
-    EJ_CFG_F_HTTP_DATA,
-    EJ_CFG_F_HTTP_CONNECT_TIMEOUT,
-    EJ_CFG_F_HTTP_READ_TIMEOUT,
-    EJ_CFG_F_HTTP_CONTENT_TYPE,
-    EJ_CFG_F_EXTRA,
-    EJ_CFG_F_COUNT_
+/* Every field of the job, in fields.h's order: EJ_CFG_F_JOB_NAME ... Validation
+ * names the field a problem is about with it; the daemon YAML loader marks
+ * where each came from. */
+#define EJ_CFG_FIELD_ID(id, member, type, where, scope, key, dflt) EJ_CFG_F_##id,
+enum ej__cfg_field { EJ_JOB_FIELDS(EJ_CFG_FIELD_ID) EJ_CFG_F_COUNT_ };
+#undef EJ_CFG_FIELD_ID
+
+/* The type, where and scope columns of fields.h (described there). */
+enum ej__cfg_type {
+    EJ_CFG_T_STR,
+    EJ_CFG_T_INT,
+    EJ_CFG_T_INT64,
+    EJ_CFG_T_BOOL,
+    EJ_CFG_T_TYPE,
+    EJ_CFG_T_CLASS,
+    EJ_CFG_T_OBJ,
+};
+enum ej__cfg_where {
+    EJ_CFG_W_KEY,
+    EJ_CFG_W_SET,
+    EJ_CFG_W_PROP,
+    EJ_CFG_W_REST,
+};
+#define EJ_CFG_S_ANY (-1)
+#define EJ_CFG_S_DATAFLOW EJ_JOB_TYPE_DATAFLOW
+#define EJ_CFG_S_SCRIPT EJ_JOB_TYPE_SCRIPT
+#define EJ_CFG_S_HTTP EJ_JOB_TYPE_HTTP
+
+/* One row of fields.h. */
+struct ej__cfg_field_desc {
+    const char *key;  /* JSON key (inside jobProperties for PROP rows) */
+    const char *name; /* in messages: the key, or "jobProperties.KEY" */
+    size_t off;       /* of the member in struct ej_job_config */
+    enum ej__cfg_type type;
+    enum ej__cfg_where where;
+    int scope;           /* EJ_CFG_S_ANY or an ej_job_type */
+    const char *def_str; /* default of STR and CLASS rows */
+    long long def_num;   /* default of INT, INT64, BOOL and TYPE rows */
 };
 
-/* JSON key of a field ("shardingTotalCount"). */
+/* The table, indexed by enum ej__cfg_field. */
+extern const struct ej__cfg_field_desc ej__cfg_fields[EJ_CFG_F_COUNT_];
+
+/* True when f counts for a job of type t (its scope). */
+bool ej__config_field_applies(const struct ej__cfg_field_desc *f, ej_job_type t);
+
+/* The value of an INT, INT64, BOOL or TYPE field as a number; set it. */
+long long ej__config_field_num(const struct ej_job_config *cfg, const struct ej__cfg_field_desc *f);
+void ej__config_field_set_num(struct ej_job_config *cfg, const struct ej__cfg_field_desc *f,
+                              long long value);
+
+/* The member of a STR, CLASS or OBJ field (the string stays cfg's). */
+char **ej__config_field_strp(struct ej_job_config *cfg, const struct ej__cfg_field_desc *f);
+const char *ej__config_field_str(const struct ej_job_config *cfg,
+                                 const struct ej__cfg_field_desc *f);
+
+/* The job class as written and compared: a SCRIPT job's is always
+ * EJ_CONFIG_SCRIPT_JOB_CLASS, whatever job_class holds. Borrowed from c. */
+const char *ej__config_job_class(const struct ej_job_config *c);
+
+/* True when cfg holds f's default (NULL strings read as "", NULL objects
+ * as "{}"). */
+bool ej__config_field_is_default(const struct ej_job_config *cfg,
+                                 const struct ej__cfg_field_desc *f);
+
+/* True when a and b agree on f, as ej_job_config_equal compares it (a
+ * CLASS field as written: ScriptJob for a SCRIPT job). Scope is the
+ * caller's business. */
+bool ej__config_field_equal(const struct ej_job_config *a, const struct ej_job_config *b,
+                            const struct ej__cfg_field_desc *f);
+
+/* A field's name in messages ("shardingTotalCount"), "?" when out of range. */
 const char *ej__config_field_json_name(enum ej__cfg_field f);
 
 /* Receives one validation problem: the field and the message without the

@@ -1,4 +1,6 @@
-/* The job model: defaults, copying, comparing. */
+/* The job model: the field table (fields.h) and, driven by it, defaults,
+ * copying, comparing. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,98 +65,106 @@ int ej_job_config_set_str(char **field, const char *value)
     return 0;
 }
 
-/* Every owned string member, for init/fini/copy. */
-#define EJ_CFG_STRINGS(X)                                                                          \
-    X(job_name)                                                                                    \
-    X(cron)                                                                                        \
-    X(sharding_item_parameters)                                                                    \
-    X(job_parameter)                                                                               \
-    X(description)                                                                                 \
-    X(job_exception_handler)                                                                       \
-    X(executor_service_handler)                                                                    \
-    X(job_class)                                                                                   \
-    X(script_command_line)                                                                         \
-    X(job_sharding_strategy_class)                                                                 \
-    X(time_zone)                                                                                   \
-    X(http.uri)                                                                                    \
-    X(http.method)                                                                                 \
-    X(http.data)                                                                                   \
-    X(http.content_type)
+/* ------------------------------------------------------------------------ */
+/* The field table                                                           */
+/* ------------------------------------------------------------------------ */
 
-int ej_job_config_init(struct ej_job_config *cfg)
+/* A row's default goes to def_str or def_num by its type. */
+#define EJ_CFG_DEF_STR(d) d, 0
+#define EJ_CFG_DEF_CLASS(d) d, 0
+#define EJ_CFG_DEF_OBJ(d) NULL, 0
+#define EJ_CFG_DEF_INT(d) NULL, d
+#define EJ_CFG_DEF_INT64(d) NULL, d
+#define EJ_CFG_DEF_BOOL(d) NULL, d
+#define EJ_CFG_DEF_TYPE(d) NULL, d
+/* A PROP row is named by its path in messages. */
+#define EJ_CFG_NAME_KEY(k) k
+#define EJ_CFG_NAME_SET(k) k
+#define EJ_CFG_NAME_PROP(k) "jobProperties." k
+#define EJ_CFG_NAME_REST(k) k
+
+const struct ej__cfg_field_desc ej__cfg_fields[EJ_CFG_F_COUNT_] = {
+#define EJ_CFG_FIELD_DESC(id, member, type, where, scope, key, dflt)                               \
+    [EJ_CFG_F_##id] = {key,                                                                        \
+                       EJ_CFG_NAME_##where(key),                                                   \
+                       offsetof(struct ej_job_config, member),                                     \
+                       EJ_CFG_T_##type,                                                            \
+                       EJ_CFG_W_##where,                                                           \
+                       EJ_CFG_S_##scope,                                                           \
+                       EJ_CFG_DEF_##type(dflt)},
+    EJ_JOB_FIELDS(EJ_CFG_FIELD_DESC)
+#undef EJ_CFG_FIELD_DESC
+};
+
+const char *ej__config_field_json_name(enum ej__cfg_field f)
 {
-    if (cfg == NULL)
-        return EJ_EINVAL;
-    memset(cfg, 0, sizeof(*cfg));
-    bool ok = true;
-#define EJ_CFG_INIT_EMPTY(m) ok = ok && (cfg->m = strdup("")) != NULL;
-    EJ_CFG_STRINGS(EJ_CFG_INIT_EMPTY)
-#undef EJ_CFG_INIT_EMPTY
-    if (!ok)
-        goto out_nomem;
-    if (ej_job_config_set_str(&cfg->job_exception_handler,
-                              EJ_CONFIG_DEFAULT_JOB_EXCEPTION_HANDLER) != 0 ||
-        ej_job_config_set_str(&cfg->executor_service_handler,
-                              EJ_CONFIG_DEFAULT_EXECUTOR_SERVICE_HANDLER) != 0 ||
-        ej_job_config_set_str(&cfg->http.method, "GET") != 0)
-        goto out_nomem;
-    cfg->sharding_total_count = 1;
-    cfg->failover = false;
-    cfg->misfire = true;
-    cfg->job_type = EJ_JOB_TYPE_SIMPLE;
-    cfg->streaming_process = false;
-    cfg->monitor_execution = true;
-    cfg->max_time_diff_seconds = -1;
-    cfg->monitor_port = -1;
-    cfg->reconcile_interval_minutes = 10;
-    cfg->disabled = false;
-    cfg->overwrite = false;
-    cfg->script_timeout_ms = 0;
-    cfg->http.connect_timeout_ms = 3000;
-    cfg->http.read_timeout_ms = 5000;
-    return 0;
-
-out_nomem:
-    ej_job_config_fini(cfg);
-    return EJ_ENOMEM;
+    if ((int)f < 0 || f >= EJ_CFG_F_COUNT_)
+        return "?";
+    return ej__cfg_fields[f].name;
 }
 
-void ej_job_config_fini(struct ej_job_config *cfg)
+bool ej__config_field_applies(const struct ej__cfg_field_desc *f, ej_job_type t)
 {
-    if (cfg == NULL)
-        return;
-#define EJ_CFG_FREE(m) free(cfg->m);
-    EJ_CFG_STRINGS(EJ_CFG_FREE)
-#undef EJ_CFG_FREE
-    free(cfg->job_properties_extra);
-    free(cfg->extra_json);
-    memset(cfg, 0, sizeof(*cfg));
+    return f->scope == EJ_CFG_S_ANY || f->scope == (int)t;
 }
 
-int ej_job_config_copy(struct ej_job_config *dst, const struct ej_job_config *src)
+long long ej__config_field_num(const struct ej_job_config *cfg, const struct ej__cfg_field_desc *f)
 {
-    if (dst == NULL || src == NULL)
-        return EJ_EINVAL;
-    *dst = *src;
-    /* Null every pointer first so a failure part-way leaves dst safe to fini. */
-#define EJ_CFG_NULL(m) dst->m = NULL;
-    EJ_CFG_STRINGS(EJ_CFG_NULL)
-#undef EJ_CFG_NULL
-    dst->job_properties_extra = NULL;
-    dst->extra_json = NULL;
-    bool ok = true;
-#define EJ_CFG_DUP(m) ok = ok && (dst->m = ej__config_strdup(src->m)) != NULL;
-    EJ_CFG_STRINGS(EJ_CFG_DUP)
-#undef EJ_CFG_DUP
-    if (ok && src->job_properties_extra != NULL)
-        ok = (dst->job_properties_extra = strdup(src->job_properties_extra)) != NULL;
-    if (ok && src->extra_json != NULL)
-        ok = (dst->extra_json = strdup(src->extra_json)) != NULL;
-    if (!ok) {
-        ej_job_config_fini(dst);
-        return EJ_ENOMEM;
+    const void *at = (const char *)cfg + f->off;
+    switch (f->type) {
+    case EJ_CFG_T_INT:
+        return *(const int *)at;
+    case EJ_CFG_T_INT64:
+        return *(const int64_t *)at;
+    case EJ_CFG_T_BOOL:
+        return *(const bool *)at;
+    case EJ_CFG_T_TYPE:
+        return *(const ej_job_type *)at;
+    default:
+        assert(!"not a number field");
+        return 0;
     }
-    return 0;
+}
+
+void ej__config_field_set_num(struct ej_job_config *cfg, const struct ej__cfg_field_desc *f,
+                              long long value)
+{
+    void *at = (char *)cfg + f->off;
+    switch (f->type) {
+    case EJ_CFG_T_INT:
+        *(int *)at = (int)value;
+        break;
+    case EJ_CFG_T_INT64:
+        *(int64_t *)at = value;
+        break;
+    case EJ_CFG_T_BOOL:
+        *(bool *)at = value != 0;
+        break;
+    case EJ_CFG_T_TYPE:
+        *(ej_job_type *)at = (ej_job_type)value;
+        break;
+    default:
+        assert(!"not a number field");
+        break;
+    }
+}
+
+static bool is_str_type(enum ej__cfg_type t)
+{
+    return t == EJ_CFG_T_STR || t == EJ_CFG_T_CLASS || t == EJ_CFG_T_OBJ;
+}
+
+char **ej__config_field_strp(struct ej_job_config *cfg, const struct ej__cfg_field_desc *f)
+{
+    assert(is_str_type(f->type));
+    return (char **)(void *)((char *)cfg + f->off);
+}
+
+const char *ej__config_field_str(const struct ej_job_config *cfg,
+                                 const struct ej__cfg_field_desc *f)
+{
+    assert(is_str_type(f->type));
+    return *(char *const *)(const void *)((const char *)cfg + f->off);
 }
 
 static bool str_eq(const char *a, const char *b)
@@ -172,10 +182,99 @@ static bool extra_eq(const char *a, const char *b)
     return str_eq(a, b);
 }
 
-/* The job class that counts: a SCRIPT job's is always ScriptJob. */
-static const char *effective_class(const struct ej_job_config *c)
+const char *ej__config_job_class(const struct ej_job_config *c)
 {
     return c->job_type == EJ_JOB_TYPE_SCRIPT ? EJ_CONFIG_SCRIPT_JOB_CLASS : c->job_class;
+}
+
+bool ej__config_field_is_default(const struct ej_job_config *cfg,
+                                 const struct ej__cfg_field_desc *f)
+{
+    switch (f->type) {
+    case EJ_CFG_T_STR:
+    case EJ_CFG_T_CLASS:
+        return str_eq(ej__config_field_str(cfg, f), f->def_str);
+    case EJ_CFG_T_OBJ:
+        return extra_eq(ej__config_field_str(cfg, f), NULL);
+    default:
+        return ej__config_field_num(cfg, f) == f->def_num;
+    }
+}
+
+bool ej__config_field_equal(const struct ej_job_config *a, const struct ej_job_config *b,
+                            const struct ej__cfg_field_desc *f)
+{
+    switch (f->type) {
+    case EJ_CFG_T_STR:
+        return str_eq(ej__config_field_str(a, f), ej__config_field_str(b, f));
+    case EJ_CFG_T_CLASS:
+        return str_eq(ej__config_job_class(a), ej__config_job_class(b));
+    case EJ_CFG_T_OBJ:
+        return extra_eq(ej__config_field_str(a, f), ej__config_field_str(b, f));
+    default:
+        return ej__config_field_num(a, f) == ej__config_field_num(b, f);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The model                                                                 */
+/* ------------------------------------------------------------------------ */
+
+int ej_job_config_init(struct ej_job_config *cfg)
+{
+    if (cfg == NULL)
+        return EJ_EINVAL;
+    memset(cfg, 0, sizeof(*cfg));
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
+        const struct ej__cfg_field_desc *f = &ej__cfg_fields[i];
+        if (f->type == EJ_CFG_T_OBJ)
+            continue; /* NULL: none */
+        if (!is_str_type(f->type))
+            ej__config_field_set_num(cfg, f, f->def_num);
+        else if ((*ej__config_field_strp(cfg, f) = strdup(f->def_str)) == NULL)
+            goto out_nomem;
+    }
+    return 0;
+
+out_nomem:
+    ej_job_config_fini(cfg);
+    return EJ_ENOMEM;
+}
+
+void ej_job_config_fini(struct ej_job_config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
+        if (is_str_type(ej__cfg_fields[i].type))
+            free(*ej__config_field_strp(cfg, &ej__cfg_fields[i]));
+    }
+    memset(cfg, 0, sizeof(*cfg));
+}
+
+int ej_job_config_copy(struct ej_job_config *dst, const struct ej_job_config *src)
+{
+    if (dst == NULL || src == NULL)
+        return EJ_EINVAL;
+    *dst = *src;
+    /* Null every pointer first so a failure part-way leaves dst safe to fini. */
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
+        if (is_str_type(ej__cfg_fields[i].type))
+            *ej__config_field_strp(dst, &ej__cfg_fields[i]) = NULL;
+    }
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
+        const struct ej__cfg_field_desc *f = &ej__cfg_fields[i];
+        if (!is_str_type(f->type))
+            continue;
+        const char *s = ej__config_field_str(src, f);
+        if (f->type == EJ_CFG_T_OBJ && s == NULL)
+            continue; /* an object stays NULL; a string NULL becomes "" */
+        if ((*ej__config_field_strp(dst, f) = ej__config_strdup(s)) == NULL) {
+            ej_job_config_fini(dst);
+            return EJ_ENOMEM;
+        }
+    }
+    return 0;
 }
 
 bool ej_job_config_equal(const struct ej_job_config *a, const struct ej_job_config *b)
@@ -184,39 +283,15 @@ bool ej_job_config_equal(const struct ej_job_config *a, const struct ej_job_conf
         return true;
     if (a == NULL || b == NULL)
         return false;
+    /* The type first: it says which fields count. */
     if (a->job_type != b->job_type)
         return false;
-    ej_job_type t = a->job_type;
-    bool eq = str_eq(a->job_name, b->job_name) && str_eq(a->cron, b->cron) &&
-              str_eq(a->sharding_item_parameters, b->sharding_item_parameters) &&
-              str_eq(a->job_parameter, b->job_parameter) &&
-              str_eq(a->description, b->description) &&
-              str_eq(a->job_exception_handler, b->job_exception_handler) &&
-              str_eq(a->executor_service_handler, b->executor_service_handler) &&
-              str_eq(effective_class(a), effective_class(b)) &&
-              str_eq(a->job_sharding_strategy_class, b->job_sharding_strategy_class) &&
-              str_eq(a->time_zone, b->time_zone) &&
-              extra_eq(a->job_properties_extra, b->job_properties_extra) &&
-              extra_eq(a->extra_json, b->extra_json) &&
-              a->sharding_total_count == b->sharding_total_count && a->failover == b->failover &&
-              a->misfire == b->misfire && a->monitor_execution == b->monitor_execution &&
-              a->max_time_diff_seconds == b->max_time_diff_seconds &&
-              a->monitor_port == b->monitor_port &&
-              a->reconcile_interval_minutes == b->reconcile_interval_minutes &&
-              a->disabled == b->disabled && a->overwrite == b->overwrite;
-    /* Type-specific fields count only for their type. */
-    if (eq && t == EJ_JOB_TYPE_DATAFLOW)
-        eq = a->streaming_process == b->streaming_process;
-    if (eq && t == EJ_JOB_TYPE_SCRIPT)
-        eq = str_eq(a->script_command_line, b->script_command_line) &&
-             a->script_timeout_ms == b->script_timeout_ms;
-    if (eq && t == EJ_JOB_TYPE_HTTP)
-        eq = str_eq(a->http.uri, b->http.uri) && str_eq(a->http.method, b->http.method) &&
-             str_eq(a->http.data, b->http.data) &&
-             str_eq(a->http.content_type, b->http.content_type) &&
-             a->http.connect_timeout_ms == b->http.connect_timeout_ms &&
-             a->http.read_timeout_ms == b->http.read_timeout_ms;
-    return eq;
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
+        const struct ej__cfg_field_desc *f = &ej__cfg_fields[i];
+        if (ej__config_field_applies(f, a->job_type) && !ej__config_field_equal(a, b, f))
+            return false;
+    }
+    return true;
 }
 
 static const char *const job_type_names[] = {"SIMPLE", "DATAFLOW", "SCRIPT", "HTTP"};

@@ -3,6 +3,7 @@
  * byte as its Gson type adapter does, read in both the adapter's shape and
  * the console's JobSettings shape.
  */
+#include <assert.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -134,52 +135,23 @@ static void put_value(ej_buf *b, json_t *v)
     }
 }
 
-/* Keys ejob writes itself; a preserved unknown key never repeats one. */
-static const char *const known_keys[] = {
-    "jobName",
-    "jobClass",
-    "jobType",
-    "cron",
-    "shardingTotalCount",
-    "shardingItemParameters",
-    "jobParameter",
-    "failover",
-    "misfire",
-    "description",
-    "jobProperties",
-    "streamingProcess",
-    "scriptCommandLine",
-    "monitorExecution",
-    "maxTimeDiffSeconds",
-    "monitorPort",
-    "jobShardingStrategyClass",
-    "reconcileIntervalMinutes",
-    "disabled",
-    "overwrite",
-    "timeZone",
-    "scriptTimeoutMilliseconds",
-    "httpUri",
-    "httpMethod",
-    "httpData",
-    "httpConnectTimeoutMilliseconds",
-    "httpReadTimeoutMilliseconds",
-    "httpContentType",
-};
-
-static bool is_known_key(const char *key)
+/* The row of a JSON key: a top-level key, or (in_props) one inside
+ * jobProperties. NULL for a key of nobody's: kept as it is. */
+static const struct ej__cfg_field_desc *find_field(const char *key, bool in_props)
 {
-    for (size_t i = 0; i < sizeof(known_keys) / sizeof(known_keys[0]); i++) {
-        if (strcmp(key, known_keys[i]) == 0)
-            return true;
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
+        const struct ej__cfg_field_desc *f = &ej__cfg_fields[i];
+        if (f->where != EJ_CFG_W_REST && (f->where == EJ_CFG_W_PROP) == in_props &&
+            strcmp(key, f->key) == 0)
+            return f;
     }
-    return false;
+    return NULL;
 }
 
-/* Append the members of the JSON object text `extra`, skipping keys in
- * skip[] (NULL-terminated) and those is_known (when check_known). Text that
- * is not a JSON object is ignored. */
-static void put_extra_members(ej_buf *b, const char *extra, const char *const *skip,
-                              bool check_known)
+/* Append the members of the JSON object text `extra`, skipping the keys
+ * of the table's rows (a preserved unknown key never repeats a key ejob
+ * writes itself). Text that is not a JSON object is ignored. */
+static void put_extra_members(ej_buf *b, const char *extra, bool in_props)
 {
     if (extra == NULL || extra[0] == '\0')
         return;
@@ -192,10 +164,7 @@ static void put_extra_members(ej_buf *b, const char *extra, const char *const *s
         json_t *v;
         json_object_foreach(obj, key, v)
         {
-            bool skipped = check_known && is_known_key(key);
-            for (size_t i = 0; skip != NULL && skip[i] != NULL; i++)
-                skipped = skipped || strcmp(key, skip[i]) == 0;
-            if (skipped)
+            if (find_field(key, in_props) != NULL)
                 continue;
             put_key(b, key);
             put_value(b, v);
@@ -204,58 +173,72 @@ static void put_extra_members(ej_buf *b, const char *extra, const char *const *s
     json_decref(obj);
 }
 
+static void put_field(ej_buf *b, const struct ej_job_config *cfg,
+                      const struct ej__cfg_field_desc *f);
+
+/* The jobProperties object: its PROP rows, then the other properties. */
+static void put_job_properties(ej_buf *b, const struct ej_job_config *cfg,
+                               const struct ej__cfg_field_desc *obj)
+{
+    put_key(b, obj->key);
+    ej__buf_append(b, "{", 1);
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
+        if (ej__cfg_fields[i].where == EJ_CFG_W_PROP)
+            put_field(b, cfg, &ej__cfg_fields[i]);
+    }
+    put_extra_members(b, ej__config_field_str(cfg, obj), true);
+    ej__buf_append(b, "}", 1);
+}
+
+static void put_field(ej_buf *b, const struct ej_job_config *cfg,
+                      const struct ej__cfg_field_desc *f)
+{
+    switch (f->type) {
+    case EJ_CFG_T_STR:
+        put_str(b, f->key, ej__config_field_str(cfg, f));
+        break;
+    case EJ_CFG_T_CLASS:
+        put_str(b, f->key, ej__config_job_class(cfg));
+        break;
+    case EJ_CFG_T_INT:
+    case EJ_CFG_T_INT64:
+        put_int(b, f->key, ej__config_field_num(cfg, f));
+        break;
+    case EJ_CFG_T_BOOL:
+        put_bool(b, f->key, ej__config_field_num(cfg, f) != 0);
+        break;
+    case EJ_CFG_T_TYPE:
+        put_str(b, f->key, ej_job_type_name((ej_job_type)ej__config_field_num(cfg, f)));
+        break;
+    case EJ_CFG_T_OBJ:
+        /* The unknown top-level keys are members of the config object
+         * itself; jobProperties is an object of its own. */
+        if (f->where == EJ_CFG_W_REST)
+            put_extra_members(b, ej__config_field_str(cfg, f), false);
+        else
+            put_job_properties(b, cfg, f);
+        break;
+    }
+}
+
 char *ej_job_config_to_json(const struct ej_job_config *cfg)
 {
-    static const char *const prop_keys[] = {"job_exception_handler", "executor_service_handler",
-                                            NULL};
     if (cfg == NULL)
         return NULL;
     ej_buf b;
     ej__buf_init(&b);
     ej__buf_append(&b, "{", 1);
-    put_str(&b, "jobName", cfg->job_name);
-    put_str(&b, "jobClass",
-            cfg->job_type == EJ_JOB_TYPE_SCRIPT ? EJ_CONFIG_SCRIPT_JOB_CLASS : cfg->job_class);
-    put_str(&b, "jobType", ej_job_type_name(cfg->job_type));
-    put_str(&b, "cron", cfg->cron);
-    put_int(&b, "shardingTotalCount", cfg->sharding_total_count);
-    put_str(&b, "shardingItemParameters", cfg->sharding_item_parameters);
-    put_str(&b, "jobParameter", cfg->job_parameter);
-    put_bool(&b, "failover", cfg->failover);
-    put_bool(&b, "misfire", cfg->misfire);
-    put_str(&b, "description", cfg->description);
-    put_key(&b, "jobProperties");
-    ej__buf_append(&b, "{", 1);
-    put_str(&b, "job_exception_handler", cfg->job_exception_handler);
-    put_str(&b, "executor_service_handler", cfg->executor_service_handler);
-    put_extra_members(&b, cfg->job_properties_extra, prop_keys, false);
-    ej__buf_append(&b, "}", 1);
-    if (cfg->job_type == EJ_JOB_TYPE_DATAFLOW)
-        put_bool(&b, "streamingProcess", cfg->streaming_process);
-    else if (cfg->job_type == EJ_JOB_TYPE_SCRIPT)
-        put_str(&b, "scriptCommandLine", cfg->script_command_line);
-    put_bool(&b, "monitorExecution", cfg->monitor_execution);
-    put_int(&b, "maxTimeDiffSeconds", cfg->max_time_diff_seconds);
-    put_int(&b, "monitorPort", cfg->monitor_port);
-    put_str(&b, "jobShardingStrategyClass", cfg->job_sharding_strategy_class);
-    put_int(&b, "reconcileIntervalMinutes", cfg->reconcile_interval_minutes);
-    put_bool(&b, "disabled", cfg->disabled);
-    put_bool(&b, "overwrite", cfg->overwrite);
-    /* ejob's own keys: only when they carry something, so a Java-shaped job
-     * is written exactly as Java writes it. Java readers skip them. */
-    if (cfg->time_zone != NULL && cfg->time_zone[0] != '\0')
-        put_str(&b, "timeZone", cfg->time_zone);
-    if (cfg->job_type == EJ_JOB_TYPE_SCRIPT && cfg->script_timeout_ms != 0)
-        put_int(&b, "scriptTimeoutMilliseconds", cfg->script_timeout_ms);
-    if (cfg->job_type == EJ_JOB_TYPE_HTTP) {
-        put_str(&b, "httpUri", cfg->http.uri);
-        put_str(&b, "httpMethod", cfg->http.method);
-        put_str(&b, "httpData", cfg->http.data);
-        put_int(&b, "httpConnectTimeoutMilliseconds", cfg->http.connect_timeout_ms);
-        put_int(&b, "httpReadTimeoutMilliseconds", cfg->http.read_timeout_ms);
-        put_str(&b, "httpContentType", cfg->http.content_type);
+    /* The table's order is 2.1.5's. ejob's own (SET) keys are written only
+     * when they carry something, so a Java-shaped job is written exactly as
+     * Java writes it. */
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
+        const struct ej__cfg_field_desc *f = &ej__cfg_fields[i];
+        if (f->where == EJ_CFG_W_PROP || !ej__config_field_applies(f, cfg->job_type))
+            continue;
+        if (f->where == EJ_CFG_W_SET && ej__config_field_is_default(cfg, f))
+            continue;
+        put_field(&b, cfg, f);
     }
-    put_extra_members(&b, cfg->extra_json, NULL, true);
     ej__buf_append(&b, "}", 1);
     if (b.failed) {
         ej__buf_fini(&b);
@@ -310,9 +293,16 @@ static void describe(json_t *v, char *out, size_t outlen)
     free(text);
 }
 
-/* Gson's nextString: strings as they are, numbers as their text. */
-static void read_str(struct reader *r, const char *key, json_t *v, char **dst)
+/* The readers of the field types share one shape: f's value v into cfg.
+ * A failure is recorded in r. */
+
+/* A STR or CLASS field, as Gson's nextString: strings as they are, numbers
+ * as their text. */
+static void read_str(struct reader *r, const struct ej__cfg_field_desc *f, json_t *v,
+                     struct ej_job_config *cfg)
 {
+    const char *key = f->name;
+    char **dst = ej__config_field_strp(cfg, f);
     char shown[128];
     char *copy = NULL;
     if (json_is_string(v)) {
@@ -390,30 +380,30 @@ static bool read_integer(struct reader *r, const char *key, json_t *v, long long
     return true;
 }
 
-static void read_int(struct reader *r, const char *key, json_t *v, int *dst)
+/* An INT or INT64 field. */
+static void read_number(struct reader *r, const struct ej__cfg_field_desc *f, json_t *v,
+                        struct ej_job_config *cfg)
 {
     long long value;
-    if (read_integer(r, key, v, INT32_MIN, INT32_MAX, &value))
-        *dst = (int)value;
+    /* INT64 is limited to what a double holds exactly, so "1e30" is
+     * refused. */
+    bool ok = f->type == EJ_CFG_T_INT
+                  ? read_integer(r, f->name, v, INT32_MIN, INT32_MAX, &value)
+                  : read_integer(r, f->name, v, -(1LL << 53), 1LL << 53, &value);
+    if (ok)
+        ej__config_field_set_num(cfg, f, value);
 }
 
-static void read_int64(struct reader *r, const char *key, json_t *v, int64_t *dst)
-{
-    long long value;
-    /* Limited to what a double holds exactly, so "1e30" is refused. */
-    if (read_integer(r, key, v, -(1LL << 53), 1LL << 53, &value))
-        *dst = value;
-}
-
-static void read_bool(struct reader *r, const char *key, json_t *v, bool *dst)
+static void read_bool(struct reader *r, const struct ej__cfg_field_desc *f, json_t *v,
+                      struct ej_job_config *cfg)
 {
     char shown[128];
     if (json_is_boolean(v)) {
-        *dst = json_is_true(v);
+        ej__config_field_set_num(cfg, f, json_is_true(v));
         return;
     }
     describe(v, shown, sizeof(shown));
-    fail(r, EJ_EPARSE, "%s: expected true or false, got %s", key, shown);
+    fail(r, EJ_EPARSE, "%s: expected true or false, got %s", f->name, shown);
 }
 
 /* Serialise obj (may be NULL or empty) into *dst as JSON object text;
@@ -435,12 +425,18 @@ static void store_extra(struct reader *r, json_t *obj, char **dst)
     *dst = ej__buf_steal(&b);
 }
 
-static void read_job_properties(struct reader *r, json_t *v, struct ej_job_config *cfg)
+static void read_field(struct reader *r, const struct ej__cfg_field_desc *f, json_t *v,
+                       struct ej_job_config *cfg);
+
+/* The jobProperties object: its PROP rows, the other keys kept in the
+ * row's member. */
+static void read_job_properties(struct reader *r, const struct ej__cfg_field_desc *obj, json_t *v,
+                                struct ej_job_config *cfg)
 {
     char shown[128];
     if (!json_is_object(v)) {
         describe(v, shown, sizeof(shown));
-        fail(r, EJ_EPARSE, "jobProperties: expected an object, got %s", shown);
+        fail(r, EJ_EPARSE, "%s: expected an object, got %s", obj->name, shown);
         return;
     }
     json_t *extra = json_object();
@@ -452,99 +448,56 @@ static void read_job_properties(struct reader *r, json_t *v, struct ej_job_confi
     json_t *item;
     json_object_foreach(v, key, item)
     {
-        if (json_is_null(item) && (strcmp(key, "job_exception_handler") == 0 ||
-                                   strcmp(key, "executor_service_handler") == 0))
-            continue; /* a null reads as the default, which cfg holds */
-        if (strcmp(key, "job_exception_handler") == 0)
-            read_str(r, "jobProperties.job_exception_handler", item, &cfg->job_exception_handler);
-        else if (strcmp(key, "executor_service_handler") == 0)
-            read_str(r, "jobProperties.executor_service_handler", item,
-                     &cfg->executor_service_handler);
-        else if (json_object_set(extra, key, item) != 0)
-            fail(r, EJ_ENOMEM, "config: out of memory");
+        const struct ej__cfg_field_desc *f = find_field(key, true);
+        if (f == NULL) {
+            if (json_object_set(extra, key, item) != 0)
+                fail(r, EJ_ENOMEM, "config: out of memory");
+        } else if (!json_is_null(item)) {
+            read_field(r, f, item, cfg); /* a null reads as the default, which cfg holds */
+        }
     }
-    store_extra(r, extra, &cfg->job_properties_extra);
+    store_extra(r, extra, ej__config_field_strp(cfg, obj));
     json_decref(extra);
 }
 
-static void read_job_type(struct reader *r, json_t *v, struct ej_job_config *cfg)
+static void read_job_type(struct reader *r, const struct ej__cfg_field_desc *f, json_t *v,
+                          struct ej_job_config *cfg)
 {
     char shown[128];
+    ej_job_type type;
     if (!json_is_string(v)) {
         describe(v, shown, sizeof(shown));
-        fail(r, EJ_EPARSE, "jobType: expected a string, got %s", shown);
+        fail(r, EJ_EPARSE, "%s: expected a string, got %s", f->name, shown);
         return;
     }
-    if (ej_job_type_parse(json_string_value(v), &cfg->job_type) != 0) {
+    if (ej_job_type_parse(json_string_value(v), &type) != 0) {
         describe(v, shown, sizeof(shown));
-        fail(r, EJ_EPARSE, "jobType: unknown job type %s", shown);
+        fail(r, EJ_EPARSE, "%s: unknown job type %s", f->name, shown);
+        return;
     }
+    ej__config_field_set_num(cfg, f, type);
 }
 
-/* Apply one top-level member. Returns false for an unknown key. */
-static bool read_member(struct reader *r, const char *k, json_t *v, struct ej_job_config *c,
-                        bool *saw_type)
+typedef void (*read_fn)(struct reader *r, const struct ej__cfg_field_desc *f, json_t *v,
+                        struct ej_job_config *cfg);
+
+static const read_fn readers[] = {
+    [EJ_CFG_T_STR] = read_str,
+    [EJ_CFG_T_CLASS] = read_str,
+    [EJ_CFG_T_INT] = read_number,
+    [EJ_CFG_T_INT64] = read_number,
+    [EJ_CFG_T_BOOL] = read_bool,
+    [EJ_CFG_T_TYPE] = read_job_type,
+    /* Only jobProperties has a key; the unknown keys (REST) have none. */
+    [EJ_CFG_T_OBJ] = read_job_properties,
+};
+
+/* One known member (not null) into its field. */
+static void read_field(struct reader *r, const struct ej__cfg_field_desc *f, json_t *v,
+                       struct ej_job_config *cfg)
 {
-    if (strcmp(k, "jobName") == 0)
-        read_str(r, k, v, &c->job_name);
-    else if (strcmp(k, "jobClass") == 0)
-        read_str(r, k, v, &c->job_class);
-    else if (strcmp(k, "jobType") == 0) {
-        read_job_type(r, v, c);
-        *saw_type = true;
-    } else if (strcmp(k, "cron") == 0)
-        read_str(r, k, v, &c->cron);
-    else if (strcmp(k, "shardingTotalCount") == 0)
-        read_int(r, k, v, &c->sharding_total_count);
-    else if (strcmp(k, "shardingItemParameters") == 0)
-        read_str(r, k, v, &c->sharding_item_parameters);
-    else if (strcmp(k, "jobParameter") == 0)
-        read_str(r, k, v, &c->job_parameter);
-    else if (strcmp(k, "failover") == 0)
-        read_bool(r, k, v, &c->failover);
-    else if (strcmp(k, "misfire") == 0)
-        read_bool(r, k, v, &c->misfire);
-    else if (strcmp(k, "description") == 0)
-        read_str(r, k, v, &c->description);
-    else if (strcmp(k, "jobProperties") == 0)
-        read_job_properties(r, v, c);
-    else if (strcmp(k, "streamingProcess") == 0)
-        read_bool(r, k, v, &c->streaming_process);
-    else if (strcmp(k, "scriptCommandLine") == 0)
-        read_str(r, k, v, &c->script_command_line);
-    else if (strcmp(k, "monitorExecution") == 0)
-        read_bool(r, k, v, &c->monitor_execution);
-    else if (strcmp(k, "maxTimeDiffSeconds") == 0)
-        read_int(r, k, v, &c->max_time_diff_seconds);
-    else if (strcmp(k, "monitorPort") == 0)
-        read_int(r, k, v, &c->monitor_port);
-    else if (strcmp(k, "jobShardingStrategyClass") == 0)
-        read_str(r, k, v, &c->job_sharding_strategy_class);
-    else if (strcmp(k, "reconcileIntervalMinutes") == 0)
-        read_int(r, k, v, &c->reconcile_interval_minutes);
-    else if (strcmp(k, "disabled") == 0)
-        read_bool(r, k, v, &c->disabled);
-    else if (strcmp(k, "overwrite") == 0)
-        read_bool(r, k, v, &c->overwrite);
-    else if (strcmp(k, "timeZone") == 0)
-        read_str(r, k, v, &c->time_zone);
-    else if (strcmp(k, "scriptTimeoutMilliseconds") == 0)
-        read_int64(r, k, v, &c->script_timeout_ms);
-    else if (strcmp(k, "httpUri") == 0)
-        read_str(r, k, v, &c->http.uri);
-    else if (strcmp(k, "httpMethod") == 0)
-        read_str(r, k, v, &c->http.method);
-    else if (strcmp(k, "httpData") == 0)
-        read_str(r, k, v, &c->http.data);
-    else if (strcmp(k, "httpConnectTimeoutMilliseconds") == 0)
-        read_int(r, k, v, &c->http.connect_timeout_ms);
-    else if (strcmp(k, "httpReadTimeoutMilliseconds") == 0)
-        read_int(r, k, v, &c->http.read_timeout_ms);
-    else if (strcmp(k, "httpContentType") == 0)
-        read_str(r, k, v, &c->http.content_type);
-    else
-        return false;
-    return true;
+    assert((size_t)f->type < sizeof(readers) / sizeof(readers[0]) && readers[f->type] != NULL);
+    readers[f->type](r, f, v, cfg);
 }
 
 /* Offset of the bracket that nests deeper than EJ_CONFIG_MAX_JSON_DEPTH, or
@@ -631,10 +584,16 @@ int ej_job_config_from_json(const char *json, size_t len, struct ej_job_config *
     {
         if (r.rc != 0)
             break;
-        if (is_known_key(key) && json_is_null(v))
+        const struct ej__cfg_field_desc *f = find_field(key, false);
+        if (f == NULL) {
+            if (json_object_set(extra, key, v) != 0)
+                fail(&r, EJ_ENOMEM, "config: out of memory");
+            continue;
+        }
+        if (json_is_null(v))
             continue; /* Gson omits nulls; an explicit null reads as missing */
-        if (!read_member(&r, key, v, &tmp, &saw_type) && json_object_set(extra, key, v) != 0)
-            fail(&r, EJ_ENOMEM, "config: out of memory");
+        read_field(&r, f, v, &tmp);
+        saw_type = saw_type || f->type == EJ_CFG_T_TYPE;
     }
     if (r.rc == 0 && !saw_type)
         fail(&r, EJ_EPARSE, "jobType: is required");

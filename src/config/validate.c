@@ -69,44 +69,6 @@ int ej__config_errors_add(struct ej_config_errors *errs, const char *fmt, ...)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Field names                                                               */
-/* ------------------------------------------------------------------------ */
-
-static const char *const field_json_names[EJ_CFG_F_COUNT_] = {
-    [EJ_CFG_F_JOB_NAME] = "jobName",
-    [EJ_CFG_F_CRON] = "cron",
-    [EJ_CFG_F_SHARDING_TOTAL_COUNT] = "shardingTotalCount",
-    [EJ_CFG_F_SHARDING_ITEM_PARAMETERS] = "shardingItemParameters",
-    [EJ_CFG_F_JOB_PARAMETER] = "jobParameter",
-    [EJ_CFG_F_DESCRIPTION] = "description",
-    [EJ_CFG_F_JOB_EXCEPTION_HANDLER] = "jobProperties.job_exception_handler",
-    [EJ_CFG_F_EXECUTOR_SERVICE_HANDLER] = "jobProperties.executor_service_handler",
-    [EJ_CFG_F_JOB_PROPERTIES] = "jobProperties",
-    [EJ_CFG_F_JOB_TYPE] = "jobType",
-    [EJ_CFG_F_JOB_CLASS] = "jobClass",
-    [EJ_CFG_F_SCRIPT_COMMAND_LINE] = "scriptCommandLine",
-    [EJ_CFG_F_SCRIPT_TIMEOUT] = "scriptTimeoutMilliseconds",
-    [EJ_CFG_F_MAX_TIME_DIFF_SECONDS] = "maxTimeDiffSeconds",
-    [EJ_CFG_F_MONITOR_PORT] = "monitorPort",
-    [EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS] = "jobShardingStrategyClass",
-    [EJ_CFG_F_TIME_ZONE] = "timeZone",
-    [EJ_CFG_F_HTTP_URI] = "httpUri",
-    [EJ_CFG_F_HTTP_METHOD] = "httpMethod",
-    [EJ_CFG_F_HTTP_DATA] = "httpData",
-    [EJ_CFG_F_HTTP_CONNECT_TIMEOUT] = "httpConnectTimeoutMilliseconds",
-    [EJ_CFG_F_HTTP_READ_TIMEOUT] = "httpReadTimeoutMilliseconds",
-    [EJ_CFG_F_HTTP_CONTENT_TYPE] = "httpContentType",
-    [EJ_CFG_F_EXTRA] = "(unknown keys)",
-};
-
-const char *ej__config_field_json_name(enum ej__cfg_field f)
-{
-    if ((int)f < 0 || f >= EJ_CFG_F_COUNT_)
-        return "?";
-    return field_json_names[f];
-}
-
-/* ------------------------------------------------------------------------ */
 /* Cron checker hook                                                         */
 /* ------------------------------------------------------------------------ */
 

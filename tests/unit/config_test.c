@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "config/internal.h" /* the field table */
 #include "ejob/config.h"
 #include "ejob/error.h"
 
@@ -1912,6 +1913,189 @@ static void test_yaml_limits_and_files(void **state)
     assert_int_equal(ej_daemon_config_init(NULL), EJ_EINVAL);
 }
 
+/* ------------------------------------------------------------------------ */
+/* the field table (src/config/fields.h)                                     */
+/* ------------------------------------------------------------------------ */
+
+/* A job type for which field f counts. */
+static ej_job_type type_of_field(const struct ej__cfg_field_desc *f)
+{
+    return f->scope == EJ_CFG_S_ANY ? EJ_JOB_TYPE_SIMPLE : (ej_job_type)f->scope;
+}
+
+/* Give f a value that is neither its default nor what a JSON without its
+ * key reads (a BOOL has two values: the caller also tries the default). */
+static void set_other_value(struct ej_job_config *c, const struct ej__cfg_field_desc *f)
+{
+    char **p;
+    switch (f->type) {
+    case EJ_CFG_T_STR:
+    case EJ_CFG_T_CLASS:
+        assert_int_equal(ej_job_config_set_str(ej__config_field_strp(c, f), "other <&> value"), 0);
+        break;
+    case EJ_CFG_T_OBJ:
+        p = ej__config_field_strp(c, f);
+        free(*p);
+        *p = strdup("{\"zz\":\"v\",\"n\":[1,2.5]}");
+        assert_non_null(*p);
+        break;
+    case EJ_CFG_T_INT:
+        ej__config_field_set_num(c, f, f->def_num + 7);
+        break;
+    case EJ_CFG_T_INT64:
+        ej__config_field_set_num(c, f, f->def_num + (1LL << 40));
+        break;
+    case EJ_CFG_T_BOOL:
+        ej__config_field_set_num(c, f, !f->def_num);
+        break;
+    case EJ_CFG_T_TYPE:
+        ej__config_field_set_num(
+            c, f, f->def_num == EJ_JOB_TYPE_HTTP ? EJ_JOB_TYPE_SIMPLE : EJ_JOB_TYPE_HTTP);
+        break;
+    }
+}
+
+/* to_json, from_json into a fresh config, equal. */
+static void assert_field_round_trip(const struct ej_job_config *c,
+                                    const struct ej__cfg_field_desc *f)
+{
+    struct ej_job_config back;
+    char err[256];
+    char *json = ej_job_config_to_json(c);
+    assert_non_null(json);
+    assert_int_equal(ej_job_config_init(&back), 0);
+    if (ej_job_config_from_json(json, strlen(json), &back, err, sizeof(err)) != 0)
+        fail_msg("%s: from_json: %s", f->name, err);
+    if (!ej_job_config_equal(c, &back))
+        fail_msg("%s: lost in to_json/from_json: %s", f->name, json);
+    free(json);
+    ej_job_config_fini(&back);
+}
+
+static bool json_has_key(const struct ej_job_config *c, const char *key)
+{
+    char quoted[128];
+    char *json = ej_job_config_to_json(c);
+    assert_non_null(json);
+    snprintf(quoted, sizeof(quoted), "\"%s\":", key);
+    bool has = strstr(json, quoted) != NULL;
+    free(json);
+    return has;
+}
+
+/* Every field through every path: init's default is the table's, a value
+ * survives to_json/from_json, copy keeps it, equal sees a change of it, and
+ * a field of another job type is neither written nor compared. A path that
+ * leaves a field out fails here, naming the field. */
+static void test_field_table_every_path(void **state)
+{
+    (void)state;
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
+        const struct ej__cfg_field_desc *f = &ej__cfg_fields[i];
+        struct ej_job_config a, b;
+        assert_int_equal((int)(f - ej__cfg_fields), i);
+        assert_string_equal(ej__config_field_json_name((enum ej__cfg_field)i), f->name);
+
+        /* The default after init is the table's. */
+        assert_int_equal(ej_job_config_init(&a), 0);
+        if (f->type == EJ_CFG_T_STR || f->type == EJ_CFG_T_CLASS) {
+            if (ej__config_field_str(&a, f) == NULL)
+                fail_msg("%s: NULL after init", f->name);
+            assert_string_equal(ej__config_field_str(&a, f), f->def_str);
+        } else if (f->type == EJ_CFG_T_OBJ) {
+            assert_null(ej__config_field_str(&a, f));
+        } else if (ej__config_field_num(&a, f) != f->def_num) {
+            fail_msg("%s: init gives %lld, the table %lld", f->name, ej__config_field_num(&a, f),
+                     f->def_num);
+        }
+        assert_true(ej__config_field_is_default(&a, f));
+
+        /* In a job of its type: the default and another value round-trip. */
+        a.job_type = type_of_field(f);
+        assert_field_round_trip(&a, f);
+        /* ejob's own keys stay out of a job that does not use them. */
+        if (f->where == EJ_CFG_W_SET && json_has_key(&a, f->key))
+            fail_msg("%s: written with its default", f->name);
+        set_other_value(&a, f);
+        assert_false(ej__config_field_is_default(&a, f));
+        assert_field_round_trip(&a, f);
+        if (f->where != EJ_CFG_W_REST && !json_has_key(&a, f->key))
+            fail_msg("%s: not written", f->name);
+
+        /* copy keeps it, in memory of its own. */
+        assert_int_equal(ej_job_config_copy(&b, &a), 0);
+        if (!ej_job_config_equal(&a, &b))
+            fail_msg("%s: lost by copy", f->name);
+        if (f->type == EJ_CFG_T_STR || f->type == EJ_CFG_T_CLASS || f->type == EJ_CFG_T_OBJ)
+            assert_ptr_not_equal(ej__config_field_str(&a, f), ej__config_field_str(&b, f));
+        ej_job_config_fini(&b);
+
+        ej_job_config_fini(&a);
+
+        /* equal sees a change of this field alone. */
+        assert_int_equal(ej_job_config_init(&a), 0);
+        a.job_type = type_of_field(f);
+        assert_int_equal(ej_job_config_copy(&b, &a), 0);
+        assert_true(ej_job_config_equal(&a, &b));
+        set_other_value(&b, f);
+        if (ej_job_config_equal(&a, &b))
+            fail_msg("%s: a change of it is not seen by equal", f->name);
+        ej_job_config_fini(&b);
+
+        /* In a job of another type a typed field neither counts nor shows
+         * (no field belongs to SIMPLE alone). */
+        if (f->scope != EJ_CFG_S_ANY) {
+            assert_int_not_equal(f->scope, EJ_JOB_TYPE_SIMPLE);
+            a.job_type = EJ_JOB_TYPE_SIMPLE;
+            assert_int_equal(ej_job_config_copy(&b, &a), 0);
+            set_other_value(&b, f);
+            if (!ej_job_config_equal(&a, &b))
+                fail_msg("%s: counts outside its job type", f->name);
+            if (json_has_key(&b, f->key))
+                fail_msg("%s: written outside its job type", f->name);
+            ej_job_config_fini(&b);
+        }
+        ej_job_config_fini(&a);
+    }
+}
+
+/* The table against struct ej_job_config: keys and members unique, and no
+ * member of a pointer's size or more without a row (a gap between rows is
+ * padding only, shorter than the next row's alignment). */
+static void test_field_table_covers_struct(void **state)
+{
+    (void)state;
+    unsigned char owner[sizeof(struct ej_job_config)];
+    memset(owner, 0xff, sizeof(owner));
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
+        const struct ej__cfg_field_desc *f = &ej__cfg_fields[i];
+        size_t size = f->type == EJ_CFG_T_INT     ? sizeof(int)
+                      : f->type == EJ_CFG_T_INT64 ? sizeof(int64_t)
+                      : f->type == EJ_CFG_T_BOOL  ? sizeof(bool)
+                      : f->type == EJ_CFG_T_TYPE  ? sizeof(ej_job_type)
+                                                  : sizeof(char *);
+        assert_true(f->off + size <= sizeof(owner));
+        for (size_t k = f->off; k < f->off + size; k++) {
+            if (owner[k] != 0xff)
+                fail_msg("%s overlaps %s", f->name, ej__cfg_fields[owner[k]].name);
+            owner[k] = (unsigned char)i;
+        }
+        for (int j = 0; j < i; j++) {
+            const struct ej__cfg_field_desc *g = &ej__cfg_fields[j];
+            if ((f->where == EJ_CFG_W_PROP) == (g->where == EJ_CFG_W_PROP) &&
+                strcmp(f->key, g->key) == 0)
+                fail_msg("key %s twice", f->key);
+        }
+    }
+    size_t gap = 0;
+    for (size_t k = 0; k < sizeof(owner); k++) {
+        gap = owner[k] == 0xff ? gap + 1 : 0;
+        if (gap >= sizeof(char *))
+            fail_msg("bytes %zu..%zu of struct ej_job_config have no row in fields.h", k + 1 - gap,
+                     k);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1946,6 +2130,8 @@ int main(void)
         cmocka_unit_test(test_yaml_metrics),
         cmocka_unit_test(test_yaml_job_errors),
         cmocka_unit_test(test_yaml_limits_and_files),
+        cmocka_unit_test(test_field_table_every_path),
+        cmocka_unit_test(test_field_table_covers_struct),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

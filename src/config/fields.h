@@ -1,0 +1,92 @@
+/*
+ * The job's fields: one line each, the single list of what struct
+ * ej_job_config holds. The config module reads everything per field from it:
+ * the defaults of ej_job_config_init, copy, equal and fini (job_config.c),
+ * the JSON of the `config` node, written and read, and its known keys
+ * (json.c), the field names in validation messages (enum ej__cfg_field,
+ * validate.c), the member behind each daemon YAML key (yaml.c).
+ *
+ * X(ID, member, type, where, scope, key, default)
+ *
+ * ID      the field is EJ_CFG_F_<ID> (enum ej__cfg_field, internal.h).
+ * member  its member of struct ej_job_config.
+ * type    how it is held and written (enum ej__cfg_type):
+ *         STR    char *, owned, never NULL after init;
+ *         INT    int; INT64 int64_t; BOOL bool;
+ *         TYPE   ej_job_type, written by name ("SCRIPT");
+ *         CLASS  char *, jobClass: a SCRIPT job's is ScriptJob whatever it
+ *                holds, when written and when compared;
+ *         OBJ    char *, JSON object text of the keys nobody else knows,
+ *                or NULL (NULL and "{}" both mean none).
+ * where   where it goes in the JSON (enum ej__cfg_where):
+ *         KEY    a top-level key, written for every job of its scope;
+ *         SET    a top-level key written only when not the default (ejob's
+ *                own keys that a Java-shaped job must not gain);
+ *         PROP   a key inside the jobProperties object;
+ *         REST   no key: members appended after every known key.
+ * scope   ANY, or the job type it belongs to (DATAFLOW, SCRIPT, HTTP): only
+ *         for that type is it written and does it count in equality.
+ * key     its JSON key (inside jobProperties for PROP); validation names it
+ *         by its path ("jobProperties.job_exception_handler"). The console's
+ *         JobSettings shape uses the same keys in another order, so one key
+ *         serves both shapes.
+ * default what ej_job_config_init stores (Java's reader differs for two,
+ *         see ej_job_config_from_json).
+ *
+ * The rows are in the order ej_job_config_to_json writes them, which is
+ * ElasticJob 2.1.5's, byte for byte: keep it. The jobProperties row writes
+ * the object: the PROP rows, then the unknown properties. ejob's own keys
+ * come after 2.1.5's, the unknown top-level keys last.
+ *
+ * Adding a field: its member in include/ejob/config.h, one row here (after
+ * the 2.1.5 keys unless Java writes it), its rule in validate.c if it has
+ * one, and a line in yaml.c's key table if the daemon file sets it.
+ */
+#ifndef EJ_CONFIG_FIELDS_H
+#define EJ_CONFIG_FIELDS_H
+
+/* clang-format off */
+#define EJ_JOB_FIELDS(X)                                                                           \
+    X(JOB_NAME, job_name, STR, KEY, ANY, "jobName", "")                                            \
+    X(JOB_CLASS, job_class, CLASS, KEY, ANY, "jobClass", "")                                       \
+    X(JOB_TYPE, job_type, TYPE, KEY, ANY, "jobType", EJ_JOB_TYPE_SIMPLE)                           \
+    X(CRON, cron, STR, KEY, ANY, "cron", "")                                                       \
+    X(SHARDING_TOTAL_COUNT, sharding_total_count, INT, KEY, ANY, "shardingTotalCount", 1)          \
+    X(SHARDING_ITEM_PARAMETERS, sharding_item_parameters, STR, KEY, ANY,                           \
+      "shardingItemParameters", "")                                                                \
+    X(JOB_PARAMETER, job_parameter, STR, KEY, ANY, "jobParameter", "")                             \
+    X(FAILOVER, failover, BOOL, KEY, ANY, "failover", false)                                       \
+    X(MISFIRE, misfire, BOOL, KEY, ANY, "misfire", true)                                           \
+    X(DESCRIPTION, description, STR, KEY, ANY, "description", "")                                  \
+    X(JOB_PROPERTIES, job_properties_extra, OBJ, KEY, ANY, "jobProperties", NULL)                  \
+    X(JOB_EXCEPTION_HANDLER, job_exception_handler, STR, PROP, ANY,                                \
+      "job_exception_handler", EJ_CONFIG_DEFAULT_JOB_EXCEPTION_HANDLER)                            \
+    X(EXECUTOR_SERVICE_HANDLER, executor_service_handler, STR, PROP, ANY,                          \
+      "executor_service_handler", EJ_CONFIG_DEFAULT_EXECUTOR_SERVICE_HANDLER)                      \
+    X(STREAMING_PROCESS, streaming_process, BOOL, KEY, DATAFLOW, "streamingProcess", false)        \
+    X(SCRIPT_COMMAND_LINE, script_command_line, STR, KEY, SCRIPT, "scriptCommandLine", "")         \
+    X(MONITOR_EXECUTION, monitor_execution, BOOL, KEY, ANY, "monitorExecution", true)              \
+    X(MAX_TIME_DIFF_SECONDS, max_time_diff_seconds, INT, KEY, ANY, "maxTimeDiffSeconds", -1)       \
+    X(MONITOR_PORT, monitor_port, INT, KEY, ANY, "monitorPort", -1)                                \
+    X(JOB_SHARDING_STRATEGY_CLASS, job_sharding_strategy_class, STR, KEY, ANY,                     \
+      "jobShardingStrategyClass", "")                                                              \
+    X(RECONCILE_INTERVAL_MINUTES, reconcile_interval_minutes, INT, KEY, ANY,                       \
+      "reconcileIntervalMinutes", 10)                                                              \
+    X(DISABLED, disabled, BOOL, KEY, ANY, "disabled", false)                                       \
+    X(OVERWRITE, overwrite, BOOL, KEY, ANY, "overwrite", false)                                    \
+    /* ejob's own keys, after 2.1.5's; Java 2.1.5 readers skip them. */                            \
+    X(TIME_ZONE, time_zone, STR, SET, ANY, "timeZone", "")                                         \
+    X(SCRIPT_TIMEOUT, script_timeout_ms, INT64, SET, SCRIPT, "scriptTimeoutMilliseconds", 0)       \
+    X(HTTP_URI, http.uri, STR, KEY, HTTP, "httpUri", "")                                           \
+    X(HTTP_METHOD, http.method, STR, KEY, HTTP, "httpMethod", "GET")                               \
+    X(HTTP_DATA, http.data, STR, KEY, HTTP, "httpData", "")                                        \
+    X(HTTP_CONNECT_TIMEOUT, http.connect_timeout_ms, INT, KEY, HTTP,                               \
+      "httpConnectTimeoutMilliseconds", 3000)                                                      \
+    X(HTTP_READ_TIMEOUT, http.read_timeout_ms, INT, KEY, HTTP,                                     \
+      "httpReadTimeoutMilliseconds", 5000)                                                         \
+    X(HTTP_CONTENT_TYPE, http.content_type, STR, KEY, HTTP, "httpContentType", "")                 \
+    /* The unknown top-level keys: the key is only their name in messages. */                      \
+    X(EXTRA, extra_json, OBJ, REST, ANY, "(unknown keys)", NULL)
+/* clang-format on */
+
+#endif
