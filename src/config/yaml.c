@@ -780,40 +780,38 @@ enum vkind {
     V_PROPS,    /* the props mapping */
 };
 
-/* One YAML key of a job: where it goes and which validated field it is
- * (-1: no rule of its own), so messages land on it. Adding a key is one
- * line here (and its enum entry). */
+/* One YAML key of a job: how it is read and the field of the table
+ * (fields.h) it sets, which gives its member and lets validation messages
+ * land on it (-1: props, no field). Adding a key is one line here (and its
+ * enum entry). */
 struct key_desc {
     const char *key;
     enum vkind kind;
-    size_t off;
     int field;
 };
-#define KEY(key, kind, member, field)                                                              \
+#define KEY(key, kind, id)                                                                         \
     {                                                                                              \
-        key, kind, offsetof(struct ej_job_config, member), field                                   \
+        key, kind, EJ_CFG_F_##id                                                                   \
     }
 
 static const struct key_desc job_key_table[JK_COUNT] = {
-    KEY("elasticJobType", V_TYPE, job_type, EJ_CFG_F_JOB_TYPE),
-    KEY("cron", V_STR, cron, EJ_CFG_F_CRON),
-    KEY("timeZone", V_STR, time_zone, EJ_CFG_F_TIME_ZONE),
-    KEY("shardingTotalCount", V_INT, sharding_total_count, EJ_CFG_F_SHARDING_TOTAL_COUNT),
-    KEY("shardingItemParameters", V_STR, sharding_item_parameters,
-        EJ_CFG_F_SHARDING_ITEM_PARAMETERS),
-    KEY("jobParameter", V_STR, job_parameter, EJ_CFG_F_JOB_PARAMETER),
-    KEY("failover", V_BOOL, failover, -1),
-    KEY("misfire", V_BOOL, misfire, -1),
-    KEY("monitorExecution", V_BOOL, monitor_execution, -1),
-    KEY("maxTimeDiffSeconds", V_INT, max_time_diff_seconds, EJ_CFG_F_MAX_TIME_DIFF_SECONDS),
-    KEY("monitorPort", V_INT, monitor_port, EJ_CFG_F_MONITOR_PORT),
-    KEY("reconcileIntervalMinutes", V_INT, reconcile_interval_minutes, -1),
-    KEY("jobShardingStrategyType", V_STRATEGY, job_sharding_strategy_class,
-        EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS),
-    KEY("description", V_STR, description, EJ_CFG_F_DESCRIPTION),
-    KEY("disabled", V_BOOL, disabled, -1),
-    KEY("overwrite", V_BOOL, overwrite, -1),
-    {"props", V_PROPS, 0, -1},
+    KEY("elasticJobType", V_TYPE, JOB_TYPE),
+    KEY("cron", V_STR, CRON),
+    KEY("timeZone", V_STR, TIME_ZONE),
+    KEY("shardingTotalCount", V_INT, SHARDING_TOTAL_COUNT),
+    KEY("shardingItemParameters", V_STR, SHARDING_ITEM_PARAMETERS),
+    KEY("jobParameter", V_STR, JOB_PARAMETER),
+    KEY("failover", V_BOOL, FAILOVER),
+    KEY("misfire", V_BOOL, MISFIRE),
+    KEY("monitorExecution", V_BOOL, MONITOR_EXECUTION),
+    KEY("maxTimeDiffSeconds", V_INT, MAX_TIME_DIFF_SECONDS),
+    KEY("monitorPort", V_INT, MONITOR_PORT),
+    KEY("reconcileIntervalMinutes", V_INT, RECONCILE_INTERVAL_MINUTES),
+    KEY("jobShardingStrategyType", V_STRATEGY, JOB_SHARDING_STRATEGY_CLASS),
+    KEY("description", V_STR, DESCRIPTION),
+    KEY("disabled", V_BOOL, DISABLED),
+    KEY("overwrite", V_BOOL, OVERWRITE),
+    {"props", V_PROPS, -1},
 };
 
 enum {
@@ -828,15 +826,14 @@ enum {
     PK_COUNT
 };
 static const struct key_desc prop_key_table[PK_COUNT] = {
-    KEY("script.command.line", V_STR, script_command_line, EJ_CFG_F_SCRIPT_COMMAND_LINE),
-    KEY("script.timeout.milliseconds", V_INT64, script_timeout_ms, EJ_CFG_F_SCRIPT_TIMEOUT),
-    KEY("http.uri", V_STR, http.uri, EJ_CFG_F_HTTP_URI),
-    KEY("http.method", V_METHOD, http.method, EJ_CFG_F_HTTP_METHOD),
-    KEY("http.data", V_STR, http.data, EJ_CFG_F_HTTP_DATA),
-    KEY("http.connect.timeout.milliseconds", V_INT, http.connect_timeout_ms,
-        EJ_CFG_F_HTTP_CONNECT_TIMEOUT),
-    KEY("http.read.timeout.milliseconds", V_INT, http.read_timeout_ms, EJ_CFG_F_HTTP_READ_TIMEOUT),
-    KEY("http.content.type", V_STR, http.content_type, EJ_CFG_F_HTTP_CONTENT_TYPE),
+    KEY("script.command.line", V_STR, SCRIPT_COMMAND_LINE),
+    KEY("script.timeout.milliseconds", V_INT64, SCRIPT_TIMEOUT),
+    KEY("http.uri", V_STR, HTTP_URI),
+    KEY("http.method", V_METHOD, HTTP_METHOD),
+    KEY("http.data", V_STR, HTTP_DATA),
+    KEY("http.connect.timeout.milliseconds", V_INT, HTTP_CONNECT_TIMEOUT),
+    KEY("http.read.timeout.milliseconds", V_INT, HTTP_READ_TIMEOUT),
+    KEY("http.content.type", V_STR, HTTP_CONTENT_TYPE),
 };
 
 /* Index of key in a table of n keys, or -1. */
@@ -898,7 +895,7 @@ static bool get_job_type(struct yctx *c, yaml_node_t *v, const char *full, ej_jo
 static void apply_value(struct yctx *c, const struct key_desc *d, yaml_node_t *v, const char *full,
                         struct ej_job_config *cfg, struct job_marks *jm, bool *have_type)
 {
-    char *at = (char *)cfg + d->off;
+    char *at = (char *)cfg + (d->field >= 0 ? ej__cfg_fields[d->field].off : 0);
     long long ll = 0;
     bool ok = false;
     switch (d->kind) {
