@@ -4,6 +4,9 @@
 # token 403), every operation, config editing refused by the validator with
 # the field named, version conflicts, the server view, LEADER_LOST and
 # config errors in the job list, failover seen through the API after kill -9,
+# the server view's disable and enable of every job of one IP (each job's
+# servers/IP node DISABLED and back, read with `ejob status`, the items
+# moving off that server and back; other servers untouched),
 # the audit log, session expiry, start-up refusals, and TLS with a
 # self-signed certificate made here.
 set -u
@@ -42,6 +45,19 @@ wait_json() { # SECS PATH EXPR WANT WHAT
 cenv_job_yaml "$D/a.yaml" capi apiJob 4
 cenv_daemon 127.0.0.51 "$D/a.yaml"; P51=$CENV_PID
 cenv_daemon 127.0.0.52 "$D/a.yaml"; P52=$CENV_PID
+# A namespace where two servers each run two jobs, for the server view.
+cenv_job_yaml "$D/srv.yaml" srv srvA 2
+cat >>"$D/srv.yaml" <<YAML
+  srvB:
+    elasticJobType: SCRIPT
+    cron: "0/2 * * * * ?"
+    shardingTotalCount: 2
+    overwrite: true
+    props:
+      script.command.line: /bin/true
+YAML
+cenv_daemon 127.0.0.53 "$D/srv.yaml"; P53=$CENV_PID
+cenv_daemon 127.0.0.54 "$D/srv.yaml"; P54=$CENV_PID
 # A second namespace with jobs laid out by hand: one whose config the
 # validator refuses, one whose leader node names an instance that is gone.
 zkf_cli create /other "" >/dev/null
@@ -63,6 +79,7 @@ auditLog: $D/audit.log
 registries:
   - {name: capi, serverLists: "$ZKF_CONNECT", namespace: capi}
   - {name: other, serverLists: "$ZKF_CONNECT", namespace: other}
+  - {name: srv, serverLists: "$ZKF_CONNECT", namespace: srv}
 accounts:
   - {name: alice, role: admin, passwordHash: "$ADMIN_HASH"}
   - {name: gus, role: guest, passwordHash: "$GUEST_HASH"}
@@ -103,7 +120,7 @@ req GET /api/session; expect_code 200 "session"; expect_json 'd["role"]' admin "
 
 # ---------------------------------------------------------------- queries
 req GET /api/registries; expect_code 200 "registries"
-expect_json 'len(d)' 2 "two registries"
+expect_json 'len(d)' 3 "three registries"
 wait_json 30 /api/registries/capi/jobs 'd[0]["status"]' OK "apiJob OK once both daemons run"
 expect_json 'd[0]["instanceCount"]' 2 "two instances"
 req GET /api/registries/capi/jobs/apiJob; expect_code 200 "job detail"
@@ -159,6 +176,47 @@ req POST /api/registries/capi/jobs/apiJob/items/9/disable '{}'; expect_code 404 
 req POST /api/registries/capi/jobs/apiJob/items/3/enable '{}'; expect_code 200 "enable item 3"
 req DELETE /api/registries/capi/jobs/apiJob; expect_code 409 "remove with live instances"
 grep -q 'live instance' <<<"$BODY" && pass "remove refusal says why" || fail "remove: $BODY"
+
+# ---------------------------------------------------------------- server view: every job of one IP
+# server_states JOB: each server of the job and its state, as `ejob status` reads ZooKeeper.
+server_states() {
+  "$E" status "$1" --json --registry "$ZKF_CONNECT/srv" 2>&1 |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); print(sorted((s["ip"], s["status"]) for s in d["servers"]))' 2>&1
+}
+owners() { echo "sorted(set((i[\"instanceId\"] or \"-\").split(\"@\")[0] for i in d[\"items\"]))"; }
+SRVS='sorted((s["ip"], s["jobCount"], s["disabledJobCount"]) for s in d)'
+wait_json 30 /api/registries/srv/servers "$SRVS" "[('127.0.0.53', 2, 0), ('127.0.0.54', 2, 0)]" "srv: two servers with two jobs each"
+for j in srvA srvB; do
+  wait_json 30 /api/registries/srv/jobs/$j "$(owners)" "['127.0.0.53', '127.0.0.54']" "$j: items on both servers"
+done
+req POST /api/registries/srv/servers/127.0.0.53/disable '{}'; expect_code 200 "server view: disable every job of 127.0.0.53"
+expect_json 'sorted(d["jobs"])' "['srvA', 'srvB']" "disable-all names both jobs of the IP"
+for j in srvA srvB; do
+  got=$(server_states $j)
+  [ "$got" = "[('127.0.0.53', 'DISABLED'), ('127.0.0.54', 'ENABLED')]" ] \
+    && pass "ejob status $j: 127.0.0.53 DISABLED, 127.0.0.54 untouched" || fail "ejob status $j after disable-all: $got"
+  [ "$(zkf_cli get /srv/$j/servers/127.0.0.53)" = DISABLED ] && pass "/srv/$j/servers/127.0.0.53 holds DISABLED" \
+    || fail "/srv/$j/servers/127.0.0.53: '$(zkf_cli get /srv/$j/servers/127.0.0.53)'"
+done
+req GET /api/registries/srv/servers
+expect_json "$SRVS" "[('127.0.0.53', 2, 2), ('127.0.0.54', 2, 0)]" "server view counts both jobs of .53 disabled"
+for j in srvA srvB; do
+  wait_json 20 /api/registries/srv/jobs/$j "$(owners)" "['127.0.0.54']" "$j: every item moves to 127.0.0.54"
+done
+req POST /api/registries/srv/servers/127.0.0.53/enable '{}'; expect_code 200 "server view: enable every job of 127.0.0.53"
+expect_json 'sorted(d["jobs"])' "['srvA', 'srvB']" "enable-all names both jobs of the IP"
+for j in srvA srvB; do
+  got=$(server_states $j)
+  [ "$got" = "[('127.0.0.53', 'ENABLED'), ('127.0.0.54', 'ENABLED')]" ] \
+    && pass "ejob status $j: 127.0.0.53 enabled again" || fail "ejob status $j after enable-all: $got"
+done
+req GET /api/registries/srv/servers
+expect_json "$SRVS" "[('127.0.0.53', 2, 0), ('127.0.0.54', 2, 0)]" "server view: nothing disabled"
+for j in srvA srvB; do
+  wait_json 20 /api/registries/srv/jobs/$j "$(owners)" "['127.0.0.53', '127.0.0.54']" "$j: items back on both servers"
+done
+req POST /api/registries/srv/servers/10.9.9.9/disable '{}'; expect_code 404 "server view: an IP no job names"
+kill -TERM "$P53" "$P54"; wait "$P53" "$P54" 2>/dev/null
 
 # ---------------------------------------------------------------- config editing
 req GET /api/registries/capi/jobs/apiJob/config; expect_code 200 "config get"

@@ -11,7 +11,10 @@
 # a daemon with only the file's section serves there, and a reload that
 # moves it keeps the running endpoint and says a restart is needed. The
 # history store's counters: written grows with runs, nothing dropped or
-# rejected, connected; no history series when tracing is NONE.
+# rejected, connected; no history series when tracing is NONE. Jobs whose
+# item outlasts their 1-s period have the fires they miss counted in
+# ejob_fires_not_run_total: reason "busy" with misfire on (the items are
+# marked misfire), "running" with misfire off (the scheduler's report).
 set -u
 source "$EJ_SOURCE_DIR/tests/support/zkfixture.sh"
 E=${EJOB:?EJOB must name the ejob binary}
@@ -189,6 +192,9 @@ expect 'ejob_zookeeper_session_state{state="connected"}' 1
 expect 'ejob_zookeeper_session_state{state="connecting"}' 0
 expect 'ejob_zookeeper_session_timeout_seconds' 4
 expect 'ejob_event_dropped_total' 0
+num_ge "$(value "$D/s2" ejob_event_queue_depth)" 0 \
+  && pass "ejob_event_queue_depth present ($(value "$D/s2" ejob_event_queue_depth))" \
+  || fail "no ejob_event_queue_depth: $(grep '^ejob_event' "$D/s2")"
 num_ge "$(value "$D/s2" 'ejob_reshards_total{job="okJob"}')" 1 \
   && pass "the leader counted its sharding assignment" \
   || fail "reshards: $(grep '^ejob_reshards_total' "$D/s2")"
@@ -337,6 +343,21 @@ jobs:
     overwrite: true
     props:
       script.command.line: /bin/true
+  slowJob:
+    elasticJobType: SCRIPT
+    cron: "* * * * * ?"
+    shardingTotalCount: 1
+    overwrite: true
+    props:
+      script.command.line: /bin/sh -c 'sleep 2.5'
+  slowNoMisfire:
+    elasticJobType: SCRIPT
+    cron: "* * * * * ?"
+    shardingTotalCount: 1
+    misfire: false
+    overwrite: true
+    props:
+      script.command.line: /bin/sh -c 'sleep 2.5'
 EOF
 setpriv --pdeathsig KILL "$E" run -c "$D/file.yaml" --state-dir "$D/state3" 2>"$D/file.log" &
 PF=$!; zkf_track $PF
@@ -344,7 +365,7 @@ URL=http://127.0.0.1:$MPORT3
 wait_for 30 "a daemon with only metrics.listen in its file serves /readyz there" is_status /readyz 200
 grep -q "serving /metrics, /healthz and /readyz on 127.0.0.1:$MPORT3 " "$D/file.log" \
   && pass "its log names the file's address" || fail "log: $(grep metrics "$D/file.log")"
-scrape "$D/f1" && [ "$(value "$D/f1" ejob_jobs)" = 1 ] && pass "its /metrics is valid and has the job" \
+scrape "$D/f1" && [ "$(value "$D/f1" ejob_jobs)" = 3 ] && pass "its /metrics is valid and has the jobs" \
   || fail "file daemon /metrics: $(head -c 300 "$D/f1.raw")"
 
 # Its history (the default store, STATE_DIR/history.db): the store's
@@ -374,6 +395,28 @@ ROWS=$("$E" history fileJob --store "sqlite:$D/state3/history.db" --json 2>"$D/h
   python3 -c 'import json,sys; print(len(json.load(sys.stdin)))' 2>/dev/null)
 num_ge "$ROWS" 1 && pass "ejob history reads $ROWS run(s) of fileJob ($W2 events written)" \
   || fail "history rows: '$ROWS' $(cat "$D/hist.err")"
+
+# The slow jobs' items take 2.5 s of their 1-s period: the fire times that
+# pass while they run are not run, and counted with their reason.
+missed_both() {
+  scrape "$D/f3" &&
+    num_ge "$(value "$D/f3" 'ejob_fires_not_run_total{job="slowJob",reason="busy"}')" 1 &&
+    num_ge "$(value "$D/f3" 'ejob_fires_not_run_total{job="slowNoMisfire",reason="running"}')" 1
+}
+wait_for 30 'ejob_fires_not_run_total counts missed fires: slowJob "busy", slowNoMisfire "running"' \
+  missed_both
+grep '^ejob_fires_not_run_total' "$D/f3" | sed 's/^/  /'
+grep -q 'job slowJob: fire missed while items \[0\] still run' "$D/file.log" \
+  && pass "the log says slowJob's items were marked misfire" || fail "no misfire line for slowJob"
+grep -q "status job=slowNoMisfire .*fire not run (running)" "$D/file.log" \
+  && pass "the log says slowNoMisfire's fires were not run (running)" \
+  || fail "no 'fire not run (running)' logged for slowNoMisfire"
+[ -z "$(value "$D/f3" 'ejob_fires_not_run_total{job="slowNoMisfire",reason="busy"}')" ] \
+  && pass "misfire off: nothing counted as busy" \
+  || fail "slowNoMisfire busy: $(grep slowNoMisfire "$D/f3" | grep not_run)"
+num_ge "$(value "$D/f3" ejob_event_queue_depth)" 0 && pass "ejob_event_queue_depth present here too" \
+  || fail "no ejob_event_queue_depth: $(grep '^ejob_event' "$D/f3")"
+
 # A reload that moves the address: the endpoint stays, the log says why.
 sed -i "s/^  listen: 127.0.0.1:$MPORT3\$/  listen: 127.0.0.1:$MPORT4/" "$D/file.yaml"
 kill -HUP $PF
