@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "config/daemon_file.h"
 #include "ejob/config.h"
 #include "ejob/error.h"
 

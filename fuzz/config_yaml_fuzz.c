@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/daemon_file.h"
 #include "ejob/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -2,7 +2,8 @@
  * Job configuration: the job model (every field of an ElasticJob-Lite 2.1.5
  * job plus ejob's own), its validation, the JSON of the ZooKeeper `config`
  * node (byte for byte what ElasticJob 2.1.5 writes), sharding item
- * parameters, and the daemon's YAML file.
+ * parameters, and secrets in files. The daemon's YAML file is the
+ * daemon's own (src/config/daemon_file.h).
  *
  * Thread safety: every function here works only on the memory it is given;
  * calls on different objects may run on any threads at once. The cron
@@ -36,10 +37,10 @@
                    shardingItemParameters,                                                         \
                    scriptCommandLine, httpData */
 #define EJ_CONFIG_MAX_SHORT                                                                        \
-    1024                                         /* cron, class names, handler                     \
-                                                    names, timeZone, httpMethod,                   \
-                                                    httpContentType */
-#define EJ_CONFIG_MAX_URI 8192                   /* httpUri */
+    1024                                           /* cron, class names, handler                   \
+                                                      names, timeZone, httpMethod,                 \
+                                                      httpContentType */
+#define EJ_CONFIG_MAX_URI 8192                     /* httpUri */
 #define EJ_CONFIG_MAX_SHARDING_TOTAL_COUNT 1000000 /* shardingTotalCount */
 /* Largest `config` node ej_job_config_from_json accepts (ZooKeeper's own
  * default node limit is just under 1 MiB). */
@@ -47,15 +48,6 @@
 /* Deepest nesting of objects/arrays in a `config` node (the known shape
  * needs 2; unknown keys are kept, so some room is left). */
 #define EJ_CONFIG_MAX_JSON_DEPTH 32
-/* Largest daemon YAML file accepted. */
-#define EJ_CONFIG_MAX_YAML (16 * 1024 * 1024)
-/* regCenter.sessionTimeoutMilliseconds range (ZooKeeper's server default
- * allows 2..20 ticks of 2000 ms; the client cannot keep a session shorter
- * than its own round trips). */
-#define EJ_CONFIG_MIN_SESSION_TIMEOUT_MS 1000
-#define EJ_CONFIG_MAX_SESSION_TIMEOUT_MS 3600000
-/* Most jobs one daemon file may define. */
-#define EJ_CONFIG_MAX_DAEMON_JOBS 10000
 /* At most this many messages are kept in an ej_config_errors list; the
  * last kept one then says how many more were dropped. */
 #define EJ_CONFIG_MAX_ERRORS 100
@@ -332,111 +324,6 @@ EJ_EXTERN const char *ej_sharding_params_get(const struct ej_sharding_params *p,
 
 /* Free p's entries; p is empty afterwards. Accepts NULL. */
 EJ_EXTERN void ej_sharding_params_fini(struct ej_sharding_params *p);
-
-/* ------------------------------------------------------------------------ */
-/* The daemon's YAML file (SPEC section 3)                                   */
-/* ------------------------------------------------------------------------ */
-
-struct ej_reg_center_config {
-    bool embedded;             /* serverLists missing or "embedded" */
-    char *server_lists;        /* "host:port[,host:port...]"; "" when embedded */
-    char *name_space;          /* namespace (required) */
-    int session_timeout_ms;    /* sessionTimeoutMilliseconds (60000) */
-    int connection_timeout_ms; /* connectionTimeoutMilliseconds (15000) */
-    int base_sleep_time_ms;    /* baseSleepTimeMilliseconds (1000) */
-    int max_sleep_time_ms;     /* maxSleepTimeMilliseconds (3000) */
-    int max_retries;           /* maxRetries (3) */
-    char *digest;              /* "user:password", or NULL for none */
-    char *digest_file;         /* digestFile as given, or NULL; digest then
-                                  holds what it contains */
-};
-
-typedef enum ej_tracing_type {
-    EJ_TRACING_NONE = 0, /* no tracing section, or type NONE (see off) */
-    EJ_TRACING_SQLITE = 1,
-    EJ_TRACING_POSTGRESQL = 2,
-} ej_tracing_type;
-
-/* Defaults of tracing.retentionDays and tracing.outputMaxBytes. */
-#define EJ_TRACING_RETENTION_DAYS_DEFAULT 7
-#define EJ_TRACING_OUTPUT_MAX_DEFAULT 65536
-
-struct ej_tracing_config {
-    ej_tracing_type type;
-    char *url; /* SQLite file path or libpq connection string; NULL when NONE */
-    /* type: NONE given: no history at all. Without a tracing section (type
-     * NONE, off false) the daemon keeps history in SQLite in its state
-     * directory. */
-    bool off;
-    char *password_file;  /* passwordFile: PostgreSQL password, first line; NULL none */
-    int retention_days;   /* retentionDays: purge rows older; 0 keeps forever (7) */
-    int output_max_bytes; /* outputMaxBytes: cap of each captured stream (65536) */
-};
-
-/* The daemon's metrics endpoint (docs/metrics.md). */
-struct ej_metrics_config {
-    /* metrics.listen: "HOST:PORT", "[IPV6]:PORT" or ":PORT", checked with
-     * ej_metrics_parse_listen (include/ejob/metrics.h) when the file is
-     * loaded; NULL when not given (no endpoint unless --metrics-listen). */
-    char *listen;
-};
-
-/*
- * The whole daemon file. Each job is a complete ej_job_config: elasticJobType
- * gives job_type (SCRIPT or HTTP), props give script_command_line,
- * script_timeout_ms (script.timeout.milliseconds) and http.*,
- * jobShardingStrategyType is stored as given in job_sharding_strategy_class
- * (e.g. "AVERAGE", "ROTATE"), the job's key is job_name. Jobs keep file order.
- * Owned by the struct; free with ej_daemon_config_fini.
- */
-struct ej_daemon_config {
-    struct ej_reg_center_config reg_center;
-    struct ej_tracing_config tracing;
-    struct ej_metrics_config metrics;
-    size_t job_count;
-    struct ej_job_config *jobs;
-    int *job_lines; /* 1-based line of each job's key in the file */
-    /* Things worth saying that do not stop the file, e.g. a secret in a
-     * world-readable file: "NAME: message" each. */
-    struct ej_config_errors warnings;
-};
-
-/* Defaults (no jobs, embedded registry, no namespace yet). Returns 0 or
- * EJ_ENOMEM (then safe to fini). */
-EJ_EXTERN int ej_daemon_config_init(struct ej_daemon_config *cfg);
-
-/* Free everything; accepts NULL and a zeroed or finalised struct. */
-EJ_EXTERN void ej_daemon_config_fini(struct ej_daemon_config *cfg);
-
-/*
- * Load a daemon YAML document. Collects ALL problems, not just the first,
- * each as "NAME:LINE:COL: message" (1-based), e.g.
- *   jobs.yaml:7:5: jobs.orderSync: unknown key "shardingTotalCont"
- *   jobs.yaml:9:26: jobs.orderSync.shardingTotalCount: expected an integer, got "three"
- *   jobs.yaml:2:3: regCenter.namespace: is required
- *   jobs.yaml:3:1: YAML syntax error: mapping values are not allowed in this context
- *   jobs.yaml:4:9: nested deeper than 64 levels
- *   jobs.yaml:12:11: metrics.listen: "example.com:80": "example.com" is not an IPv4 address ...
- * regCenter.digestFile names a file (relative to the YAML file's directory)
- * whose first line is the digest (ej_config_read_secret_file). A file
- * holding a secret (regCenter.digest, or the digestFile) that is group- or
- * world-writable is refused; world-readable adds a warning to
- * out->warnings (load_file only: a string has no file mode).
- * Unknown keys are errors; every job then goes through ej_job_config_validate
- * (errors placed at the offending key, or the job's key).
- *
- * text: NUL-terminated YAML. name: what to call the input in messages
- * (NULL = "<string>"). out: uninitialised or finalised; on success it owns
- * the result, on failure it is left finalised (safe to fini again).
- * errs: an initialised list that messages are appended to (may be NULL).
- * Returns 0, EJ_ECONFIG (errs say why), EJ_ENOMEM, or (load_file) a -errno
- * from opening/reading path (a message naming the path is added too).
- */
-EJ_EXTERN int ej_daemon_config_load_string(const char *text, const char *name,
-                                           struct ej_daemon_config *out,
-                                           struct ej_config_errors *errs);
-EJ_EXTERN int ej_daemon_config_load_file(const char *path, struct ej_daemon_config *out,
-                                         struct ej_config_errors *errs);
 
 /* ------------------------------------------------------------------------ */
 /* Secrets in files                                                          */

@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "config/daemon_file.h"
 #include "ejob/config.h"
 #include "ejob/error.h"
 #include "ejob/trace.h"

@@ -12,6 +12,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 
+#include "config/daemon_file.h"
 #include "ejob/config.h"
 #include "ejob/error.h"
 #include "ejob/log.h"

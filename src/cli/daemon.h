@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "config/daemon_file.h"
 #include "ejob/config.h"
 #include "ejob/registry.h"
 

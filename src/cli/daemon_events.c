@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "common/util.h"
+#include "config/daemon_file.h"
 #include "ejob/error.h"
 #include "ejob/event.h"
 #include "ejob/log.h"

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "config/daemon_file.h"
 #include "ejob/config.h"
 #include "ejob/trace.h"
 

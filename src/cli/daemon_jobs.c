@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/daemon_file.h"
 #include "ejob/config.h"
 #include "ejob/ejob.h"
 #include "ejob/error.h"

@@ -15,6 +15,7 @@
 #include <yaml.h>
 
 #include "common/util.h"
+#include "config/daemon_file.h"
 #include "config/internal.h"
 #include "ejob/error.h"
 #include "ejob/metrics.h"

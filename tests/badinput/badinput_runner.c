@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config/daemon_file.h"
 #include "ejob/config.h"
 #include "ejob/error.h"
 

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "config/internal.h" /* the field table */
+#include "config/daemon_file.h"
 #include "ejob/config.h"
 #include "ejob/error.h"
 

@@ -24,6 +24,7 @@
 #include <sqlite3.h>
 
 #include "common/util.h"
+#include "config/daemon_file.h"
 #include "ejob/config.h"
 #include "ejob/error.h"
 #include "ejob/trace.h"
