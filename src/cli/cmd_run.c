@@ -79,9 +79,10 @@ static const char usage[] =
     "  SIGHUP           reload the file: added jobs start, removed jobs stop,\n"
     "                   changed jobs take their new config; the others are not\n"
     "                   touched. A file with errors is ignored (the errors are\n"
-    "                   logged) and the running configuration is kept. The file\n"
-    "                   is read on its own thread: SIGTERM is acted on at once\n"
-    "                   even while a reload is reading a slow or huge file.\n"
+    "                   logged) and the running configuration is kept. A reload\n"
+    "                   is read and applied on its own thread: SIGTERM is acted\n"
+    "                   on at once even while a reload reads a slow or huge\n"
+    "                   file or drains a removed job.\n"
     "                   regCenter, tracing and metrics changes need a restart\n"
     "                   (a warning says so; the running ones are kept).\n"
     "\n"
@@ -102,6 +103,10 @@ struct running {
 
 struct daemon {
     const char *file;
+    /* jobs/njobs/cap: changed by the reload thread while it applies a
+     * reload, read by the main loop to pause every job on SIGTERM. */
+    pthread_mutex_t jobs_mu;
+    atomic_bool stopping;     /* SIGTERM/SIGINT seen: a reload stops where it is */
     const char *metrics_flag; /* --metrics-listen, or NULL */
     char *metrics_now;        /* the endpoint's address, or NULL when off; owned */
     struct ej_daemon_config cfg;
@@ -110,17 +115,23 @@ struct daemon {
     struct running *jobs;
     size_t njobs, cap;
     int drain_ms;
-    struct reload *reload; /* the reload being read, or NULL */
-    bool reload_again;     /* a SIGHUP came while one was being read */
+    struct reload *reload; /* the reload being read or applied, or NULL */
+    bool reload_again;     /* a SIGHUP came while one was going on */
 };
 
-/* A reload's file, read on a thread of its own so that the main loop keeps
- * answering signals. Shared by the main loop and the thread; whoever
- * finishes last frees it (`owners` counts them). */
+/* A reload, read and applied on a thread of its own: reading a large file
+ * (or a FIFO that never ends), draining a removed job's items or waiting for
+ * ZooKeeper never keeps the main loop from answering SIGTERM. */
+enum { RELOAD_READING, RELOAD_APPLYING, RELOAD_ABANDONED };
 struct reload {
+    struct daemon *d;
     const char *file;
+    /* READING -> APPLYING (the thread, once read: the main loop then joins
+     * it), or READING -> ABANDONED (the main loop, stopping while the file
+     * is still being read: the thread then frees the reload and never
+     * touches the daemon). */
+    atomic_int phase;
     int efd; /* written by the thread when done */
-    atomic_int owners;
     pthread_t thread;
     int rc;
     bool taken; /* next was moved into the daemon */
@@ -128,10 +139,10 @@ struct reload {
     struct ej_config_errors errs;
 };
 
-static void reload_unref(struct reload *r)
+static void reload_apply(struct daemon *d, struct reload *rl);
+
+static void reload_free(struct reload *r)
 {
-    if (r == NULL || atomic_fetch_sub(&r->owners, 1) != 1)
-        return;
     if (r->rc == 0 && !r->taken)
         ej_daemon_config_fini(&r->next);
     ej_config_errors_fini(&r->errs);
@@ -139,15 +150,39 @@ static void reload_unref(struct reload *r)
     free(r);
 }
 
-static void *reload_read(void *arg)
+/* The main loop is done with a reload: join its thread, or leave a thread
+ * still reading to free it. Accepts NULL. */
+static void reload_finish(struct reload *r)
+{
+    if (r == NULL)
+        return;
+    int reading = RELOAD_READING;
+    if (atomic_compare_exchange_strong(&r->phase, &reading, RELOAD_ABANDONED)) {
+        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "the reload still reading %s is abandoned", r->file);
+        pthread_detach(r->thread);
+        return;
+    }
+    pthread_join(r->thread, NULL);
+    reload_free(r);
+}
+
+static void *reload_main(void *arg)
 {
     struct reload *r = arg;
     ej_config_errors_init(&r->errs);
     r->rc = ej_daemon_config_load_file(r->file, &r->next, &r->errs);
+    int reading = RELOAD_READING;
+    if (!atomic_compare_exchange_strong(&r->phase, &reading, RELOAD_APPLYING)) {
+        reload_free(r); /* abandoned: the daemon may be gone */
+        return NULL;
+    }
+    if (atomic_load(&r->d->stopping))
+        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "reload: not applied, the daemon is stopping");
+    else
+        reload_apply(r->d, r);
     uint64_t one = 1;
     if (write(r->efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
         EJ_LOG(EJ_LOG_ERROR, "daemon", -errno, "reload: cannot signal the main loop");
-    reload_unref(r);
     return NULL;
 }
 
@@ -157,7 +192,9 @@ static int reload_start(struct daemon *d)
     struct reload *r = calloc(1, sizeof(*r));
     if (r == NULL)
         return EJ_ENOMEM;
+    r->d = d;
     r->file = d->file;
+    atomic_init(&r->phase, RELOAD_READING);
     r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (r->efd < 0) {
         int e = -errno;
@@ -165,15 +202,13 @@ static int reload_start(struct daemon *d)
         EJ_LOG(EJ_LOG_ERROR, "daemon", e, "reload: eventfd failed");
         return e;
     }
-    atomic_init(&r->owners, 2);
-    int e = pthread_create(&r->thread, NULL, reload_read, r);
+    int e = pthread_create(&r->thread, NULL, reload_main, r);
     if (e != 0) {
         close(r->efd);
         free(r);
-        EJ_LOG(EJ_LOG_ERROR, "daemon", -e, "reload: cannot start the reader thread");
+        EJ_LOG(EJ_LOG_ERROR, "daemon", -e, "reload: cannot start its thread");
         return -e;
     }
-    pthread_detach(r->thread);
     d->reload = r;
     return 0;
 }
@@ -200,16 +235,24 @@ static void log_errors(const struct ej_config_errors *errs, const char *file, in
         EJ_LOG(EJ_LOG_ERROR, "daemon", 0, "reload: %s", errs->messages[i]);
 }
 
-static struct running *find_job(struct daemon *d, const char *name)
+/* The running job of that name, or NULL. */
+static ejd_job *find_job(struct daemon *d, const char *name)
 {
-    for (size_t i = 0; i < d->njobs; i++)
+    ejd_job *job = NULL;
+    pthread_mutex_lock(&d->jobs_mu);
+    for (size_t i = 0; i < d->njobs && job == NULL; i++)
         if (strcmp(d->jobs[i].name, name) == 0)
-            return &d->jobs[i];
-    return NULL;
+            job = d->jobs[i].job;
+    pthread_mutex_unlock(&d->jobs_mu);
+    return job;
 }
 
+/* Under jobs_mu. A job added while the daemon stops is paused at once
+ * (the main loop paused the others). */
 static int add_running(struct daemon *d, const char *name, ejd_job *job)
 {
+    if (atomic_load(&d->stopping))
+        ejd_job_pause(job);
     if (d->njobs == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 8;
         struct running *n = realloc(d->jobs, cap * sizeof(*n));
@@ -237,7 +280,9 @@ static int start_job(struct daemon *d, const struct ej_job_config *cfg)
                err[0] ? err : ej_strerror(rc));
         return rc;
     }
+    pthread_mutex_lock(&d->jobs_mu);
     rc = add_running(d, cfg->job_name, job);
+    pthread_mutex_unlock(&d->jobs_mu);
     if (rc != 0) {
         ejd_jobs_stop(&job, 1);
         return rc;
@@ -254,6 +299,52 @@ static void stop_job_at(struct daemon *d, size_t i)
     EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: stopped", d->jobs[i].name);
     free(d->jobs[i].name);
     d->jobs[i] = d->jobs[--d->njobs];
+}
+
+static const struct ej_job_config *find_cfg(const struct ej_daemon_config *c, const char *name)
+{
+    for (size_t i = 0; i < c->job_count; i++)
+        if (strcmp(c->jobs[i].job_name, name) == 0)
+            return &c->jobs[i];
+    return NULL;
+}
+
+/* SIGTERM: no job fires from now on, whatever a reload is doing. */
+static void pause_all(struct daemon *d)
+{
+    atomic_store(&d->stopping, true);
+    pthread_mutex_lock(&d->jobs_mu);
+    for (size_t i = 0; i < d->njobs; i++)
+        ejd_job_pause(d->jobs[i].job);
+    pthread_mutex_unlock(&d->jobs_mu);
+}
+
+/* The reload thread: take the jobs the new file no longer has out of the
+ * running set, then stop them together (their items drain meanwhile). */
+static size_t stop_removed(struct daemon *d, const struct ej_daemon_config *next)
+{
+    pthread_mutex_lock(&d->jobs_mu);
+    ejd_job **gone = calloc(d->njobs ? d->njobs : 1, sizeof(*gone));
+    size_t n = 0;
+    for (size_t i = 0; gone != NULL && i < d->njobs;) {
+        if (find_cfg(next, d->jobs[i].name) != NULL) {
+            i++;
+            continue;
+        }
+        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: stopping (removed from the file)",
+               d->jobs[i].name);
+        gone[n++] = d->jobs[i].job;
+        free(d->jobs[i].name);
+        d->jobs[i] = d->jobs[--d->njobs];
+    }
+    pthread_mutex_unlock(&d->jobs_mu);
+    if (gone == NULL) {
+        EJ_LOG(EJ_LOG_ERROR, "daemon", EJ_ENOMEM, "reload: out of memory; no job removed");
+        return 0;
+    }
+    ejd_jobs_stop(gone, n);
+    free(gone);
+    return n;
 }
 
 /* Stop every job at once (the drain bound holds for all together). */
@@ -278,20 +369,13 @@ static void stop_all(struct daemon *d)
     d->jobs = NULL;
 }
 
-static const struct ej_job_config *find_cfg(const struct ej_daemon_config *c, const char *name)
-{
-    for (size_t i = 0; i < c->job_count; i++)
-        if (strcmp(c->jobs[i].job_name, name) == 0)
-            return &c->jobs[i];
-    return NULL;
-}
-
 static bool same_str(const char *a, const char *b)
 {
     return strcmp(a != NULL ? a : "", b != NULL ? b : "") == 0;
 }
 
-/* Apply a reload the reader thread has finished reading. */
+/* Apply a reload (on its thread) once its file is read. Stops between
+ * steps when the daemon is told to stop. */
 static void reload_apply(struct daemon *d, struct reload *rl)
 {
     int rc = rl->rc;
@@ -304,7 +388,6 @@ static void reload_apply(struct daemon *d, struct reload *rl)
         return;
     }
     struct ej_daemon_config next = rl->next;
-    rl->taken = true;
     log_warnings(&next.warnings, "reload: ");
     const struct ej_reg_center_config *a = &d->cfg.reg_center, *b = &next.reg_center;
     if (a->embedded != b->embedded || !same_str(a->server_lists, b->server_lists) ||
@@ -328,29 +411,27 @@ static void reload_apply(struct daemon *d, struct reload *rl)
                "endpoint stays %s",
                d->metrics_now != NULL ? d->metrics_now : "off");
 
-    size_t removed = 0, added = 0, changed = 0, unchanged = 0;
-    for (size_t i = 0; i < d->njobs;) {
-        if (find_cfg(&next, d->jobs[i].name) == NULL) {
-            stop_job_at(d, i);
-            removed++;
-        } else {
-            i++;
-        }
-    }
+    size_t removed = stop_removed(d, &next), added = 0, changed = 0, unchanged = 0;
     for (size_t i = 0; i < next.job_count; i++) {
+        if (atomic_load(&d->stopping)) {
+            EJ_LOG(EJ_LOG_INFO, "daemon", 0,
+                   "reload: stopped after %zu of %zu job(s): the daemon is stopping", i,
+                   next.job_count);
+            return; /* next is freed with the reload */
+        }
         const struct ej_job_config *cfg = &next.jobs[i];
-        struct running *r = find_job(d, cfg->job_name);
-        if (r == NULL) {
+        ejd_job *job = find_job(d, cfg->job_name);
+        if (job == NULL) {
             if (start_job(d, cfg) == 0)
                 added++;
             continue;
         }
-        if (ej_job_config_equal(ejd_job_config(r->job), cfg)) {
+        if (ej_job_config_equal(ejd_job_config(job), cfg)) {
             unchanged++;
             continue;
         }
         char err[512] = "";
-        rc = ejd_job_update(r->job, cfg, err, sizeof(err));
+        rc = ejd_job_update(job, cfg, err, sizeof(err));
         if (rc != 0) {
             EJ_LOG(EJ_LOG_ERROR, "daemon", rc, "job %s: new config not applied: %s", cfg->job_name,
                    err[0] ? err : ej_strerror(rc));
@@ -360,6 +441,7 @@ static void reload_apply(struct daemon *d, struct reload *rl)
                cfg->job_name, cfg->cron, cfg->sharding_total_count);
         changed++;
     }
+    rl->taken = true;
     ej_daemon_config_fini(&d->cfg);
     d->cfg = next;
     EJ_LOG(EJ_LOG_INFO, "daemon", 0,
@@ -471,6 +553,8 @@ static int run_daemon(int argc, char **argv)
 
     struct daemon d;
     memset(&d, 0, sizeof(d));
+    pthread_mutex_init(&d.jobs_mu, NULL);
+    atomic_init(&d.stopping, false);
     d.file = file;
     d.metrics_flag = metrics_listen;
     d.drain_ms = (int)drain_ms;
@@ -608,10 +692,8 @@ static int run_daemon(int argc, char **argv)
             break;
         }
         if (pfd[1].revents & POLLIN) {
-            struct reload *r = d.reload;
+            reload_finish(d.reload);
             d.reload = NULL;
-            reload_apply(&d, r);
-            reload_unref(r);
             if (d.reload_again) {
                 d.reload_again = false;
                 EJ_LOG(EJ_LOG_INFO, "daemon", 0, "SIGHUP: reloading %s", d.file);
@@ -631,7 +713,8 @@ static int run_daemon(int argc, char **argv)
         if (si.ssi_signo == SIGHUP) {
             if (d.reload != NULL) {
                 EJ_LOG(EJ_LOG_INFO, "daemon", 0,
-                       "SIGHUP: %s is still being read; reloading again when that ends", d.file);
+                       "SIGHUP: a reload of %s is still going on; reloading again when it ends",
+                       d.file);
                 d.reload_again = true;
             } else {
                 EJ_LOG(EJ_LOG_INFO, "daemon", 0, "SIGHUP: reloading %s", d.file);
@@ -639,16 +722,18 @@ static int run_daemon(int argc, char **argv)
             }
             continue;
         }
-        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "%s: stopping; running items may take up to %d ms",
+        pause_all(&d);
+        EJ_LOG(EJ_LOG_INFO, "daemon", 0,
+               "%s: stopping; no job fires from now on; running items may take up to %d ms",
                si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT", d.drain_ms);
-        if (d.reload != NULL)
-            EJ_LOG(EJ_LOG_INFO, "daemon", 0, "the reload being read is abandoned");
         break;
     }
     rc = EJ_EXIT_OK;
 out_jobs:
-    /* A reload still being read is left to its thread, which frees it. */
-    reload_unref(d.reload);
+    /* A reload being applied stops at its next step (a removed job it
+     * stops drains within the same bound as the others); one still being
+     * read is abandoned. */
+    reload_finish(d.reload);
     d.reload = NULL;
     stop_all(&d);
     ejd_fini();
@@ -666,6 +751,7 @@ out_cfg:
     free(secret);
     free(d.metrics_now);
     ej_daemon_config_fini(&d.cfg);
+    pthread_mutex_destroy(&d.jobs_mu);
     if (rc == EJ_EXIT_OK)
         EJ_LOG(EJ_LOG_INFO, "daemon", 0, "stopped");
     return rc;

@@ -3,7 +3,8 @@
 # job's config and instance nodes are untouched); a file with errors is
 # refused with its errors logged and the running configuration kept; added
 # jobs start and removed jobs stop; a churn of add/remove reloads followed
-# at once by SIGTERM stops cleanly.
+# at once by SIGTERM stops cleanly; SIGTERM while a reload drains a removed
+# job is acted on within 100 ms.
 set -u
 source "$EJ_SOURCE_DIR/tests/support/zkfixture.sh"
 E=${EJOB:?EJOB must name the ejob binary}
@@ -127,5 +128,43 @@ done
 kill -TERM $P; wait $P; RC=$?
 [ $RC -eq 0 ] && pass "SIGTERM right after the churn: exit 0" || fail "exit $RC"
 grep -E "AddressSanitizer|LeakSanitizer|runtime error" "$D/daemon.log" | head -5 | grep . && fail "sanitizer report in the log" || pass "no sanitizer report"
+
+# ------------------------------------------- SIGTERM while a reload drains a job
+# jobL's item runs 4 s. A reload removes jobL (its item drains, up to the
+# drain timeout) and adds jobN; SIGTERM comes during that drain. Within
+# 100 ms the daemon says it stops, having paused every job (jobK, firing
+# every second, starts nothing more); the reload stops at its next step, so
+# jobN never starts.
+printf '#!/bin/sh\necho "$(date +%%s%%3N) $2" >>"$1"\nsleep 4\n' >"$D/long.sh"
+chmod +x "$D/long.sh"
+long_job_yaml() { job_yaml "$1" "* * * * * ?" | sed "s|$D/item.sh|$D/long.sh|"; }
+{ head_yaml; job_yaml jobK "* * * * * ?"; long_job_yaml jobL; } >"$D/jobs.yaml"
+: >"$D/runs"
+EJOB_IP=127.0.0.52 setpriv --pdeathsig KILL "$E" run -c "$D/jobs.yaml" --drain-timeout-ms 8000 \
+  2>"$D/daemon2.log" &
+P=$!; zkf_track $P
+wait_for 30 "second daemon started with 2 jobs" logged "$D/daemon2.log" "running 2 job"
+wait_for 10 "jobL's long item runs" grep -q jobL "$D/runs"
+{ head_yaml; job_yaml jobK "* * * * * ?"; job_yaml jobN "* * * * * ?"; } >"$D/jobs.yaml"
+kill -HUP $P
+wait_for 10 "the reload drains removed jobL" logged "$D/daemon2.log" "job jobL: stopping"
+sleep 0.3
+T0=$(now_ms); kill -TERM $P
+wait_for 5 "SIGTERM acted on during the drain" logged "$D/daemon2.log" "SIGTERM: stopping"
+TS=$(grep -m1 "SIGTERM: stopping" "$D/daemon2.log" | cut -d' ' -f1)
+ACT=$(($(date -d "$TS" +%s%3N) - T0))
+# Sanitizer builds run several times slower.
+BOUND=$([ -n "${EJ_SANITIZE:-}" ] && echo 300 || echo 100)
+[ "$ACT" -le "$BOUND" ] && pass "every job paused and SIGTERM logged $ACT ms after it was sent" ||
+  fail "SIGTERM acted on $ACT ms after it was sent (bound $BOUND ms)"
+wait $P; RC=$?; T1=$(now_ms)
+[ $RC -eq 0 ] && pass "exit 0, $((T1 - T0)) ms after SIGTERM (jobL's item drained)" || fail "exit $RC"
+LATE=$(awk -v t=$((T0 + 1000)) '$2 == "jobK" && $1 > t' "$D/runs" | wc -l)
+[ "$LATE" = 0 ] && pass "jobK started nothing after SIGTERM" || fail "jobK started $LATE run(s) after SIGTERM"
+grep -q jobN "$D/runs" && fail "jobN started although the daemon was stopping" || pass "jobN never started"
+grep -q "reload: stopped after 0 of 2 job(s): the daemon is stopping" "$D/daemon2.log" &&
+  pass "the reload stopped at its next step" || fail "reload: $(grep reload "$D/daemon2.log" | tail -3)"
+grep -E "AddressSanitizer|LeakSanitizer|runtime error" "$D/daemon2.log" | head -5 | grep . && fail "sanitizer report in the log" || pass "no sanitizer report"
+
 echo "$FAILS failure(s)"
 exit $((FAILS > 0))
