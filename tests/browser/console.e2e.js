@@ -165,6 +165,7 @@ async function main() {
   await shot(page, '7-run');
   await page.click('#nav-servers');
   await waitFor(page, () => document.querySelectorAll('#servers-list section').length === 2, null, 'server view shows both IPs');
+  check(await page.textContent('#flash') === '', 'a notice of another page (config saved) is not shown on the server view');
   await shot(page, '8-servers');
 
   // ---------------------------------------------------------------- a guest sees no buttons

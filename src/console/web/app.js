@@ -439,5 +439,6 @@ async function start() {
   route();
 }
 
-window.addEventListener('hashchange', route);
+// A notice belongs to the page it was given on: another page starts without it.
+window.addEventListener('hashchange', () => { flash('', true); route(); });
 start();
