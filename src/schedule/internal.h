@@ -236,6 +236,11 @@ int ej__sched_trigger_fire_now(ej__trigger *t, unsigned reasons);
  * flow decides whether the misfired callback runs the job), so a caller
  * that wires this hook to events and counters reports every fire time that
  * was not run on time, with its reason, and never silently loses one.
+ * Fire times a trigger collected and will never deliver because it is
+ * removed (ej__sched_trigger_remove, ej__sched_job_destroy, shutdown of the
+ * scheduler) are told too, on the remover's thread before it returns: a
+ * queued cron fire not started yet (queued, or its misfire reasons), those
+ * collected behind a running callback, and those passed while paused.
  *
  * Independently of any hook the scheduler counts missed fire times per
  * reason (ej__sched_get_stats) and logs them as one warning line per
@@ -251,7 +256,9 @@ int64_t ej__sched_trigger_next(const ej__trigger *t);
 bool ej__sched_trigger_is_busy(const ej__trigger *t);
 
 /*
- * Removes a trigger. A queued callback that has not started is dropped. If
+ * Removes a trigger. A queued callback that has not started is dropped (its
+ * cron fire times, and any the trigger collected or that passed while it
+ * was paused, go to the miss hook first: see ej__sched_trigger_set_miss_fn). If
  * the callback is running on another thread, waits until it returns; if
  * called from the trigger's own callback, returns at once and the trigger
  * is freed when the callback returns. After it returns, fn is never called
@@ -294,7 +301,8 @@ struct ej__sched_stats {
     uint64_t fires;       /* fire callbacks started */
     uint64_t misfires;    /* of which misfired */
     uint64_t clock_jumps; /* wall-clock steps detected */
-    /* Cron fire times delivered in misfired callbacks, by reason. */
+    /* Cron fire times delivered in misfired callbacks, or never delivered
+     * because their trigger was removed, by reason. */
     uint64_t missed_by[EJ__MISS_REASONS];
 };
 

@@ -1542,15 +1542,73 @@ bool ej__sched_trigger_is_busy(const ej__trigger *t)
     return b;
 }
 
+/*
+ * The cron fire times a trigger being removed will never deliver: a queued
+ * cron fire that has not started (counted as queued, or under its misfire
+ * reasons), those collected behind a running or paused callback, and those
+ * passed since a pause. Taken out of t into out[] (one entry per reason) and
+ * added to the scheduler's stats, for the remover to tell the miss hook.
+ * With s->mu held; t->removed set. Returns how many entries.
+ */
+static size_t take_undelivered(ej__sched *s, ej__trigger *t, ej__miss *out)
+{
+    if (t->queued && t->pend.cron_due) {
+        int64_t last = t->missed ? t->missed_last : t->pend.last_scheduled_ms;
+        if (t->pend.misfired) {
+            for (int r = 0; r < EJ__MISS_REASONS; r++)
+                count_missed(t, t->pend.missed_by[r], (ej__miss_reason)r);
+        } else {
+            count_missed(t, t->pend.missed_count, EJ__MISS_QUEUED);
+        }
+        t->missed_first = t->pend.scheduled_ms;
+        t->missed_last = last;
+    }
+    /* Not while the timer computes the next time with t->cron (in_batch):
+     * a paused trigger is never in a batch. */
+    int64_t now = sched_now(s);
+    if (t->cron && t->paused && !t->in_batch && t->paused_next > 0 && t->paused_next <= now) {
+        add_missed(t, t->paused_next, EJ__MISS_PAUSED);
+        count_until(t, t->paused_next, now, EJ__MISS_PAUSED);
+        t->paused_next = 0;
+    }
+    size_t n = 0;
+    for (int r = 0; r < EJ__MISS_REASONS; r++) {
+        if (t->missed_by[r] == 0)
+            continue;
+        s->missed_by[r] += t->missed_by[r];
+        out[n++] = (ej__miss){.trigger = t,
+                              .reason = (ej__miss_reason)r,
+                              .count = t->missed_by[r],
+                              .first_ms = t->missed_first,
+                              .last_ms = t->missed_last};
+    }
+    memset(t->missed_by, 0, sizeof t->missed_by);
+    t->missed = 0;
+    return n;
+}
+
 static void trigger_remove_locked(ej__sched *s, ej__trigger *t)
 {
     if (t->removed)
         return;
     t->removed = true;
     heap_remove(s, t);
+    ej__miss miss[EJ__MISS_REASONS];
+    size_t nmiss = t->miss_fn ? take_undelivered(s, t, miss) : 0;
     if (t->queued) {
         ctl_unlink(s, &t->fire_task);
         t->queued = false;
+    }
+    if (nmiss > 0) {
+        /* Told without the lock, as every hook; the wait count keeps t. */
+        ej__miss_fn fn = t->miss_fn;
+        void *arg = t->arg;
+        t->remover_waiting++;
+        pthread_mutex_unlock(&s->mu);
+        for (size_t i = 0; i < nmiss; i++)
+            fn(&miss[i], arg);
+        pthread_mutex_lock(&s->mu);
+        t->remover_waiting--;
     }
     if (t->running && !pthread_equal(t->running_thread, pthread_self())) {
         t->remover_waiting++;

@@ -479,6 +479,104 @@ static void test_miss_reasons_pool_saturated(void **state)
     rec_fini(&b);
 }
 
+static void miss_reset(void)
+{
+    pthread_mutex_lock(&g_miss.mu);
+    memset(g_miss.by, 0, sizeof g_miss.by);
+    g_miss.calls = 0;
+    pthread_mutex_unlock(&g_miss.mu);
+}
+
+static uint32_t missed_told(ej__miss_reason r)
+{
+    pthread_mutex_lock(&g_miss.mu);
+    uint32_t n = g_miss.by[r];
+    pthread_mutex_unlock(&g_miss.mu);
+    return n;
+}
+
+static void test_remove_tells_undelivered(void **state)
+{
+    (void)state;
+    /* A trigger removed never delivers what it holds: the fire times that
+     * passed while it was paused, those collected behind its running
+     * callback, and a cron fire queued for a pool thread. Each goes to the
+     * miss hook before the remove returns. */
+    struct ej__sched_opts o = {.max_threads = 1, .misfire_threshold_ms = 500};
+    ej__sched *s;
+    assert_int_equal(ej__sched_create(&o, &s), 0);
+    g_sched = s;
+    ej__sched_job *j;
+    assert_int_equal(ej__sched_job_create(s, "removed", 1, &j), 0);
+    static struct rec p, r, a, q;
+    rec_init(&p);
+    rec_init(&r);
+    rec_init(&a);
+    rec_init(&q);
+
+    /* Paused across two fire times or more, then removed. */
+    miss_reset();
+    align_to_second(100);
+    ej__trigger *tp;
+    assert_int_equal(ej__sched_cron_add(j, cron("0/1 * * * * ?"), NULL, false, on_fire, &p, &tp),
+                     0);
+    ej__sched_trigger_set_miss_fn(tp, on_miss);
+    ej__sched_trigger_pause(tp);
+    ej__sleep_ms(2500);
+    ej__sched_trigger_remove(tp);
+    assert_int_equal(fires_count(&p), 0);
+    assert_true(missed_told(EJ__MISS_PAUSED) >= 2 && missed_told(EJ__MISS_PAUSED) <= 3);
+
+    /* Removed while its slow first callback runs: the fire times that
+     * passed meanwhile. */
+    miss_reset();
+    r.sleep_first_ms = 2500;
+    align_to_second(100);
+    ej__trigger *tr;
+    assert_int_equal(ej__sched_cron_add(j, cron("0/1 * * * * ?"), NULL, false, on_fire, &r, &tr),
+                     0);
+    ej__sched_trigger_set_miss_fn(tr, on_miss);
+    ej__sleep_ms(2600); /* the first fire at +0.9 s runs until +3.4 s */
+    ej__sched_trigger_remove(tr);
+    assert_int_equal(fires_count(&r), 1);
+    assert_true(missed_told(EJ__MISS_RUNNING) >= 1);
+
+    /* A cron fire queued behind another trigger's callback (the one pool
+     * thread is busy), removed before it starts. */
+    miss_reset();
+    a.sleep_first_ms = 2000;
+    align_to_second(300);
+    ej__trigger *ta, *tq;
+    assert_int_equal(ej__sched_cron_add(j, cron("0/1 * * * * ?"), NULL, false, on_fire, &a, &ta),
+                     0);
+    assert_int_equal(ej__sched_cron_add(j, cron("0/1 * * * * ?"), NULL, false, on_fire, &q, &tq),
+                     0);
+    ej__sched_trigger_set_miss_fn(tq, on_miss);
+    ej__sleep_ms(1000); /* A's first callback holds the thread; Q's waits */
+    assert_true(ej__sched_trigger_is_busy(tq));
+    ej__sched_trigger_remove(tq);
+    assert_int_equal(fires_count(&q), 0);
+    assert_int_equal(missed_told(EJ__MISS_QUEUED), 1);
+    struct ej__sched_stats st;
+    ej__sched_get_stats(s, &st);
+    assert_true(st.missed_by[EJ__MISS_PAUSED] >= 2);
+    assert_true(st.missed_by[EJ__MISS_QUEUED] >= 1);
+
+    /* Without a hook nothing is told. */
+    miss_reset();
+    ej__sched_trigger_pause(ta);
+    ej__sleep_ms(1200);
+    ej__sched_job_destroy(j);
+    pthread_mutex_lock(&g_miss.mu);
+    assert_int_equal(g_miss.calls, 0);
+    pthread_mutex_unlock(&g_miss.mu);
+    sched_done(s);
+    rec_fini(&p);
+    rec_fini(&r);
+    rec_fini(&a);
+    rec_fini(&q);
+}
+
 /* ------------------------------------------------------------------ pool */
 
 struct conc {
@@ -750,6 +848,7 @@ int main(void)
         cmocka_unit_test_teardown(test_fire_now_and_remove_self, teardown_sched),
         cmocka_unit_test_teardown(test_clock_steps, teardown_sched),
         cmocka_unit_test_teardown(test_miss_reasons_pool_saturated, teardown_sched),
+        cmocka_unit_test_teardown(test_remove_tells_undelivered, teardown_sched),
         cmocka_unit_test_teardown(test_pool_job_limit, teardown_sched),
         cmocka_unit_test_teardown(test_pool_nested_waits_no_deadlock, teardown_sched),
         cmocka_unit_test_teardown(test_pool_post_and_idle_reap, teardown_sched),
