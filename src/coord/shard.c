@@ -369,9 +369,12 @@ static int wait_for_leader_sharding(ej__coord *c, int64_t deadline)
             ej__coord_unlock(c);
             if (!still)
                 return 0;
-            EJ_LOG(EJ_LOG_WARN, MOD, EJ_ETIMEDOUT,
+            /* The fire does not run: the runtime counts and reports it
+             * (reason leader-wait) with a rate-limited warning, so this
+             * line, one per fire, is for debugging. */
+            EJ_LOG(EJ_LOG_DEBUG, MOD, EJ_ETIMEDOUT,
                    "job %s: waited %" PRId64 " ms for the leader to reshard "
-                   "(leader/sharding/necessary or processing still there); skipping this fire",
+                   "(leader/sharding/necessary or processing still there); this fire does not run",
                    ej__coord_job_name(c), ej__mono_ms() - start);
             return EJ_ETIMEDOUT;
         }

@@ -184,6 +184,131 @@ void ej__rt_post_status(struct ej_job *job, const char *task_id, const int *item
 }
 
 /* ------------------------------------------------------------------------ */
+/* Fires not run                                                              */
+
+/*
+ * A fire that does not run is never lost silently: every one is added to
+ * fires_missed and posted as a TASK_ERROR status event "Job 'j' fire not run
+ * (REASON): N fire time(s) from A to B" (the daemon's /metrics counts these
+ * by reason). The scheduler reports the cron fire times it could not
+ * deliver on time through its miss hook (on_miss); the fire flow reports the
+ * fires it was given and did not run (not_run).
+ */
+
+/* At most one warning line per job and reason this often. */
+#define NOT_RUN_LOG_EVERY_MS 5000
+
+static const struct {
+    const char *name;
+    ej_log_level level; /* of the rate-limited line */
+} not_run_kinds[EJ__NOT_RUN_REASONS] = {
+    [EJ__NOT_RUN_FENCED] = {"fenced", EJ_LOG_WARN},
+    [EJ__NOT_RUN_BEFORE_REGISTRATION] = {"before-registration", EJ_LOG_WARN},
+    [EJ__NOT_RUN_LEADER_WAIT] = {"leader-wait", EJ_LOG_WARN},
+    [EJ__NOT_RUN_SHARDING_FAILED] = {"sharding-failed", EJ_LOG_WARN},
+    [EJ__NOT_RUN_TIME_DIFF] = {"time-diff", EJ_LOG_WARN},
+    /* An operator's decisions, expected: each fire at debug level. */
+    [EJ__NOT_RUN_DISABLED] = {"disabled", EJ_LOG_DEBUG},
+    [EJ__NOT_RUN_STOPPED] = {"stopped", EJ_LOG_DEBUG},
+    /* ElasticJob ignores a console trigger while the job runs. */
+    [EJ__NOT_RUN_RUNNING] = {"running", EJ_LOG_INFO},
+};
+
+const char *ej__not_run_reason_name(enum ej__not_run_reason r)
+{
+    return (unsigned)r < EJ__NOT_RUN_REASONS ? not_run_kinds[r].name : "unknown";
+}
+
+/* The one place fires not run are counted and posted: on_miss and
+ * not_run. */
+static void count_not_run(struct ej_job *job, const char *reason, uint32_t count, int64_t first_ms,
+                          int64_t last_ms)
+{
+    pthread_mutex_lock(&job->mu);
+    job->fires_missed += count;
+    pthread_mutex_unlock(&job->mu);
+    ej__rt_post_status(job, "", NULL, 0, EJ_TASK_ERROR,
+                       "Job '%s' fire not run (%s): %u fire time(s) from %lld to %lld", job->name,
+                       reason, (unsigned)count, (long long)first_ms, (long long)last_ms);
+}
+
+/* A fire the scheduler delivered, as far as counting it goes. */
+struct fire_ref {
+    int64_t at; /* its cron fire time, or when the fire-now request was made */
+    enum {
+        FIRE_PENDING,  /* not counted yet */
+        FIRE_REPORTED, /* counted: by not_run, or by the miss hook for a misfired
+                        * cron fire (its fire times, under the scheduler's reason) */
+        FIRE_FAILOVER, /* only failover items taken over: not a fire of the job's
+                        * own (the items stay this instance's for its next fire) */
+    } state;
+};
+
+static struct fire_ref fire_ref_of(const struct ej__fire *f)
+{
+    struct fire_ref fr = {.at = f->scheduled_ms, .state = FIRE_PENDING};
+    if ((f->now_reasons & EJ__FIRE_TRIGGER) == 0) {
+        if (f->cron_due && f->misfired)
+            fr.state = FIRE_REPORTED;
+        else if (!f->cron_due)
+            fr.state = FIRE_FAILOVER;
+    }
+    return fr;
+}
+
+/* fr does not run, for reason r (why: printf-style, for the log only).
+ * Counts and posts it unless that was done, then logs a line at most every
+ * NOT_RUN_LOG_EVERY_MS per job and reason, saying how many went without
+ * one (a warning; debug or info for the reasons an operator chose). */
+static void not_run(struct ej_job *job, struct fire_ref *fr, enum ej__not_run_reason r,
+                    const char *why, ...) EJ_PRINTF(4, 5);
+static void not_run(struct ej_job *job, struct fire_ref *fr, enum ej__not_run_reason r,
+                    const char *why, ...)
+{
+    assert((unsigned)r < EJ__NOT_RUN_REASONS);
+    ej_log_level level = not_run_kinds[r].level;
+    const char *note = "";
+    if (fr->state == FIRE_PENDING) {
+        fr->state = FIRE_REPORTED;
+        count_not_run(job, not_run_kinds[r].name, 1, fr->at, fr->at);
+    } else {
+        level = EJ_LOG_DEBUG;
+        note = fr->state == FIRE_FAILOVER ? " [a failover fire: the items wait for the next fire]"
+                                          : " [its fire time(s) were reported already]";
+    }
+    uint64_t quiet = 0;
+    if (level >= EJ_LOG_WARN) {
+        int64_t now = ej__mono_ms();
+        pthread_mutex_lock(&job->mu);
+        bool say = job->not_run_log[r].last_ms == 0 ||
+                   now - job->not_run_log[r].last_ms >= NOT_RUN_LOG_EVERY_MS;
+        if (say) {
+            quiet = job->not_run_log[r].suppressed;
+            job->not_run_log[r].suppressed = 0;
+            job->not_run_log[r].last_ms = now;
+        } else {
+            job->not_run_log[r].suppressed++;
+        }
+        pthread_mutex_unlock(&job->mu);
+        if (!say)
+            return;
+    }
+    if (level < ej_log_get_level())
+        return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, why);
+    vsnprintf(msg, sizeof msg, why, ap);
+    va_end(ap);
+    char more[96] = "";
+    if (quiet > 0)
+        snprintf(more, sizeof more, " (and %" PRIu64 " more not run so since the last such line)",
+                 quiet);
+    EJ_LOG(level, MOD, 0, "job %s: fire of %" PRId64 " not run (%s): %s%s%s", job->name, fr->at,
+           not_run_kinds[r].name, msg, note, more);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Item runs                                                                  */
 
 /* Running nodes of items that finished, deleted together when several
@@ -361,11 +486,12 @@ static void bound_kill_grace(struct ej_job *job, struct ej_job_def *def)
 }
 
 /*
- * Run items once with source. Returns true when the error handler asked to
- * fail the whole run.
+ * Run items once with source. fr: the fire, when these are its items (not
+ * a misfire re-run or failover): counted as not run when none can start.
+ * Returns true when the error handler asked to fail the whole run.
  */
 static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const int *items,
-                      size_t n, ej_execution_source source, size_t *started)
+                      size_t n, ej_execution_source source, struct fire_ref *fr, size_t *started)
 {
     if (started)
         *started = 0;
@@ -396,10 +522,15 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
     if (!ej__coord_may_start(c, fire_session)) {
         /* Cut off, fenced, or the fire began in a session that is gone:
          * start nothing. */
-        EJ_LOG(EJ_LOG_INFO, MOD, 0,
-               "job %s: not registered in ZooKeeper in this fire's session, or fenced: items not "
-               "started",
-               job->name);
+        if (fr)
+            not_run(job, fr, EJ__NOT_RUN_FENCED,
+                    "not registered in ZooKeeper in this fire's session, or fenced: items not "
+                    "started");
+        else
+            EJ_LOG(EJ_LOG_INFO, MOD, 0,
+                   "job %s: not registered in ZooKeeper in this fire's session, or fenced: "
+                   "items not started",
+                   job->name);
         goto out;
     }
     if (s->monitor_execution) {
@@ -424,8 +555,11 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
             if (ok[i])
                 ran[nok++] = items[i];
         ej__exec_complete(c, ran, nok, session);
-        EJ_LOG(EJ_LOG_WARN, MOD, 0, "job %s: the session changed during this fire: abandoned",
-               job->name);
+        if (fr)
+            not_run(job, fr, EJ__NOT_RUN_FENCED, "the session changed during this fire");
+        else
+            EJ_LOG(EJ_LOG_WARN, MOD, 0, "job %s: the session changed during this fire: abandoned",
+                   job->name);
         goto out;
     }
     struct ej_job_def bounded = *def_of(s);
@@ -483,6 +617,10 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
     }
     if (started)
         *started = k - not_started;
+    /* Every item fenced while it waited for a pool thread: the fire ran
+     * nothing (the error event below names the items). */
+    if (fr && not_started == k)
+        not_run(job, fr, EJ__NOT_RUN_FENCED, "fenced before any of its %zu item(s) could start", k);
     pthread_mutex_lock(&job->mu);
     job->items_run += k - not_started;
     job->items_failed += failed;
@@ -648,9 +786,10 @@ static void fill_info(ej_shard_contexts_info *info, const struct ej__rt_settings
 }
 
 /* One execute() of ElasticJob: listeners around the run and, for normal
- * runs, the misfire loop. */
+ * runs, the misfire loop. fr: the fire these items are of (see run_batch),
+ * or NULL. */
 static void execute(struct ej_job *job, const struct ej__rt_settings *s, const int *items, size_t n,
-                    ej_execution_source source, bool misfire_loop)
+                    ej_execution_source source, bool misfire_loop, struct fire_ref *fr)
 {
     struct ej__coord *c = job->coord;
     const struct ej_job_def *def = def_of(s);
@@ -673,7 +812,7 @@ static void execute(struct ej_job *job, const struct ej__rt_settings *s, const i
                                   "item started in time");
         }
     }
-    bool abort_run = run_batch(job, s, items, n, source, NULL);
+    bool abort_run = run_batch(job, s, items, n, source, fr, NULL);
     for (int round = 0; misfire_loop && s->misfire && !abort_run && round < 1000; round++) {
         int *mis = NULL;
         size_t nmis = 0;
@@ -714,7 +853,7 @@ static void execute(struct ej_job *job, const struct ej__rt_settings *s, const i
         }
         ej__exec_clear_misfire(c, mis, k);
         size_t started = 0;
-        abort_run = run_batch(job, s, mis, k, EJ_EXEC_MISFIRE, &started);
+        abort_run = run_batch(job, s, mis, k, EJ_EXEC_MISFIRE, NULL, &started);
         free(mis);
         /* Nothing could start (running elsewhere: marked misfire again for
          * a later fire): stop here rather than spin. */
@@ -738,22 +877,21 @@ static void execute(struct ej_job *job, const struct ej__rt_settings *s, const i
 }
 
 static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_t gen,
-                    unsigned reasons, bool cron, int64_t scheduled_ms)
+                    unsigned reasons, bool cron, int64_t scheduled_ms, struct fire_ref *fr)
 {
     struct ej__coord *c = job->coord;
     if (!ej__coord_may_start(c, atomic_load(&job->fire_session))) {
-        EJ_LOG(EJ_LOG_DEBUG, MOD, 0,
-               "job %s: not registered in ZooKeeper now, or fenced: fire skipped", job->name);
+        not_run(job, fr, EJ__NOT_RUN_FENCED,
+                "not registered in ZooKeeper now, or fenced (no recent contact with ZooKeeper)");
         return;
     }
     if (cron && scheduled_ms > 0 && scheduled_ms < ej__coord_registered_at(c)) {
         /* A fire due before this instance registered (again): its items
          * belonged to others then, who ran them or will re-run them as
          * misfires. */
-        EJ_LOG(EJ_LOG_INFO, MOD, 0,
-               "job %s: fire of %" PRId64 " is from before this instance registered at %" PRId64
-               ": skipped",
-               job->name, scheduled_ms, ej__coord_registered_at(c));
+        not_run(job, fr, EJ__NOT_RUN_BEFORE_REGISTRATION,
+                "due before this instance registered at %" PRId64 " (its items were others' then)",
+                ej__coord_registered_at(c));
         return;
     }
     ej__exec_cleanup(c);
@@ -761,18 +899,22 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
         char msg[256] = "";
         int rc = ej__exec_check_time_diff(c, s->max_time_diff_seconds, msg, sizeof msg);
         if (rc == EJ_ECONFIG) {
-            EJ_LOG(EJ_LOG_ERROR, MOD, rc, "job %s: %s Not running.", job->name, msg);
+            /* Logged by not_run (rate-limited) and by the error handler. */
             ej__job_set_error(job, "%s", msg);
             ej__rt_post_status(job, "", NULL, 0, EJ_TASK_ERROR, "%s", msg);
             ej__exec_handle_error(def_of(s), s->job_name, -1, msg);
+            not_run(job, fr, EJ__NOT_RUN_TIME_DIFF, "%s", msg);
             return;
         }
-        if (rc != 0)
+        if (rc != 0) {
+            not_run(job, fr, EJ__NOT_RUN_TIME_DIFF,
+                    "the clock could not be compared with ZooKeeper's (maxTimeDiffSeconds %d): %s",
+                    s->max_time_diff_seconds, ej_strerror(rc));
             return;
+        }
     }
     if (ej__coord_server_disabled(c)) {
-        EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: server %s is disabled: fire skipped", job->name,
-               job->ip);
+        not_run(job, fr, EJ__NOT_RUN_DISABLED, "server %s is disabled", job->ip);
         return;
     }
     if (s->failover) {
@@ -781,13 +923,22 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
         ej__failover_mine(c, &fo, &nfo, NULL);
         EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: %zu failover items of this instance", job->name, nfo);
         if (nfo) {
-            execute(job, s, fo, nfo, EJ_EXEC_FAILOVER, false);
+            execute(job, s, fo, nfo, EJ_EXEC_FAILOVER, false, NULL);
             ej__failover_done(c, fo, nfo);
         }
         free(fo);
     }
     if (cron || (reasons & EJ__FIRE_TRIGGER)) {
         int rc = ej__shard_if_necessary(c);
+        if (rc == EJ_ETIMEDOUT)
+            not_run(job, fr, EJ__NOT_RUN_LEADER_WAIT,
+                    "the leader did not reshard within %d ms (leader/sharding/necessary or "
+                    "processing still there)",
+                    ej__coord_wait_bound(c));
+        else if (rc == EJ_ESTOPPED)
+            not_run(job, fr, EJ__NOT_RUN_STOPPED, "the job stopped while it waited to reshard");
+        else if (rc != 0 && rc != EJ_EBUSY)
+            not_run(job, fr, EJ__NOT_RUN_SHARDING_FAILED, "sharding failed: %s", ej_strerror(rc));
         if (rc == 0 || rc == EJ_EBUSY) {
             int *items = NULL;
             size_t n = 0;
@@ -799,7 +950,7 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
                 set_run_items(job, items, n);
                 if (cron && !job->manual)
                     post_marker(job, gen, scheduled_ms > 0 ? scheduled_ms : ej__now_ms());
-                execute(job, s, items, n, EJ_EXEC_NORMAL_TRIGGER, true);
+                execute(job, s, items, n, EJ_EXEC_NORMAL_TRIGGER, true, fr);
                 set_run_items(job, NULL, 0);
             }
             free(items);
@@ -830,9 +981,14 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
     struct ej_job *job = arg;
     unsigned reasons = f->now_reasons;
     bool cron = f->cron_due;
+    struct fire_ref fr = fire_ref_of(f);
     pthread_mutex_lock(&job->mu);
     if (job->state != EJ__JOB_STARTED || job->stopped) {
+        bool stopped = job->stopped;
         pthread_mutex_unlock(&job->mu);
+        not_run(job, &fr, EJ__NOT_RUN_STOPPED, "%s",
+                stopped ? "stopped by an operator, or the job was removed"
+                        : "the job is shutting down");
         return;
     }
     struct ej__rt_settings *s = job->settings;
@@ -840,7 +996,9 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
     if (cron && f->misfired && reasons == 0) {
         /* Fire times that passed while this job ran were marked misfire
          * and re-run already; others (paused, stalled) run now, once, if
-         * the job wants misfires. */
+         * the job wants misfires. Not silent when dropped here: the
+         * scheduler's miss hook (on_miss) counted and posted every one of
+         * them, under its reason, right before this callback. */
         if (f->last_scheduled_ms <= job->misfire_handled_until || !s->misfire) {
             pthread_mutex_unlock(&job->mu);
             ej__rt_settings_unref(s);
@@ -862,7 +1020,7 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
     if (ej__coord_may_start(job->coord, session))
         atomic_store(&job->cancel, false);
     ej__coord_set_busy(job->coord, true);
-    do_fire(job, s, gen, reasons, cron, cron ? f->scheduled_ms : 0);
+    do_fire(job, s, gen, reasons, cron, cron ? f->scheduled_ms : 0, &fr);
     ej__coord_set_busy(job->coord, false);
     pthread_mutex_lock(&job->mu);
     while (job->marker_inflight > 0)
@@ -941,14 +1099,8 @@ bool ej__rt_wait_idle(struct ej_job *job, int64_t ms)
  * logs a rate-limited warning). Runs on a pool thread. */
 static void on_miss(const ej__miss *miss, void *arg)
 {
-    struct ej_job *job = arg;
-    pthread_mutex_lock(&job->mu);
-    job->fires_missed += miss->count;
-    pthread_mutex_unlock(&job->mu);
-    ej__rt_post_status(job, "", NULL, 0, EJ_TASK_ERROR,
-                       "Job '%s' fire not run (%s): %u fire time(s) from %lld to %lld", job->name,
-                       ej__miss_reason_name(miss->reason), (unsigned)miss->count,
-                       (long long)miss->first_ms, (long long)miss->last_ms);
+    count_not_run(arg, ej__miss_reason_name(miss->reason), miss->count, miss->first_ms,
+                  miss->last_ms);
 }
 
 int ej__rt_schedule(struct ej_job *job, const struct ej__rt_settings *s, bool reschedule)
@@ -1025,11 +1177,14 @@ void ej__rt_on_trigger(void *user)
     bool firing = job->firing;
     bool ok = job->state == EJ__JOB_STARTED && !job->stopped;
     pthread_mutex_unlock(&job->mu);
-    if (!ok)
+    struct fire_ref fr = {.at = ej__now_ms(), .state = FIRE_PENDING};
+    if (!ok) {
+        not_run(job, &fr, EJ__NOT_RUN_STOPPED, "a console trigger after the job stopped");
         return;
+    }
     if (firing) {
         /* ElasticJob runs a trigger only when the job is not running. */
-        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: running now: trigger ignored", job->name);
+        not_run(job, &fr, EJ__NOT_RUN_RUNNING, "a console trigger while the job runs is ignored");
         return;
     }
     /* The job may be shut down from here on: the trigger stays until put. */

@@ -32,6 +32,31 @@ enum {
     EJ__FIRE_FAILOVER = 1u << 1, /* failover items were taken */
 };
 
+/*
+ * Why the runtime did not run a fire the scheduler delivered (fire.c
+ * not_run; names in ej__not_run_reason_name). The scheduler's own reasons,
+ * for cron fire times it could not deliver on time, come through its miss
+ * hook (ej__miss_reason). Each fire that does not run is counted under one
+ * reason, in ej_job_status.fires_missed and a "fire not run (REASON)"
+ * status event.
+ */
+enum ej__not_run_reason {
+    EJ__NOT_RUN_FENCED,              /* not registered in this session, or fenced */
+    EJ__NOT_RUN_BEFORE_REGISTRATION, /* cron fire due before this instance registered */
+    EJ__NOT_RUN_LEADER_WAIT,         /* the leader did not reshard within the wait bound */
+    EJ__NOT_RUN_SHARDING_FAILED,     /* sharding failed otherwise (ZooKeeper, memory) */
+    EJ__NOT_RUN_TIME_DIFF,           /* maxTimeDiffSeconds exceeded, or the check failed */
+    EJ__NOT_RUN_DISABLED,            /* this server is disabled (an operator's decision) */
+    EJ__NOT_RUN_STOPPED,             /* the job is shutting down, or stopped by an operator */
+    EJ__NOT_RUN_RUNNING,             /* a console trigger while the job runs (ignored) */
+    EJ__NOT_RUN_REASONS
+};
+
+/* "fenced", "before-registration", "leader-wait", "sharding-failed",
+ * "time-diff", "disabled", "stopped", "running": lowercase and dashes only
+ * (the daemon's /metrics reads them back from the event text). */
+const char *ej__not_run_reason_name(enum ej__not_run_reason r);
+
 /* What the fire flow needs of the configuration in force. Reference
  * counted: a fire keeps the snapshot it started with. */
 struct ej__rt_settings {
@@ -120,7 +145,12 @@ struct ej_job {
     struct ej_cron *cron;          /* the cron in force (parsed), for misfire markers */
     const struct ej_tz *tz;
     uint64_t fires, items_run, items_failed;
-    uint64_t fires_missed; /* cron fire times not run on time (miss hook) */
+    uint64_t fires_missed; /* fires not run: miss hook and ej__not_run_reason */
+    /* The rate-limited warning of not_run (fire.c), per reason. */
+    struct {
+        int64_t last_ms;     /* monotonic ms of the last line; 0: none yet */
+        uint64_t suppressed; /* fires not run since then without a line */
+    } not_run_log[EJ__NOT_RUN_REASONS];
     uint64_t fire_lateness[EJ_FIRE_LATENESS_BUCKETS + 1]; /* cron fires, see ej_job_status */
     double fire_lateness_sum;
     int64_t last_fire_ms;
