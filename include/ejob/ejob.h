@@ -223,8 +223,12 @@ struct ej_job_status {
     uint64_t fires;       /* fires started */
     uint64_t items_run;   /* item runs finished */
     uint64_t items_failed;
-    uint64_t fires_missed; /* cron fire times not run on time, each also posted as a
-                            * TASK_ERROR status event naming the reason */
+    /* Fires that did not run their items: cron fire times the scheduler
+     * could not deliver on time, and fires (cron or triggered) the fire
+     * flow declined (fenced, before registration, leader wait, disabled,
+     * ...). Each is also posted as a TASK_ERROR status event "fire not run
+     * (REASON)" (docs/execution.md lists the reasons). */
+    uint64_t fires_missed;
     /* Cron fires started, by lateness (the cron fire time to the fire's
      * start; fire-now and failover fires are not counted): fire_lateness[i]
      * fires with ej_fire_lateness_bounds[i-1] < lateness <= bounds[i], the

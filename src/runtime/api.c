@@ -44,72 +44,28 @@ void ej__rt_settings_unref(struct ej__rt_settings *s)
     assert(was >= 1); /* an unref without its ref */
     if (was != 1)
         return;
-    ej__rt_free_def(s->def);
-    for (size_t i = 0; i < s->nparams; i++)
-        free(s->param_values[i]);
-    free(s->param_items);
-    free(s->param_values);
-    char *strs[] = {
-        s->job_name, s->job_parameter, s->cron,      s->time_zone,         s->script_command_line,
-        s->http_uri, s->http_method,   s->http_data, s->http_content_type, s->error_handler,
-        s->executor};
-    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
-        free(strs[i]);
+    free(s->def);
+    ej_sharding_params_fini(&s->params);
+    ej_job_config_fini(&s->cfg);
     free(s);
 }
 
-static char *dup0(const char *s)
-{
-    return strdup(s ? s : "");
-}
-
+/* A snapshot of cfg (validated by the caller). */
 static struct ej__rt_settings *settings_from(const struct ej_job_config *cfg)
 {
     struct ej__rt_settings *s = calloc(1, sizeof *s);
     if (s == NULL)
         return NULL;
     atomic_init(&s->refs, 1);
-    s->job_name = dup0(cfg->job_name);
-    s->count = cfg->sharding_total_count;
-    s->job_parameter = dup0(cfg->job_parameter);
-    s->failover = cfg->failover;
-    s->misfire = cfg->misfire;
-    s->monitor_execution = cfg->monitor_execution;
-    s->streaming = cfg->streaming_process;
-    s->max_time_diff_seconds = cfg->max_time_diff_seconds;
-    s->job_type = (int)cfg->job_type;
-    s->cron = dup0(cfg->cron);
-    s->time_zone = dup0(cfg->time_zone);
-    s->script_command_line = dup0(cfg->script_command_line);
-    s->script_timeout_ms = cfg->script_timeout_ms;
-    s->http_uri = dup0(cfg->http.uri);
-    s->http_method = dup0(cfg->http.method);
-    s->http_data = dup0(cfg->http.data);
-    s->http_content_type = dup0(cfg->http.content_type);
-    s->http_connect_timeout_ms = cfg->http.connect_timeout_ms;
-    s->http_read_timeout_ms = cfg->http.read_timeout_ms;
-    s->error_handler = dup0(cfg->job_exception_handler);
-    s->executor = dup0(cfg->executor_service_handler);
-    struct ej_sharding_params p;
-    char err[256];
-    if (ej_sharding_params_parse(cfg->sharding_item_parameters, &p, err, sizeof err) == 0) {
-        s->nparams = p.count;
-        s->param_items = p.count ? calloc(p.count, sizeof *s->param_items) : NULL;
-        s->param_values = p.count ? calloc(p.count, sizeof *s->param_values) : NULL;
-        for (size_t i = 0; i < p.count && s->param_items && s->param_values; i++) {
-            s->param_items[i] = p.entries[i].item;
-            s->param_values[i] = dup0(p.entries[i].value);
-        }
-        if (p.count && (s->param_items == NULL || s->param_values == NULL))
-            s->nparams = 0;
-        ej_sharding_params_fini(&p);
-    }
-    if (!s->job_name || !s->job_parameter || !s->cron || !s->time_zone || !s->script_command_line ||
-        !s->http_uri || !s->http_method || !s->http_data || !s->http_content_type ||
-        !s->error_handler || !s->executor) {
+    if (ej_job_config_copy(&s->cfg, cfg) != 0) { /* a NULL string becomes "" */
         ej__rt_settings_unref(s);
         return NULL;
     }
+    /* Validated: the parameters parse (a failure here is out of memory,
+     * and a fire then runs without them rather than not at all). */
+    char err[256];
+    if (ej_sharding_params_parse(s->cfg.sharding_item_parameters, &s->params, err, sizeof err) != 0)
+        memset(&s->params, 0, sizeof s->params);
     return s;
 }
 
@@ -197,10 +153,10 @@ static void on_config_hook(void *user, const struct ej_job_config *cfg, unsigned
         struct ej__rt_settings *s = ej__job_settings(job);
         int rc = ej__rt_schedule(job, s, true);
         if (rc != 0)
-            ej__job_set_error(job, "cron \"%s\" not scheduled: %s", s->cron, ej_strerror(rc));
+            ej__job_set_error(job, "cron \"%s\" not scheduled: %s", s->cfg.cron, ej_strerror(rc));
         else
             EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: rescheduled with cron \"%s\"%s%s", job->name,
-                   s->cron, s->time_zone[0] ? " in " : "", s->time_zone);
+                   s->cfg.cron, s->cfg.time_zone[0] ? " in " : "", s->cfg.time_zone);
         ej__rt_settings_unref(s);
     }
 }
@@ -602,8 +558,8 @@ int ej_job_status(ej_job *job, struct ej_job_status *st)
     st->fire_lateness_sum = job->fire_lateness_sum;
     st->monitor_port = job->monitor ? ej_monitor_port(job->monitor) : -1;
     st->last_error = strdup(job->last_error);
-    st->cron = strdup(job->settings->cron);
-    st->sharding_total_count = job->settings->count;
+    st->cron = strdup(job->settings->cfg.cron);
+    st->sharding_total_count = job->settings->cfg.sharding_total_count;
     pthread_mutex_unlock(&job->mu);
     st->job_name = strdup(job->name);
     st->instance_id = strdup(job->me);

@@ -29,16 +29,6 @@
 /* ------------------------------------------------------------------------ */
 /* Definitions                                                               */
 
-/* A definition built for one settings snapshot. */
-struct rt_def {
-    struct ej_job_def def;
-};
-
-void ej__rt_free_def(void *p)
-{
-    free(p);
-}
-
 int ej__rt_def_type(const struct ej_job_def *def)
 {
     return def ? (int)def->type : -1;
@@ -54,64 +44,61 @@ int ej__rt_concurrency(const struct ej__rt_settings *s, const struct ej_job_def 
     if (user_def != NULL)
         return ej_executor_concurrency(user_def->executor, user_def->executor_threads);
     ej_executor_kind k = EJ_EXECUTOR_CPU;
-    if (s && ej_executor_kind_parse(s->executor, &k) != 0)
+    if (s && ej_executor_kind_parse(s->cfg.executor_service_handler, &k) != 0)
         k = EJ_EXECUTOR_CPU;
     return ej_executor_concurrency(k, 0);
 }
 
 int ej__rt_build_def(struct ej__rt_settings *s, const struct ej_job_def *user)
 {
-    struct rt_def *d = calloc(1, sizeof *d);
+    struct ej_job_def *d = calloc(1, sizeof *d);
     if (d == NULL)
         return EJ_ENOMEM;
     if (user != NULL)
-        d->def = *user;
-    d->def.type = (ej_job_type)s->job_type;
+        *d = *user;
+    d->type = (ej_job_type)s->cfg.job_type;
     if (user == NULL) {
         ej_error_handler_kind ek = EJ_ERROR_HANDLER_LOG;
-        if (ej_error_handler_parse(s->error_handler, &ek) != 0) {
+        if (ej_error_handler_parse(s->cfg.job_exception_handler, &ek) != 0) {
             EJ_LOG(EJ_LOG_WARN, MOD, EJ_ECONFIG,
                    "job %s: job_exception_handler \"%s\" is not known; logging errors instead",
-                   s->job_name, s->error_handler);
+                   s->cfg.job_name, s->cfg.job_exception_handler);
             ek = EJ_ERROR_HANDLER_LOG;
         }
-        d->def.error_handler.kind = ek;
+        d->error_handler.kind = ek;
         ej_executor_kind xk = EJ_EXECUTOR_CPU;
-        if (ej_executor_kind_parse(s->executor, &xk) != 0) {
+        if (ej_executor_kind_parse(s->cfg.executor_service_handler, &xk) != 0) {
             EJ_LOG(EJ_LOG_WARN, MOD, EJ_ECONFIG,
-                   "job %s: executor_service_handler \"%s\" is not known; using CPU", s->job_name,
-                   s->executor);
+                   "job %s: executor_service_handler \"%s\" is not known; using CPU",
+                   s->cfg.job_name, s->cfg.executor_service_handler);
             xk = EJ_EXECUTOR_CPU;
         }
-        d->def.executor = xk;
+        d->executor = xk;
     }
-    if (s->job_type == EJ_JOB_TYPE_SCRIPT) {
-        d->def.script.command_line = s->script_command_line;
-        d->def.script.timeout_ms = s->script_timeout_ms;
-    } else if (s->job_type == EJ_JOB_TYPE_HTTP) {
-        d->def.http.uri = s->http_uri;
-        d->def.http.method = s->http_method[0] ? s->http_method : NULL;
-        d->def.http.data = s->http_data;
-        d->def.http.content_type = s->http_content_type[0] ? s->http_content_type : NULL;
-        d->def.http.connect_timeout_ms = s->http_connect_timeout_ms;
-        d->def.http.read_timeout_ms = s->http_read_timeout_ms;
+    if (s->cfg.job_type == EJ_JOB_TYPE_SCRIPT) {
+        d->script.command_line = s->cfg.script_command_line;
+        d->script.timeout_ms = s->cfg.script_timeout_ms;
+    } else if (s->cfg.job_type == EJ_JOB_TYPE_HTTP) {
+        d->http.uri = s->cfg.http.uri;
+        d->http.method = s->cfg.http.method[0] ? s->cfg.http.method : NULL;
+        d->http.data = s->cfg.http.data;
+        d->http.content_type = s->cfg.http.content_type[0] ? s->cfg.http.content_type : NULL;
+        d->http.connect_timeout_ms = s->cfg.http.connect_timeout_ms;
+        d->http.read_timeout_ms = s->cfg.http.read_timeout_ms;
     }
-    ej__rt_free_def(s->def);
+    free(s->def);
     s->def = d;
     return 0;
 }
 
 static const struct ej_job_def *def_of(const struct ej__rt_settings *s)
 {
-    return &((const struct rt_def *)s->def)->def;
+    return s->def;
 }
 
 static const char *param_of(const struct ej__rt_settings *s, int item)
 {
-    for (size_t i = 0; i < s->nparams; i++)
-        if (s->param_items[i] == item)
-            return s->param_values[i];
-    return NULL;
+    return ej_sharding_params_get(&s->params, item);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -498,7 +485,7 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
     struct ej__coord *c = job->coord;
     if (n == 0)
         return false;
-    char *task_id = ej__exec_task_id(s->job_name, items, n, job->me);
+    char *task_id = ej__exec_task_id(s->cfg.job_name, items, n, job->me);
     bool *ok = calloc(n, sizeof *ok);
     int64_t *tokens = calloc(n, sizeof *tokens);
     struct item_run *runs = calloc(n, sizeof *runs);
@@ -533,7 +520,7 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
                    job->name);
         goto out;
     }
-    if (s->monitor_execution) {
+    if (s->cfg.monitor_execution) {
         rc = ej__exec_begin(c, items, n, ok, tokens, &session);
     } else {
         /* Without running nodes nothing else proves this instance still
@@ -544,10 +531,10 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
     }
     if (rc != 0) {
         ej__rt_post_status(job, task_id, items, n, EJ_TASK_ERROR, "Job '%s' not started: %s",
-                           s->job_name, ej_strerror(rc));
+                           s->cfg.job_name, ej_strerror(rc));
         goto out;
     }
-    if (s->monitor_execution && session != fire_session) {
+    if (s->cfg.monitor_execution && session != fire_session) {
         /* The running nodes were made in a newer session than the fire's:
          * this fire is from before the loss. Abandon it. */
         size_t nok = 0;
@@ -573,22 +560,22 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         r->def = &bounded;
         r->fire_session = fire_session;
         ej__exec_context_init(&r->ctx, &job->cancel);
-        r->ctx.job_name = s->job_name;
+        r->ctx.job_name = s->cfg.job_name;
         r->ctx.task_id = task_id;
-        r->ctx.sharding_total_count = s->count;
-        r->ctx.job_parameter = s->job_parameter;
+        r->ctx.sharding_total_count = s->cfg.sharding_total_count;
+        r->ctx.job_parameter = s->cfg.job_parameter;
         r->ctx.sharding_item = items[i];
         r->ctx.sharding_parameter = param_of(s, items[i]);
         r->ctx.fencing_token =
             source == EJ_EXEC_FAILOVER && ej__failover_token(c, items[i]) != 0
-                ? (s->monitor_execution && tokens[i] > ej__failover_token(c, items[i])
+                ? (s->cfg.monitor_execution && tokens[i] > ej__failover_token(c, items[i])
                        ? tokens[i]
                        : ej__failover_token(c, items[i]))
                 : tokens[i];
         r->ctx.execution_source = source;
         r->xo.keep_going = keep_going;
         r->xo.keep_going_arg = job;
-        r->session = s->monitor_execution ? session : 0;
+        r->session = s->cfg.monitor_execution ? session : 0;
         r->bs = &bs;
         args[k] = r;
         ran[k] = items[i];
@@ -666,7 +653,7 @@ static void marker_work(void *user)
     bool busy = job->firing && job->fire_gen == m->gen && job->state == EJ__JOB_STARTED;
     int *items = NULL;
     size_t n = 0;
-    bool misfire = job->settings && job->settings->misfire;
+    bool misfire = job->settings && job->settings->cfg.misfire;
     if (busy) {
         job->marker_inflight++;
         if (job->run_nitems) {
@@ -774,10 +761,10 @@ static void fill_info(ej_shard_contexts_info *info, const struct ej__rt_settings
     for (size_t i = 0; i < n; i++)
         params[i] = param_of(s, items[i]);
     *info = (ej_shard_contexts_info){
-        .job_name = s->job_name,
+        .job_name = s->cfg.job_name,
         .task_id = task_id,
-        .sharding_total_count = s->count,
-        .job_parameter = s->job_parameter,
+        .sharding_total_count = s->cfg.sharding_total_count,
+        .job_parameter = s->cfg.job_parameter,
         .items = items,
         .item_count = n,
         .item_parameters = n ? params : NULL,
@@ -793,27 +780,28 @@ static void execute(struct ej_job *job, const struct ej__rt_settings *s, const i
 {
     struct ej__coord *c = job->coord;
     const struct ej_job_def *def = def_of(s);
-    char *task_id = ej__exec_task_id(s->job_name, items, n, job->me);
+    char *task_id = ej__exec_task_id(s->cfg.job_name, items, n, job->me);
     const char **params = n ? calloc(n, sizeof *params) : NULL;
     ej_shard_contexts_info info;
     fill_info(&info, s, task_id ? task_id : "", items, n, params, source);
     ej__rt_post_status(job, task_id, items, n, EJ_TASK_STAGING, "Job '%s' execute begin.",
-                       s->job_name);
+                       s->cfg.job_name);
     ej__exec_listeners_before(def, &info);
     const struct ej_distribute_once_listener *once = job->once;
     if (once && once->before_last) {
-        int r = ej__guarantee_enter(c, false, items, n, s->count, once->started_timeout_ms);
+        int r = ej__guarantee_enter(c, false, items, n, s->cfg.sharding_total_count,
+                                    once->started_timeout_ms);
         if (r == 1) {
             once->before_last(&info, once->user);
             ej__guarantee_finish(c, false);
         } else if (r < 0) {
-            ej__exec_handle_error(def, s->job_name, -1,
+            ej__exec_handle_error(def, s->cfg.job_name, -1,
                                   "distribute-once listener: not every "
                                   "item started in time");
         }
     }
     bool abort_run = run_batch(job, s, items, n, source, fr, NULL);
-    for (int round = 0; misfire_loop && s->misfire && !abort_run && round < 1000; round++) {
+    for (int round = 0; misfire_loop && s->cfg.misfire && !abort_run && round < 1000; round++) {
         int *mis = NULL;
         size_t nmis = 0;
         if (ej__exec_misfired(c, items, n, &mis, &nmis) != 0 || nmis == 0)
@@ -861,12 +849,13 @@ static void execute(struct ej_job *job, const struct ej__rt_settings *s, const i
             break;
     }
     if (once && once->after_last) {
-        int r = ej__guarantee_enter(c, true, items, n, s->count, once->completed_timeout_ms);
+        int r = ej__guarantee_enter(c, true, items, n, s->cfg.sharding_total_count,
+                                    once->completed_timeout_ms);
         if (r == 1) {
             once->after_last(&info, once->user);
             ej__guarantee_finish(c, true);
         } else if (r < 0) {
-            ej__exec_handle_error(def, s->job_name, -1,
+            ej__exec_handle_error(def, s->cfg.job_name, -1,
                                   "distribute-once listener: not every "
                                   "item completed in time");
         }
@@ -895,21 +884,21 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
         return;
     }
     ej__exec_cleanup(c);
-    if (s->max_time_diff_seconds >= 0) {
+    if (s->cfg.max_time_diff_seconds >= 0) {
         char msg[256] = "";
-        int rc = ej__exec_check_time_diff(c, s->max_time_diff_seconds, msg, sizeof msg);
+        int rc = ej__exec_check_time_diff(c, s->cfg.max_time_diff_seconds, msg, sizeof msg);
         if (rc == EJ_ECONFIG) {
             /* Logged by not_run (rate-limited) and by the error handler. */
             ej__job_set_error(job, "%s", msg);
             ej__rt_post_status(job, "", NULL, 0, EJ_TASK_ERROR, "%s", msg);
-            ej__exec_handle_error(def_of(s), s->job_name, -1, msg);
+            ej__exec_handle_error(def_of(s), s->cfg.job_name, -1, msg);
             not_run(job, fr, EJ__NOT_RUN_TIME_DIFF, "%s", msg);
             return;
         }
         if (rc != 0) {
             not_run(job, fr, EJ__NOT_RUN_TIME_DIFF,
                     "the clock could not be compared with ZooKeeper's (maxTimeDiffSeconds %d): %s",
-                    s->max_time_diff_seconds, ej_strerror(rc));
+                    s->cfg.max_time_diff_seconds, ej_strerror(rc));
             return;
         }
     }
@@ -917,7 +906,7 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
         not_run(job, fr, EJ__NOT_RUN_DISABLED, "server %s is disabled", job->ip);
         return;
     }
-    if (s->failover) {
+    if (s->cfg.failover) {
         int *fo = NULL;
         size_t nfo = 0;
         ej__failover_mine(c, &fo, &nfo, NULL);
@@ -945,7 +934,7 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
             ej__exec_local_items(c, &items, &n);
             if (n == 0) {
                 ej__rt_post_status(job, "", NULL, 0, EJ_TASK_FINISHED,
-                                   "Sharding item for job '%s' is empty.", s->job_name);
+                                   "Sharding item for job '%s' is empty.", s->cfg.job_name);
             } else {
                 set_run_items(job, items, n);
                 if (cron && !job->manual)
@@ -956,7 +945,7 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
             free(items);
         }
     }
-    if (s->failover)
+    if (s->cfg.failover)
         ej__failover_take(c); /* triggers a FAILOVER fire through the hook */
 }
 
@@ -999,7 +988,7 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
          * the job wants misfires. Not silent when dropped here: the
          * scheduler's miss hook (on_miss) counted and posted every one of
          * them, under its reason, right before this callback. */
-        if (f->last_scheduled_ms <= job->misfire_handled_until || !s->misfire) {
+        if (f->last_scheduled_ms <= job->misfire_handled_until || !s->cfg.misfire) {
             pthread_mutex_unlock(&job->mu);
             ej__rt_settings_unref(s);
             return;
@@ -1121,17 +1110,17 @@ int ej__rt_schedule(struct ej_job *job, const struct ej__rt_settings *s, bool re
         return mrc;
     }
     ej_tz *tz = NULL;
-    int rc = ej_tz_load(s->time_zone[0] ? s->time_zone : NULL, &tz);
+    int rc = ej_tz_load(s->cfg.time_zone[0] ? s->cfg.time_zone : NULL, &tz);
     if (rc != 0)
         return rc;
     ej_cron *cron = NULL, *copy = NULL;
     char err[256];
-    rc = ej_cron_parse(s->cron, &cron, err, sizeof err);
+    rc = ej_cron_parse(s->cfg.cron, &cron, err, sizeof err);
     if (rc == 0)
-        rc = ej_cron_parse(s->cron, &copy, err, sizeof err);
+        rc = ej_cron_parse(s->cfg.cron, &copy, err, sizeof err);
     if (rc != 0) {
         ej_cron_free(cron);
-        EJ_LOG(EJ_LOG_ERROR, MOD, rc, "job %s: cron \"%s\": %s", job->name, s->cron, err);
+        EJ_LOG(EJ_LOG_ERROR, MOD, rc, "job %s: cron \"%s\": %s", job->name, s->cfg.cron, err);
         return rc;
     }
     ej__trigger *t = NULL;

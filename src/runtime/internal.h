@@ -57,33 +57,15 @@ enum ej__not_run_reason {
  * (the daemon's /metrics reads them back from the event text). */
 const char *ej__not_run_reason_name(enum ej__not_run_reason r);
 
-/* What the fire flow needs of the configuration in force. Reference
- * counted: a fire keeps the snapshot it started with. */
+/* What a fire runs with: a reference-counted snapshot of the job's
+ * validated configuration (as read back from ZooKeeper), plus what is
+ * derived from it once. A fire holds its snapshot to the end; a config
+ * change installs a new one. */
 struct ej__rt_settings {
     atomic_int refs;
-    char *job_name;
-    int count;
-    char *job_parameter;
-    /* shardingItemParameters, parsed: item -> parameter. */
-    size_t nparams;
-    int *param_items;
-    char **param_values;
-    bool failover, misfire, monitor_execution, streaming;
-    int max_time_diff_seconds;
-    int job_type; /* the EJ_JOB_* value (same numbers in config.h and job.h) */
-    char *cron;
-    char *time_zone;
-    /* SCRIPT / HTTP from the configuration. */
-    char *script_command_line;
-    int64_t script_timeout_ms;
-    char *http_uri, *http_method, *http_data, *http_content_type;
-    int http_connect_timeout_ms, http_read_timeout_ms;
-    /* jobProperties handlers (job_exception_handler,
-     * executor_service_handler), as named in the configuration. */
-    char *error_handler;
-    char *executor;
-    /* The job definition built for this snapshot (fire.c), or NULL. */
-    void *def;
+    struct ej_job_config cfg;         /* owned; every string member non-NULL */
+    struct ej_sharding_params params; /* shardingItemParameters, parsed */
+    struct ej_job_def *def;           /* the job definition built for it (fire.c), or NULL */
 };
 
 void ej__rt_settings_ref(struct ej__rt_settings *s);
@@ -91,7 +73,6 @@ void ej__rt_settings_unref(struct ej__rt_settings *s);
 /* fire.c: build s->def from s and the user's def (SCRIPT/HTTP), or point
  * at the user's def (SIMPLE/DATAFLOW). Returns 0 or an error. */
 int ej__rt_build_def(struct ej__rt_settings *s, const struct ej_job_def *user_def);
-void ej__rt_free_def(void *def);
 /* fire.c: the type of a user's definition (EJ_JOB_* value). */
 int ej__rt_def_type(const struct ej_job_def *def);
 /* fire.c: validate a user's definition (job.h rules). */
