@@ -84,7 +84,10 @@ EJ_EXTERN int ej_trace_target_parse(const char *spec, struct ej_trace_target *ou
 
 /*
  * Reads a password file: its first line, without the line end. Caller
- * frees *out. Returns 0, -errno (err names the file), EJ_EINVAL (empty).
+ * frees *out. A group- or world-writable file is refused and a
+ * world-readable one logged as a warning, as for the ZooKeeper digest
+ * (ej_config_check_secret_mode). Returns 0, -errno (err names the file),
+ * EJ_ECONFIG (refused: err says why and how to fix it), EJ_EINVAL (empty).
  */
 EJ_EXTERN int ej_trace_read_password_file(const char *path, char **out, char *err, size_t errlen);
 

@@ -4,9 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/util.h"
+#include "ejob/config.h"
 #include "ejob/error.h"
+#include "ejob/log.h"
 #include "trace/internal.h"
 
 #define DEFAULT_LIMIT 100
@@ -81,6 +84,20 @@ int ej_trace_read_password_file(const char *path, char **out, char *err, size_t 
         snprintf(err, errlen, "passwordFile %s: %s", path, strerror(e));
         return -e;
     }
+    /* The rule of every file that holds a secret (the digest's too). */
+    struct stat st;
+    char warn[600] = "", why[600] = "";
+    int rc = fstat(fileno(f), &st) != 0
+                 ? -errno
+                 : ej_config_check_secret_mode(path, (unsigned)st.st_mode, warn, sizeof warn, why,
+                                               sizeof why);
+    if (rc != 0) {
+        fclose(f);
+        snprintf(err, errlen, "passwordFile %s", rc == EJ_ECONFIG ? why : strerror(-rc));
+        return rc;
+    }
+    if (warn[0] != '\0')
+        EJ_LOG(EJ_LOG_WARN, "trace", 0, "passwordFile %s", warn);
     char *line = NULL;
     size_t cap = 0;
     ssize_t n = getline(&line, &cap, f);

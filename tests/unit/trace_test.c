@@ -697,6 +697,19 @@ static void test_target_parse(void **state)
     free(pw);
     assert_int_equal(ej_trace_read_password_file(path_in("nope"), &pw, err, sizeof err), -ENOENT);
     assert_non_null(strstr(err, "nope"));
+    /* A secret anyone may rewrite is refused, with the fix; the password
+     * never shows in the message. */
+    assert_int_equal(chmod(path_in("pw"), 0666), 0);
+    assert_int_equal(ej_trace_read_password_file(path_in("pw"), &pw, err, sizeof err), EJ_ECONFIG);
+    assert_null(pw);
+    assert_non_null(strstr(err, "world-writable (mode 666): refused; chmod go-w"));
+    assert_null(strstr(err, "s3cret"));
+    assert_int_equal(chmod(path_in("pw"), 0620), 0);
+    assert_int_equal(ej_trace_read_password_file(path_in("pw"), &pw, err, sizeof err), EJ_ECONFIG);
+    assert_non_null(strstr(err, "group-writable"));
+    assert_int_equal(chmod(path_in("pw"), 0600), 0);
+    assert_int_equal(ej_trace_read_password_file(path_in("pw"), &pw, err, sizeof err), 0);
+    free(pw);
 }
 
 static int load(const char *yaml, struct ej_daemon_config *d, char *first_err, size_t len)
