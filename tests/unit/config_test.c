@@ -1480,6 +1480,51 @@ static void test_yaml_http_and_defaults(void **state)
     ej_config_errors_fini(&e);
 }
 
+/* A file holding regCenter.digest is itself a secret: refused when others
+ * may change it, warned when everyone may read it, never quoting it. */
+static void test_yaml_inline_digest_file_mode(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ejcfgXXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/jobs.yaml", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("regCenter:\n  namespace: n\n  digest: ops:s3cret\n", f);
+    fclose(f);
+    static const struct {
+        mode_t mode;
+        int rc;
+        const char *says; /* in the error (refused) or the warning */
+    } cases[] = {
+        {0666, EJ_ECONFIG, "is world-writable (mode 666): refused; chmod go-w"},
+        {0620, EJ_ECONFIG, "is group-writable (mode 620): refused; chmod go-w"},
+        {0644, 0, "is world-readable (mode 644); chmod o-r"},
+        {0600, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct ej_daemon_config d;
+        struct ej_config_errors e;
+        ej_config_errors_init(&e);
+        assert_int_equal(chmod(path, cases[i].mode), 0);
+        assert_int_equal(ej_daemon_config_load_file(path, &d, &e), cases[i].rc);
+        const struct ej_config_errors *said = cases[i].rc != 0 ? &e : &d.warnings;
+        if (cases[i].says == NULL) {
+            assert_int_equal(said->count, 0);
+        } else {
+            assert_int_equal(said->count, 1);
+            assert_non_null(strstr(said->messages[0], cases[i].says));
+            assert_null(strstr(said->messages[0], "s3cret"));
+            if (cases[i].rc != 0)
+                assert_non_null(strstr(said->messages[0], "jobs.yaml:3:11: regCenter.digest: "));
+        }
+        ej_daemon_config_fini(&d);
+        ej_config_errors_fini(&e);
+    }
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_yaml_error_file(void **state)
 {
     (void)state;
@@ -2126,6 +2171,7 @@ int main(void)
         cmocka_unit_test(test_yaml_strategy_java_names),
         cmocka_unit_test(test_yaml_defaults),
         cmocka_unit_test(test_yaml_http_and_defaults),
+        cmocka_unit_test(test_yaml_inline_digest_file_mode),
         cmocka_unit_test(test_yaml_error_file),
         cmocka_unit_test(test_yaml_errors),
         cmocka_unit_test(test_yaml_metrics),
