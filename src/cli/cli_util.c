@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ejob/config.h"
 #include "ejob/error.h"
 #include "ejob/log.h"
 #include "common/util.h"
@@ -136,6 +137,39 @@ static bool valid_namespace(const char *ns)
     return strcmp(ns, ".") != 0 && strcmp(ns, "..") != 0 && strcmp(ns, "zookeeper") != 0;
 }
 
+int ejcli_digest(const char *cmd, const char *arg, const char *file, char **out)
+{
+    *out = NULL;
+    if (arg != NULL && file != NULL)
+        return ej_cli_usage_error(cmd, "give --digest or --digest-file, not both");
+    const char *env = getenv("EJOB_DIGEST");
+    if (file != NULL) {
+        char warn[600], err[600];
+        int rc = ej_config_read_secret_file(file, out, warn, sizeof(warn), err, sizeof(err));
+        if (rc != 0) {
+            fprintf(stderr, "ejob %s: --digest-file: %s\n", cmd, err[0] ? err : ej_strerror(rc));
+            return EJ_EXIT_USAGE;
+        }
+        if (warn[0] != '\0')
+            fprintf(stderr, "warning: %s\n", warn);
+        return 0;
+    }
+    const char *given = arg != NULL ? arg : env;
+    const char *what = arg != NULL ? "--digest" : "EJOB_DIGEST";
+    if (given == NULL || given[0] == '\0')
+        return 0;
+    if (strchr(given, ':') == NULL || given[0] == ':')
+        return ej_cli_usage_error(cmd, "%s must be USER:PASSWORD", what);
+    if (arg != NULL)
+        fprintf(stderr, "warning: --digest is visible to every user in ps; use --digest-file or "
+                        "EJOB_DIGEST\n");
+    if ((*out = strdup(given)) == NULL) {
+        fprintf(stderr, "ejob %s: out of memory\n", cmd);
+        return EJ_EXIT_FAILED;
+    }
+    return 0;
+}
+
 int ejcli_resolve(const char *cmd, const struct ejcli_common *c, struct ejcli_target *t)
 {
     memset(t, 0, sizeof(*t));
@@ -145,13 +179,23 @@ int ejcli_resolve(const char *cmd, const struct ejcli_common *c, struct ejcli_ta
     const char *ns = c->namespace_;
     if (ns == NULL || ns[0] == '\0')
         ns = getenv("EJOB_NAMESPACE");
-    t->digest = c->digest;
-    if (t->digest == NULL || t->digest[0] == '\0')
-        t->digest = getenv("EJOB_DIGEST");
-    if (t->digest != NULL && t->digest[0] == '\0')
-        t->digest = NULL;
-    if (t->digest != NULL && strchr(t->digest, ':') == NULL)
-        return ej_cli_usage_error(cmd, "--digest must be USER:PASSWORD");
+    char *secret = NULL;
+    int drc = ejcli_digest(cmd, c->digest, c->digest_file, &secret);
+    if (drc != 0)
+        return drc;
+    if (secret != NULL) {
+        size_t n = strlen(secret);
+        if (n >= sizeof t->digest_buf) {
+            memset(secret, 0, n);
+            free(secret);
+            return ej_cli_usage_error(cmd, "the digest is longer than %zu bytes",
+                                      sizeof t->digest_buf - 1);
+        }
+        memcpy(t->digest_buf, secret, n + 1);
+        t->digest = t->digest_buf;
+        memset(secret, 0, n);
+        free(secret);
+    }
 
     if (reg != NULL && reg[0] != '\0') {
         const char *slash = strchr(reg, '/');

@@ -29,18 +29,20 @@ struct ejcli_flag {
 
 /* Options every registry-using command accepts. */
 struct ejcli_common {
-    const char *registry;   /* --registry HOST:PORT[,...][/NAMESPACE] */
-    const char *namespace_; /* --namespace NS */
-    const char *digest;     /* --digest user:password */
-    const char *state_dir;  /* --state-dir DIR */
-    long timeout_ms;        /* --timeout-ms N (connect), default 5000 */
-    bool json;              /* --json */
+    const char *registry;    /* --registry HOST:PORT[,...][/NAMESPACE] */
+    const char *namespace_;  /* --namespace NS */
+    const char *digest;      /* --digest user:password (warned: ps shows it) */
+    const char *digest_file; /* --digest-file FILE */
+    const char *state_dir;   /* --state-dir DIR */
+    long timeout_ms;         /* --timeout-ms N (connect), default 5000 */
+    bool json;               /* --json */
 };
 
 /* The flags of struct ejcli_common, to put in a command's flag table. */
 #define EJCLI_COMMON_FLAGS(c)                                                                      \
     {"registry", 'r', EJCLI_STR, &(c)->registry}, {"namespace", 'n', EJCLI_STR, &(c)->namespace_}, \
-        {"digest", 0, EJCLI_STR, &(c)->digest}, {"state-dir", 0, EJCLI_STR, &(c)->state_dir},      \
+        {"digest", 0, EJCLI_STR, &(c)->digest}, {"digest-file", 0, EJCLI_STR, &(c)->digest_file},  \
+        {"state-dir", 0, EJCLI_STR, &(c)->state_dir},                                              \
         {"timeout-ms", 0, EJCLI_INT, &(c)->timeout_ms},                                            \
     {                                                                                              \
         "json", 0, EJCLI_BOOL, &(c)->json                                                          \
@@ -55,7 +57,9 @@ struct ejcli_common {
     "                      started (its address is in STATE_DIR/registry).\n"                      \
     "  -n, --namespace NS  the namespace, when --registry does not name one\n"                     \
     "                      (env EJOB_NAMESPACE)\n"                                                 \
-    "      --digest USER:PASSWORD  ZooKeeper digest auth (env EJOB_DIGEST)\n"                      \
+    "      --digest-file FILE  ZooKeeper digest auth: FILE's first line is USER:PASSWORD\n"        \
+    "                      (refused if group- or world-writable); or env EJOB_DIGEST;\n"           \
+    "                      --digest USER:PASSWORD works too but every user sees it in ps\n"        \
     "      --state-dir DIR state directory of the embedded registry (env EJOB_STATE_DIR,\n"        \
     "                      else $XDG_RUNTIME_DIR/ejob, else /tmp/ejob-$UID)\n"                     \
     "      --timeout-ms N  how long to wait for the connection (default 5000)\n"                   \
@@ -81,11 +85,22 @@ void ejcli_common_init(struct ejcli_common *c);
 
 /* --------------------------------------------------------- registry */
 
+/*
+ * The ZooKeeper digest given outside a file: --digest ARG (with a warning:
+ * every user sees it in ps), --digest-file FILE (first line, the rule of
+ * every file holding a secret), else EJOB_DIGEST. *out is NULL when none;
+ * the caller frees it (wiping it first). Returns 0, or prints "ejob CMD:
+ * message" and returns EJ_EXIT_USAGE (bad value, both flags, bad file) or
+ * EJ_EXIT_FAILED (out of memory).
+ */
+int ejcli_digest(const char *cmd, const char *arg, const char *file, char **out);
+
 /* Where the registry is, resolved from options, environment and state. */
 struct ejcli_target {
     char servers[1024];
     char namespace_[256];
-    const char *digest;
+    const char *digest; /* digest_buf, or NULL for none */
+    char digest_buf[1024];
     bool embedded; /* found through the state directory */
 };
 

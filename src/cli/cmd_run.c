@@ -449,41 +449,6 @@ static void reload_apply(struct daemon *d, struct reload *rl)
            changed, unchanged);
 }
 
-/* The digest given outside the file: --digest (warned: ps shows it),
- * --digest-file, else EJOB_DIGEST. *out is NULL when none (the file's
- * regCenter.digest/digestFile then counts). Returns 0 or an exit code. */
-static int digest_from(const char *arg, const char *file, char **out)
-{
-    *out = NULL;
-    const char *env = getenv("EJOB_DIGEST");
-    if (arg != NULL) {
-        fprintf(stderr, "warning: --digest is visible to every user in ps; use --digest-file, "
-                        "EJOB_DIGEST or regCenter.digestFile\n");
-        *out = strdup(arg);
-    } else if (file != NULL) {
-        char warn[600], err[600];
-        int rc = ej_config_read_secret_file(file, out, warn, sizeof(warn), err, sizeof(err));
-        if (rc != 0) {
-            fprintf(stderr, "ejob %s: --digest-file: %s\n", CMD, err[0] ? err : ej_strerror(rc));
-            return EJ_EXIT_USAGE;
-        }
-        if (warn[0] != '\0')
-            fprintf(stderr, "warning: %s\n", warn);
-        return 0;
-    } else if (env != NULL && env[0] != '\0') {
-        if (strchr(env, ':') == NULL)
-            return ej_cli_usage_error(CMD, "EJOB_DIGEST must be USER:PASSWORD");
-        *out = strdup(env);
-    } else {
-        return 0;
-    }
-    if (*out == NULL) {
-        fprintf(stderr, "ejob %s: out of memory\n", CMD);
-        return EJ_EXIT_FAILED;
-    }
-    return 0;
-}
-
 /* Splits "servers[/namespace]" of --registry. */
 static int registry_arg(const char *arg, char *servers, size_t slen, const char **ns)
 {
@@ -528,8 +493,6 @@ static int run_daemon(int argc, char **argv)
         return ej_cli_usage_error(CMD, "--log-level must be debug, info, warn or error");
     if (drain_ms < 0 || drain_ms > 24L * 3600 * 1000)
         return ej_cli_usage_error(CMD, "--drain-timeout-ms must be 0..86400000");
-    if (digest != NULL && strchr(digest, ':') == NULL)
-        return ej_cli_usage_error(CMD, "--digest must be USER:PASSWORD");
     if (digest != NULL && digest_file != NULL)
         return ej_cli_usage_error(CMD, "give --digest or --digest-file, not both");
     char servers[1024] = "";
@@ -571,7 +534,8 @@ static int run_daemon(int argc, char **argv)
     for (size_t i = 0; i < d.cfg.warnings.count; i++)
         fprintf(stderr, "warning: %s\n", d.cfg.warnings.messages[i]);
     char *secret = NULL;
-    rc = digest_from(digest, digest_file, &secret);
+    /* Outside the file: the file's regCenter.digest/digestFile otherwise. */
+    rc = ejcli_digest(CMD, digest, digest_file, &secret);
     if (rc != 0) {
         ej_daemon_config_fini(&d.cfg);
         return rc;
