@@ -159,14 +159,6 @@ EJ_EXTERN int ej_job_type_parse(const char *name, ej_job_type *out);
 /* ------------------------------------------------------------------------ */
 
 /*
- * Kept so older callers still build: validation checks cron itself (see
- * ej_config_check_cron) and a checker set here has no effect.
- */
-typedef int (*ej_config_cron_check_fn)(const char *cron, const char *time_zone, char *err,
-                                       size_t errlen);
-EJ_EXTERN void ej_config_set_cron_checker(ej_config_cron_check_fn fn);
-
-/*
  * The cron rule of validation, for callers that have only an expression
  * (`ejob cron next/check`): Quartz syntax (ej_cron_parse), the zone
  * (ej_config_check_time_zone; "" or NULL = the host's zone), and at least

@@ -24,7 +24,6 @@
 #include "cli/daemon.h"
 #include "cli/daemon_metrics.h"
 #include "cli/embedded.h"
-#include "cli/jobinfo.h"
 
 #define CMD "run"
 #define DEFAULT_DRAIN_MS 30000
@@ -521,7 +520,6 @@ static int run_daemon(int argc, char **argv)
     d.file = file;
     d.metrics_flag = metrics_listen;
     d.drain_ms = (int)drain_ms;
-    ejcli_install_cron_checker();
     struct ej_config_errors errs;
     ej_config_errors_init(&errs);
     rc = ej_daemon_config_load_file(file, &d.cfg, &errs);

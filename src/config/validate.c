@@ -69,17 +69,6 @@ int ej__config_errors_add(struct ej_config_errors *errs, const char *fmt, ...)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Cron checker hook                                                         */
-/* ------------------------------------------------------------------------ */
-
-void ej_config_set_cron_checker(ej_config_cron_check_fn fn)
-{
-    /* Validation checks cron itself now (ej_config_check_cron); a checker
-     * set here has no effect. Kept so older callers still link. */
-    (void)fn;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Time zones                                                                */
 /* ------------------------------------------------------------------------ */
 

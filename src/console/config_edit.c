@@ -3,34 +3,13 @@
  * and validator (the same verdict as every other path into a job), and
  * written conditionally on the version that was read.
  */
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "console/internal.h"
-#include "ejob/cron.h"
 #include "ejob/error.h"
-
-static int cron_check(const char *cron, const char *time_zone, char *err, size_t errlen)
-{
-    (void)time_zone; /* the config module checks the zone itself */
-    return ej_cron_parse(cron, NULL, err, errlen);
-}
-
-static pthread_once_t checker_once = PTHREAD_ONCE_INIT;
-
-static void install_checker(void)
-{
-    ej_config_set_cron_checker(cron_check);
-}
-
-/* Validation checks cron expressions with the cron module's parser. */
-static void ensure_cron_checker(void)
-{
-    pthread_once(&checker_once, install_checker);
-}
 
 int ej__console_load_config(ej_console *con, struct ej_console_job *j)
 {
@@ -46,7 +25,6 @@ int ej__console_load_config(ej_console *con, struct ej_console_job *j)
     if (rc != 0)
         return rc;
     j->config_version = st.version;
-    ensure_cron_checker();
     if (ej_job_config_init(&j->cfg) != 0)
         return EJ_ENOMEM;
     char err[512];
@@ -115,7 +93,6 @@ int ej_console_config_check(const char *job, const char *json, size_t len,
 {
     if (job == NULL || json == NULL || cfg == NULL)
         return EJ_EINVAL;
-    ensure_cron_checker();
     char err[1024];
     int rc = ej_job_config_from_json(json, len, cfg, err, sizeof err);
     if (rc == EJ_ENOMEM)

@@ -14,7 +14,6 @@
 #include "common/util.h"
 #include "coord/coord_impl.h"
 #include "ejob/config.h"
-#include "ejob/cron.h"
 #include "ejob/error.h"
 #include "ejob/log.h"
 #include "ejob/sharding.h"
@@ -25,22 +24,8 @@
 /* ------------------------------------------------------------------------ */
 /* Configuration                                                             */
 
-static int check_cron(const struct ej_job_config *cfg, char *err, size_t errlen)
-{
-    ej_tz *tz = NULL;
-    if (ej_tz_load(cfg->time_zone && cfg->time_zone[0] ? cfg->time_zone : NULL, &tz) != 0) {
-        snprintf(err, errlen, "timeZone: unknown time zone \"%s\"", cfg->time_zone);
-        return EJ_ECONFIG;
-    }
-    char why[256] = "";
-    if (ej_cron_parse(cfg->cron, NULL, why, sizeof why) != 0) {
-        snprintf(err, errlen, "cron: %s", why);
-        return EJ_ECONFIG;
-    }
-    return 0;
-}
-
-/* Parse, validate and check a config node's bytes. */
+/* Parse and validate a config node's bytes (the one validator: cron and
+ * zone included). */
 int ej__coord_parse_config(const char *data, size_t len, struct ej_job_config *out, char *err,
                            size_t errlen)
 {
@@ -50,8 +35,6 @@ int ej__coord_parse_config(const char *data, size_t len, struct ej_job_config *o
     rc = ej_job_config_from_json(data, len, out, err, errlen);
     if (rc == 0)
         rc = ej_job_config_validate(out, err, errlen);
-    if (rc == 0)
-        rc = check_cron(out, err, errlen);
     if (rc != 0) {
         ej_job_config_fini(out);
         return rc == EJ_ENOMEM ? rc : EJ_ECONFIG;
