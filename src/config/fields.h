@@ -4,9 +4,10 @@
  * the defaults of ej_job_config_init, copy, equal and fini (job_config.c),
  * the JSON of the `config` node, written and read, and its known keys
  * (json.c), the field names in validation messages (enum ej__cfg_field,
- * validate.c), the member behind each daemon YAML key (yaml.c).
+ * validate.c), the daemon YAML file's job and props keys, the member behind
+ * each and its name in the file's messages (yaml.c).
  *
- * X(ID, member, type, where, scope, key, default)
+ * X(ID, member, type, where, scope, key, yaml, default)
  *
  * ID      the field is EJ_CFG_F_<ID> (enum ej__cfg_field, internal.h).
  * member  its member of struct ej_job_config.
@@ -30,6 +31,13 @@
  *         by its path ("jobProperties.job_exception_handler"). The console's
  *         JobSettings shape uses the same keys in another order, so one key
  *         serves both shapes.
+ * yaml    its key in a job of the daemon YAML file (and in `defaults:`):
+ *         "cron"; "props.KEY" for KEY under the job's props mapping
+ *         ("props.http.uri"); NULL when the file does not set it. It is
+ *         read by the type, except where yaml.c says otherwise (TYPE reads
+ *         SCRIPT or HTTP; jobShardingStrategyType is stored under its Java
+ *         class name; http.method is upper-cased). A props key belongs to
+ *         the jobs of the row's scope: in another type's job it is refused.
  * default what ej_job_config_init stores (Java's reader differs for two,
  *         see ej_job_config_from_json).
  *
@@ -39,54 +47,61 @@
  * come after 2.1.5's, the unknown top-level keys last.
  *
  * Adding a field: its member in include/ejob/config.h, one row here (after
- * the 2.1.5 keys unless Java writes it), its rule in validate.c if it has
- * one, and a line in yaml.c's key table if the daemon file sets it.
+ * the 2.1.5 keys unless Java writes it) and its rule in validate.c if it has
+ * one. The row covers the daemon YAML file too: give it a yaml key and the
+ * file accepts, reads and reports it.
  */
 #ifndef EJ_CONFIG_FIELDS_H
 #define EJ_CONFIG_FIELDS_H
 
 /* clang-format off */
 #define EJ_JOB_FIELDS(X)                                                                           \
-    X(JOB_NAME, job_name, STR, KEY, ANY, "jobName", "")                                            \
-    X(JOB_CLASS, job_class, CLASS, KEY, ANY, "jobClass", "")                                       \
-    X(JOB_TYPE, job_type, TYPE, KEY, ANY, "jobType", EJ_JOB_TYPE_SIMPLE)                           \
-    X(CRON, cron, STR, KEY, ANY, "cron", "")                                                       \
-    X(SHARDING_TOTAL_COUNT, sharding_total_count, INT, KEY, ANY, "shardingTotalCount", 1)          \
+    X(JOB_NAME, job_name, STR, KEY, ANY, "jobName", NULL, "")                                      \
+    X(JOB_CLASS, job_class, CLASS, KEY, ANY, "jobClass", NULL, "")                                 \
+    X(JOB_TYPE, job_type, TYPE, KEY, ANY, "jobType", "elasticJobType", EJ_JOB_TYPE_SIMPLE)         \
+    X(CRON, cron, STR, KEY, ANY, "cron", "cron", "")                                               \
+    X(SHARDING_TOTAL_COUNT, sharding_total_count, INT, KEY, ANY,                                   \
+      "shardingTotalCount", "shardingTotalCount", 1)                                               \
     X(SHARDING_ITEM_PARAMETERS, sharding_item_parameters, STR, KEY, ANY,                           \
-      "shardingItemParameters", "")                                                                \
-    X(JOB_PARAMETER, job_parameter, STR, KEY, ANY, "jobParameter", "")                             \
-    X(FAILOVER, failover, BOOL, KEY, ANY, "failover", false)                                       \
-    X(MISFIRE, misfire, BOOL, KEY, ANY, "misfire", true)                                           \
-    X(DESCRIPTION, description, STR, KEY, ANY, "description", "")                                  \
-    X(JOB_PROPERTIES, job_properties_extra, OBJ, KEY, ANY, "jobProperties", NULL)                  \
+      "shardingItemParameters", "shardingItemParameters", "")                                      \
+    X(JOB_PARAMETER, job_parameter, STR, KEY, ANY, "jobParameter", "jobParameter", "")             \
+    X(FAILOVER, failover, BOOL, KEY, ANY, "failover", "failover", false)                           \
+    X(MISFIRE, misfire, BOOL, KEY, ANY, "misfire", "misfire", true)                                \
+    X(DESCRIPTION, description, STR, KEY, ANY, "description", "description", "")                   \
+    X(JOB_PROPERTIES, job_properties_extra, OBJ, KEY, ANY, "jobProperties", NULL, NULL)            \
     X(JOB_EXCEPTION_HANDLER, job_exception_handler, STR, PROP, ANY,                                \
-      "job_exception_handler", EJ_CONFIG_DEFAULT_JOB_EXCEPTION_HANDLER)                            \
+      "job_exception_handler", NULL, EJ_CONFIG_DEFAULT_JOB_EXCEPTION_HANDLER)                      \
     X(EXECUTOR_SERVICE_HANDLER, executor_service_handler, STR, PROP, ANY,                          \
-      "executor_service_handler", EJ_CONFIG_DEFAULT_EXECUTOR_SERVICE_HANDLER)                      \
-    X(STREAMING_PROCESS, streaming_process, BOOL, KEY, DATAFLOW, "streamingProcess", false)        \
-    X(SCRIPT_COMMAND_LINE, script_command_line, STR, KEY, SCRIPT, "scriptCommandLine", "")         \
-    X(MONITOR_EXECUTION, monitor_execution, BOOL, KEY, ANY, "monitorExecution", true)              \
-    X(MAX_TIME_DIFF_SECONDS, max_time_diff_seconds, INT, KEY, ANY, "maxTimeDiffSeconds", -1)       \
-    X(MONITOR_PORT, monitor_port, INT, KEY, ANY, "monitorPort", -1)                                \
+      "executor_service_handler", NULL, EJ_CONFIG_DEFAULT_EXECUTOR_SERVICE_HANDLER)                \
+    X(STREAMING_PROCESS, streaming_process, BOOL, KEY, DATAFLOW, "streamingProcess", NULL, false)  \
+    X(SCRIPT_COMMAND_LINE, script_command_line, STR, KEY, SCRIPT,                                  \
+      "scriptCommandLine", "props.script.command.line", "")                                        \
+    X(MONITOR_EXECUTION, monitor_execution, BOOL, KEY, ANY,                                        \
+      "monitorExecution", "monitorExecution", true)                                                \
+    X(MAX_TIME_DIFF_SECONDS, max_time_diff_seconds, INT, KEY, ANY,                                 \
+      "maxTimeDiffSeconds", "maxTimeDiffSeconds", -1)                                              \
+    X(MONITOR_PORT, monitor_port, INT, KEY, ANY, "monitorPort", "monitorPort", -1)                 \
     X(JOB_SHARDING_STRATEGY_CLASS, job_sharding_strategy_class, STR, KEY, ANY,                     \
-      "jobShardingStrategyClass", "")                                                              \
+      "jobShardingStrategyClass", "jobShardingStrategyType", "")                                   \
     X(RECONCILE_INTERVAL_MINUTES, reconcile_interval_minutes, INT, KEY, ANY,                       \
-      "reconcileIntervalMinutes", 10)                                                              \
-    X(DISABLED, disabled, BOOL, KEY, ANY, "disabled", false)                                       \
-    X(OVERWRITE, overwrite, BOOL, KEY, ANY, "overwrite", false)                                    \
+      "reconcileIntervalMinutes", "reconcileIntervalMinutes", 10)                                  \
+    X(DISABLED, disabled, BOOL, KEY, ANY, "disabled", "disabled", false)                           \
+    X(OVERWRITE, overwrite, BOOL, KEY, ANY, "overwrite", "overwrite", false)                       \
     /* ejob's own keys, after 2.1.5's; Java 2.1.5 readers skip them. */                            \
-    X(TIME_ZONE, time_zone, STR, SET, ANY, "timeZone", "")                                         \
-    X(SCRIPT_TIMEOUT, script_timeout_ms, INT64, SET, SCRIPT, "scriptTimeoutMilliseconds", 0)       \
-    X(HTTP_URI, http.uri, STR, KEY, HTTP, "httpUri", "")                                           \
-    X(HTTP_METHOD, http.method, STR, KEY, HTTP, "httpMethod", "GET")                               \
-    X(HTTP_DATA, http.data, STR, KEY, HTTP, "httpData", "")                                        \
+    X(TIME_ZONE, time_zone, STR, SET, ANY, "timeZone", "timeZone", "")                             \
+    X(SCRIPT_TIMEOUT, script_timeout_ms, INT64, SET, SCRIPT,                                       \
+      "scriptTimeoutMilliseconds", "props.script.timeout.milliseconds", 0)                         \
+    X(HTTP_URI, http.uri, STR, KEY, HTTP, "httpUri", "props.http.uri", "")                         \
+    X(HTTP_METHOD, http.method, STR, KEY, HTTP, "httpMethod", "props.http.method", "GET")          \
+    X(HTTP_DATA, http.data, STR, KEY, HTTP, "httpData", "props.http.data", "")                     \
     X(HTTP_CONNECT_TIMEOUT, http.connect_timeout_ms, INT, KEY, HTTP,                               \
-      "httpConnectTimeoutMilliseconds", 3000)                                                      \
+      "httpConnectTimeoutMilliseconds", "props.http.connect.timeout.milliseconds", 3000)           \
     X(HTTP_READ_TIMEOUT, http.read_timeout_ms, INT, KEY, HTTP,                                     \
-      "httpReadTimeoutMilliseconds", 5000)                                                         \
-    X(HTTP_CONTENT_TYPE, http.content_type, STR, KEY, HTTP, "httpContentType", "")                 \
+      "httpReadTimeoutMilliseconds", "props.http.read.timeout.milliseconds", 5000)                 \
+    X(HTTP_CONTENT_TYPE, http.content_type, STR, KEY, HTTP,                                        \
+      "httpContentType", "props.http.content.type", "")                                            \
     /* The unknown top-level keys: the key is only their name in messages. */                      \
-    X(EXTRA, extra_json, OBJ, REST, ANY, "(unknown keys)", NULL)
+    X(EXTRA, extra_json, OBJ, REST, ANY, "(unknown keys)", NULL, NULL)
 /* clang-format on */
 
 #endif

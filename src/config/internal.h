@@ -13,7 +13,7 @@
 /* Every field of the job, in fields.h's order: EJ_CFG_F_JOB_NAME ... Validation
  * names the field a problem is about with it; the daemon YAML loader marks
  * where each came from. */
-#define EJ_CFG_FIELD_ID(id, member, type, where, scope, key, dflt) EJ_CFG_F_##id,
+#define EJ_CFG_FIELD_ID(id, member, type, where, scope, key, yaml, dflt) EJ_CFG_F_##id,
 enum ej__cfg_field { EJ_JOB_FIELDS(EJ_CFG_FIELD_ID) EJ_CFG_F_COUNT_ };
 #undef EJ_CFG_FIELD_ID
 
@@ -42,6 +42,7 @@ enum ej__cfg_where {
 struct ej__cfg_field_desc {
     const char *key;  /* JSON key (inside jobProperties for PROP rows) */
     const char *name; /* in messages: the key, or "jobProperties.KEY" */
+    const char *yaml; /* daemon YAML job key, "props.KEY", or NULL */
     size_t off;       /* of the member in struct ej_job_config */
     enum ej__cfg_type type;
     enum ej__cfg_where where;

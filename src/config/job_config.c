@@ -84,9 +84,10 @@ int ej_job_config_set_str(char **field, const char *value)
 #define EJ_CFG_NAME_REST(k) k
 
 const struct ej__cfg_field_desc ej__cfg_fields[EJ_CFG_F_COUNT_] = {
-#define EJ_CFG_FIELD_DESC(id, member, type, where, scope, key, dflt)                               \
+#define EJ_CFG_FIELD_DESC(id, member, type, where, scope, key, yaml, dflt)                         \
     [EJ_CFG_F_##id] = {key,                                                                        \
                        EJ_CFG_NAME_##where(key),                                                   \
+                       yaml,                                                                       \
                        offsetof(struct ej_job_config, member),                                     \
                        EJ_CFG_T_##type,                                                            \
                        EJ_CFG_W_##where,                                                           \

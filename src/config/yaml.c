@@ -3,6 +3,7 @@
  * API. Every problem is collected with its file:line:column; nothing stops
  * at the first one except a YAML syntax error (libyaml cannot go on).
  */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -749,102 +750,33 @@ static void load_metrics(struct yctx *c, yaml_node_t *map, struct ej_metrics_con
 /* jobs                                                                      */
 /* ------------------------------------------------------------------------ */
 
-enum {
-    JK_ELASTIC_JOB_TYPE,
-    JK_CRON,
-    JK_TIME_ZONE,
-    JK_SHARDING_TOTAL_COUNT,
-    JK_SHARDING_ITEM_PARAMETERS,
-    JK_JOB_PARAMETER,
-    JK_FAILOVER,
-    JK_MISFIRE,
-    JK_MONITOR_EXECUTION,
-    JK_MAX_TIME_DIFF_SECONDS,
-    JK_MONITOR_PORT,
-    JK_RECONCILE_INTERVAL_MINUTES,
-    JK_JOB_SHARDING_STRATEGY_TYPE,
-    JK_DESCRIPTION,
-    JK_DISABLED,
-    JK_OVERWRITE,
-    JK_PROPS,
-    JK_COUNT
-};
-/* How a key's value is read into struct ej_job_config. */
-enum vkind {
-    V_STR,      /* char * */
-    V_INT,      /* int */
-    V_INT64,    /* int64_t */
-    V_BOOL,     /* bool */
-    V_TYPE,     /* elasticJobType: SCRIPT or HTTP */
-    V_STRATEGY, /* a strategy type, stored under its Java name when it has one */
-    V_METHOD,   /* an HTTP method, upper-cased */
-    V_PROPS,    /* the props mapping */
-};
+/* A job's keys are the yaml column of the field table (fields.h): a plain
+ * key is set in the job's mapping, "props.KEY" as KEY under its props
+ * mapping. The props key itself is the loader's own: JK_PROPS, after the
+ * fields, so one seen[] array covers a job's mapping. */
+#define PROPS_PREFIX "props."
+#define PROPS_PREFIX_LEN (sizeof(PROPS_PREFIX) - 1)
+enum { JK_PROPS = EJ_CFG_F_COUNT_, JK_COUNT };
 
-/* One YAML key of a job: how it is read and the field of the table
- * (fields.h) it sets, which gives its member and lets validation messages
- * land on it (-1: props, no field). Adding a key is one line here (and its
- * enum entry). */
-struct key_desc {
-    const char *key;
-    enum vkind kind;
-    int field;
-};
-#define KEY(key, kind, id)                                                                         \
-    {                                                                                              \
-        key, kind, EJ_CFG_F_##id                                                                   \
-    }
-
-static const struct key_desc job_key_table[JK_COUNT] = {
-    KEY("elasticJobType", V_TYPE, JOB_TYPE),
-    KEY("cron", V_STR, CRON),
-    KEY("timeZone", V_STR, TIME_ZONE),
-    KEY("shardingTotalCount", V_INT, SHARDING_TOTAL_COUNT),
-    KEY("shardingItemParameters", V_STR, SHARDING_ITEM_PARAMETERS),
-    KEY("jobParameter", V_STR, JOB_PARAMETER),
-    KEY("failover", V_BOOL, FAILOVER),
-    KEY("misfire", V_BOOL, MISFIRE),
-    KEY("monitorExecution", V_BOOL, MONITOR_EXECUTION),
-    KEY("maxTimeDiffSeconds", V_INT, MAX_TIME_DIFF_SECONDS),
-    KEY("monitorPort", V_INT, MONITOR_PORT),
-    KEY("reconcileIntervalMinutes", V_INT, RECONCILE_INTERVAL_MINUTES),
-    KEY("jobShardingStrategyType", V_STRATEGY, JOB_SHARDING_STRATEGY_CLASS),
-    KEY("description", V_STR, DESCRIPTION),
-    KEY("disabled", V_BOOL, DISABLED),
-    KEY("overwrite", V_BOOL, OVERWRITE),
-    {"props", V_PROPS, -1},
-};
-
-enum {
-    PK_SCRIPT_COMMAND_LINE,
-    PK_SCRIPT_TIMEOUT,
-    PK_HTTP_URI,
-    PK_HTTP_METHOD,
-    PK_HTTP_DATA,
-    PK_HTTP_CONNECT_TIMEOUT,
-    PK_HTTP_READ_TIMEOUT,
-    PK_HTTP_CONTENT_TYPE,
-    PK_COUNT
-};
-static const struct key_desc prop_key_table[PK_COUNT] = {
-    KEY("script.command.line", V_STR, SCRIPT_COMMAND_LINE),
-    KEY("script.timeout.milliseconds", V_INT64, SCRIPT_TIMEOUT),
-    KEY("http.uri", V_STR, HTTP_URI),
-    KEY("http.method", V_METHOD, HTTP_METHOD),
-    KEY("http.data", V_STR, HTTP_DATA),
-    KEY("http.connect.timeout.milliseconds", V_INT, HTTP_CONNECT_TIMEOUT),
-    KEY("http.read.timeout.milliseconds", V_INT, HTTP_READ_TIMEOUT),
-    KEY("http.content.type", V_STR, HTTP_CONTENT_TYPE),
-};
-
-/* Index of key in a table of n keys, or -1. */
-static int desc_index(const char *key, const struct key_desc *table, int n)
+/* The field whose YAML key is key, in a job's mapping (in_props false) or
+ * under its props (in_props true); -1 when no row has it. */
+static int yaml_field(const char *key, bool in_props)
 {
-    for (int i = 0; i < n; i++) {
-        if (strcmp(key, table[i].key) == 0)
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
+        const char *y = ej__cfg_fields[i].yaml;
+        if (y == NULL)
+            continue;
+        bool prop = strncmp(y, PROPS_PREFIX, PROPS_PREFIX_LEN) == 0;
+        if (prop == in_props && strcmp(key, prop ? y + PROPS_PREFIX_LEN : y) == 0)
             return i;
     }
     return -1;
+}
+
+/* A key of a job's mapping: its field, JK_PROPS, or -1 when unknown. */
+static int job_key_index(const char *key)
+{
+    return strcmp(key, "props") == 0 ? JK_PROPS : yaml_field(key, false);
 }
 
 /* Where each validated field came from in the file. */
@@ -856,18 +788,10 @@ struct job_marks {
 };
 
 /* The YAML key path of a validated field ("props.http.uri"), else its
- * JSON name, into buf. */
-static const char *field_yaml_name(enum ej__cfg_field f, char *buf, size_t len)
+ * JSON name. */
+static const char *field_yaml_name(enum ej__cfg_field f)
 {
-    for (int i = 0; i < JK_COUNT; i++)
-        if (job_key_table[i].field == (int)f)
-            return job_key_table[i].key;
-    for (int i = 0; i < PK_COUNT; i++)
-        if (prop_key_table[i].field == (int)f) {
-            snprintf(buf, len, "props.%s", prop_key_table[i].key);
-            return buf;
-        }
-    return ej__config_field_json_name(f);
+    return ej__cfg_fields[f].yaml != NULL ? ej__cfg_fields[f].yaml : ej__config_field_json_name(f);
 }
 
 static void mark_field(struct job_marks *jm, enum ej__cfg_field f, yaml_node_t *v, bool ok)
@@ -892,44 +816,49 @@ static bool get_job_type(struct yctx *c, yaml_node_t *v, const char *full, ej_jo
     return false;
 }
 
-/* Read v as d says into cfg; note where the field came from. */
-static void apply_value(struct yctx *c, const struct key_desc *d, yaml_node_t *v, const char *full,
-                        struct ej_job_config *cfg, struct job_marks *jm, bool *have_type)
+/* Read v into field f of cfg by the field's type, then the daemon file's
+ * own readings of two fields; note where it came from. Returns whether v
+ * was read. */
+static bool apply_value(struct yctx *c, enum ej__cfg_field f, yaml_node_t *v, const char *full,
+                        struct ej_job_config *cfg, struct job_marks *jm)
 {
-    char *at = (char *)cfg + (d->field >= 0 ? ej__cfg_fields[d->field].off : 0);
+    const struct ej__cfg_field_desc *d = &ej__cfg_fields[f];
+    void *at = (char *)cfg + d->off;
     long long ll = 0;
     bool ok = false;
-    switch (d->kind) {
-    case V_STR:
-    case V_STRATEGY:
-    case V_METHOD:
-        ok = get_str(c, v, full, (char **)(void *)at);
-        if (ok && d->kind == V_STRATEGY)
-            ok = store_java_strategy_name(c, (char **)(void *)at);
-        for (char *p = *(char **)(void *)at; ok && d->kind == V_METHOD && *p; p++)
-            *p = (char)toupper((unsigned char)*p);
+    switch (d->type) {
+    case EJ_CFG_T_STR:
+        ok = get_str(c, v, full, at);
         break;
-    case V_INT:
-        ok = get_int(c, v, full, (int *)(void *)at);
+    case EJ_CFG_T_INT:
+        ok = get_int(c, v, full, at);
         break;
-    case V_INT64:
+    case EJ_CFG_T_INT64:
         ok = get_ll(c, v, full, INT64_MIN, INT64_MAX, &ll);
         if (ok)
-            *(int64_t *)(void *)at = ll;
+            *(int64_t *)at = ll;
         break;
-    case V_BOOL:
-        ok = get_bool(c, v, full, (bool *)(void *)at);
+    case EJ_CFG_T_BOOL:
+        ok = get_bool(c, v, full, at);
         break;
-    case V_TYPE:
-        ok = get_job_type(c, v, full, &cfg->job_type);
-        if (ok && have_type != NULL)
-            *have_type = true;
+    case EJ_CFG_T_TYPE:
+        ok = get_job_type(c, v, full, at);
         break;
-    case V_PROPS:
+    case EJ_CFG_T_CLASS:
+    case EJ_CFG_T_OBJ:
+        assert(!"a CLASS or OBJ field has no YAML key");
         break;
     }
-    if (d->field >= 0)
-        mark_field(jm, (enum ej__cfg_field)d->field, v, ok);
+    /* A strategy type is stored under its Java name when it has one; an
+     * HTTP method is upper-cased. */
+    if (ok && f == EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS)
+        ok = store_java_strategy_name(c, at);
+    if (ok && f == EJ_CFG_F_HTTP_METHOD) {
+        for (char *p = *(char **)at; *p; p++)
+            *p = (char)toupper((unsigned char)*p);
+    }
+    mark_field(jm, f, v, ok);
+    return ok;
 }
 
 static void load_props(struct yctx *c, yaml_node_t *map, const char *jpath,
@@ -937,7 +866,7 @@ static void load_props(struct yctx *c, yaml_node_t *map, const char *jpath,
                        const bool *skip)
 {
     char path[512], full[640];
-    bool seen[PK_COUNT] = {false};
+    bool seen[EJ_CFG_F_COUNT_] = {false};
     snprintf(path, sizeof(path), "%s.props", jpath);
     if (is_null(map))
         return;
@@ -955,7 +884,7 @@ static void load_props(struct yctx *c, yaml_node_t *map, const char *jpath,
         const char *key = pair_key(c, pr, path, &k, &v);
         if (key == NULL)
             continue;
-        int i = desc_index(key, prop_key_table, PK_COUNT);
+        int i = yaml_field(key, true);
         if (i < 0) {
             unknown_key(c, k, path);
             continue;
@@ -965,8 +894,8 @@ static void load_props(struct yctx *c, yaml_node_t *map, const char *jpath,
         if (is_null(v))
             continue;
         seen_props[i] = true;
-        snprintf(full, sizeof(full), "%s.%s", path, prop_key_table[i].key);
-        apply_value(c, &prop_key_table[i], v, full, cfg, jm, NULL);
+        snprintf(full, sizeof(full), "%s.%s", path, key);
+        apply_value(c, (enum ej__cfg_field)i, v, full, cfg, jm);
     }
 }
 
@@ -993,8 +922,7 @@ static int job_verr(void *ctx, enum ej__cfg_field f, const char *msg)
         yerr(jv->c, m, jv->jpath, "job name %s", msg);
         return 0;
     }
-    char name[128];
-    snprintf(path, sizeof(path), "%s.%s", jv->jpath, field_yaml_name(f, name, sizeof(name)));
+    snprintf(path, sizeof(path), "%s.%s", jv->jpath, field_yaml_name(f));
     yerr(jv->c, m, path, "%s", msg);
     return 0;
 }
@@ -1005,17 +933,18 @@ struct job_load {
     struct ej_job_config *cfg;
     const char *jpath; /* "jobs.NAME" (or "defaults") */
     struct job_marks jm;
-    bool seen[JK_COUNT];
-    bool seen_props[PK_COUNT];
+    bool seen[JK_COUNT];              /* by field (and JK_PROPS) */
+    bool seen_props[EJ_CFG_F_COUNT_]; /* by field */
     bool have_type;
 };
 
-/* One key of a job (JK_* index i, a non-null value v) into its config. */
-static void apply_job_key(struct job_load *jl, int i, yaml_node_t *v)
+/* One key of a job (its field f, a non-null value v) into its config. */
+static void apply_job_key(struct job_load *jl, enum ej__cfg_field f, yaml_node_t *v)
 {
     char full[400];
-    snprintf(full, sizeof(full), "%s.%s", jl->jpath, job_key_table[i].key);
-    apply_value(jl->c, &job_key_table[i], v, full, jl->cfg, &jl->jm, &jl->have_type);
+    snprintf(full, sizeof(full), "%s.%s", jl->jpath, ej__cfg_fields[f].yaml);
+    if (apply_value(jl->c, f, v, full, jl->cfg, &jl->jm) && ej__cfg_fields[f].type == EJ_CFG_T_TYPE)
+        jl->have_type = true;
 }
 
 /* The pairs of one mapping into the job. For `defaults:` (as_defaults),
@@ -1031,7 +960,7 @@ static void apply_job_map(struct job_load *jl, yaml_node_t *map, bool as_default
          pr++) {
         yaml_node_t *k, *v;
         const char *key = pair_key(c, pr, jl->jpath, &k, &v);
-        int i = key == NULL ? -1 : desc_index(key, job_key_table, JK_COUNT);
+        int i = key == NULL ? -1 : job_key_index(key);
         if (key != NULL && i < 0)
             unknown_key(c, k, jl->jpath);
         if (i < 0 || seen_before(c, seen, i, k, jl->jpath))
@@ -1045,7 +974,7 @@ static void apply_job_map(struct job_load *jl, yaml_node_t *map, bool as_default
         if (is_null(v) || (as_defaults && jl->seen[i]))
             continue;
         jl->seen[i] = true;
-        apply_job_key(jl, i, v);
+        apply_job_key(jl, (enum ej__cfg_field)i, v);
     }
     c->muted = muted;
 }
@@ -1061,21 +990,22 @@ static void finish_job(struct job_load *jl)
     char full[400];
     /* Without elasticJobType an http.uri alone makes an HTTP job. */
     if (!have_type && !jl->jm.bad[EJ_CFG_F_JOB_TYPE])
-        cfg->job_type = seen_props[PK_HTTP_URI] && !seen_props[PK_SCRIPT_COMMAND_LINE]
+        cfg->job_type = seen_props[EJ_CFG_F_HTTP_URI] && !seen_props[EJ_CFG_F_SCRIPT_COMMAND_LINE]
                             ? EJ_JOB_TYPE_HTTP
                             : EJ_JOB_TYPE_SCRIPT;
     if (cfg->job_type == EJ_JOB_TYPE_SCRIPT) {
         if (ej_job_config_set_str(&cfg->job_class, EJ_CONFIG_SCRIPT_JOB_CLASS) != 0)
             c->rc = EJ_ENOMEM;
     }
-    /* A type's props that the other type would use are a mistake. */
-    for (int i = 0; i < PK_COUNT; i++) {
-        bool http_prop = i >= PK_HTTP_URI;
+    /* A type's props that the other type would use are a mistake (a
+     * props field's scope is the type it belongs to). */
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
+        const struct ej__cfg_field_desc *f = &ej__cfg_fields[i];
         if (seen_props[i] && !jl->jm.bad[EJ_CFG_F_JOB_TYPE] &&
-            http_prop != (cfg->job_type == EJ_JOB_TYPE_HTTP)) {
+            !ej__config_field_applies(f, cfg->job_type)) {
             snprintf(full, sizeof(full), "%s.props", jpath);
-            yerr(c, jl->jm.job_key, full, "%s does not apply to %s jobs", prop_key_table[i].key,
-                 ej_job_type_name(cfg->job_type));
+            yerr(c, jl->jm.job_key, full, "%s does not apply to %s jobs",
+                 f->yaml + PROPS_PREFIX_LEN, ej_job_type_name(cfg->job_type));
         }
     }
     bool count_bad = jl->jm.bad[EJ_CFG_F_SHARDING_TOTAL_COUNT];

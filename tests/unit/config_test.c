@@ -2132,6 +2132,213 @@ static void test_field_table_covers_struct(void **state)
     }
 }
 
+/* The daemon file's job keys, as docs/configuration.md lists them: the
+ * yaml column of fields.h must give exactly these, each to its field. */
+static const struct {
+    const char *yaml;
+    enum ej__cfg_field field;
+} documented_yaml_keys[] = {
+    {"elasticJobType", EJ_CFG_F_JOB_TYPE},
+    {"cron", EJ_CFG_F_CRON},
+    {"timeZone", EJ_CFG_F_TIME_ZONE},
+    {"shardingTotalCount", EJ_CFG_F_SHARDING_TOTAL_COUNT},
+    {"shardingItemParameters", EJ_CFG_F_SHARDING_ITEM_PARAMETERS},
+    {"jobParameter", EJ_CFG_F_JOB_PARAMETER},
+    {"failover", EJ_CFG_F_FAILOVER},
+    {"misfire", EJ_CFG_F_MISFIRE},
+    {"monitorExecution", EJ_CFG_F_MONITOR_EXECUTION},
+    {"maxTimeDiffSeconds", EJ_CFG_F_MAX_TIME_DIFF_SECONDS},
+    {"monitorPort", EJ_CFG_F_MONITOR_PORT},
+    {"reconcileIntervalMinutes", EJ_CFG_F_RECONCILE_INTERVAL_MINUTES},
+    {"jobShardingStrategyType", EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS},
+    {"description", EJ_CFG_F_DESCRIPTION},
+    {"disabled", EJ_CFG_F_DISABLED},
+    {"overwrite", EJ_CFG_F_OVERWRITE},
+    {"props.script.command.line", EJ_CFG_F_SCRIPT_COMMAND_LINE},
+    {"props.script.timeout.milliseconds", EJ_CFG_F_SCRIPT_TIMEOUT},
+    {"props.http.uri", EJ_CFG_F_HTTP_URI},
+    {"props.http.method", EJ_CFG_F_HTTP_METHOD},
+    {"props.http.data", EJ_CFG_F_HTTP_DATA},
+    {"props.http.connect.timeout.milliseconds", EJ_CFG_F_HTTP_CONNECT_TIMEOUT},
+    {"props.http.read.timeout.milliseconds", EJ_CFG_F_HTTP_READ_TIMEOUT},
+    {"props.http.content.type", EJ_CFG_F_HTTP_CONTENT_TYPE},
+};
+
+/* A job of one type around one key: the required keys (unless key is one
+ * of them) plus key: text, under props for a "props." key. */
+static void yaml_job_with(char *buf, size_t len, ej_job_type type, const char *key,
+                          const char *text)
+{
+    const char *prop = strncmp(key, "props.", 6) == 0 ? key + 6 : NULL;
+    const char *need = type == EJ_JOB_TYPE_HTTP ? "http.uri" : "script.command.line";
+    const char *need_val = type == EJ_JOB_TYPE_HTTP ? "'http://127.0.0.1/x'" : "/bin/true";
+    int n = snprintf(buf, len, YAML_HEAD);
+    if (strcmp(key, "cron") != 0)
+        n += snprintf(buf + n, len - (size_t)n, "    cron: 0 * * * * ?\n");
+    if (strcmp(key, "shardingTotalCount") != 0)
+        n += snprintf(buf + n, len - (size_t)n, "    shardingTotalCount: 2\n");
+    if (prop == NULL)
+        n += snprintf(buf + n, len - (size_t)n, "    %s: %s\n", key, text);
+    n += snprintf(buf + n, len - (size_t)n, "    props:\n");
+    if (prop == NULL || strcmp(prop, need) != 0)
+        n += snprintf(buf + n, len - (size_t)n, "      %s: %s\n", need, need_val);
+    if (prop != NULL)
+        n += snprintf(buf + n, len - (size_t)n, "      %s: %s\n", prop, text);
+    assert_true((size_t)n < len);
+}
+
+/* The field table drives the daemon file's job keys: every row with a yaml
+ * key is accepted there and its value lands in the row's member; the keys
+ * are the documented ones; any other key, in the job or under props, is
+ * unknown. */
+static void test_yaml_field_table_keys(void **state)
+{
+    (void)state;
+    /* Values the validator refuses in their plain form: a valid one, and
+     * what is stored (the daemon file's readings of the strategy, the
+     * method and the type). */
+    static const struct {
+        enum ej__cfg_field field;
+        const char *text;
+        const char *stored;
+    } valid[] = {
+        {EJ_CFG_F_CRON, "0/7 * * * * ?", "0/7 * * * * ?"},
+        {EJ_CFG_F_TIME_ZONE, "Asia/Tokyo", "Asia/Tokyo"},
+        {EJ_CFG_F_SHARDING_ITEM_PARAMETERS, "'0=a,1=b'", "0=a,1=b"},
+        {EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS, "odevity",
+         "com.dangdang.ddframe.job.lite.api.strategy.impl.OdevitySortByNameJobShardingStrategy"},
+        {EJ_CFG_F_HTTP_URI, "'https://example.com/a?b=c'", "https://example.com/a?b=c"},
+        {EJ_CFG_F_HTTP_METHOD, "put", "PUT"},
+        {EJ_CFG_F_JOB_TYPE, "http", NULL},
+    };
+    enum { NDOC = sizeof documented_yaml_keys / sizeof documented_yaml_keys[0] };
+    enum { NVALID = sizeof valid / sizeof valid[0] };
+    char text[2048], other[192], want[128];
+    int rows = 0;
+
+    for (int i = 0; i < NDOC; i++) {
+        const struct ej__cfg_field_desc *f = &ej__cfg_fields[documented_yaml_keys[i].field];
+        if (f->yaml == NULL || strcmp(f->yaml, documented_yaml_keys[i].yaml) != 0)
+            fail_msg("%s: the daemon key %s is not its yaml key (%s)", f->name,
+                     documented_yaml_keys[i].yaml, f->yaml ? f->yaml : "NULL");
+    }
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
+        const struct ej__cfg_field_desc *f = &ej__cfg_fields[i];
+        struct ej_daemon_config d;
+        struct ej_config_errors e;
+        if (f->yaml == NULL)
+            continue;
+        rows++;
+        bool documented = false;
+        for (int k = 0; k < NDOC; k++)
+            documented = documented || documented_yaml_keys[k].field == (enum ej__cfg_field)i;
+        if (!documented)
+            fail_msg("%s: yaml key %s is not documented", f->name, f->yaml);
+
+        /* A value of its type, not its default (the table's kind of value,
+         * or a valid one for the fields with a rule). */
+        const char *stored = NULL;
+        long long num = 0;
+        switch (f->type) {
+        case EJ_CFG_T_STR:
+            snprintf(other, sizeof(other), "'other %s'", f->key);
+            stored = other + 1;
+            break;
+        case EJ_CFG_T_INT:
+        case EJ_CFG_T_INT64:
+            num = f->def_num + 7;
+            snprintf(other, sizeof(other), "%lld", num);
+            break;
+        case EJ_CFG_T_BOOL:
+            num = !f->def_num;
+            snprintf(other, sizeof(other), "%s", num ? "true" : "false");
+            break;
+        case EJ_CFG_T_TYPE:
+            num = EJ_JOB_TYPE_HTTP;
+            break;
+        case EJ_CFG_T_CLASS:
+        case EJ_CFG_T_OBJ:
+            fail_msg("%s: a %s field cannot have a yaml key", f->name,
+                     f->type == EJ_CFG_T_CLASS ? "CLASS" : "OBJ");
+        }
+        const char *value = other;
+        for (int k = 0; k < NVALID; k++) {
+            if (valid[k].field == (enum ej__cfg_field)i) {
+                value = valid[k].text;
+                stored = valid[k].stored;
+            }
+        }
+        if (f->type == EJ_CFG_T_STR && value == other) {
+            /* The quotes are YAML's, not the value's. */
+            snprintf(want, sizeof(want), "%.*s", (int)strlen(other) - 2, other + 1);
+            stored = want;
+        }
+        ej_job_type type = f->scope == EJ_CFG_S_HTTP || f->type == EJ_CFG_T_TYPE
+                               ? EJ_JOB_TYPE_HTTP
+                               : EJ_JOB_TYPE_SCRIPT;
+        yaml_job_with(text, sizeof(text), type, f->yaml, value);
+        int rc = load_yaml(text, &d, &e);
+        if (rc != 0) {
+            dump_errors(&e);
+            fail_msg("%s: %s: %s refused (rc %d) in\n%s", f->name, f->yaml, value, rc, text);
+        }
+        assert_int_equal(d.job_count, 1);
+        assert_int_equal(d.jobs[0].job_type, type);
+        if (f->type == EJ_CFG_T_STR) {
+            if (strcmp(ej__config_field_str(&d.jobs[0], f), stored) != 0)
+                fail_msg("%s: %s: %s read as \"%s\", expected \"%s\"", f->name, f->yaml, value,
+                         ej__config_field_str(&d.jobs[0], f), stored);
+        } else if (ej__config_field_num(&d.jobs[0], f) != num) {
+            fail_msg("%s: %s: %s read as %lld", f->name, f->yaml, value,
+                     ej__config_field_num(&d.jobs[0], f));
+        }
+        ej_daemon_config_fini(&d);
+        ej_config_errors_fini(&e);
+
+        /* The key in the wrong place (under props, or out of it) is
+         * unknown there. */
+        bool prop = strncmp(f->yaml, "props.", 6) == 0;
+        snprintf(want, sizeof(want), "%s", prop ? f->yaml + 6 : f->yaml);
+        snprintf(other, sizeof(other), "%s%s", prop ? "" : "props.", want);
+        yaml_job_with(text, sizeof(text), type, other, value);
+        snprintf(want + strlen(want), sizeof(want) - strlen(want), "\"");
+        assert_int_equal(load_yaml(text, &d, &e), EJ_ECONFIG);
+        bool unknown = false;
+        for (size_t k = 0; k < e.count; k++)
+            unknown = unknown || (strstr(e.messages[k], "unknown key \"") != NULL &&
+                                  strstr(e.messages[k], want) != NULL);
+        if (!unknown) {
+            dump_errors(&e);
+            fail_msg("%s: %s accepted out of its place", f->name, f->yaml);
+        }
+        ej_daemon_config_fini(&d);
+        ej_config_errors_fini(&e);
+    }
+    assert_int_equal(rows, NDOC);
+
+    /* The JSON names of the fields the file does not set, or sets under
+     * another key, are unknown keys of a job. */
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
+        const struct ej__cfg_field_desc *f = &ej__cfg_fields[i];
+        struct ej_daemon_config d;
+        struct ej_config_errors e;
+        if (f->where == EJ_CFG_W_REST || (f->yaml != NULL && strcmp(f->yaml, f->key) == 0))
+            continue;
+        yaml_job_with(text, sizeof(text), EJ_JOB_TYPE_SCRIPT, f->key, "x");
+        assert_int_equal(load_yaml(text, &d, &e), EJ_ECONFIG);
+        snprintf(want, sizeof(want), "jobs.j: unknown key \"%s\"", f->key);
+        if (e.count != 1 || strstr(e.messages[0], want) == NULL) {
+            dump_errors(&e);
+            fail_msg("%s: key %s not refused as unknown", f->name, f->key);
+        }
+        ej_daemon_config_fini(&d);
+        ej_config_errors_fini(&e);
+    }
+    assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
+                                "    props: {script.command.line: x, noSuchKey: 1}\n",
+                      "jobs.yaml:7:37: jobs.j.props: unknown key \"noSuchKey\"");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2169,6 +2376,7 @@ int main(void)
         cmocka_unit_test(test_yaml_limits_and_files),
         cmocka_unit_test(test_field_table_every_path),
         cmocka_unit_test(test_field_table_covers_struct),
+        cmocka_unit_test(test_yaml_field_table_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
