@@ -380,6 +380,21 @@ int ej__shard_write(ej__coord *c, int count, const char *const *owners, size_t m
 int ej__shard_assign(const char *name, const char *job, char *const *ids, size_t n, int count,
                      const char *const *previous, const char **owners_out);
 
+/* balance_ns.c: BALANCED over the namespace (blocks; the leader resharding).
+ * Reads the namespace's children and, for each other job whose valid
+ * config resolves to a strategy with namespace_load, its instances on
+ * servers not DISABLED, shardingTotalCount and sharding/N/instance; a job
+ * that cannot be read is left out (debug line). Then
+ * ej_sharding_balanced_namespace with job (ids: its available instances,
+ * previous: NULL or count entries) as the target: owner_out gets count
+ * indexes into ids (-1: unassigned). Other BALANCED jobs on the same
+ * instances whose owners differ from the plan get leader/sharding/necessary
+ * (so the namespace converges). Returns 0; EJ_EINVAL; EJ_ENOMEM; the
+ * registry's error when the namespace cannot be listed (the caller then
+ * shards the job alone). */
+int ej__balance_ns_assign(ej_registry *reg, const char *job, char *const *ids, size_t n, int count,
+                          const char *const *previous, int *owner_out);
+
 /* ------------------------------------------------------------------------ */
 /* failover.c                                                                 */
 

@@ -22,8 +22,12 @@
  * flags), generously estimated. */
 #define OP_OVERHEAD 64
 
-int ej__shard_assign(const char *name, const char *job, char *const *ids, size_t n, int count,
-                     const char *const *previous, const char **owners_out)
+/* Run the strategy named name over ids. With reg (the leader resharding),
+ * a strategy that counts the namespace's load (BALANCED) reads the
+ * namespace's BALANCED jobs through reg; without reg, or when that read
+ * fails, it shards this job alone. */
+static int assign(ej_registry *reg, const char *name, const char *job, char *const *ids, size_t n,
+                  int count, const char *const *previous, const char **owners_out)
 {
     ej_sharding_strategy s;
     char err[256] = "";
@@ -36,7 +40,16 @@ int ej__shard_assign(const char *name, const char *job, char *const *ids, size_t
     int *own = count > 0 ? malloc((size_t)count * sizeof *own) : NULL;
     if (count > 0 && own == NULL)
         return EJ_ENOMEM;
-    int rc = ej_sharding_run(&s, (const char *const *)ids, n, job, count, previous, own, err,
+    int rc = EJ_EAGAIN;
+    if (reg != NULL && s.namespace_load) {
+        rc = ej__balance_ns_assign(reg, job, ids, n, count, previous, own);
+        if (rc != 0)
+            EJ_LOG(EJ_LOG_WARN, MOD, rc,
+                   "job %s: cannot read the namespace's %s jobs (%s); sharding this job alone", job,
+                   s.name, ej_strerror(rc));
+    }
+    if (rc != 0)
+        rc = ej_sharding_run(&s, (const char *const *)ids, n, job, count, previous, own, err,
                              sizeof err);
     if (rc != 0) {
         EJ_LOG(EJ_LOG_ERROR, MOD, rc, "job %s: sharding strategy %s failed: %s", job, s.name, err);
@@ -47,6 +60,12 @@ int ej__shard_assign(const char *name, const char *job, char *const *ids, size_t
         owners_out[i] = own[i] >= 0 ? ids[own[i]] : NULL;
     free(own);
     return 0;
+}
+
+int ej__shard_assign(const char *name, const char *job, char *const *ids, size_t n, int count,
+                     const char *const *previous, const char **owners_out)
+{
+    return assign(NULL, name, job, ids, n, count, previous, owners_out);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -452,7 +471,7 @@ static int leader_shard(ej__coord *c, int64_t deadline)
         if (ej__view_get(v, i, &items[i]) == 0)
             prev[i] = items[i].owner;
     char *strategy = ej__coord_strategy_name(c);
-    rc = ej__shard_assign(strategy ? strategy : "", cfg.job_name, ids, n, count, prev, owners);
+    rc = assign(reg, strategy ? strategy : "", cfg.job_name, ids, n, count, prev, owners);
     free(strategy);
     if (rc == 0)
         rc = ej__shard_write(c, count, owners, 0);
