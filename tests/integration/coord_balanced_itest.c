@@ -24,34 +24,14 @@
 #include "ejob/ejob.h"
 #include "ejob/log.h"
 #include "zk_fixture.h"
+#include "itest_check.h"
 
 #define JOBS 20
 #define INSTANCES 4
 #define SESSION_MS 4000
 #define SETTLE_MS 20000
 
-static int failures;
 static atomic_int fallbacks;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "CHECK FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);                \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define REQUIRE(cond, ...)                                                                         \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "REQUIRE FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);              \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static void log_sink(ej_log_level level, const char *module, int err, const char *msg, void *user)
 {

@@ -30,6 +30,13 @@
 #include "common/util.h"
 #include "ejob/ejob.h"
 #include "zk_fixture.h"
+/* A REQUIRE that fails while ZooKeeper is frozen resumes it first. */
+#define ITEST_ON_REQUIRE_FAILED()                                                                  \
+    do {                                                                                           \
+        if (zk)                                                                                    \
+            kill(zkf_pid(zk), SIGCONT);                                                            \
+    } while (0)
+#include "itest_check.h"
 
 /* How soon after the server dies the fence must hold (see the last phase). */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -45,30 +52,7 @@
 
 #define SESSION_MS 3000
 
-static int failures;
 static zkf_server *zk;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "CHECK FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);                \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define REQUIRE(cond, ...)                                                                         \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "REQUIRE FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);              \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            if (zk)                                                                                \
-                kill(zkf_pid(zk), SIGCONT);                                                        \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* The C item: runs until told to stop; counts starts. */
 static atomic_int c_starts;

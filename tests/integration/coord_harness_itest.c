@@ -29,6 +29,7 @@
 #include "common/util.h"
 #include "ejob/ejob.h"
 #include "zk_fixture.h"
+#include "itest_check.h"
 
 #ifndef EJ_TESTNODE_PATH
 #error "EJ_TESTNODE_PATH must name the testnode executable"
@@ -51,27 +52,6 @@ struct node {
 
 static struct node nodes[MAX_NODES];
 static int nnodes;
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "CHECK FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);                \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define REQUIRE(cond, ...)                                                                         \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "REQUIRE FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);              \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static void say(const char *fmt, ...) EJ_PRINTF(1, 2);
 static void say(const char *fmt, ...)

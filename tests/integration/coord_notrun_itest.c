@@ -40,33 +40,17 @@
 #include "ejob/log.h"
 #include "schedule/internal.h"
 #include "zk_fixture.h"
+/* A REQUIRE that fails while ZooKeeper is frozen resumes it first. */
+#define ITEST_ON_REQUIRE_FAILED()                                                                  \
+    do {                                                                                           \
+        if (zk)                                                                                    \
+            kill(zkf_pid(zk), SIGCONT);                                                            \
+    } while (0)
+#include "itest_check.h"
 
 #define SESSION_MS 3000
 
-static int failures;
 static zkf_server *zk;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "CHECK FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);                \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define REQUIRE(cond, ...)                                                                         \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "REQUIRE FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond);              \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            if (zk)                                                                                \
-                kill(zkf_pid(zk), SIGCONT);                                                        \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* ------------------------------------------------------------------------ */
 /* What a job saw                                                            */
