@@ -348,6 +348,48 @@ static void unknown_key(struct yctx *c, yaml_node_t *k, const char *path)
     yerr(c, k->start_mark, path, "unknown key %s", shown);
 }
 
+/* The keys of a section's mapping (regCenter, tracing, metrics), in file
+ * order: section_next gives the index of the next known key in the
+ * section's table (whose entries start with their `const char *` name,
+ * stride bytes apart), reporting and skipping unknown and repeated keys;
+ * -1 at the end. */
+struct section_keys {
+    yaml_node_pair_t *pr, *end;
+    const char *path;
+    const void *table;
+    size_t stride;
+    int n;
+    bool *seen;
+};
+
+static struct section_keys section_keys(yaml_node_t *map, const char *path, const void *table,
+                                        size_t stride, int n, bool *seen)
+{
+    return (struct section_keys){
+        map->data.mapping.pairs.start, map->data.mapping.pairs.top, path, table, stride, n, seen};
+}
+
+static int section_next(struct yctx *c, struct section_keys *it, yaml_node_t **k, yaml_node_t **v)
+{
+    while (it->pr < it->end) {
+        const char *key = pair_key(c, it->pr++, it->path, k, v);
+        if (key == NULL)
+            continue;
+        int i = -1;
+        for (int r = 0; r < it->n && i < 0; r++)
+            if (strcmp(key, *(const char *const *)(const void *)((const char *)it->table +
+                                                                 (size_t)r * it->stride)) == 0)
+                i = r;
+        if (i < 0) {
+            unknown_key(c, *k, it->path);
+            continue;
+        }
+        if (!seen_before(c, it->seen, i, *k, it->path))
+            return i;
+    }
+    return -1;
+}
+
 /* ------------------------------------------------------------------------ */
 /* regCenter                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -545,21 +587,9 @@ static void load_reg_center(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
         yerr(c, map->start_mark, path, "expected a mapping, got %s", kind_name(map));
         return;
     }
-    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
-         pr++) {
-        yaml_node_t *k, *v;
-        const char *key = pair_key(c, pr, path, &k, &v);
-        if (key == NULL)
-            continue;
-        int i = -1;
-        for (int r = 0; r < RC_COUNT && i < 0; r++)
-            i = strcmp(key, rc_keys[r].key) == 0 ? r : -1;
-        if (i < 0) {
-            unknown_key(c, k, path);
-            continue;
-        }
-        if (seen_before(c, seen, i, k, path))
-            continue;
+    struct section_keys it = section_keys(map, path, rc_keys, sizeof rc_keys[0], RC_COUNT, seen);
+    yaml_node_t *k, *v;
+    for (int i; (i = section_next(c, &it, &k, &v)) >= 0;) {
         marks[i] = v->start_mark;
         if (is_null(v))
             continue;
@@ -650,19 +680,9 @@ static void load_tracing(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
         yerr(c, map->start_mark, path, "expected a mapping, got %s", kind_name(map));
         return;
     }
-    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
-         pr++) {
-        yaml_node_t *k, *v;
-        const char *key = pair_key(c, pr, path, &k, &v);
-        if (key == NULL)
-            continue;
-        int i = key_index(key, keys, NKEYS);
-        if (i < 0) {
-            unknown_key(c, k, path);
-            continue;
-        }
-        if (seen_before(c, seen, i, k, path))
-            continue;
+    struct section_keys it = section_keys(map, path, keys, sizeof keys[0], NKEYS, seen);
+    yaml_node_t *k, *v;
+    for (int i; (i = section_next(c, &it, &k, &v)) >= 0;) {
         if (i == 0) {
             if (!is_null(v)) {
                 if (want_scalar(c, v, "tracing.type", "a string"))
@@ -723,19 +743,9 @@ static void load_metrics(struct yctx *c, yaml_node_t *map, struct ej_metrics_con
         yerr(c, map->start_mark, path, "expected a mapping, got %s", kind_name(map));
         return;
     }
-    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
-         pr++) {
-        yaml_node_t *k, *v;
-        const char *key = pair_key(c, pr, path, &k, &v);
-        if (key == NULL)
-            continue;
-        int i = key_index(key, keys, NKEYS);
-        if (i < 0) {
-            unknown_key(c, k, path);
-            continue;
-        }
-        if (seen_before(c, seen, i, k, path))
-            continue;
+    struct section_keys it = section_keys(map, path, keys, sizeof keys[0], NKEYS, seen);
+    yaml_node_t *k, *v;
+    while (section_next(c, &it, &k, &v) >= 0) {
         if (!get_str(c, v, "metrics.listen", &mc->listen) || mc->listen == NULL)
             continue;
         struct sockaddr_storage addr;
