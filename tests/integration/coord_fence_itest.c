@@ -137,13 +137,7 @@ int main(void)
     zkf_opts zo = {.tick_ms = 200};
     REQUIRE(zkf_start(&zk, &zo) == 0, "zookeeper");
     char *ns = zkf_unique_namespace("fence");
-    struct ej_registry_opts ro = {.servers = zkf_connect_string(zk),
-                                  .namespace_ = ns,
-                                  .session_timeout_ms = SESSION_MS,
-                                  .connection_timeout_ms = 10000,
-                                  .base_sleep_ms = 100,
-                                  .max_sleep_ms = 500,
-                                  .max_retries = 3};
+    struct ej_registry_opts ro = itest_registry_opts(zk, ns, SESSION_MS);
     ej_registry *reg = NULL;
     REQUIRE(ej_registry_create(&reg, &ro) == 0, "registry: %s", ej_registry_errmsg(NULL));
     const int T = ej_registry_negotiated_timeout_ms(reg);
