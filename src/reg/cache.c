@@ -304,6 +304,7 @@ static void data_done(int rc, const char *value, int value_len, const struct Sta
                       const void *data)
 {
     struct creq *r = (struct creq *)data;
+    atomic_fetch_sub(&r->reg->cache_reads_inflight, 1);
     r->rc = rc;
     if (rc == ZOK) {
         r->len = value && value_len > 0 ? (size_t)value_len : 0;
@@ -325,6 +326,7 @@ static void children_done(int rc, const struct String_vector *strings, const str
                           const void *data)
 {
     struct creq *r = (struct creq *)data;
+    atomic_fetch_sub(&r->reg->cache_reads_inflight, 1);
     r->rc = rc;
     if (rc == ZOK) {
         size_t n = strings && strings->count > 0 ? (size_t)strings->count : 0;
@@ -341,6 +343,7 @@ static void children_done(int rc, const struct String_vector *strings, const str
 static void exists_done(int rc, const struct Stat *stat, const void *data)
 {
     struct creq *r = (struct creq *)data;
+    atomic_fetch_sub(&r->reg->cache_reads_inflight, 1);
     r->rc = rc;
     if (rc == ZOK && stat)
         r->st = *stat;
@@ -360,7 +363,7 @@ static void issue(ej_tree_cache *c, const char *path, int kind, int flags)
 {
     ej_registry *reg = c->reg;
     zhandle_t *zh = reg->zh;
-    if (!zh) {
+    if (!zh || reg->quiescing) {
         c->load_failed = true;
         return;
     }
@@ -383,6 +386,8 @@ static void issue(ej_tree_cache *c, const char *path, int kind, int flags)
     r->flags = flags;
     void *wctx = (void *)(uintptr_t)c->id;
     int rc;
+    /* Counted before sending: the answer may come before the call returns. */
+    atomic_fetch_add(&reg->cache_reads_inflight, 1);
     if (kind == R_DATA)
         rc = zoo_awget(zh, full, cache_watcher, wctx, data_done, r);
     else if (kind == R_CHILDREN)
@@ -393,6 +398,7 @@ static void issue(ej_tree_cache *c, const char *path, int kind, int flags)
     if (rc != ZOK) {
         EJ_LOG(EJ_LOG_DEBUG, "reg", ej__reg_from_zk(rc), "tree cache: read of %s not sent: %s",
                path, zerror(rc));
+        atomic_fetch_sub(&reg->cache_reads_inflight, 1);
         creq_free(r);
         c->load_failed = true;
         return;

@@ -128,6 +128,12 @@ struct ej_registry {
     struct ej__reg_delayed *delayed;
     uint64_t delayed_seq;
     bool closing; /* no new posts; the thread drains and exits */
+    /* Tree cache reads sent and not answered yet (cache.c). At shutdown
+     * the dispatch thread stops sending new ones (quiescing) and waits for
+     * these before it closes the handle: libzookeeper_mt leaks the
+     * completion of a request still in flight at zookeeper_close. */
+    atomic_long cache_reads_inflight;
+    bool quiescing; /* dispatch thread only */
     bool thread_started;
     pthread_t thread;
     bool connected;

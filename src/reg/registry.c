@@ -388,6 +388,9 @@ static void close_handle(ej_registry *reg)
     if (rc != ZOK)
         EJ_LOG(EJ_LOG_DEBUG, "reg", ej__reg_from_zk(rc), "closing the ZooKeeper handle: %s",
                zerror(rc));
+    /* Every answer of the closed handle has run by now or never will (the
+     * leak quiesce avoids at shutdown): none of its reads is in flight. */
+    atomic_store(&reg->cache_reads_inflight, 0);
     struct cancel_item *c = malloc(sizeof(*c));
     if (c) {
         c->it.run = on_cancel_item;
@@ -647,6 +650,32 @@ static void move_delayed(ej_registry *reg, bool all)
     }
 }
 
+/* How long shutdown waits for the tree caches' reads in flight: they are
+ * answered within a round trip while connected, and fail at once when the
+ * connection goes. */
+#define QUIESCE_MS 1000
+
+/* Dispatch thread, at shutdown: answer the caches' reads in flight (each
+ * answer may not send another) until none is left or QUIESCE_MS passed. */
+static void quiesce(ej_registry *reg)
+{
+    reg->quiescing = true;
+    int64_t deadline = ej__mono_ms() + QUIESCE_MS;
+    pthread_mutex_lock(&reg->mu);
+    while (atomic_load(&reg->cache_reads_inflight) > 0 || reg->head) {
+        if (reg->head) {
+            drain(reg);
+            continue;
+        }
+        if (ej__mono_ms() >= deadline)
+            break;
+        struct timespec ts;
+        abs_deadline(&ts, ej__mono_ms() + 5);
+        pthread_cond_timedwait(&reg->wake, &reg->mu, &ts);
+    }
+    pthread_mutex_unlock(&reg->mu);
+}
+
 static void *dispatch_main(void *arg)
 {
     ej_registry *reg = arg;
@@ -678,8 +707,11 @@ static void *dispatch_main(void *arg)
     }
     pthread_mutex_unlock(&reg->mu);
 
-    /* Shutdown: close the session (ephemeral nodes go now), deliver what it
-     * produced and the cancellation of the watches left, free the caches. */
+    /* Shutdown: let the tree caches' reads in flight be answered (no new
+     * ones are sent) so that none is pending when the handle closes, then
+     * close the session (ephemeral nodes go now), deliver what it produced
+     * and the cancellation of the watches left, free the caches. */
+    quiesce(reg);
     close_handle(reg);
     pthread_mutex_lock(&reg->mu);
     drain(reg);
