@@ -15,14 +15,21 @@ function ok(what) { console.log('ok: ' + what); }
 function fail(what) { console.error('FAIL: ' + what); failures++; }
 function check(cond, what) { cond ? ok(what) : fail(what); }
 
+// Polls the predicate from here: the page may be between views (an element not
+// made yet, a navigation under way), so a throw counts as "not yet". A string
+// predicate for waitForFunction would need eval, which the console's CSP forbids.
 async function waitFor(page, fn, arg, what, timeout) {
-  try {
-    await page.waitForFunction(fn, arg, { timeout: timeout || 15000, polling: 200 });
-    ok(what);
-    return true;
-  } catch (e) {
-    fail(what + ' (' + e.message.split('\n')[0] + ')');
-    return false;
+  const deadline = Date.now() + (timeout || 15000);
+  let last = 'false';
+  for (;;) {
+    try {
+      if (await page.evaluate(fn, arg)) { ok(what); return true; }
+      last = 'false';
+    } catch (e) {
+      last = e.message.split('\n')[0];
+    }
+    if (Date.now() >= deadline) { fail(what + ' (last poll: ' + last + ')'); return false; }
+    await new Promise(r => setTimeout(r, 200));
   }
 }
 
