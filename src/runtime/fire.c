@@ -635,124 +635,7 @@ out:
 }
 
 /* ------------------------------------------------------------------------ */
-/* Misfire marking (Quartz's misfire of a trigger whose job still runs)       */
-
-struct marker {
-    struct ej_job *job;
-    uint64_t gen;
-    int64_t due;
-};
-
-static void post_marker(struct ej_job *job, uint64_t gen, int64_t after);
-
-static void marker_work(void *user)
-{
-    struct marker *m = user;
-    struct ej_job *job = m->job;
-    pthread_mutex_lock(&job->mu);
-    bool busy = job->firing && job->fire_gen == m->gen && job->state == EJ__JOB_STARTED;
-    int *items = NULL;
-    size_t n = 0;
-    bool misfire = job->settings && job->settings->cfg.misfire;
-    if (busy) {
-        job->marker_inflight++;
-        if (job->run_nitems) {
-            items = malloc(job->run_nitems * sizeof *items);
-            if (items) {
-                memcpy(items, job->run_items, job->run_nitems * sizeof *items);
-                n = job->run_nitems;
-            }
-        }
-    }
-    pthread_mutex_unlock(&job->mu);
-    if (busy) {
-        if (misfire && n > 0 && ej__exec_set_misfire(job->coord, items, n) == 0) {
-            char *its = ej_event_items_string(items, n);
-            EJ_LOG(EJ_LOG_INFO, MOD, 0,
-                   "job %s: fire missed while items %s still run: they run again (misfire) "
-                   "when done",
-                   job->name, its ? its : "");
-            ej__rt_post_status(job, "", items, n, EJ_TASK_FINISHED,
-                               "Previous job '%s' - shardingItems '%s' is still running, "
-                               "misfired job will start after previous job completed.",
-                               job->name, its ? its : "");
-            free(its);
-        }
-        pthread_mutex_lock(&job->mu);
-        if (job->misfire_handled_until < m->due)
-            job->misfire_handled_until = m->due;
-        job->marker_inflight--;
-        pthread_cond_broadcast(&job->cv);
-        pthread_mutex_unlock(&job->mu);
-        post_marker(job, m->gen, m->due);
-    }
-    free(items);
-    ej__job_unref(job);
-    free(m);
-}
-
-/* On the registry's dispatch thread: hand the work to a pool thread (it
- * writes to ZooKeeper, which must not hold up connection events). */
-static void marker_task(ej_registry *reg, void *user)
-{
-    (void)reg;
-    struct marker *m = user;
-    if (ej__sched_post(m->job->sched, NULL, marker_work, m) != 0) {
-        ej__job_unref(m->job);
-        free(m);
-    }
-}
-
-/* Arm a marker for the first cron time after `after` (epoch ms). */
-static void post_marker(struct ej_job *job, uint64_t gen, int64_t after)
-{
-    pthread_mutex_lock(&job->mu);
-    int64_t next = 0;
-    int64_t now = ej__now_ms();
-    /* Fire times that passed while the process could not act (stopped,
-     * starved) are one misfire, not one each. */
-    if (after < now - 1000)
-        after = now - 1000;
-    bool ok = job->cron != NULL && ej_cron_next(job->cron, job->tz, after, &next) == 0;
-    pthread_mutex_unlock(&job->mu);
-    if (!ok)
-        return;
-    struct marker *m = malloc(sizeof *m);
-    if (m == NULL)
-        return;
-    m->job = job;
-    m->gen = gen;
-    m->due = next;
-    ej__job_ref(job);
-    int64_t delay = next - now;
-    if (delay < 0)
-        delay = 0;
-    /* A little after the fire time, so the scheduler's own view of the
-     * missed fire is settled first. */
-    if (ej_registry_post_after(job->reg, (int)(delay + 20), marker_task, m) != 0) {
-        ej__job_unref(job);
-        free(m);
-    }
-}
-
-/* ------------------------------------------------------------------------ */
 /* The fire                                                                   */
-
-static void set_run_items(struct ej_job *job, const int *items, size_t n)
-{
-    pthread_mutex_lock(&job->mu);
-    free(job->run_items);
-    job->run_items = NULL;
-    job->run_nitems = 0;
-    if (n) {
-        job->run_items = malloc(n * sizeof *items);
-        if (job->run_items) {
-            memcpy(job->run_items, items, n * sizeof *items);
-            job->run_nitems = n;
-        }
-    }
-    pthread_mutex_unlock(&job->mu);
-}
 
 static void fill_info(ej_shard_contexts_info *info, const struct ej__rt_settings *s,
                       const char *task_id, const int *items, size_t n, const char **params,
@@ -770,6 +653,61 @@ static void fill_info(ej_shard_contexts_info *info, const struct ej__rt_settings
         .item_parameters = n ? params : NULL,
         .execution_source = source,
     };
+}
+
+/* The misfired items still this instance's (one that moved is its new
+ * owner's to re-run: the misfire node stays with the item). 0: none. */
+static size_t own_misfired(struct ej__coord *c, int **mis)
+{
+    int *own = NULL;
+    size_t nown = 0;
+    size_t nmis = 0;
+    *mis = NULL;
+    if (ej__exec_local_items(c, &own, &nown) == 0 && nown > 0 &&
+        ej__exec_misfired(c, own, nown, mis, &nmis) != 0)
+        nmis = 0;
+    free(own);
+    return nmis;
+}
+
+/* ElasticJob's `while (isExecuteMisfired) { clearMisfire; execute(MISFIRE) }`
+ * over every local item marked misfire (misfire.c marks them all), until
+ * none is left and no marker marked more meanwhile. */
+static void misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s, bool abort_run)
+{
+    struct ej__coord *c = job->coord;
+    bool stop = !s->cfg.misfire || abort_run;
+    for (int round = 0; !stop && round < 1000; round++) {
+        uint64_t seen = ej__misfire_marks(job);
+        int *mis = NULL;
+        size_t k = own_misfired(c, &mis);
+        if (k == 0) {
+            if (ej__misfire_close(job, seen, false))
+                return;
+            continue; /* a marker marked after we looked */
+        }
+        pthread_mutex_lock(&job->mu);
+        bool go = job->state == EJ__JOB_STARTED && !job->stopped;
+        pthread_mutex_unlock(&job->mu);
+        /* ElasticJob's isEligibleForJobRunning: no misfire re-run while a
+         * resharding waits (the leader reshards only at a fire's start; a
+         * run that always overruns its period would otherwise keep it
+         * from ever doing so). The next fire runs the items. */
+        if (!go || !ej__coord_may_start(c, atomic_load(&job->fire_session)) ||
+            atomic_load(&job->cancel) || ej__coord_necessary_locked(c)) {
+            free(mis);
+            break;
+        }
+        ej__exec_clear_misfire(c, mis, k);
+        size_t started = 0;
+        stop = run_batch(job, s, mis, k, EJ_EXEC_MISFIRE, NULL, &started);
+        free(mis);
+        /* Nothing could start (running elsewhere: marked misfire again for
+         * a later fire): stop here rather than spin. */
+        if (started == 0)
+            break;
+    }
+    ej__misfire_close(job, 0, true);
 }
 
 /* One execute() of ElasticJob: listeners around the run and, for normal
@@ -801,53 +739,8 @@ static void execute(struct ej_job *job, const struct ej__rt_settings *s, const i
         }
     }
     bool abort_run = run_batch(job, s, items, n, source, fr, NULL);
-    for (int round = 0; misfire_loop && s->cfg.misfire && !abort_run && round < 1000; round++) {
-        int *mis = NULL;
-        size_t nmis = 0;
-        if (ej__exec_misfired(c, items, n, &mis, &nmis) != 0 || nmis == 0)
-            break;
-        pthread_mutex_lock(&job->mu);
-        bool go = job->state == EJ__JOB_STARTED && !job->stopped;
-        pthread_mutex_unlock(&job->mu);
-        if (!go || !ej__coord_may_start(c, atomic_load(&job->fire_session)) ||
-            atomic_load(&job->cancel)) {
-            free(mis);
-            break;
-        }
-        /* ElasticJob's isEligibleForJobRunning: no misfire re-run while a
-         * resharding waits (the leader reshards only at a fire's start; a
-         * run that always overruns its period would otherwise keep it
-         * from ever doing so). The next fire runs the items. */
-        if (ej__coord_necessary_locked(c)) {
-            free(mis);
-            break;
-        }
-        /* Only items still ours: one that moved is its new owner's to
-         * re-run (the misfire node stays with the item). */
-        int *own = NULL;
-        size_t nown = 0;
-        ej__exec_local_items(c, &own, &nown);
-        size_t k = 0;
-        for (size_t i = 0; i < nmis; i++)
-            for (size_t j = 0; j < nown; j++)
-                if (mis[i] == own[j]) {
-                    mis[k++] = mis[i];
-                    break;
-                }
-        free(own);
-        if (k == 0) {
-            free(mis);
-            break;
-        }
-        ej__exec_clear_misfire(c, mis, k);
-        size_t started = 0;
-        abort_run = run_batch(job, s, mis, k, EJ_EXEC_MISFIRE, NULL, &started);
-        free(mis);
-        /* Nothing could start (running elsewhere: marked misfire again for
-         * a later fire): stop here rather than spin. */
-        if (started == 0)
-            break;
-    }
+    if (misfire_loop)
+        misfire_loop_run(job, s, abort_run);
     if (once && once->after_last) {
         int r = ej__guarantee_enter(c, true, items, n, s->cfg.sharding_total_count,
                                     once->completed_timeout_ms);
@@ -936,11 +829,10 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
                 ej__rt_post_status(job, "", NULL, 0, EJ_TASK_FINISHED,
                                    "Sharding item for job '%s' is empty.", s->cfg.job_name);
             } else {
-                set_run_items(job, items, n);
+                ej__misfire_open(job, items, n);
                 if (cron && !job->manual)
-                    post_marker(job, gen, scheduled_ms > 0 ? scheduled_ms : ej__now_ms());
+                    ej__misfire_arm(job, gen, scheduled_ms > 0 ? scheduled_ms : ej__now_ms());
                 execute(job, s, items, n, EJ_EXEC_NORMAL_TRIGGER, true, fr);
-                set_run_items(job, NULL, 0);
             }
             free(items);
         }

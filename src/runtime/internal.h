@@ -119,8 +119,10 @@ struct ej_job {
      * the fire starts once this is not the registered, fenced-open one. */
     _Atomic int64_t fire_session;
     uint64_t fire_gen; /* bumped at each fire */
-    int *run_items;    /* items of the current normal run (for misfire marking) */
+    int *run_items;    /* items of the current normal run (misfire.c) */
     size_t run_nitems;
+    bool misfire_window;           /* a normal run's misfire loop will see new marks */
+    uint64_t misfire_marks;        /* fire times marked misfire so far */
     int64_t misfire_handled_until; /* cron fire times up to this were marked misfire */
     int marker_inflight;           /* misfire markers working on the current fire */
     struct ej_cron *cron;          /* the cron in force (parsed), for misfire markers */
@@ -137,6 +139,16 @@ struct ej_job {
     int64_t last_fire_ms;
     char last_error[1024];
 };
+
+/* Misfire marking (misfire.c). A normal run opens the window with its
+ * items and arms a marker at its fire time; its misfire loop reads the
+ * marks count before it looks for misfired items, and closes the window
+ * only when no mark came since (ej__misfire_close returns false: look
+ * again), or with force when it stops for another reason. */
+void ej__misfire_arm(struct ej_job *job, uint64_t gen, int64_t after);
+void ej__misfire_open(struct ej_job *job, const int *items, size_t n);
+uint64_t ej__misfire_marks(struct ej_job *job);
+bool ej__misfire_close(struct ej_job *job, uint64_t marks_seen, bool force);
 
 void ej__job_ref(struct ej_job *job);
 void ej__job_unref(struct ej_job *job);

@@ -1,0 +1,202 @@
+/*
+ * Misfire marking: Quartz's misfire of a trigger whose job still runs, as
+ * ElasticJob 2.1.5's JobTriggerListener does it. A cron fire time that
+ * passes while a normal run of this job is going on marks EVERY local
+ * sharding item misfire (not only the items of the run: after a failover
+ * or a resharding the instance may own items the run did not start), and
+ * the run's misfire loop re-runs them when it is done.
+ *
+ * The loop and the markers meet in the "misfire window": open from the
+ * start of a normal run until its loop has seen every mark. A marker that
+ * finds the window closed marks nothing and leaves the fire time to the
+ * scheduler's misfired callback (it runs late rather than not at all);
+ * the loop closes the window only after every marker in flight is done
+ * and no mark came since it last looked.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "coord/internal.h"
+#include "ejob/cron.h"
+#include "ejob/event.h"
+#include "ejob/job.h"
+#include "runtime/internal.h"
+#include "schedule/internal.h"
+
+#define MOD "job"
+
+struct marker {
+    struct ej_job *job;
+    uint64_t gen;
+    int64_t due;
+};
+
+/* The local items, and those of the run if the view lost some: the union,
+ * without repeats. */
+static int *items_to_mark(struct ej_job *job, const int *run, size_t nrun, size_t *n)
+{
+    int *local = NULL;
+    size_t nlocal = 0;
+    if (ej__exec_local_items(job->coord, &local, &nlocal) != 0)
+        nlocal = 0;
+    int *all = malloc((nlocal + nrun + 1) * sizeof *all);
+    if (all == NULL) {
+        free(local);
+        *n = 0;
+        return NULL;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < nlocal + nrun; i++) {
+        int it = i < nlocal ? local[i] : run[i - nlocal];
+        bool seen = false;
+        for (size_t j = 0; j < k && !seen; j++)
+            seen = all[j] == it;
+        if (!seen)
+            all[k++] = it;
+    }
+    free(local);
+    *n = k;
+    return all;
+}
+
+static void mark(struct ej_job *job, const int *items, size_t n, bool *marked)
+{
+    *marked = n == 0; /* nothing of this instance's to run: nothing lost */
+    if (n == 0 || ej__exec_set_misfire(job->coord, items, n) != 0)
+        return;
+    *marked = true;
+    char *its = ej_event_items_string(items, n);
+    EJ_LOG(EJ_LOG_INFO, MOD, 0,
+           "job %s: fire missed while the job still runs: items %s run again (misfire) when done",
+           job->name, its ? its : "");
+    ej__rt_post_status(job, "", items, n, EJ_TASK_FINISHED,
+                       "Previous job '%s' - shardingItems '%s' is still running, "
+                       "misfired job will start after previous job completed.",
+                       job->name, its ? its : "");
+    free(its);
+}
+
+static void marker_work(void *user)
+{
+    struct marker *m = user;
+    struct ej_job *job = m->job;
+    pthread_mutex_lock(&job->mu);
+    bool busy = job->firing && job->fire_gen == m->gen && job->state == EJ__JOB_STARTED &&
+                job->misfire_window;
+    bool misfire = job->settings && job->settings->cfg.misfire;
+    int *run = NULL;
+    size_t nrun = 0;
+    if (busy) {
+        job->marker_inflight++;
+        run = job->run_nitems ? malloc(job->run_nitems * sizeof *run) : NULL;
+        if (run) {
+            memcpy(run, job->run_items, job->run_nitems * sizeof *run);
+            nrun = job->run_nitems;
+        }
+    }
+    pthread_mutex_unlock(&job->mu);
+    if (busy) {
+        bool marked = !misfire; /* a job without misfire drops the fire (reported) */
+        if (misfire) {
+            size_t n = 0;
+            int *items = items_to_mark(job, run, nrun, &n);
+            if (items != NULL || n == 0)
+                mark(job, items, n, &marked);
+            free(items);
+        }
+        pthread_mutex_lock(&job->mu);
+        if (marked) {
+            if (job->misfire_handled_until < m->due)
+                job->misfire_handled_until = m->due;
+            job->misfire_marks++;
+        }
+        job->marker_inflight--;
+        pthread_cond_broadcast(&job->cv);
+        pthread_mutex_unlock(&job->mu);
+        if (marked)
+            ej__misfire_arm(job, m->gen, m->due);
+    }
+    free(run);
+    ej__job_unref(job);
+    free(m);
+}
+
+/* On the registry's dispatch thread: hand the work to a pool thread (it
+ * writes to ZooKeeper, which must not hold up connection events). */
+static void marker_task(ej_registry *reg, void *user)
+{
+    (void)reg;
+    struct marker *m = user;
+    if (ej__sched_post(m->job->sched, NULL, marker_work, m) != 0) {
+        ej__job_unref(m->job);
+        free(m);
+    }
+}
+
+void ej__misfire_arm(struct ej_job *job, uint64_t gen, int64_t after)
+{
+    pthread_mutex_lock(&job->mu);
+    int64_t next = 0;
+    int64_t now = ej__now_ms();
+    /* Fire times that passed while the process could not act (stopped,
+     * starved) are one misfire, not one each. */
+    if (after < now - 1000)
+        after = now - 1000;
+    bool ok = job->cron != NULL && ej_cron_next(job->cron, job->tz, after, &next) == 0;
+    pthread_mutex_unlock(&job->mu);
+    if (!ok)
+        return;
+    struct marker *m = malloc(sizeof *m);
+    if (m == NULL)
+        return;
+    m->job = job;
+    m->gen = gen;
+    m->due = next;
+    ej__job_ref(job);
+    int64_t delay = next - now;
+    if (delay < 0)
+        delay = 0;
+    /* A little after the fire time, so the scheduler's own view of the
+     * missed fire is settled first. */
+    if (ej_registry_post_after(job->reg, (int)(delay + 20), marker_task, m) != 0) {
+        ej__job_unref(job);
+        free(m);
+    }
+}
+
+void ej__misfire_open(struct ej_job *job, const int *items, size_t n)
+{
+    pthread_mutex_lock(&job->mu);
+    free(job->run_items);
+    job->run_items = n ? malloc(n * sizeof *items) : NULL;
+    job->run_nitems = job->run_items ? n : 0;
+    if (job->run_items)
+        memcpy(job->run_items, items, n * sizeof *items);
+    job->misfire_window = true;
+    pthread_mutex_unlock(&job->mu);
+}
+
+uint64_t ej__misfire_marks(struct ej_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    uint64_t marks = job->misfire_marks;
+    pthread_mutex_unlock(&job->mu);
+    return marks;
+}
+
+bool ej__misfire_close(struct ej_job *job, uint64_t marks_seen, bool force)
+{
+    pthread_mutex_lock(&job->mu);
+    while (job->marker_inflight > 0)
+        pthread_cond_wait(&job->cv, &job->mu);
+    bool closed = force || job->misfire_marks == marks_seen;
+    if (closed) {
+        job->misfire_window = false;
+        free(job->run_items);
+        job->run_items = NULL;
+        job->run_nitems = 0;
+    }
+    pthread_mutex_unlock(&job->mu);
+    return closed;
+}
