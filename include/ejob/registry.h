@@ -366,6 +366,12 @@ struct ej_reg_op {
      * succeeded, receives the created path (namespace-relative); the caller
      * frees it. Set to NULL otherwise. */
     char **out_path;
+    /* Output, set only, optional: when not NULL and the transaction
+     * succeeded, receives the node's stat after the set. A set on a node
+     * created earlier in the same transaction gives that node's czxid, the
+     * transaction's zxid: the only way the C client returns a created node's
+     * stat from a multi (it sends no CREATE2 inside one). */
+    struct ej_node_stat *out_stat;
 };
 
 /* Run ops (n >= 1) atomically: all succeed or nothing is written. Not

@@ -4,6 +4,7 @@
  * batched into transactions and conditional: creating `running` fails when
  * another instance holds the item, so a stale view never runs an item twice.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -117,6 +118,106 @@ void ej__exec_cleanup(ej__coord *c)
     free(v);
 }
 
+/* The state of one ej__exec_begin: items[i] is to be started while ok[i];
+ * mine[i] marks a running node found to be ours already (created by an
+ * earlier request whose answer was lost), not to be created again. */
+struct begin {
+    ej__coord *c;
+    ej_registry *reg;
+    int64_t sess;
+    const int *items;
+    size_t n;
+    bool *ok, *mine;
+    int64_t *tokens;
+    char **paths;
+    struct ej_reg_op *ops; /* n + 1 */
+    size_t *idx;           /* op -> item */
+};
+
+/* Our running node of an earlier request: its czxid is its token. */
+static bool begin_is_mine(struct begin *b, size_t i)
+{
+    struct ej_node_stat est;
+    bool ex = false;
+    if (ej_registry_exists(b->reg, b->paths[i], &ex, &est) != 0 || !ex ||
+        est.ephemeral_owner != b->sess)
+        return false;
+    b->mine[i] = true;
+    b->tokens[i] = est.czxid;
+    return true;
+}
+
+/* An item the transaction failed on (rc, the failing op's error): skip it
+ * or adopt it. Returns false when the failure is not about that item. */
+static bool begin_item_failed(struct begin *b, size_t i, int rc)
+{
+    if (rc == EJ_ENODEEXISTS && begin_is_mine(b, i))
+        return true;
+    if (rc != EJ_ENODEEXISTS && rc != EJ_ENONODE)
+        return false;
+    b->ok[i] = false;
+    if (rc == EJ_ENODEEXISTS) {
+        /* Running elsewhere (or still running here from an earlier fire):
+         * never twice at once; run it again later. */
+        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: item %d is still running elsewhere; marked misfire",
+               ej__coord_job_name(b->c), b->items[i]);
+        ej__exec_set_misfire(b->c, &b->items[i], 1);
+    } else {
+        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: item %d no longer exists; skipped",
+               ej__coord_job_name(b->c), b->items[i]);
+    }
+    return true;
+}
+
+/*
+ * One transaction creating the running nodes still to be created. It ends
+ * with a set of the first created node to its own (empty) data: the C
+ * client returns no stat for a create inside a multi (it sends no CREATE2
+ * there), but does for a set, and that stat's czxid is the transaction's
+ * zxid, the czxid of every node it created: the fencing token of the batch,
+ * without a read. Nobody can watch the data of a node created in the same
+ * transaction, so the set fires no watch; the node keeps its bytes (its
+ * data version is 1). Returns 0 when done, EJ_EAGAIN to try again with the
+ * items left, else the error (nothing may start).
+ */
+static int begin_attempt(struct begin *b)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        if (!b->ok[i] || b->mine[i])
+            continue;
+        b->ops[k] = (struct ej_reg_op){
+            .type = EJ_REG_OP_CREATE, .path = b->paths[i], .mode = EJ_REG_EPHEMERAL, .version = -1};
+        b->idx[k++] = i;
+    }
+    if (k == 0)
+        return 0;
+    struct ej_node_stat st;
+    b->ops[k] = (struct ej_reg_op){
+        .type = EJ_REG_OP_SET, .path = b->paths[b->idx[0]], .version = 0, .out_stat = &st};
+    size_t failed = 0;
+    int rc = ej_registry_multi(b->reg, b->ops, k + 1, &failed);
+    if (rc == 0) {
+        assert(st.czxid > 0);
+        for (size_t j = 0; j < k; j++)
+            b->tokens[b->idx[j]] = st.czxid;
+        return 0;
+    }
+    if (failed < k && begin_item_failed(b, b->idx[failed], rc))
+        return EJ_EAGAIN;
+    /* No answer, or a dead session: nothing may start. The transaction
+     * may have been applied: its nodes are cleaned up later. */
+    EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot register the start of items: %s",
+           ej__coord_job_name(b->c), ej_registry_errmsg(b->reg));
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->ok[i])
+            suspect_add(b->c, &b->items[i], 1, b->sess);
+        b->ok[i] = false;
+        b->tokens[i] = 0;
+    }
+    return rc;
+}
+
 int ej__exec_begin(ej__coord *c, const int *items, size_t n, bool *ok, int64_t *tokens,
                    int64_t *session_out)
 {
@@ -131,101 +232,38 @@ int ej__exec_begin(ej__coord *c, const int *items, size_t n, bool *ok, int64_t *
         return 0;
     if (sess == 0)
         return EJ_ECONNLOSS;
-    struct ej_reg_op *ops = calloc(n, sizeof *ops);
-    size_t *idx = calloc(n, sizeof *idx);
-    char **paths = calloc(n, sizeof *paths);
-    bool *mine = calloc(n, sizeof *mine);
+    struct begin b = {
+        .c = c, .reg = reg, .sess = sess, .items = items, .n = n, .ok = ok, .tokens = tokens};
+    b.ops = calloc(n + 1, sizeof *b.ops);
+    b.idx = calloc(n, sizeof *b.idx);
+    b.paths = calloc(n, sizeof *b.paths);
+    b.mine = calloc(n, sizeof *b.mine);
     int rc = 0;
-    if (ops == NULL || idx == NULL || paths == NULL || mine == NULL) {
+    if (b.ops == NULL || b.idx == NULL || b.paths == NULL || b.mine == NULL) {
         rc = EJ_ENOMEM;
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        paths[i] = item_path(c, items[i], EJ_CONSOLE_NODE_ITEM_RUNNING);
-        if (paths[i] == NULL) {
+        b.paths[i] = item_path(c, items[i], EJ_CONSOLE_NODE_ITEM_RUNNING);
+        if (b.paths[i] == NULL) {
             rc = EJ_ENOMEM;
+            for (size_t j = 0; j < n; j++)
+                ok[j] = false;
             goto out;
         }
         ok[i] = true;
     }
-    for (;;) {
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (!ok[i])
-                continue;
-            ops[k] = (struct ej_reg_op){.type = EJ_REG_OP_CREATE,
-                                        .path = paths[i],
-                                        .mode = EJ_REG_EPHEMERAL,
-                                        .version = -1};
-            idx[k++] = i;
-        }
-        if (k == 0)
-            break;
-        size_t failed = 0;
-        rc = ej_registry_multi(reg, ops, k, &failed);
-        if (rc == 0)
-            break;
-        if (failed < k && rc == EJ_ENODEEXISTS) {
-            /* Ours already (a create whose answer was lost earlier)? */
-            size_t i = idx[failed];
-            struct ej_node_stat est;
-            bool ex = false;
-            if (ej_registry_exists(reg, paths[i], &ex, &est) == 0 && ex &&
-                est.ephemeral_owner == sess) {
-                mine[i] = true;
-                rc = 0;
-                continue;
-            }
-        }
-        if (failed < k && (rc == EJ_ENODEEXISTS || rc == EJ_ENONODE)) {
-            size_t i = idx[failed];
-            ok[i] = false;
-            if (rc == EJ_ENODEEXISTS) {
-                /* Running elsewhere (or still running here from an earlier
-                 * fire): never twice at once; run it again later. */
-                EJ_LOG(EJ_LOG_INFO, MOD, 0,
-                       "job %s: item %d is still running elsewhere; marked misfire",
-                       ej__coord_job_name(c), items[i]);
-                ej__exec_set_misfire(c, &items[i], 1);
-            } else {
-                EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: item %d no longer exists; skipped",
-                       ej__coord_job_name(c), items[i]);
-            }
-            rc = 0;
-            continue;
-        }
-        /* No answer, or a dead session: nothing may start. The transaction
-         * may have been applied: its nodes are cleaned up later. */
-        EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot register the start of items: %s",
-               ej__coord_job_name(c), ej_registry_errmsg(reg));
-        for (size_t i = 0; i < k; i++)
-            suspect_add(c, &items[idx[i]], 1, sess);
-        for (size_t i = 0; i < n; i++)
-            ok[i] = false;
-        goto out;
-    }
-    /* Every node of one transaction has the transaction's zxid as czxid:
-     * one read gives the fencing token of the whole batch. */
-    for (size_t i = 0; i < n; i++) {
-        if (!ok[i])
-            continue;
-        struct ej_node_stat st;
-        bool ex = false;
-        if (ej_registry_exists(reg, paths[i], &ex, &st) == 0 && ex) {
-            for (size_t j = 0; j < n; j++)
-                if (ok[j])
-                    tokens[j] = st.czxid;
-        }
-        break;
-    }
+    /* Each failed attempt removes or adopts one item: at most n + 1. */
+    while ((rc = begin_attempt(&b)) == EJ_EAGAIN)
+        ;
 out:
-    if (paths)
+    if (b.paths)
         for (size_t i = 0; i < n; i++)
-            free(paths[i]);
-    free(paths);
-    free(ops);
-    free(idx);
-    free(mine);
+            free(b.paths[i]);
+    free(b.paths);
+    free(b.ops);
+    free(b.idx);
+    free(b.mine);
     return rc;
 }
 

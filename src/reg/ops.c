@@ -886,6 +886,8 @@ int ej_registry_multi(ej_registry *reg, struct ej_reg_op *ops, size_t n, size_t 
         ops[i].result = 0;
         if (ops[i].out_path)
             *ops[i].out_path = NULL;
+        if (ops[i].out_stat)
+            memset(ops[i].out_stat, 0, sizeof *ops[i].out_stat);
     }
     int rc = 0;
     char **fulls = calloc(n, sizeof(*fulls));
@@ -975,6 +977,8 @@ int ej_registry_multi(ej_registry *reg, struct ej_reg_op *ops, size_t n, size_t 
                     rc =
                         ej__reg_fail(-ENOMEM, "multi: out of memory (the transaction was applied)");
             }
+            if (ops[i].type == EJ_REG_OP_SET && ops[i].out_stat)
+                ej__reg_stat_from_zk(ops[i].out_stat, &stats[i]);
         }
         goto out_free;
     }

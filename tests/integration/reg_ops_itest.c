@@ -663,6 +663,83 @@ static void test_dispatch(void **state)
     assert_true(late.all_on_dispatch);
 }
 
+/* A set on a node created earlier in the same transaction returns that
+ * node's stat: its czxid is the transaction's zxid, shared by every node it
+ * created (the fencing token of a fire, docs/coordination.md), in one
+ * request. The set fires no watch: a peer's exists watch on the path sees
+ * only the creation. */
+static void test_multi_create_stat(void **state)
+{
+    (void)state;
+    char *ns = zkf_unique_namespace("mstat");
+    ej_registry *reg = open_ns(ns);
+    ej_registry *peer = open_ns(ns);
+    assert_int_equal(ej_registry_persist(reg, "/job/sharding/0", "", 0), 0);
+    assert_int_equal(ej_registry_persist(reg, "/job/sharding/1", "", 0), 0);
+    struct watch_log w;
+    watch_init(&w);
+    bool ex = true;
+    assert_int_equal(
+        ej_registry_exists_watch(peer, "/job/sharding/0/running", on_watch, &w, &ex, NULL), 0);
+    assert_false(ex);
+
+    struct ej_node_stat st = {.czxid = -1};
+    struct ej_reg_op ops[] = {
+        {.type = EJ_REG_OP_CREATE, .path = "/job/sharding/0/running", .mode = EJ_REG_EPHEMERAL},
+        {.type = EJ_REG_OP_CREATE, .path = "/job/sharding/1/running", .mode = EJ_REG_EPHEMERAL},
+        {.type = EJ_REG_OP_SET, .path = "/job/sharding/0/running", .version = 0, .out_stat = &st},
+    };
+    uint64_t before = ej_registry_request_count(reg);
+    assert_int_equal(ej_registry_multi(reg, ops, 3, NULL), 0);
+    assert_int_equal(ej_registry_request_count(reg) - before, 1);
+    struct ej_node_stat s0, s1;
+    assert_int_equal(ej_registry_exists(reg, "/job/sharding/0/running", &ex, &s0), 0);
+    assert_true(ex);
+    assert_int_equal(ej_registry_exists(reg, "/job/sharding/1/running", &ex, &s1), 0);
+    assert_true(ex);
+    assert_true(st.czxid > 0);
+    assert_int_equal(st.czxid, s0.czxid);
+    assert_int_equal(st.czxid, s1.czxid);
+    assert_int_equal(st.mzxid, st.czxid);
+    assert_int_equal(st.ephemeral_owner, ej_registry_session_id(reg));
+    assert_int_equal(st.data_length, 0);
+    assert_int_equal(s0.version, 1);
+    char *data = NULL;
+    size_t len = 9;
+    assert_int_equal(ej_registry_get(reg, "/job/sharding/0/running", &data, &len, NULL), 0);
+    assert_int_equal(len, 0);
+    free(data);
+    assert_int_equal(wait_count(&w, 1, 3000), 1);
+    assert_int_equal(w.last, EJ_REG_WATCH_CREATED);
+    usleep(200000);
+    assert_int_equal(ej_registry_barrier(peer, 2000), 0);
+    assert_int_equal(w.count, 1);
+
+    /* A later transaction: a greater token. A failed one clears out_stat. */
+    struct ej_node_stat st2 = {.czxid = -1};
+    struct ej_reg_op again[] = {
+        {.type = EJ_REG_OP_DELETE, .path = "/job/sharding/1/running", .version = -1},
+        {.type = EJ_REG_OP_CREATE, .path = "/job/sharding/1/running", .mode = EJ_REG_EPHEMERAL},
+        {.type = EJ_REG_OP_SET, .path = "/job/sharding/1/running", .version = 0, .out_stat = &st2},
+    };
+    assert_int_equal(ej_registry_multi(reg, again, 3, NULL), 0);
+    assert_true(st2.czxid > st.czxid);
+    struct ej_node_stat st3 = {.czxid = -1};
+    struct ej_reg_op dup[] = {
+        {.type = EJ_REG_OP_CREATE, .path = "/job/sharding/1/running", .mode = EJ_REG_EPHEMERAL},
+        {.type = EJ_REG_OP_SET, .path = "/job/sharding/1/running", .version = 0, .out_stat = &st3},
+    };
+    size_t failed = 9;
+    assert_int_equal(ej_registry_multi(reg, dup, 2, &failed), EJ_ENODEEXISTS);
+    assert_int_equal(failed, 0);
+    assert_int_equal(st3.czxid, 0);
+
+    ej_registry_destroy(peer);
+    assert_int_equal(ej_registry_delete_recursive(reg, "/"), 0);
+    ej_registry_destroy(reg);
+    free(ns);
+}
+
 int main(void)
 {
     if (!getenv("EJOB_LOG_LEVEL"))
@@ -674,6 +751,7 @@ int main(void)
         cmocka_unit_test(test_dead_server),
         cmocka_unit_test(test_ephemeral_vanishes),
         cmocka_unit_test(test_watches),
+        cmocka_unit_test(test_multi_create_stat),
         cmocka_unit_test(test_digest),
         cmocka_unit_test(test_dispatch),
     };
