@@ -194,6 +194,7 @@ static const struct {
     [EJ__NOT_RUN_LEADER_WAIT] = {"leader-wait", EJ_LOG_WARN},
     [EJ__NOT_RUN_SHARDING_FAILED] = {"sharding-failed", EJ_LOG_WARN},
     [EJ__NOT_RUN_TIME_DIFF] = {"time-diff", EJ_LOG_WARN},
+    [EJ__NOT_RUN_START_FAILED] = {"start-failed", EJ_LOG_WARN},
     /* An operator's decisions, expected: each fire at debug level. */
     [EJ__NOT_RUN_DISABLED] = {"disabled", EJ_LOG_DEBUG},
     [EJ__NOT_RUN_STOPPED] = {"stopped", EJ_LOG_DEBUG},
@@ -532,6 +533,10 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
     if (rc != 0) {
         ej__rt_post_status(job, task_id, items, n, EJ_TASK_ERROR, "Job '%s' not started: %s",
                            s->cfg.job_name, ej_strerror(rc));
+        if (fr)
+            not_run(job, fr, EJ__NOT_RUN_START_FAILED,
+                    "the start of its items could not be registered in ZooKeeper: %s",
+                    ej_strerror(rc));
         goto out;
     }
     if (s->cfg.monitor_execution && session != fire_session) {

@@ -49,11 +49,13 @@ enum ej__not_run_reason {
     EJ__NOT_RUN_DISABLED,            /* this server is disabled (an operator's decision) */
     EJ__NOT_RUN_STOPPED,             /* the job is shutting down, or stopped by an operator */
     EJ__NOT_RUN_RUNNING,             /* a console trigger while the job runs (ignored) */
+    EJ__NOT_RUN_START_FAILED,        /* the running nodes could not be written */
     EJ__NOT_RUN_REASONS
 };
 
 /* "fenced", "before-registration", "leader-wait", "sharding-failed",
- * "time-diff", "disabled", "stopped", "running": lowercase and dashes only
+ * "time-diff", "disabled", "stopped", "running", "start-failed": lowercase
+ * and dashes only
  * (the daemon's /metrics reads them back from the event text). */
 const char *ej__not_run_reason_name(enum ej__not_run_reason r);
 

@@ -19,6 +19,8 @@
  *   running, stopped     a console trigger while the job runs (ignored, as
  *                        ElasticJob does), and a trigger delivered while the
  *                        job shuts down
+ *   start-failed         the item's node takes no children (its ACL), so
+ *                        the running node cannot be written
  *   fenced               the server frozen and the registry's dispatch thread
  *                        held up: the trigger keeps firing while the fence
  *                        refuses every start
@@ -40,6 +42,7 @@
 #include "ejob/log.h"
 #include "schedule/internal.h"
 #include "zk_fixture.h"
+#include <zookeeper/zookeeper.h>
 /* A REQUIRE that fails while ZooKeeper is frozen resumes it first. */
 #define ITEST_ON_REQUIRE_FAILED()                                                                  \
     do {                                                                                           \
@@ -51,6 +54,7 @@
 #define SESSION_MS 3000
 
 static zkf_server *zk;
+static const char *ns;
 
 /* ------------------------------------------------------------------------ */
 /* What a job saw                                                            */
@@ -61,7 +65,7 @@ static const char *const reasons[] = {"fenced",         "before-registration",
                                       "running",        "paused",
                                       "queued",         "timer-late",
                                       "clock-step",     "late-start",
-                                      "sharding-failed"};
+                                      "sharding-failed", "start-failed"};
 #define NREASONS (sizeof reasons / sizeof reasons[0])
 
 struct seen {
@@ -412,6 +416,50 @@ static void running_and_stopped(ej_registry *reg)
     finish(job, &s);
 }
 
+/* Sets the ACL of /{ns}{path} with a raw client (the registry has no ACL
+ * calls). */
+static int set_acl(const char *path, struct ACL_vector *acl)
+{
+    zhandle_t *zh = zookeeper_init(zkf_connect_string(zk), NULL, 10000, NULL, NULL, 0);
+    REQUIRE(zh != NULL, "zookeeper_init");
+    for (int i = 0; i < 200 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+        ej__sleep_ms(20);
+    char full[512];
+    snprintf(full, sizeof full, "/%s%s", ns, path);
+    int rc = zoo_set_acl(zh, full, -1, acl);
+    zookeeper_close(zh);
+    return rc;
+}
+
+/* The item's node takes no children (world may read, write, delete and
+ * administer it, not create under it): the running node of the next fire
+ * cannot be written, so the fire cannot start anything. */
+static void start_failed(ej_registry *reg)
+{
+    static struct seen s = {.job = "nrStart"};
+    struct ej_job_def def = {.type = EJ_JOB_TYPE_SIMPLE, .simple = item_fn, .user = &s};
+    ej_job *job = make_job(reg, &s, "127.0.6.7", false, 0, -1, &def);
+    REQUIRE(wait_for(&s.runs, 1, 10000), "%s did not run", s.job);
+    char *item = ej_console_path_dup(s.job, EJ_CONSOLE_NODE_ITEM, 0, NULL);
+    REQUIRE(item != NULL, "path");
+    struct ACL no_create_acl[] = {
+        {ZOO_PERM_READ | ZOO_PERM_WRITE | ZOO_PERM_DELETE | ZOO_PERM_ADMIN, ZOO_ANYONE_ID_UNSAFE}};
+    struct ACL_vector no_create = {1, no_create_acl};
+    REQUIRE(set_acl(item, &no_create) == ZOK, "set the ACL of %s", item);
+    int runs = atomic_load(&s.runs);
+    CHECK(wait_reason(&s, "start-failed", 2, 10000), "%d 'fire not run (start-failed)' events",
+          seen_count(&s, "start-failed"));
+    CHECK(atomic_load(&s.runs) - runs <= 1, "%d runs without running nodes",
+          atomic_load(&s.runs) - runs);
+    CHECK(lines(EJ_LOG_WARN, "start-failed") == 1, "%d warning lines",
+          lines(EJ_LOG_WARN, "start-failed"));
+    REQUIRE(set_acl(item, &ZOO_OPEN_ACL_UNSAFE) == ZOK, "restore the ACL of %s", item);
+    CHECK(wait_for(&s.runs, runs + 1, 10000), "no run once the running node could be written");
+    finish(job, &s);
+    free(item);
+    fprintf(stderr, "start-failed: %d fires not run\n", seen_count(&s, "start-failed"));
+}
+
 /* Last: it freezes the server. */
 static void fenced(ej_registry *reg)
 {
@@ -447,7 +495,8 @@ int main(void)
     ej_log_set_sink(log_sink, NULL);
     zkf_opts zo = {.tick_ms = 200};
     REQUIRE(zkf_start(&zk, &zo) == 0, "zookeeper");
-    char *ns = zkf_unique_namespace("notrun");
+    char *ns_buf = zkf_unique_namespace("notrun");
+    ns = ns_buf;
     struct ej_registry_opts ro = itest_registry_opts(zk, ns, SESSION_MS);
     ej_registry *reg = NULL, *peek = NULL;
     REQUIRE(ej_registry_create(&reg, &ro) == 0, "registry: %s", ej_registry_errmsg(NULL));
@@ -458,6 +507,7 @@ int main(void)
     leader_wait(reg, peek);
     time_diff(reg, peek);
     running_and_stopped(reg);
+    start_failed(reg);
     fenced(reg);
 
     ej_registry_destroy(peek);
@@ -465,7 +515,7 @@ int main(void)
     ej_log_set_sink(NULL, NULL);
     zkf_destroy(zk);
     zk = NULL;
-    free(ns);
+    free(ns_buf);
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
