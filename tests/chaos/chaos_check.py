@@ -16,9 +16,10 @@ and the driver writes the faults to a third:
                        --items N --session-ms MS [--margin-ms MS]
 check prints the figures and exits 1 on a violation:
   overlap   one item alive in two processes at overlapping times
-  lost      a fire of an item with no START in its period, and no run of
-            the item going on when it came (fires folded into a misfire),
-            outside every fault's detection window
+  lost      a fire of an item with no START in its period, no run of the
+            item going on when it came, and no instance busy with the job
+            then that started the item without a pause after (fires folded
+            into a misfire re-run), outside every fault's detection window
             [fault start, fault end + session + margin]
   orphan    an item process of a kill -9'd instance alive at kill +
             session timeout, or any item process alive at the end
@@ -197,11 +198,39 @@ def check(argv):
     for r in runs.values():
         spans.setdefault(r["item"], []).append((r["start"], r["end"]))
 
+    # Per instance, its runs in start order: a fire that comes while an
+    # instance runs anything of the job is folded into the misfire re-run
+    # of every local item after the run (2.1.5's JobTriggerListener).
+    by_inst = {}
+    for r in runs.values():
+        by_inst.setdefault(r["inst"], []).append((r["start"], r["end"], r["item"]))
+    for rs in by_inst.values():
+        rs.sort()
+
+    def folded(item, f0):
+        # The instance was busy at f0 and stayed busy (gaps under a second:
+        # the loop between re-runs) until it started the item.
+        for rs in by_inst.values():
+            busy_to = None
+            for s0, e0, it in rs:
+                if busy_to is None:
+                    if s0 < f0 < e0:
+                        busy_to = e0
+                    continue
+                if s0 > busy_to + 1000:
+                    break
+                if it == item and s0 >= f0:
+                    return True
+                busy_to = max(busy_to, e0)
+        return False
+
     def served(item, f0):
         # Started in the fire's period, or the fire came while a run of the
-        # item was going on: 2.1.5 folds such fires into one misfire re-run
-        # after it (which the next period then sees start).
-        return any(f0 <= s0 < f0 + period_ms or s0 < f0 < e0 for s0, e0 in spans.get(item, []))
+        # item was going on (2.1.5 folds such fires into one misfire re-run
+        # after it, which the next period then sees start), or while its
+        # instance ran other items and re-ran this one right after.
+        return any(f0 <= s0 < f0 + period_ms or s0 < f0 < e0
+                   for s0, e0 in spans.get(item, [])) or folded(item, f0)
     first = (a.t_from + period_ms - 1) // period_ms * period_ms
     fires = 0
     exempted = 0
