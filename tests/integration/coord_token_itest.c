@@ -5,7 +5,9 @@
  * not by a separate read. In-process job with 3 items, monitorExecution on,
  * a fire a second: while each item runs, a second client reads the running
  * node and compares. The items of one fire share the token; later fires
- * have greater ones.
+ * have greater ones. Then a running node of the job's own session is made
+ * by hand (as a transaction whose answer was lost leaves it): the next fire
+ * adopts it, its czxid the item's token.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/util.h"
 #include "ejob/ejob.h"
@@ -53,8 +56,29 @@ static int item_fn(const ej_shard_context *ctx, void *user)
     return 0;
 }
 
+/* Create sharding/1/running in the job's own session between two runs of
+ * the item; returns its czxid, or 0. */
+static int64_t adopt_one(ej_registry *reg)
+{
+    const char *path = "/tokenJob/sharding/1/running";
+    for (int tries = 0; tries < 100; tries++) {
+        int rc = ej_registry_create_node(reg, path, NULL, 0, EJ_REG_EPHEMERAL, 0, NULL);
+        if (rc == 0) {
+            struct ej_node_stat st;
+            bool ex = false;
+            if (ej_registry_exists(reg, path, &ex, &st) == 0 && ex)
+                return st.czxid;
+            return 0;
+        }
+        ej__sleep_ms(20); /* the item is running now */
+    }
+    return 0;
+}
+
 int main(void)
 {
+    /* A fire stuck in its ZooKeeper requests would hang the shutdown. */
+    alarm(120);
     zkf_server *zk = zkf_shared();
     REQUIRE(zk != NULL, "zookeeper");
     char *ns = zkf_unique_namespace("token");
@@ -76,11 +100,36 @@ int main(void)
     REQUIRE(ej_job_create(reg, &cfg, &opts, &job) == 0, "create");
     REQUIRE(ej_job_start(job) == 0, "start: %s", ej_job_last_error(job, (char[512]){0}, 512));
     ej__sleep_ms(4500);
+    pthread_mutex_lock(&mu);
+    size_t n = nruns;
+    pthread_mutex_unlock(&mu);
+
+    /* A running node of the job's own session already there (left by a
+     * transaction whose answer was lost): the next fire adopts it, with
+     * its czxid as the item's token, and deletes it after the run. */
+    int64_t adopted = adopt_one(reg);
+    ej__sleep_ms(2500);
     ej_job_shutdown(job);
     ej_job_destroy(job);
+    CHECK(adopted > 0, "no running node of the job's session could be made");
+    bool adopted_ran = false, others_ran = false;
+    pthread_mutex_lock(&mu);
+    for (size_t i = n; i < nruns; i++) {
+        if (runs[i].item == 1 && runs[i].token == adopted)
+            adopted_ran = true;
+        else if (runs[i].item != 1 && runs[i].token > adopted)
+            others_ran = true;
+    }
+    pthread_mutex_unlock(&mu);
+    CHECK(adopted_ran, "item 1 never ran with the adopted node's token %" PRId64, adopted);
+    CHECK(others_ran, "items 0 and 2 did not run after the adoption");
+    struct ej_node_stat ast;
+    bool aex = false;
+    CHECK(ej_registry_exists(peek, "/tokenJob/sharding/1/running", &aex, &ast) == 0 &&
+              (!aex || ast.czxid != adopted),
+          "the adopted running node was left behind");
 
     int64_t session = ej_registry_session_id(reg);
-    size_t n = nruns;
     CHECK(n >= 2 * ITEMS, "only %zu item runs", n);
     int64_t last = 0;
     size_t tokens = 0;
