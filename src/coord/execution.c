@@ -440,6 +440,20 @@ int ej__exec_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t ms
     return 0;
 }
 
+/* The view watches sharding/{n}/disabled of its own items only, from the
+ * moment an item becomes one: right after a resharding the state may not
+ * be loaded yet. Ask (one read, only then) rather than run a disabled
+ * item; an error reads as disabled, for this fire. */
+static bool disabled_now(ej__coord *c, int item)
+{
+    char *p = item_path(c, item, EJ_CONSOLE_NODE_ITEM_DISABLED);
+    bool exists = true;
+    if (p == NULL || ej_registry_exists(ej__coord_registry(c), p, &exists, NULL) != 0)
+        exists = true;
+    free(p);
+    return exists;
+}
+
 int ej__exec_local_items(ej__coord *c, int **items, size_t *n)
 {
     int rc = ej__view_items_of(ej__coord_view(c), ej__coord_instance_id(c), items, n);
@@ -454,6 +468,8 @@ int ej__exec_local_items(ej__coord *c, int **items, size_t *n)
         bool taken_away = failover && it.failover_owner > 0;
         bool disabled = it.disabled > 0;
         ej__view_item_fini(&it);
+        if (it.disabled < 0 && !taken_away)
+            disabled = disabled_now(c, (*items)[i]);
         if (!taken_away && !disabled)
             (*items)[k++] = (*items)[i];
     }

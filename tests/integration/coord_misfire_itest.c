@@ -11,6 +11,10 @@
  * run after the enable has source MISFIRE. (Marking only the items of the
  * run left item 1 out: that fire time was dropped for it, and its first run
  * came from the next cron fire.)
+ *
+ * On the way: item 1 must not run while disabled, also at the first fire,
+ * right after the resharding gave it to the instance (the view had not yet
+ * loaded its disabled node then, and ran it once in about 1 of 8 runs).
  */
 #include <inttypes.h>
 #include <stdatomic.h>
