@@ -682,6 +682,7 @@ static void misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s
 {
     struct ej__coord *c = job->coord;
     bool stop = !s->cfg.misfire || abort_run;
+    int reshards = 0;
     for (int round = 0; !stop && round < 1000; round++) {
         uint64_t seen = ej__misfire_marks(job);
         int *mis = NULL;
@@ -694,14 +695,24 @@ static void misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s
         pthread_mutex_lock(&job->mu);
         bool go = job->state == EJ__JOB_STARTED && !job->stopped;
         pthread_mutex_unlock(&job->mu);
-        /* ElasticJob's isEligibleForJobRunning: no misfire re-run while a
-         * resharding waits (the leader reshards only at a fire's start; a
-         * run that always overruns its period would otherwise keep it
-         * from ever doing so). The next fire runs the items. */
         if (!go || !ej__coord_may_start(c, atomic_load(&job->fire_session)) ||
-            atomic_load(&job->cancel) || ej__coord_necessary_locked(c)) {
+            atomic_load(&job->cancel)) {
             free(mis);
             break;
+        }
+        if (ej__coord_necessary_locked(c)) {
+            /* A resharding waits (an instance joined or left meanwhile):
+             * do it first, as a fire's start would (the leader reshards
+             * now that its items are done; a follower waits for it,
+             * bounded), then re-run what is still ours. 2.1.5's
+             * isEligibleForJobRunning gives up here and leaves the
+             * re-runs to after the next fire's run, a period late, and
+             * the leader reshards only at a fire's start: a run that
+             * overruns its period then kept the job unsharded. */
+            free(mis);
+            if (++reshards > 3 || ej__shard_if_necessary(c) != 0)
+                break;
+            continue;
         }
         ej__exec_clear_misfire(c, mis, k);
         size_t started = 0;
