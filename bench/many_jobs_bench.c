@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "ejob/ejob.h"
+#include "ejob/jobs.h"
 #include "zk_fixture.h"
 
 #define FIRE_CRON "0/1 * * * * ?"
@@ -136,7 +137,7 @@ static int child_main(const char *zk, const char *ns, int njobs, const char *cro
     ej_job **jobs = calloc((size_t)njobs, sizeof *jobs);
     if (jobs == NULL)
         return 1;
-    for (int j = 0; j < njobs && !child_stop; j++) {
+    for (int j = 0; j < njobs; j++) {
         char name[32];
         snprintf(name, sizeof name, "j%d", j);
         struct ej_job_config cfg;
@@ -148,19 +149,22 @@ static int child_main(const char *zk, const char *ns, int njobs, const char *cro
         cfg.job_type = EJ_JOB_TYPE_SIMPLE;
         int rc = ej_job_create(reg, &cfg, &jo, &jobs[j]);
         ej_job_config_fini(&cfg);
-        if (rc == 0)
-            rc = ej_job_start(jobs[j]);
         if (rc != 0) {
             fprintf(stderr, "many_jobs_bench: job %s: %s\n", name, ej_strerror(rc));
             return 1;
         }
     }
+    /* All at once: their ZooKeeper requests pipelined (ejob/jobs.h). */
+    int rc = ej_jobs_start(jobs, (size_t)njobs, NULL);
+    if (rc != 0) {
+        fprintf(stderr, "many_jobs_bench: start: %s\n", ej_strerror(rc));
+        return 1;
+    }
     printf("READY\n");
     fflush(stdout);
     while (!child_stop)
         sleep_ms(20);
-    for (int j = 0; j < njobs; j++)
-        ej_job_destroy(jobs[j]);
+    ej_jobs_destroy(jobs, (size_t)njobs);
     free(jobs);
     ej_registry_destroy(reg);
     return 0;

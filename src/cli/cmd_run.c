@@ -291,6 +291,32 @@ static int start_job(struct daemon *d, const struct ej_job_config *cfg)
     return 0;
 }
 
+/* The file's jobs at start-up, all at once. On failure the jobs that
+ * exist are in the running set (out_jobs stops them). */
+static int start_all(struct daemon *d)
+{
+    size_t n = d->cfg.job_count;
+    ejd_job **jobs = calloc(n ? n : 1, sizeof(*jobs));
+    if (jobs == NULL)
+        return EJ_ENOMEM;
+    int rc = ejd_jobs_start(d->reg, d->cfg.jobs, n, jobs);
+    pthread_mutex_lock(&d->jobs_mu);
+    for (size_t i = 0; i < n; i++) {
+        if (jobs[i] == NULL)
+            continue;
+        int arc = add_running(d, d->cfg.jobs[i].job_name, jobs[i]);
+        if (arc != 0) {
+            ejd_jobs_stop(&jobs[i], 1);
+            rc = rc != 0 ? rc : arc;
+        }
+    }
+    pthread_mutex_unlock(&d->jobs_mu);
+    free(jobs);
+    if (rc == 0)
+        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "%zu job(s) started", n);
+    return rc;
+}
+
 static void stop_job_at(struct daemon *d, size_t i)
 {
     EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: stopping", d->jobs[i].name);
@@ -634,11 +660,9 @@ static int run_daemon(int argc, char **argv)
         rc = EJ_EXIT_FAILED;
         goto out_reg;
     }
-    for (size_t i = 0; i < d.cfg.job_count; i++) {
-        if (start_job(&d, &d.cfg.jobs[i]) != 0) {
-            rc = EJ_EXIT_FAILED;
-            goto out_jobs;
-        }
+    if (start_all(&d) != 0) {
+        rc = EJ_EXIT_FAILED;
+        goto out_jobs;
     }
     EJ_LOG(EJ_LOG_INFO, "daemon", 0,
            "running %zu job(s) of %s; registry %s/%s; pid %d (SIGTERM stops, SIGHUP reloads)",

@@ -30,6 +30,14 @@ int ejd_init(const struct ej_tracing_config *tracing, const char *config_file,
 int ejd_job_start(ej_registry *reg, const struct ej_job_config *cfg, ejd_job **out, char *err,
                   size_t errlen);
 
+/* Create and start the jobs of cfgs[0..n) at once (ej_jobs_start: their
+ * registrations pipelined). Every failure is logged with the job's name
+ * and why. out[i] receives each job, or NULL when it could not even be
+ * created. Returns 0 when all started; otherwise the first error, and the
+ * caller stops every non-NULL out[i] with ejd_jobs_stop (those that
+ * failed to start are only freed). */
+int ejd_jobs_start(ej_registry *reg, const struct ej_job_config *cfgs, size_t n, ejd_job **out);
+
 /* The config the job was started or last updated with. Borrowed. */
 const struct ej_job_config *ejd_job_config(const ejd_job *job);
 

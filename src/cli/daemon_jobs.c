@@ -1,5 +1,4 @@
 /* The daemon's jobs through the library API (see daemon.h). */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +7,7 @@
 #include "ejob/config.h"
 #include "ejob/ejob.h"
 #include "ejob/error.h"
+#include "ejob/jobs.h"
 #include "ejob/log.h"
 #include "cli/daemon.h"
 #include "cli/daemon_events.h"
@@ -17,6 +17,7 @@ struct ejd_job {
     ej_job *job;
     struct ej_job_config cfg; /* as the daemon file last gave it */
     struct ej_job_def def;    /* output caps (tracing.outputMaxBytes) when not the default */
+    bool failed;              /* a batch that did not start: not in the metrics */
 };
 
 static struct ej_event_bus *bus;
@@ -67,8 +68,9 @@ void ejd_fini(void)
     bus = NULL;
 }
 
-int ejd_job_start(ej_registry *reg, const struct ej_job_config *cfg, ejd_job **out, char *err,
-                  size_t errlen)
+/* The daemon's job for cfg, created but not started. */
+static int job_create(ej_registry *reg, const struct ej_job_config *cfg, ejd_job **out, char *err,
+                      size_t errlen)
 {
     *out = NULL;
     ejd_job *d = calloc(1, sizeof(*d));
@@ -82,22 +84,90 @@ int ejd_job_start(ej_registry *reg, const struct ej_job_config *cfg, ejd_job **o
     int rc = ej_job_create(reg, cfg, &opts, &d->job);
     if (rc != 0) {
         snprintf(err, errlen, "%s", ej_strerror(rc));
-        goto fail;
+        ej_job_config_fini(&d->cfg);
+        free(d);
+        return rc;
     }
+    *out = d;
+    return 0;
+}
+
+static void job_free(ejd_job *d)
+{
+    ej_job_destroy(d->job);
+    ej_job_config_fini(&d->cfg);
+    free(d);
+}
+
+static void start_error(ejd_job *d, int rc, char *err, size_t errlen)
+{
+    const char *why = ej_job_last_error(d->job, (char[512]){0}, 512);
+    snprintf(err, errlen, "%s", why != NULL && why[0] != '\0' ? why : ej_strerror(rc));
+}
+
+int ejd_job_start(ej_registry *reg, const struct ej_job_config *cfg, ejd_job **out, char *err,
+                  size_t errlen)
+{
+    ejd_job *d = NULL;
+    int rc = job_create(reg, cfg, &d, err, errlen);
+    if (rc != 0)
+        return rc;
     rc = ej_job_start(d->job);
     if (rc != 0) {
-        const char *why = ej_job_last_error(d->job, (char[512]){0}, 512);
-        snprintf(err, errlen, "%s", why != NULL && why[0] != '\0' ? why : ej_strerror(rc));
-        goto fail;
+        start_error(d, rc, err, errlen);
+        job_free(d);
+        return rc;
     }
     ejd_metrics_job_started(d->job);
     *out = d;
     return 0;
-fail:
-    ej_job_destroy(d->job);
-    ej_job_config_fini(&d->cfg);
-    free(d);
-    return rc;
+}
+
+int ejd_jobs_start(ej_registry *reg, const struct ej_job_config *cfgs, size_t n, ejd_job **out)
+{
+    int first = 0;
+    ej_job **jobs = calloc(n ? n : 1, sizeof(*jobs));
+    int *rcs = calloc(n ? n : 1, sizeof(*rcs));
+    if (jobs == NULL || rcs == NULL) {
+        free(jobs);
+        free(rcs);
+        EJ_LOG(EJ_LOG_ERROR, "daemon", EJ_ENOMEM, "cannot start %zu job(s): out of memory", n);
+        return EJ_ENOMEM;
+    }
+    /* Created one by one (local work), started all at once: their
+     * registrations' ZooKeeper requests are in flight together. */
+    for (size_t i = 0; i < n; i++) {
+        char err[512] = "";
+        out[i] = NULL;
+        int rc = job_create(reg, &cfgs[i], &out[i], err, sizeof(err));
+        if (rc != 0) {
+            EJ_LOG(EJ_LOG_ERROR, "daemon", rc, "job %s: cannot start: %s", cfgs[i].job_name, err);
+            if (first == 0)
+                first = rc;
+            continue;
+        }
+        jobs[i] = out[i]->job;
+    }
+    if (first == 0)
+        first = ej_jobs_start(jobs, n, rcs);
+    for (size_t i = 0; i < n; i++) {
+        if (out[i] == NULL)
+            continue;
+        if (rcs[i] == 0 && jobs[i] != NULL && first == 0) {
+            ejd_metrics_job_started(out[i]->job);
+            continue;
+        }
+        if (rcs[i] != 0) {
+            char err[512];
+            start_error(out[i], rcs[i], err, sizeof(err));
+            EJ_LOG(EJ_LOG_ERROR, "daemon", rcs[i], "job %s: cannot start: %s", cfgs[i].job_name,
+                   err);
+        }
+        out[i]->failed = true;
+    }
+    free(jobs);
+    free(rcs);
+    return first;
 }
 
 const struct ej_job_config *ejd_job_config(const ejd_job *job)
@@ -133,39 +203,34 @@ void ejd_job_pause(ejd_job *job)
         ej_job_pause(job->job);
 }
 
-static void *stop_one(void *arg)
-{
-    ejd_job *d = arg;
-    if (ej_job_shutdown(d->job) == EJ_ETIMEDOUT)
-        EJ_LOG(EJ_LOG_WARN, "daemon", EJ_ETIMEDOUT,
-               "job %s: items still running after the drain timeout were abandoned",
-               ej_job_name(d->job));
-    return NULL;
-}
-
 void ejd_jobs_stop(ejd_job **jobs, size_t n)
 {
-    /* Stop every schedule first, so no job fires while another drains. */
-    for (size_t i = 0; i < n; i++)
-        ejd_job_pause(jobs[i]);
-    pthread_t *threads = calloc(n ? n : 1, sizeof(pthread_t));
-    bool *started = calloc(n ? n : 1, sizeof(bool));
-    for (size_t i = 0; i < n; i++) {
-        if (threads != NULL && started != NULL &&
-            pthread_create(&threads[i], NULL, stop_one, jobs[i]) == 0)
-            started[i] = true;
-        else
-            stop_one(jobs[i]);
+    ej_job **all = calloc(n ? n : 1, sizeof(*all));
+    if (all == NULL) {
+        /* One by one then (each still bounded by the drain time). */
+        for (size_t i = 0; i < n; i++) {
+            ejd_job_pause(jobs[i]);
+            ej_job_shutdown(jobs[i]->job);
+        }
+    } else {
+        for (size_t i = 0; i < n; i++)
+            all[i] = jobs[i]->job;
+        /* Every schedule stops first, so no job fires while another
+         * drains; the shutdowns then run together. */
+        if (ej_jobs_shutdown(all, n) == EJ_ETIMEDOUT)
+            EJ_LOG(EJ_LOG_WARN, "daemon", EJ_ETIMEDOUT,
+                   "items still running after the drain timeout were abandoned");
     }
     for (size_t i = 0; i < n; i++)
-        if (started != NULL && started[i])
-            pthread_join(threads[i], NULL);
+        if (!jobs[i]->failed)
+            ejd_metrics_job_stopped(jobs[i]->job);
+    if (all != NULL)
+        ej_jobs_destroy(all, n);
     for (size_t i = 0; i < n; i++) {
-        ejd_metrics_job_stopped(jobs[i]->job);
-        ej_job_destroy(jobs[i]->job);
+        if (all == NULL)
+            ej_job_destroy(jobs[i]->job);
         ej_job_config_fini(&jobs[i]->cfg);
         free(jobs[i]);
     }
-    free(threads);
-    free(started);
+    free(all);
 }

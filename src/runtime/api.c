@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "ejob/config.h"
 #include "ejob/console.h"
 #include "ejob/cron.h"
+#include "ejob/jobs.h"
 #include "ejob/monitor.h"
 #include "runtime/internal.h"
 #include "schedule/internal.h"
@@ -635,4 +637,118 @@ const char *ej_job_name(const ej_job *job)
 const char *ej_job_instance_id(const ej_job *job)
 {
     return job ? job->me : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Many jobs at once (ejob/jobs.h)                                           */
+
+/* fn(jobs[i], i, arg) for every i, on up to EJ_JOBS_PARALLEL threads that
+ * take the next index until none is left: the blocking ZooKeeper calls of
+ * different jobs are in flight together. */
+struct jobs_par {
+    ej_job *const *jobs;
+    size_t n;
+    atomic_size_t next;
+    void (*fn)(ej_job *job, size_t i, void *arg);
+    void *arg;
+};
+
+static void *jobs_par_worker(void *p)
+{
+    struct jobs_par *jp = p;
+    for (;;) {
+        size_t i = atomic_fetch_add(&jp->next, 1);
+        if (i >= jp->n)
+            return NULL;
+        jp->fn(jp->jobs[i], i, jp->arg);
+    }
+}
+
+static void jobs_parallel(ej_job *const *jobs, size_t n,
+                          void (*fn)(ej_job *job, size_t i, void *arg), void *arg)
+{
+    struct jobs_par jp = {.jobs = jobs, .n = n, .fn = fn, .arg = arg};
+    atomic_init(&jp.next, 0);
+    size_t nt = n < EJ_JOBS_PARALLEL ? n : EJ_JOBS_PARALLEL;
+    pthread_t th[EJ_JOBS_PARALLEL];
+    size_t started = 0;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 512 * 1024);
+    /* One job at a time on this thread needs none. */
+    for (size_t t = 0; nt > 1 && t < nt; t++) {
+        if (pthread_create(&th[started], &attr, jobs_par_worker, &jp) != 0)
+            break; /* fewer threads: this one works too */
+        started++;
+    }
+    pthread_attr_destroy(&attr);
+    jobs_par_worker(&jp);
+    for (size_t t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+}
+
+static void start_one(ej_job *job, size_t i, void *arg)
+{
+    int *rcs = arg;
+    rcs[i] = ej_job_start(job);
+}
+
+int ej_jobs_start(ej_job *const *jobs, size_t n, int *rcs)
+{
+    if (n > 0 && jobs == NULL)
+        return EJ_EINVAL;
+    int *own = rcs;
+    if (own == NULL && n > 0 && (own = calloc(n, sizeof *own)) == NULL)
+        return EJ_ENOMEM;
+    int64_t t0 = ej__mono_ms();
+    jobs_parallel(jobs, n, start_one, own);
+    int rc = 0;
+    size_t ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (own[i] == 0)
+            ok++;
+        else if (rc == 0)
+            rc = own[i];
+    }
+    if (own != rcs)
+        free(own);
+    EJ_LOG(EJ_LOG_INFO, MOD, rc, "%zu of %zu job(s) started in %" PRId64 " ms", ok, n,
+           ej__mono_ms() - t0);
+    return rc;
+}
+
+static void shutdown_one(ej_job *job, size_t i, void *arg)
+{
+    atomic_bool *late = arg;
+    (void)i;
+    if (job != NULL && ej_job_shutdown(job) == EJ_ETIMEDOUT)
+        atomic_store(late, true);
+}
+
+int ej_jobs_shutdown(ej_job *const *jobs, size_t n)
+{
+    if (n > 0 && jobs == NULL)
+        return EJ_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (jobs[i] != NULL)
+            ej_job_pause(jobs[i]);
+    atomic_bool late;
+    atomic_init(&late, false);
+    jobs_parallel(jobs, n, shutdown_one, &late);
+    return atomic_load(&late) ? EJ_ETIMEDOUT : 0;
+}
+
+static void destroy_one(ej_job *job, size_t i, void *arg)
+{
+    (void)i;
+    (void)arg;
+    ej_job_destroy(job);
+}
+
+void ej_jobs_destroy(ej_job *const *jobs, size_t n)
+{
+    if (n == 0 || jobs == NULL)
+        return;
+    ej_jobs_shutdown(jobs, n);
+    jobs_parallel(jobs, n, destroy_one, NULL);
 }
