@@ -133,31 +133,56 @@ int ej__exec_split_command(const char *line, char ***argv_out, int *argc_out, ch
 
 /* ------------------------------------------------ item supervision */
 
-/* The process that kills an item's group if the daemon dies (supervise.c). */
+/* What kills an item's group if the daemon dies: the zygote (zygote.c),
+ * one process for all items, or else a process of the item's own
+ * (supervise.c). */
 struct ej__supervisor {
-    pid_t pid; /* the supervisor, leader of the item's process group; -1 when none */
-    int fd;    /* the daemon's end of the lifeline; -1 when none */
+    pid_t pid;   /* the item's process group id; -1 when none */
+    int fd;      /* the daemon's end of the item's socket; -1 when none */
+    bool zygote; /* the zygote started the item (it is not our child) */
+    pid_t sup;   /* own supervisor process (not zygote); -1 when none */
 };
 
 /*
- * posix_spawnp(pid, file, fa, attr, argv, envp) under supervision: first
- * forks a supervising process that leads a new process group, then spawns
- * the item into that group (attr's POSIX_SPAWN_SETPGROUP must be set; its
- * group is replaced). The group's id is sup->pid: signal the item's group
- * with kill(-sup->pid, ...). If this process dies before
- * ej__supervise_end(), or is stopped for a second, the supervisor sends
- * the group SIGTERM at once and SIGKILL grace_ms later. Signals sent to the
- * group (timeout, cancel) do not end the supervisor, except SIGKILL.
- * Returns 0, or an errno value (fork or spawn failure; *pid is then -1 and
- * nothing is left running). Thread-safe.
+ * Start argv (program file, looked up in PATH as posix_spawnp does) with
+ * stdfds[0..2] as its standard descriptors, its signal mask empty and
+ * every signal at its default, leading a process group that is ended if
+ * this process dies before ej__supervise_end(), or is stopped for a
+ * second: SIGTERM at once, SIGKILL grace_ms later. Signal the group with
+ * kill(-sup->pid, ...). Through the zygote when it runs (EJOB_ZYGOTE=0
+ * turns it off); otherwise a supervising process is forked for the item
+ * and fa/attr (which must make the same descriptors, mask and defaults,
+ * with POSIX_SPAWN_SETPGROUP) are used.
+ * Returns 0 and *pid, or an errno value (nothing is left running).
+ * Thread-safe.
  */
 int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file,
                         const posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr,
-                        char *const argv[], char *const envp[], int64_t grace_ms);
+                        char *const argv[], char *const envp[], const int stdfds[3],
+                        int64_t grace_ms);
 
-/* The item is over (its process reaped, stragglers dealt with): the
- * supervisor exits without touching the group, and is reaped; the group id
- * is free for reuse after this. Idempotent. */
+/* A descriptor that becomes readable when the item exits, or -1 (then
+ * look now and then). The caller closes it when it is not sup->fd. */
+int ej__supervise_exit_fd(const struct ej__supervisor *sup, pid_t pid);
+
+/* Has the item exited? 0: not yet; 1: yes, *status is its wait status
+ * (it is reaped or held for ej__supervise_end); -1: it is gone with its
+ * status unknown. */
+int ej__supervise_check(struct ej__supervisor *sup, pid_t pid, int *status);
+
+/* The item is over (exited and checked, stragglers dealt with): the
+ * supervision ends without touching the group, whose id is free for reuse
+ * after this. Idempotent. */
 void ej__supervise_end(struct ej__supervisor *sup);
+
+/* zygote.c: start the item through the zygote. *sock receives the item's
+ * socket (see zygote.c). Returns 0, ENOSYS when there is no zygote, or an
+ * errno value. */
+int ej__zygote_spawn(int *sock, pid_t *pid, const char *path, char *const argv[],
+                     char *const envp[], const int stdfds[3], int64_t grace_ms);
+
+/* 1 and *status when the zygote reported the item's exit, 0 not yet, -1
+ * the zygote is gone. Does not block. */
+int ej__zygote_wait(int sock, int *status);
 
 #endif

@@ -131,26 +131,6 @@ static char **build_env(const char *const *extra, const char *last)
     return env;
 }
 
-/* A descriptor that becomes readable when the child exits; -1 on kernels
- * before 5.3 (the loop then looks for the exit every 50 ms). */
-static int pidfd_open_compat(pid_t pid)
-{
-    return (int)syscall(SYS_pidfd_open, pid, 0);
-}
-
-/* True once the child has exited (not reaped yet). */
-static bool child_exited(pid_t pid, bool *gone)
-{
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0) {
-        /* ECHILD: someone else reaped it (SIGCHLD ignored). */
-        *gone = true;
-        return true;
-    }
-    return si.si_pid == pid;
-}
-
 /* Appends the tail of one stream to the failure cause (the text only: a
  * NUL in the output ends it there). */
 static void append_tail(ej__exec_result *res, const char *name, const struct capture *c)
@@ -204,7 +184,7 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     posix_spawnattr_t attr;
     bool fa_init = false, attr_init = false;
     pid_t pid = -1;
-    struct ej__supervisor sup = {.pid = -1, .fd = -1};
+    struct ej__supervisor sup = {.pid = -1, .fd = -1, .sup = -1};
     int64_t grace = 0;
 
     if (pipe2(pipefd, O_CLOEXEC) != 0 || pipe2(errfd, O_CLOEXEC) != 0 ||
@@ -243,7 +223,8 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                         POSIX_SPAWN_SETSIGDEF);
     grace = job->kill_grace_ms > 0 ? job->kill_grace_ms : DEFAULT_GRACE_MS;
-    rc = ej__supervise_spawn(&sup, &pid, argv[0], &fa, &attr, argv, env, grace);
+    const int stdfds[3] = {devnull, pipefd[1], errfd[1]};
+    rc = ej__supervise_spawn(&sup, &pid, argv[0], &fa, &attr, argv, env, stdfds, grace);
     if (rc != 0) {
         pid = -1;
         ej__exec_fail(res, -rc, "Execute script failure: cannot run '%s': %s", argv[0],
@@ -258,15 +239,16 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     devnull = -1;
     fcntl(pipefd[0], F_SETFL, fcntl(pipefd[0], F_GETFL) | O_NONBLOCK);
     fcntl(errfd[0], F_SETFL, fcntl(errfd[0], F_GETFL) | O_NONBLOCK);
-    pidfd = pidfd_open_compat(pid);
+    pidfd = ej__supervise_exit_fd(&sup, pid);
 
     int64_t start = ej__mono_ms();
     int64_t deadline = job->timeout_ms > 0 ? start + job->timeout_ms : 0;
     int64_t kill_at = 0;
     enum { RUNNING, TERMED, KILLED } kstate = RUNNING;
-    bool pipe_open = true, err_open = true, gone = false;
+    bool pipe_open = true, err_open = true;
+    int status = 0, exited;
     for (;;) {
-        if (child_exited(pid, &gone))
+        if ((exited = ej__supervise_check(&sup, pid, &status)) != 0)
             break;
         int64_t now = ej__mono_ms();
         if (kstate == RUNNING) {
@@ -323,15 +305,7 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
         drain_pipe(errfd[0], &ecap);
     if (kstate != RUNNING)
         kill(-sup.pid, SIGKILL); /* stragglers in the group; the pgid is still ours */
-    int status = 0;
-    bool have_status = false;
-    if (!gone) {
-        while (waitpid(pid, &status, 0) < 0) {
-            if (errno != EINTR)
-                break;
-        }
-        have_status = true;
-    }
+    bool have_status = exited > 0;
     pid = -1;
 
     const char *prog = argv[0];
@@ -367,12 +341,14 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
 
 out:
     if (pid > 0) {
+        int st;
         kill(-sup.pid, SIGKILL);
-        waitpid(pid, NULL, 0);
+        while (ej__supervise_check(&sup, pid, &st) == 0)
+            ej__sleep_ms(1);
     }
-    ej__supervise_end(&sup);
-    if (pidfd >= 0)
+    if (pidfd >= 0 && pidfd != sup.fd)
         close(pidfd);
+    ej__supervise_end(&sup);
     if (pipefd[0] >= 0)
         close(pipefd[0]);
     if (pipefd[1] >= 0)

@@ -1,6 +1,10 @@
 /*
  * Item process groups that never outlive their daemon.
  *
+ * Items are started through the zygote (zygote.c: one supervising process
+ * for all items) when it runs. Without it (EJOB_ZYGOTE=0, or it could not
+ * be started) each item gets a supervisor of its own, as below.
+ *
  * Before a script item is spawned, a small supervising process is forked
  * from the daemon. It leads a new process group, and the item is spawned
  * into that group, so the group is there, and known to the supervisor,
@@ -29,8 +33,12 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -146,13 +154,11 @@ static _Noreturn void supervise(int lifeline, int statfd, int devnull, int64_t g
     end_group(grace_ms);
 }
 
-int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file,
+/* A supervising process of the item's own: forked from this process. */
+static int spawn_forked(struct ej__supervisor *sup, pid_t *pid, const char *file,
                         const posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr,
                         char *const argv[], char *const envp[], int64_t grace_ms)
 {
-    sup->pid = -1;
-    sup->fd = -1;
-    *pid = -1;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return errno;
@@ -179,6 +185,7 @@ int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file
         return e;
     }
     sup->pid = child;
+    sup->sup = child;
     sup->fd = sv[0];
     /* The group must exist before the item joins it: make it here too,
      * in case the supervisor has not run yet (a no-op if it has). */
@@ -194,18 +201,104 @@ int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file
     return 0;
 }
 
+/* file as posix_spawnp finds it: in this process's PATH unless it names a
+ * path. Returns 0 with out set, or ENOENT/EACCES/ENAMETOOLONG. */
+static int find_program(const char *file, char *out, size_t outlen)
+{
+    if (strchr(file, '/') != NULL) {
+        if (strlen(file) >= outlen)
+            return ENAMETOOLONG;
+        memcpy(out, file, strlen(file) + 1);
+        return 0;
+    }
+    const char *path = getenv("PATH");
+    if (path == NULL)
+        path = "/bin:/usr/bin";
+    int rc = ENOENT;
+    for (const char *p = path;; p++) {
+        const char *end = strchr(p, ':');
+        size_t dl = end ? (size_t)(end - p) : strlen(p);
+        int n = snprintf(out, outlen, "%.*s%s%s", (int)dl, p, dl ? "/" : "", file);
+        if (n > 0 && (size_t)n < outlen) {
+            if (access(out, X_OK) == 0) {
+                struct stat st;
+                if (stat(out, &st) == 0 && S_ISREG(st.st_mode))
+                    return 0;
+            } else if (errno == EACCES) {
+                rc = EACCES;
+            }
+        }
+        if (end == NULL)
+            break;
+        p = end;
+    }
+    return rc;
+}
+
+int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file,
+                        const posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr,
+                        char *const argv[], char *const envp[], const int stdfds[3],
+                        int64_t grace_ms)
+{
+    *sup = (struct ej__supervisor){.pid = -1, .fd = -1, .sup = -1};
+    *pid = -1;
+    char path[4096];
+    int rc = find_program(file, path, sizeof path);
+    if (rc != 0)
+        return rc;
+    int sock = -1;
+    rc = ej__zygote_spawn(&sock, pid, path, argv, envp, stdfds, grace_ms);
+    if (rc == 0) {
+        sup->pid = *pid;
+        sup->fd = sock;
+        sup->zygote = true;
+        return 0;
+    }
+    if (rc != ENOSYS && rc != E2BIG)
+        return rc;
+    return spawn_forked(sup, pid, file, fa, attr, argv, envp, grace_ms);
+}
+
+int ej__supervise_exit_fd(const struct ej__supervisor *sup, pid_t pid)
+{
+    if (sup->zygote)
+        return sup->fd;
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+int ej__supervise_check(struct ej__supervisor *sup, pid_t pid, int *status)
+{
+    if (sup->zygote)
+        return ej__zygote_wait(sup->fd, status);
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0)
+        return -1; /* ECHILD: someone else reaped it (SIGCHLD ignored) */
+    if (si.si_pid != pid)
+        return 0;
+    while (waitpid(pid, status, 0) < 0) {
+        if (errno != EINTR)
+            return -1;
+    }
+    return 1;
+}
+
 void ej__supervise_end(struct ej__supervisor *sup)
 {
     if (sup->fd >= 0) {
+        /* The zygote reaps the item once this socket closes; an own
+         * supervisor is told the item ended normally. */
         char b = ITEM_DONE;
-        while (send(sup->fd, &b, 1, MSG_NOSIGNAL) < 0 && errno == EINTR) {
-        }
+        if (!sup->zygote)
+            while (send(sup->fd, &b, 1, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+            }
         close(sup->fd);
         sup->fd = -1;
     }
-    if (sup->pid > 0) {
-        while (waitpid(sup->pid, NULL, 0) < 0 && errno == EINTR) {
+    if (sup->sup > 0) {
+        while (waitpid(sup->sup, NULL, 0) < 0 && errno == EINTR) {
         }
-        sup->pid = -1;
+        sup->sup = -1;
     }
+    sup->pid = -1;
 }

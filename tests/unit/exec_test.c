@@ -300,8 +300,12 @@ static void test_script_context_per_item(void **state)
     d.script.command_line = cmd;
     d.script.env = env;
     const char *params[] = {"Beijing", NULL, "Guang=zhou"};
-    int fds_before = count_fds();
+    /* Counted after the first item: it may start the process that
+     * supervises every item (zygote.c), whose socket stays open. */
+    int fds_before = -1;
     for (int i = 0; i < 3; i++) {
+        if (i == 1)
+            fds_before = count_fds();
         ej_shard_context ctx;
         fill_ctx(&ctx, NULL, i, params[i]);
         ej__exec_result r;
