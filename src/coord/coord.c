@@ -7,7 +7,8 @@
  * and from the sharding view (view.c). Listeners run on the registry's
  * dispatch thread; anything that waits for ZooKeeper events (an election
  * waits for its latch predecessor's watch, delivered on that same thread)
- * is handed to a control task of the scheduler.
+ * or writes to ZooKeeper is handed to a control task: the job's serial
+ * queue in the scheduler, so one job's tasks run one at a time, in order.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -387,7 +388,7 @@ int ej__coord_post(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg)
     t->fn = fn;
     t->arg = arg;
     atomic_fetch_add(&c->refs, 1);
-    int rc = ej__sched_post(c->sched, NULL, ctask_run, t);
+    int rc = ej__sched_post(NULL, c->serial, ctask_run, t);
     if (rc != 0) {
         ej__coord_unref(c);
         free(t);
@@ -456,7 +457,10 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
         ej__coord_unref(c);
         return EJ_ENOMEM;
     }
-    int rc = ej_tree_cache_create(c->reg, c->p_config, ej__coord_on_config_event, c, &c->c_config);
+    int rc = ej__sched_job_create(c->sched, c->job, 1, &c->serial);
+    if (rc == 0)
+        rc = ej_tree_cache_create(c->reg, c->p_config, ej__coord_on_config_event, c,
+                                  &c->c_config);
     if (rc == 0)
         rc = ej_tree_cache_create(c->reg, c->p_servers, ej__coord_on_servers_event, c,
                                   &c->c_servers);
@@ -679,5 +683,9 @@ void ej__coord_destroy(ej__coord *c)
     c->c_config = c->c_servers = c->c_instances = c->c_leader = NULL;
     ej__view_destroy(c->view);
     c->view = NULL;
+    /* Tasks still queued find the coordinator closed and only let go of
+     * it; this returns once they have. */
+    ej__sched_job_destroy(c->serial);
+    c->serial = NULL;
     ej__coord_unref(c);
 }

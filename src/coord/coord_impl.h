@@ -26,6 +26,10 @@ struct ej__coord {
     ej_registry *reg;
     char *job, *me, *ip;
     ej__sched *sched;
+    /* The job's control tasks (ej__coord_post) run here one at a time, in
+     * the order posted: election, crash handling, re-registration and
+     * operator checks of one job never race each other. */
+    ej__sched_job *serial;
     int bound_ms;
     int64_t reconcile_override_ms;
     struct ej__coord_hooks hooks;
