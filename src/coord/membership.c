@@ -200,25 +200,81 @@ void ej__coord_on_instances_event(ej_tree_cache *cache, const struct ej_tree_eve
 /* ------------------------------------------------------------------------ */
 /* Registration                                                              */
 
+/* At start-up of a job new to ZooKeeper (the caches, just loaded, show
+ * neither servers/ nor instances/): servers/, servers/{ip} = val and
+ * instances/ in one transaction, instead of a create that fails for want
+ * of a parent, the parents one by one and the create again, for each. When
+ * leader/ is absent too, the parents the election latch and the resharding
+ * flag will need come with them, of the types they would get (the latch's
+ * as Curator makes them: containers). Returns 0 when written; anything
+ * else leaves it to the general path. */
+static int create_fresh(ej__coord *c, const char *val)
+{
+    if (c->started || ej_tree_cache_exists(c->c_servers, c->p_servers, NULL) ||
+        ej_tree_cache_exists(c->c_instances, c->p_instances, NULL) ||
+        !ej_tree_cache_exists(c->c_config, c->p_config, NULL))
+        return EJ_EAGAIN;
+    /* The parents of the latch and of the flag (the path table's). */
+    char *election =
+        ej__asprintf("%.*s", (int)(strrchr(c->p_el_latch, '/') - c->p_el_latch), c->p_el_latch);
+    char *sharding =
+        ej__asprintf("%.*s", (int)(strrchr(c->p_necessary, '/') - c->p_necessary), c->p_necessary);
+    if (election == NULL || sharding == NULL) {
+        free(election);
+        free(sharding);
+        return EJ_ENOMEM;
+    }
+    struct ej_reg_op ops[7] = {
+        {.type = EJ_REG_OP_CREATE, .path = c->p_servers, .mode = EJ_REG_PERSISTENT},
+        {.type = EJ_REG_OP_CREATE,
+         .path = c->p_my_server,
+         .data = val,
+         .len = strlen(val),
+         .mode = EJ_REG_PERSISTENT},
+        {.type = EJ_REG_OP_CREATE, .path = c->p_instances, .mode = EJ_REG_PERSISTENT},
+        {.type = EJ_REG_OP_CREATE, .path = c->p_leader, .mode = EJ_REG_CONTAINER},
+        {.type = EJ_REG_OP_CREATE, .path = election, .mode = EJ_REG_CONTAINER},
+        {.type = EJ_REG_OP_CREATE, .path = c->p_el_latch, .mode = EJ_REG_CONTAINER},
+        {.type = EJ_REG_OP_CREATE, .path = sharding, .mode = EJ_REG_PERSISTENT},
+    };
+    size_t n = ej_tree_cache_exists(c->c_leader, c->p_leader, NULL) ? 3 : 7;
+    int rc = ej_registry_multi(c->reg, ops, n, NULL);
+    free(election);
+    free(sharding);
+    return rc;
+}
+
 /* servers/{ip}: DISABLED when the config says so; an operator's DISABLED
  * survives a restart unless the config overwrites (ElasticJob rewrites "" on
- * every start). */
+ * every start). At start-up the servers cache, loaded just before, tells
+ * what the node holds; on a new session ZooKeeper is asked. */
 int ej__coord_persist_server(ej__coord *c, bool cfg_disabled, bool overwrite)
 {
     const char *val = EJ_CONSOLE_SERVER_ENABLED;
+    bool at_start = !c->started;
+    char *cur = NULL;
+    int grc = at_start ? ej_tree_cache_get(c->c_servers, c->p_my_server, &cur, NULL, NULL)
+                       : ej_registry_get(c->reg, c->p_my_server, &cur, NULL, NULL);
     if (cfg_disabled) {
         val = EJ_CONSOLE_SERVER_DISABLED;
-    } else {
-        char *cur = NULL;
-        if (ej_registry_get(c->reg, c->p_my_server, &cur, NULL, NULL) == 0 &&
-            strcmp(cur, EJ_CONSOLE_SERVER_DISABLED) == 0 && !overwrite) {
-            EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: server %s stays DISABLED (set by an operator)",
-                   c->job, c->ip);
-            val = EJ_CONSOLE_SERVER_DISABLED;
-        }
-        free(cur);
+    } else if (grc == 0 && strcmp(cur, EJ_CONSOLE_SERVER_DISABLED) == 0 && !overwrite) {
+        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: server %s stays DISABLED (set by an operator)", c->job,
+               c->ip);
+        val = EJ_CONSOLE_SERVER_DISABLED;
     }
-    int rc = ej_registry_persist(c->reg, c->p_my_server, val, strlen(val));
+    bool same = grc == 0 && strcmp(cur, val) == 0;
+    free(cur);
+    int rc = EJ_EAGAIN;
+    if (at_start && grc == 0) {
+        /* Known to exist: one write, or none when it already says so (it
+         * then still counts as written: ElasticJob's rewrite of the same
+         * data changes nothing but the version). */
+        rc = same ? 0 : ej_registry_set(c->reg, c->p_my_server, val, strlen(val), -1, NULL);
+    } else if (at_start) {
+        rc = create_fresh(c, val);
+    }
+    if (rc != 0)
+        rc = ej_registry_persist(c->reg, c->p_my_server, val, strlen(val));
     if (rc != 0)
         ej__coord_set_error(c, "cannot write %s: %s", c->p_my_server, ej_registry_errmsg(c->reg));
     return rc;
