@@ -203,10 +203,10 @@ void ej__coord_on_instances_event(ej_tree_cache *cache, const struct ej_tree_eve
 /* At start-up of a job new to ZooKeeper (the caches, just loaded, show
  * neither servers/ nor instances/): servers/, servers/{ip} = val and
  * instances/ in one transaction, instead of a create that fails for want
- * of a parent, the parents one by one and the create again, for each. When
- * leader/ is absent too, the parents the election latch and the resharding
- * flag will need come with them, of the types they would get (the latch's
- * as Curator makes them: containers). Returns 0 when written; anything
+ * of a parent, the parents one by one and the create again, for each.
+ * (Only persistent nodes: a CONTAINER create inside a transaction is
+ * answered with a result the C client 3.8 misreads, which can abort the
+ * process in its deserialize_multi.) Returns 0 when written; anything
  * else leaves it to the general path. */
 static int create_fresh(ej__coord *c, const char *val)
 {
@@ -214,17 +214,7 @@ static int create_fresh(ej__coord *c, const char *val)
         ej_tree_cache_exists(c->c_instances, c->p_instances, NULL) ||
         !ej_tree_cache_exists(c->c_config, c->p_config, NULL))
         return EJ_EAGAIN;
-    /* The parents of the latch and of the flag (the path table's). */
-    char *election =
-        ej__asprintf("%.*s", (int)(strrchr(c->p_el_latch, '/') - c->p_el_latch), c->p_el_latch);
-    char *sharding =
-        ej__asprintf("%.*s", (int)(strrchr(c->p_necessary, '/') - c->p_necessary), c->p_necessary);
-    if (election == NULL || sharding == NULL) {
-        free(election);
-        free(sharding);
-        return EJ_ENOMEM;
-    }
-    struct ej_reg_op ops[7] = {
+    struct ej_reg_op ops[3] = {
         {.type = EJ_REG_OP_CREATE, .path = c->p_servers, .mode = EJ_REG_PERSISTENT},
         {.type = EJ_REG_OP_CREATE,
          .path = c->p_my_server,
@@ -232,16 +222,8 @@ static int create_fresh(ej__coord *c, const char *val)
          .len = strlen(val),
          .mode = EJ_REG_PERSISTENT},
         {.type = EJ_REG_OP_CREATE, .path = c->p_instances, .mode = EJ_REG_PERSISTENT},
-        {.type = EJ_REG_OP_CREATE, .path = c->p_leader, .mode = EJ_REG_CONTAINER},
-        {.type = EJ_REG_OP_CREATE, .path = election, .mode = EJ_REG_CONTAINER},
-        {.type = EJ_REG_OP_CREATE, .path = c->p_el_latch, .mode = EJ_REG_CONTAINER},
-        {.type = EJ_REG_OP_CREATE, .path = sharding, .mode = EJ_REG_PERSISTENT},
     };
-    size_t n = ej_tree_cache_exists(c->c_leader, c->p_leader, NULL) ? 3 : 7;
-    int rc = ej_registry_multi(c->reg, ops, n, NULL);
-    free(election);
-    free(sharding);
-    return rc;
+    return ej_registry_multi(c->reg, ops, 3, NULL);
 }
 
 /* servers/{ip}: DISABLED when the config says so; an operator's DISABLED
