@@ -6,9 +6,9 @@
  * in a private ZooKeeper, one item each, with a cron that does not fire
  * during the measurement.
  *
- * The process is the test instance program (tests/integration/testnode.c
- * --jobs N: $EJ_TESTNODE, else ../src/runtime/ej_testnode next to this
- * program).
+ * The process is this program run again as the job process: N jobs in one
+ * registry, started together (ej_jobs_start, as `ejob run` starts the jobs
+ * of its file), READY on stdout once all are started.
  *
  * Usage: footprint_bench [jobs_for_rss [jobs_for_threads]]  (100, 1000)
  */
@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ejob/ejob.h"
+#include "ejob/jobs.h"
 #include "zk_fixture.h"
 
 static pid_t child;
@@ -46,24 +48,67 @@ static void on_signal(int sig)
     raise(sig);
 }
 
-static char testnode[PATH_MAX];
+static char self[PATH_MAX];
 
-static void find_testnode(void)
+static void find_self(void)
 {
-    const char *env = getenv("EJ_TESTNODE");
-    if (env) {
-        snprintf(testnode, sizeof testnode, "%s", env);
-        return;
-    }
-    char self[PATH_MAX - 64];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n < 0)
-        n = 0;
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash)
-        *slash = '\0';
-    snprintf(testnode, sizeof testnode, "%s/../src/runtime/ej_testnode", self);
+    self[n > 0 ? n : 0] = '\0';
+}
+
+static volatile sig_atomic_t child_stop;
+
+static void child_on_term(int sig)
+{
+    (void)sig;
+    child_stop = 1;
+}
+
+static int noop_item(const ej_shard_context *ctx, void *user)
+{
+    (void)ctx;
+    (void)user;
+    return 0;
+}
+
+/* The job process: n idle one-item jobs, started together. */
+static int child_main(const char *zk, const char *ns, int n)
+{
+    struct sigaction sa = {.sa_handler = child_on_term};
+    sigaction(SIGTERM, &sa, NULL);
+    ej_registry *reg = NULL;
+    struct ej_registry_opts ro = {.servers = zk, .namespace_ = ns, .session_timeout_ms = 10000};
+    if (ej_registry_create(&reg, &ro) != 0)
+        return 1;
+    struct ej_job_def def = {.type = EJ_JOB_TYPE_SIMPLE, .simple = noop_item};
+    struct ej_job_opts jo = {.def = &def, .ip = "127.0.8.1"};
+    ej_job **jobs = calloc((size_t)n, sizeof *jobs);
+    if (jobs == NULL)
+        return 1;
+    for (int j = 0; j < n; j++) {
+        char name[32];
+        snprintf(name, sizeof name, "fp%d", j);
+        struct ej_job_config cfg;
+        ej_job_config_init(&cfg);
+        ej_job_config_set_str(&cfg.job_name, name);
+        ej_job_config_set_str(&cfg.cron, "0 0 0 1 1 ? 2099");
+        cfg.sharding_total_count = 1;
+        cfg.job_type = EJ_JOB_TYPE_SIMPLE;
+        int rc = ej_job_create(reg, &cfg, &jo, &jobs[j]);
+        ej_job_config_fini(&cfg);
+        if (rc != 0)
+            return 1;
+    }
+    if (ej_jobs_start(jobs, (size_t)n, NULL) != 0)
+        return 1;
+    printf("READY\n");
+    fflush(stdout);
+    while (!child_stop)
+        pause();
+    ej_jobs_destroy(jobs, (size_t)n);
+    free(jobs);
+    ej_registry_destroy(reg);
+    return 0;
 }
 
 static int64_t mono_ms(void)
@@ -100,8 +145,6 @@ static int64_t run_jobs(zkf_server *zk, int jobs, const char *ns)
         return -1;
     char n[16];
     snprintf(n, sizeof n, "%d", jobs);
-    char log[128];
-    snprintf(log, sizeof log, "/tmp/ejob-footprint-%d.log", (int)getpid());
     int64_t t0 = mono_ms();
     pid_t parent = getpid();
     child = fork();
@@ -114,9 +157,7 @@ static int64_t run_jobs(zkf_server *zk, int jobs, const char *ns)
         int null = open("/dev/null", O_WRONLY);
         if (null >= 0)
             dup2(null, 2);
-        execl(testnode, testnode, "--zk", zkf_connect_string(zk), "--ns", ns, "--job", "fp",
-              "--log", log, "--ip", "127.0.8.1", "--count", "1", "--cron", "0 0 0 1 1 ? 2099",
-              "--jobs", n, "--session-ms", "10000", (char *)NULL);
+        execl(self, self, "--child", zkf_connect_string(zk), ns, n, (char *)NULL);
         _exit(127);
     }
     close(pfd[1]);
@@ -136,7 +177,6 @@ static int64_t run_jobs(zkf_server *zk, int jobs, const char *ns)
     }
     buf[k] = '\0';
     close(pfd[0]);
-    unlink(log);
     if (strncmp(buf, "READY", 5) != 0) {
         fprintf(stderr, "footprint_bench: %d jobs did not start\n", jobs);
         return -1;
@@ -146,14 +186,11 @@ static int64_t run_jobs(zkf_server *zk, int jobs, const char *ns)
 
 int main(int argc, char **argv)
 {
+    if (argc == 5 && strcmp(argv[1], "--child") == 0)
+        return child_main(argv[2], argv[3], atoi(argv[4]));
     int rss_jobs = argc > 1 ? atoi(argv[1]) : 100;
     int thr_jobs = argc > 2 ? atoi(argv[2]) : 1000;
-    find_testnode();
-    if (access(testnode, X_OK) != 0) {
-        fprintf(stderr, "footprint_bench: no test instance program at %s (set EJ_TESTNODE)\n",
-                testnode);
-        return 1;
-    }
+    find_self();
     atexit(kill_child);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
