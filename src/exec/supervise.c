@@ -254,7 +254,9 @@ int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file
         sup->zygote = true;
         return 0;
     }
-    if (rc != ENOSYS && rc != E2BIG)
+    /* No zygote, a request too large for it, or all its slots taken: this
+     * item gets a supervisor of its own. */
+    if (rc != ENOSYS && rc != E2BIG && rc != EAGAIN)
         return rc;
     return spawn_forked(sup, pid, file, fa, attr, argv, envp, grace_ms);
 }

@@ -182,7 +182,7 @@ static bool z_request(void)
         return true;
     memcpy(fds, CMSG_DATA(cm), sizeof fds);
     int sock = fds[0];
-    struct zhdr h;
+    struct zhdr h = {0};
     int32_t err = 0;
     if (!read_full(sock, &h, sizeof h) || h.len > PAYLOAD_MAX || h.argc < 1 ||
         (size_t)h.argc + h.envc + 3 > STRS_MAX || !read_full(sock, zbuf, h.len))
