@@ -485,6 +485,51 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     return 0;
 }
 
+/* Start-up step 1: write the config when absent or overwrite, and give
+ * what ZooKeeper holds (caller frees *data). A job new to ZooKeeper costs
+ * one transaction (its node and config together; what was written is what
+ * it holds); a job already there one read, or one write with overwrite.
+ * Anything unexpected goes the general way: exists, persist, read back
+ * (retried). */
+static int config_sync(ej__coord *c, const struct ej_job_config *local, char **data, size_t *len)
+{
+    char *json = ej_job_config_to_json(local);
+    if (json == NULL)
+        return EJ_ENOMEM;
+    size_t jl = strlen(json);
+    struct ej_reg_op ops[2] = {
+        {.type = EJ_REG_OP_CREATE, .path = c->p_root, .mode = EJ_REG_PERSISTENT},
+        {.type = EJ_REG_OP_CREATE,
+         .path = c->p_config,
+         .data = json,
+         .len = jl,
+         .mode = EJ_REG_PERSISTENT},
+    };
+    int rc = ej_registry_multi(c->reg, ops, 2, NULL);
+    if (rc == EJ_ENODEEXISTS && ops[0].result == EJ_ENODEEXISTS) {
+        /* The job's node exists: the config most likely too. */
+        rc = local->overwrite ? ej_registry_set(c->reg, c->p_config, json, jl, -1, NULL)
+                              : ej_registry_get(c->reg, c->p_config, data, len, NULL);
+        if (rc == 0 && !local->overwrite) {
+            free(json);
+            return 0;
+        }
+    }
+    if (rc != 0) {
+        bool exists = false;
+        rc = ej_registry_exists(c->reg, c->p_config, &exists, NULL);
+        if (rc == 0 && (!exists || local->overwrite))
+            rc = ej_registry_persist(c->reg, c->p_config, json, jl);
+        if (rc == 0)
+            rc = ej_registry_get(c->reg, c->p_config, data, len, NULL);
+        free(json);
+        return rc;
+    }
+    *data = json; /* written just now: what ZooKeeper holds */
+    *len = jl;
+    return 0;
+}
+
 int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
                     struct ej_job_config *effective, char *err, size_t errlen)
 {
@@ -496,22 +541,11 @@ int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
     int rc;
     /* 1. The config: persist when absent or overwrite, then always run
      * with what ZooKeeper holds. */
-    bool exists = false;
-    rc = ej_registry_exists(reg, c->p_config, &exists, NULL);
-    if (rc != 0)
-        goto reg_error;
-    if (!exists || local->overwrite) {
-        char *json = ej_job_config_to_json(local);
-        if (json == NULL)
-            return EJ_ENOMEM;
-        rc = ej_registry_persist(reg, c->p_config, json, strlen(json));
-        free(json);
-        if (rc != 0)
-            goto reg_error;
-    }
     char *data = NULL;
     size_t len = 0;
-    rc = ej_registry_get(reg, c->p_config, &data, &len, NULL);
+    rc = config_sync(c, local, &data, &len);
+    if (rc == EJ_ENOMEM)
+        return rc;
     if (rc != 0)
         goto reg_error;
     struct ej_job_config zk;
