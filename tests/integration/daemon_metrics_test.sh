@@ -406,7 +406,7 @@ missed_both() {
 wait_for 30 'ejob_fires_not_run_total counts missed fires: slowJob "busy", slowNoMisfire "running"' \
   missed_both
 grep '^ejob_fires_not_run_total' "$D/f3" | sed 's/^/  /'
-grep -q 'job slowJob: fire missed while items \[0\] still run' "$D/file.log" \
+grep -q 'job slowJob: fire missed while the job still runs: items \[0\] run again' "$D/file.log" \
   && pass "the log says slowJob's items were marked misfire" || fail "no misfire line for slowJob"
 grep -q "status job=slowNoMisfire .*fire not run (running)" "$D/file.log" \
   && pass "the log says slowNoMisfire's fires were not run (running)" \
