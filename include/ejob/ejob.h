@@ -52,6 +52,7 @@
 #include "ejob/cron.h"
 #include "ejob/event.h"
 #include "ejob/job.h"
+#include "ejob/jobs.h"
 #include "ejob/metrics.h"
 #include "ejob/monitor.h"
 #include "ejob/sharding.h"
