@@ -142,7 +142,7 @@ static int high_cloexec(int fd)
 /* Start the item of one request in a new group; the child's descriptors
  * are in, out, err. Returns its pid, or -errno. A failed exec is told on
  * a close-on-exec pipe (EOF: the exec happened), which works whether
- * vfork() shares our memory or, as under AddressSanitizer, is a fork. */
+ * vfork() shares our memory or, as under ThreadSanitizer, is a fork. */
 static pid_t z_start(const char *path, char **argv, char **envp, int in, int out, int err)
 {
     int ep[2];
