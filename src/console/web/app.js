@@ -79,6 +79,12 @@ async function operate(question, method, path, body, after) {
 
 function isAdmin() { return state.session && state.session.role === 'admin'; }
 
+// The page shows one view at a time, and each route() (or the login form)
+// starts a new one. An async view whose request answers after another view
+// started (a slow answer, the reload after a save) must not draw over it.
+let viewSeq = 0;
+const viewIs = seq => seq === viewSeq;
+
 function stopPolling() {
   if (state.timer) clearInterval(state.timer);
   state.timer = null;
@@ -93,6 +99,7 @@ function poll(fn) {
 // ------------------------------------------------------------ login
 
 function showLogin() {
+  viewSeq++;
   stopPolling();
   document.getElementById('nav').hidden = true;
   document.getElementById('logout').hidden = true;
@@ -127,6 +134,7 @@ function jobsView() {
   const table = el('table', { id: 'jobs' },
     el('thead', {}, el('tr', {}, ['Job', 'Status', 'Cron', 'Items', 'Instances', 'Leader', 'Type',
       'Description', 'Config error'].map(h => el('th', {}, h)))), body);
+  const count = el('span', { id: 'jobs-count', class: 'muted' });
   let jobs = [];
   const render = () => {
     const t = text.value.toLowerCase();
@@ -143,13 +151,13 @@ function jobsView() {
         el('td', {}, j.description),
         el('td', { class: 'error' }, j.configError || '')));
     put(body, ...rows);
-    document.getElementById('jobs-count').textContent = rows.length + ' of ' + jobs.length + ' jobs';
+    count.textContent = rows.length + ' of ' + jobs.length + ' jobs';
   };
   text.oninput = render; status.onchange = render; errorsOnly.onchange = render;
   put(document.getElementById('view'), 
     el('h1', {}, 'Jobs'),
     el('div', { class: 'filters' }, text, status, el('label', {}, errorsOnly, ' config errors only'),
-      el('span', { id: 'jobs-count', class: 'muted' })),
+      count),
     table);
   poll(async () => {
     const r = await api('GET', regPath('/jobs'));
@@ -221,7 +229,9 @@ function jobView(job) {
 
 async function configView(job) {
   stopPolling();
+  const seq = viewSeq;
   const r = await api('GET', regPath('/jobs/' + enc(job) + '/config'));
+  if (!viewIs(seq)) return;
   const view = document.getElementById('view');
   if (r.status !== 200) { put(view, el('p', { class: 'error' }, r.data.error)); return; }
   const cfg = r.data.config || {};
@@ -262,6 +272,7 @@ async function configView(job) {
     for (const k of Object.keys(inputs)) document.getElementById('err-' + k).textContent = '';
     general.textContent = '';
     const w = await api('PUT', regPath('/jobs/' + enc(job) + '/config'), { version, config: next });
+    if (!viewIs(seq)) return;
     if (w.status === 200) {
       flash('config of ' + job + (w.data.changed ? ' saved (version ' + w.data.version + ')' : ' unchanged'), true);
       configView(job);
@@ -345,8 +356,10 @@ function historyView(job) {
 
 async function runView(id) {
   stopPolling();
+  const seq = viewSeq;
   const view = document.getElementById('view');
   const r = await api('GET', '/api/history/' + enc(id));
+  if (!viewIs(seq)) return;
   if (r.status !== 200) { put(view, el('h1', {}, 'Run ', id), historyMessage(r)); return; }
   const e = r.data;
   const row = (k, v) => [el('dt', {}, k), el('dd', {}, v === null || v === undefined || v === '' ? '-' : v)];
@@ -399,6 +412,7 @@ function serversView() {
 
 function route() {
   if (!state.session) return showLogin();
+  viewSeq++;
   const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
   for (const a of document.querySelectorAll('#nav a')) a.classList.remove('active');
   if (parts[0] === 'job' && parts[1]) {
