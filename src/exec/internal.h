@@ -133,6 +133,12 @@ int ej__exec_split_command(const char *line, char ***argv_out, int *argc_out, ch
 
 /* ------------------------------------------------ item supervision */
 
+/* True while the process whose /proc/PID/stat statfd reads is stopped
+ * (SIGSTOP, a job-control stop, a debugger): the state follows the last
+ * ')' of "pid (comm) S ...", comm may hold anything. Async-signal-safe,
+ * for the supervisor and the zygote (supervise.c). */
+bool ej__process_stopped(int statfd);
+
 /* What kills an item's group if the daemon dies: the zygote (zygote.c),
  * one process for all items, or else a process of the item's own
  * (supervise.c). */

@@ -63,9 +63,7 @@ static void sleep_ms(int64_t ms)
     }
 }
 
-/* True while the process whose stat file statfd reads is stopped
- * (SIGSTOP, a job-control stop, a debugger). */
-static bool is_stopped(int statfd)
+bool ej__process_stopped(int statfd)
 {
     char buf[512];
     ssize_t n = pread(statfd, buf, sizeof buf - 1, 0);
@@ -106,7 +104,7 @@ static bool wait_item(int statfd)
         }
         if (statfd < 0)
             continue;
-        if (!is_stopped(statfd)) {
+        if (!ej__process_stopped(statfd)) {
             stopped_since = -1;
         } else if (stopped_since < 0) {
             stopped_since = mono_ms();

@@ -116,18 +116,6 @@ static void reply(int sock, int32_t kind, int32_t val)
     }
 }
 
-static bool daemon_stopped(void)
-{
-    char buf[512];
-    ssize_t n = pread(STAT_FD, buf, sizeof buf - 1, 0);
-    if (n <= 0)
-        return false;
-    ssize_t i = n - 1;
-    while (i >= 0 && buf[i] != ')')
-        i--;
-    return i >= 0 && i + 2 < n && (buf[i + 2] == 'T' || buf[i + 2] == 't');
-}
-
 /* The child's write end of the exec-error pipe, at 3 or above so that the
  * dup2s onto 0-2 cannot clobber it. */
 static int high_cloexec(int fd)
@@ -398,7 +386,7 @@ static _Noreturn void zygote_main(int ctl, int statfd)
         /* A daemon gone or frozen cannot stop its items: end them. */
         bool frozen = false;
         if (have_stat && znum > 0) {
-            if (!daemon_stopped())
+            if (!ej__process_stopped(STAT_FD))
                 stopped_since = -1;
             else if (stopped_since < 0)
                 stopped_since = now;
