@@ -27,26 +27,11 @@
 
 #include "ejob/ejob.h"
 #include "ejob/jobs.h"
+#include "bench_child.h"
 #include "zk_fixture.h"
 
-static pid_t child;
 
-static void kill_child(void)
-{
-    if (child > 0) {
-        kill(child, SIGKILL);
-        waitpid(child, NULL, 0);
-        child = 0;
-    }
-}
 
-static void on_signal(int sig)
-{
-    if (child > 0)
-        kill(child, SIGKILL);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
 
 static char self[PATH_MAX];
 
@@ -191,9 +176,7 @@ int main(int argc, char **argv)
     int rss_jobs = argc > 1 ? atoi(argv[1]) : 100;
     int thr_jobs = argc > 2 ? atoi(argv[2]) : 1000;
     find_self();
-    atexit(kill_child);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    bench_child_guard();
     zkf_server *zk = NULL;
     zkf_opts zo = {.tick_ms = 500};
     if (zkf_start(&zk, &zo) != 0) {

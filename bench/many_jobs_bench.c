@@ -43,29 +43,14 @@
 
 #include "ejob/ejob.h"
 #include "ejob/jobs.h"
+#include "bench_child.h"
 #include "zk_fixture.h"
 
 #define FIRE_CRON "0/1 * * * * ?"
 #define IDLE_CRON "0 0 0 1 1 ? 2099"
 
-static pid_t child;
 
-static void kill_child(void)
-{
-    if (child > 0) {
-        kill(child, SIGKILL);
-        waitpid(child, NULL, 0);
-        child = 0;
-    }
-}
 
-static void on_fatal_signal(int sig)
-{
-    if (child > 0)
-        kill(child, SIGKILL);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
 
 static int64_t mono_ms(void)
 {
@@ -809,9 +794,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "many_jobs_bench: no ejob binary at %s (--ejob PATH)\n", o.ejob);
         return 1;
     }
-    atexit(kill_child);
-    signal(SIGINT, on_fatal_signal);
-    signal(SIGTERM, on_fatal_signal);
+    bench_child_guard();
     zkf_server *zk = NULL;
     zkf_opts zo = {.tick_ms = 1000};
     if (zkf_start(&zk, &zo) != 0) {

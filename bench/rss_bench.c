@@ -40,6 +40,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_child.h"
 #include "zk_fixture.h"
 
 #define MAX_MAPS 4096
@@ -69,25 +70,9 @@ static size_t nmaps;
 static char libs[128][256];
 static long lib_rss[128];
 static size_t nlibs;
-static pid_t child;
 static char dir[64];
 
-static void kill_child(void)
-{
-    if (child > 0) {
-        kill(child, SIGKILL);
-        waitpid(child, NULL, 0);
-        child = 0;
-    }
-}
 
-static void on_signal(int sig)
-{
-    if (child > 0)
-        kill(child, SIGKILL);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
 
 static bool read_maps(pid_t pid)
 {
@@ -419,9 +404,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "rss_bench: no ejob binary at %s (set EJOB)\n", ejob);
         return 1;
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    atexit(kill_child);
+    bench_child_guard();
     zkf_server *zk = zkf_shared();
     if (zk == NULL) {
         fprintf(stderr, "rss_bench: cannot start ZooKeeper\n");
