@@ -81,8 +81,15 @@ if(EJ_LIBRARY)
 
   # ejob.pc is written at install time: the prefix is then the one given
   # to `cmake --install --prefix`, not the one of the configure step.
-  set(EJ_PC_LIBDIR ${CMAKE_INSTALL_LIBDIR})
-  set(EJ_PC_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR})
+  # The first pass fills in everything but the prefix.
+  set(EJ_PC_PREFIX "@EJ_PC_PREFIX@")
+  foreach(d LIBDIR INCLUDEDIR)
+    if(IS_ABSOLUTE "${CMAKE_INSTALL_${d}}")
+      set(EJ_PC_${d} "${CMAKE_INSTALL_${d}}")
+    else()
+      set(EJ_PC_${d} "\${prefix}/${CMAKE_INSTALL_${d}}")
+    endif()
+  endforeach()
   configure_file(${PROJECT_SOURCE_DIR}/cmake/ejob.pc.in ${PROJECT_BINARY_DIR}/ejob.pc.in @ONLY)
   install(CODE "
     set(EJ_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
