@@ -33,7 +33,12 @@ typedef void (*ej_log_sink)(ej_log_level level, const char *module, int err, con
 EJ_EXTERN void ej_log_set_level(ej_log_level level);
 EJ_EXTERN ej_log_level ej_log_get_level(void);
 
-/* Format used by the default sink (stderr). */
+/* Format used by the default sink (stderr). Text is
+ * "2026-01-01T10:00:00.000Z info  [module] message (error)"; when stderr is
+ * the systemd journal (JOURNAL_STREAM names stderr's device and inode) it is
+ * "<6>[module] message (error)" instead: a syslog priority the journal
+ * reads (7 debug, 6 info, 4 warn, 3 error) and no time, the journal's own.
+ * JSON lines are the same either way. */
 EJ_EXTERN void ej_log_set_format(ej_log_format format);
 
 /* Replace the sink; NULL restores the default stderr sink. */

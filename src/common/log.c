@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <syslog.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "ejob/error.h"
 #include "ejob/log.h"
@@ -17,6 +20,30 @@ static ej_log_sink sink_fn;
 static void *sink_user;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error", "off"};
+
+/* The syslog priority of each level, as the journal reads it from a "<N>"
+ * prefix (sd-daemon.h's SD_DEBUG, SD_INFO, SD_WARNING, SD_ERR). */
+static const int level_priority[] = {LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERR, LOG_ERR};
+
+/* -1: not yet looked at; then 0 or 1. Read and written under sink_lock. */
+static int to_journal = -1;
+
+/* systemd connects a service's stderr to the journal and says so in
+ * JOURNAL_STREAM ("DEV:INO" of that stream). The variable is inherited by
+ * children whose stderr may go elsewhere, so it counts only when stderr
+ * still is that very stream (systemd.exec(5), $JOURNAL_STREAM). */
+static bool stderr_is_journal(void)
+{
+    const char *js = getenv("JOURNAL_STREAM");
+    unsigned long long dev, ino;
+    char end;
+    if (js == NULL || sscanf(js, "%llu:%llu%c", &dev, &ino, &end) != 2)
+        return false;
+    struct stat st;
+    if (fstat(STDERR_FILENO, &st) != 0)
+        return false;
+    return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
 
 int ej_log_level_parse(const char *name)
 {
@@ -62,8 +89,28 @@ void ej_log_set_sink(ej_log_sink sink, void *user)
     pthread_mutex_unlock(&sink_lock);
 }
 
+/* The journal stamps each line itself and shows the priority, so neither
+ * the time nor the level word is repeated. */
+static void write_journal(ej_log_level level, const char *module, int err, const char *msg)
+{
+    int prio = level_priority[level < EJ_LOG_OFF ? level : EJ_LOG_ERROR];
+    if (err != 0)
+        fprintf(stderr, "<%d>[%s] %s (%s)\n", prio, module, msg, ej_strerror(err));
+    else
+        fprintf(stderr, "<%d>[%s] %s\n", prio, module, msg);
+}
+
+/* Under sink_lock. */
 static void write_stderr(ej_log_level level, const char *module, int err, const char *msg)
 {
+    if (atomic_load(&log_format) == EJ_LOG_TEXT) {
+        if (to_journal < 0)
+            to_journal = stderr_is_journal();
+        if (to_journal) {
+            write_journal(level, module, err, msg);
+            return;
+        }
+    }
     struct timespec ts;
     struct tm tm;
     char when[40];
@@ -82,8 +129,8 @@ static void write_stderr(ej_log_level level, const char *module, int err, const 
                     ej_err_name(err));
         else
             fprintf(stderr,
-                    "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"module\":\"%s\",\"msg\":%s}\n",
-                    when, ts.tv_nsec / 1000000, lvl, module, msg_json ? msg_json : "\"\"");
+                    "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"module\":\"%s\",\"msg\":%s}\n", when,
+                    ts.tv_nsec / 1000000, lvl, module, msg_json ? msg_json : "\"\"");
         free(msg_json);
         return;
     }

@@ -492,6 +492,11 @@ static int first_line_len(const char *s)
     return (int)(n > 300 ? 300 : n);
 }
 
+/* One line per item run at info: its end (succeeded with duration and
+ * source; failed at warn with the reason). Its start and the per-fire
+ * status trace (STAGING, RUNNING, FINISHED) are debug: at a fire every
+ * second they would bury everything else. TASK_ERROR (a fire not run, a
+ * fire that failed) stays a warning. */
 void ej_event_log_sink(const ej_event *ev, void *user)
 {
     (void)user;
@@ -501,7 +506,7 @@ void ej_event_log_sink(const ej_event *ev, void *user)
         const ej_execution_event *e = &ev->u.execution;
         const char *src = ej_execution_source_name(e->execution_source);
         if (e->complete_time_ms == 0) {
-            EJ_LOG(EJ_LOG_INFO, MOD, 0,
+            EJ_LOG(EJ_LOG_DEBUG, MOD, 0,
                    "execution %s job=%s item=%d source=%s task=%s host=%s ip=%s: started", e->id,
                    e->job_name ? e->job_name : "", e->sharding_item, src,
                    e->task_id ? e->task_id : "", e->hostname ? e->hostname : "",
@@ -523,7 +528,7 @@ void ej_event_log_sink(const ej_event *ev, void *user)
     } else if (ev->type == EJ_EVENT_STATUS) {
         const ej_status_event *e = &ev->u.status;
         const char *msg = e->message ? e->message : "";
-        EJ_LOG(e->state == EJ_TASK_ERROR ? EJ_LOG_WARN : EJ_LOG_INFO, MOD, 0,
+        EJ_LOG(e->state == EJ_TASK_ERROR ? EJ_LOG_WARN : EJ_LOG_DEBUG, MOD, 0,
                "status job=%s task=%s items=%s state=%s: %.*s", e->job_name ? e->job_name : "",
                e->task_id ? e->task_id : "", e->sharding_item ? e->sharding_item : "[]",
                ej_task_state_name(e->state), first_line_len(msg), msg);

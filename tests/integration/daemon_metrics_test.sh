@@ -306,7 +306,8 @@ EJOB_IP=127.0.0.21 setpriv --pdeathsig KILL "$E" run -c "$D/fo.yaml" --metrics-l
 PA=$!; zkf_track $PA
 URL=http://127.0.0.1:$MPORT2
 wait_for 30 "survivor ready" is_status /readyz 200
-EJOB_IP=127.0.0.22 setpriv --pdeathsig KILL "$E" run -c "$D/fo.yaml" 2>"$D/b.log" &
+# Debug: the line of an item's start (info logs only its end) tells when to kill it.
+EJOB_IP=127.0.0.22 setpriv --pdeathsig KILL "$E" run -c "$D/fo.yaml" --log-level debug 2>"$D/b.log" &
 PB=$!; zkf_track $PB
 b_runs() { grep -q "job=foJob item=[01] source=NORMAL_TRIGGER.*: started" "$D/b.log"; }
 wait_for 40 "the second instance runs an item" b_runs
