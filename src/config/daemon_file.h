@@ -66,6 +66,14 @@ struct ej_metrics_config {
     char *listen;
 };
 
+/* log: {level, format} (docs/configuration.md). --log-level and
+ * --log-format win over them; a reload applies a changed level or format
+ * that the command line did not set. */
+struct ej_log_config {
+    int level;  /* an ej_log_level (ejob/log.h), or -1 when not given */
+    int format; /* an ej_log_format, or -1 when not given */
+};
+
 /*
  * The whole daemon file. Each job is a complete ej_job_config: elasticJobType
  * gives job_type (SCRIPT or HTTP), props give script_command_line,
@@ -78,6 +86,7 @@ struct ej_daemon_config {
     struct ej_reg_center_config reg_center;
     struct ej_tracing_config tracing;
     struct ej_metrics_config metrics;
+    struct ej_log_config log;
     size_t job_count;
     struct ej_job_config *jobs;
     int *job_lines; /* 1-based line of each job's key in the file */
@@ -102,6 +111,7 @@ void ej_daemon_config_fini(struct ej_daemon_config *cfg);
  *   jobs.yaml:3:1: YAML syntax error: mapping values are not allowed in this context
  *   jobs.yaml:4:9: nested deeper than 64 levels
  *   jobs.yaml:12:11: metrics.listen: "example.com:80": "example.com" is not an IPv4 address ...
+ *   jobs.yaml:14:10: log.level: must be debug, info, warn or error, got "verbose"
  * regCenter.digestFile names a file (relative to the YAML file's directory)
  * whose first line is the digest (ej_config_read_secret_file). A file
  * holding a secret (regCenter.digest, or the digestFile) that is group- or

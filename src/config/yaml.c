@@ -19,6 +19,7 @@
 #include "config/daemon_file.h"
 #include "config/internal.h"
 #include "ejob/error.h"
+#include "ejob/log.h"
 #include "ejob/metrics.h"
 
 /* Mapping pairs visited at most: aliases can make a small file describe an
@@ -757,6 +758,57 @@ static void load_metrics(struct yctx *c, yaml_node_t *map, struct ej_metrics_con
 }
 
 /* ------------------------------------------------------------------------ */
+/* log                                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* One value of log: the words of --log-level and --log-format. "off" is
+ * not offered: a daemon that logs nothing cannot say why it stopped. */
+static int log_word(struct yctx *c, yaml_node_t *v, const char *path, bool level)
+{
+    if (!want_scalar(c, v, path, "a string"))
+        return -1;
+    const char *s = sval(v);
+    int r = -1;
+    if (level)
+        r = ej_log_level_parse(s) == EJ_LOG_OFF ? -1 : ej_log_level_parse(s);
+    else if (strcmp(s, "text") == 0 || strcmp(s, "json") == 0)
+        r = strcmp(s, "json") == 0 ? EJ_LOG_JSON : EJ_LOG_TEXT;
+    if (r < 0) {
+        char shown[128];
+        shown_scalar(v, shown, sizeof(shown));
+        yerr(c, v->start_mark, path, "must be %s, got %s",
+             level ? "debug, info, warn or error" : "text or json", shown);
+    }
+    return r;
+}
+
+/* log: {level: info, format: text}; either may be left out. */
+static void load_log(struct yctx *c, yaml_node_t *map, struct ej_log_config *lc)
+{
+    static const char *const keys[] = {"level", "format"};
+    enum { NKEYS = sizeof keys / sizeof keys[0] };
+    bool seen[NKEYS] = {false};
+
+    if (is_null(map))
+        return;
+    if (map->type != YAML_MAPPING_NODE) {
+        yerr(c, map->start_mark, "log", "expected a mapping, got %s", kind_name(map));
+        return;
+    }
+    struct section_keys it = section_keys(map, "log", keys, sizeof keys[0], NKEYS, seen);
+    yaml_node_t *k, *v;
+    int i;
+    while ((i = section_next(c, &it, &k, &v)) >= 0) {
+        if (is_null(v))
+            continue;
+        if (i == 0)
+            lc->level = log_word(c, v, "log.level", true);
+        else
+            lc->format = log_word(c, v, "log.format", false);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
 /* jobs                                                                      */
 /* ------------------------------------------------------------------------ */
 
@@ -1199,7 +1251,8 @@ static yaml_node_t *top_value(struct yctx *c, yaml_node_t *root, const char *nam
 
 static void load_root(struct yctx *c, struct ej_daemon_config *out)
 {
-    static const char *const keys[] = {"regCenter", "tracing", "defaults", "jobs", "metrics"};
+    static const char *const keys[] = {"regCenter", "tracing", "defaults",
+                                       "jobs",      "metrics", "log"};
     enum { N_KEYS = sizeof(keys) / sizeof(keys[0]) };
     bool seen[N_KEYS] = {false};
     yaml_mark_t start = {0, 0, 0};
@@ -1241,8 +1294,10 @@ static void load_root(struct yctx *c, struct ej_daemon_config *out)
             check_defaults(c, v);
         else if (i == 3)
             load_jobs(c, v, defaults, out);
-        else
+        else if (i == 4)
             load_metrics(c, v, &out->metrics);
+        else
+            load_log(c, v, &out->log);
         if (c->rc != 0)
             return;
     }
@@ -1352,6 +1407,8 @@ int ej_daemon_config_init(struct ej_daemon_config *cfg)
     cfg->tracing.url = NULL;
     cfg->tracing.retention_days = EJ_TRACING_RETENTION_DAYS_DEFAULT;
     cfg->tracing.output_max_bytes = EJ_TRACING_OUTPUT_MAX_DEFAULT;
+    cfg->log.level = -1;
+    cfg->log.format = -1;
     if (rc->server_lists == NULL || rc->name_space == NULL) {
         ej_daemon_config_fini(cfg);
         return EJ_ENOMEM;

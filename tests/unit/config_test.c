@@ -17,6 +17,7 @@
 #include "config/daemon_file.h"
 #include "ejob/config.h"
 #include "ejob/error.h"
+#include "ejob/log.h"
 
 #ifndef EJ_CONFIG_TEST_DATA
 #define EJ_CONFIG_TEST_DATA "tests/data/config"
@@ -1724,6 +1725,62 @@ static void test_yaml_metrics(void **state)
     ej_config_errors_fini(&e);
 }
 
+/* log: {level, format}: the words of --log-level and --log-format; -1
+ * when not given; anything else refused at the value. */
+static void test_yaml_log(void **state)
+{
+    (void)state;
+    struct ej_daemon_config d;
+    struct ej_config_errors e;
+    assert_int_equal(load_yaml("regCenter: {namespace: n}\n", &d, &e), 0);
+    assert_int_equal(d.log.level, -1);
+    assert_int_equal(d.log.format, -1);
+    ej_daemon_config_fini(&d);
+    ej_config_errors_fini(&e);
+    assert_int_equal(
+        load_yaml("regCenter: {namespace: n}\nlog:\n  level: debug\n  format: json\n", &d, &e), 0);
+    assert_int_equal(d.log.level, EJ_LOG_DEBUG);
+    assert_int_equal(d.log.format, EJ_LOG_JSON);
+    ej_daemon_config_fini(&d);
+    ej_config_errors_fini(&e);
+    static const struct {
+        const char *text;
+        int level, format;
+    } good[] = {{"log: {level: WARN}", EJ_LOG_WARN, -1},
+                {"log: {level: warning, format: text}", EJ_LOG_WARN, EJ_LOG_TEXT},
+                {"log: {level: error}", EJ_LOG_ERROR, -1},
+                {"log: {level: info}", EJ_LOG_INFO, -1},
+                {"log: {level: }", -1, -1},
+                {"log:", -1, -1}};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char text[200];
+        snprintf(text, sizeof text, "regCenter: {namespace: n}\n%s\n", good[i].text);
+        if (load_yaml(text, &d, &e) != 0) {
+            dump_errors(&e);
+            fail_msg("refused: %s", good[i].text);
+        }
+        assert_int_equal(d.log.level, good[i].level);
+        assert_int_equal(d.log.format, good[i].format);
+        ej_daemon_config_fini(&d);
+        ej_config_errors_fini(&e);
+    }
+    assert_yaml_error("regCenter: {namespace: n}\nlog:\n  level: verbose\n",
+                      "jobs.yaml:3:10: log.level: must be debug, info, warn or error, got "
+                      "\"verbose\"");
+    assert_yaml_error("regCenter: {namespace: n}\nlog: {level: off}\n",
+                      "jobs.yaml:2:14: log.level: must be debug, info, warn or error, got \"off\"");
+    assert_yaml_error("regCenter: {namespace: n}\nlog: {format: xml}\n",
+                      "jobs.yaml:2:15: log.format: must be text or json, got \"xml\"");
+    assert_yaml_error("regCenter: {namespace: n}\nlog: {level: [debug]}\n",
+                      "jobs.yaml:2:14: log.level: expected a string, got a sequence");
+    assert_yaml_error("regCenter: {namespace: n}\nlog: {levels: debug}\n",
+                      "jobs.yaml:2:7: log: unknown key \"levels\"");
+    assert_yaml_error("regCenter: {namespace: n}\nlog: {level: info, level: debug}\n",
+                      "jobs.yaml:2:20: log: duplicate key \"level\"");
+    assert_yaml_error("regCenter: {namespace: n}\nlog: debug\n",
+                      "jobs.yaml:2:6: log: expected a mapping, got a scalar");
+}
+
 static void test_yaml_job_errors(void **state)
 {
     (void)state;
@@ -2372,6 +2429,7 @@ int main(void)
         cmocka_unit_test(test_yaml_error_file),
         cmocka_unit_test(test_yaml_errors),
         cmocka_unit_test(test_yaml_metrics),
+        cmocka_unit_test(test_yaml_log),
         cmocka_unit_test(test_yaml_job_errors),
         cmocka_unit_test(test_yaml_limits_and_files),
         cmocka_unit_test(test_field_table_every_path),
