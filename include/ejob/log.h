@@ -47,13 +47,16 @@ EJ_EXTERN void ej_log_set_sink(ej_log_sink sink, void *user);
 /* Parse "debug", "info", "warn", "error", "off"; returns -1 when unknown. */
 EJ_EXTERN int ej_log_level_parse(const char *name);
 
+/* "debug", "info", "warn", "error" or "off" (static); "?" when out of range. */
+EJ_EXTERN const char *ej_log_level_name(int level);
+
 EJ_EXTERN void ej_log_write(ej_log_level level, const char *module, int err, const char *fmt, ...)
     EJ_PRINTF(4, 5);
 
-#define EJ_LOG(level, module, err, ...)                                                    \
-    do {                                                                                   \
-        if ((level) >= ej_log_get_level())                                                 \
-            ej_log_write((level), (module), (err), __VA_ARGS__);                           \
+#define EJ_LOG(level, module, err, ...)                                                            \
+    do {                                                                                           \
+        if ((level) >= ej_log_get_level())                                                         \
+            ej_log_write((level), (module), (err), __VA_ARGS__);                                   \
     } while (0)
 
 #endif

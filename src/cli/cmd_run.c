@@ -23,6 +23,7 @@
 #include "cli/cli_util.h"
 #include "cli/daemon.h"
 #include "cli/daemon_metrics.h"
+#include "cli/daemon_notify.h"
 #include "cli/embedded.h"
 
 #define CMD "run"
@@ -48,14 +49,16 @@ static const char usage[] =
     "      --digest USER:PASS  the same on the command line (visible in ps: a\n"
     "                          warning is logged; prefer the ways above)\n"
     "      --log-format F      text (default) or json: one line per log record and\n"
-    "                          per job event, on stderr\n"
-    "      --log-level L       debug, info (default), warn or error\n"
+    "                          per job event, on stderr; overrides log.format. Text\n"
+    "                          to the systemd journal is \"<6>[module] message\"\n"
+    "      --log-level L       debug, info (default: one line per item run), warn\n"
+    "                          or error; overrides the file's log.level\n"
     "      --drain-timeout-ms N  on SIGTERM/SIGINT, how long running items may take\n"
     "                          to finish (default 30000)\n"
     "      --state-dir DIR     state directory of the embedded registry and of the\n"
     "                          default history (STATE_DIR/history.db; env\n"
-    "                          EJOB_STATE_DIR, else $XDG_RUNTIME_DIR/ejob, else\n"
-    "                          /tmp/ejob-$UID)\n"
+    "                          EJOB_STATE_DIR, else systemd's $STATE_DIRECTORY,\n"
+    "                          else $XDG_RUNTIME_DIR/ejob, else /tmp/ejob-$UID)\n"
     "      --check             only load and validate the file, then exit\n"
     "      --metrics-listen ADDR:PORT  serve /metrics (Prometheus), /healthz and\n"
     "                          /readyz over HTTP, e.g. 127.0.0.1:9464 (docs/metrics.md);\n"
@@ -83,7 +86,12 @@ static const char usage[] =
     "                   on at once even while a reload reads a slow or huge\n"
     "                   file or drains a removed job.\n"
     "                   regCenter, tracing and metrics changes need a restart\n"
-    "                   (a warning says so; the running ones are kept).\n"
+    "                   (a warning says so; the running ones are kept);\n"
+    "                   a changed log section applies at once.\n"
+    "\n"
+    "Under systemd (dist/systemd/ejob.service, docs/systemd.md) the daemon tells\n"
+    "the service manager when it is ready, reloading and stopping (sd_notify;\n"
+    "nothing without NOTIFY_SOCKET).\n"
     "\n"
     "The host's IP in instance ids is the first non-loopback IPv4 address\n"
     "(public before site-local), or EJOB_IP when set.\n"
@@ -114,6 +122,10 @@ struct daemon {
     struct running *jobs;
     size_t njobs, cap;
     int drain_ms;
+    /* Log level and format before the file's log section: the command
+     * line's (then fixed), else EJOB_LOG_LEVEL's or the defaults. */
+    int base_level, base_format;
+    bool level_fixed, format_fixed;
     struct reload *reload; /* the reload being read or applied, or NULL */
     bool reload_again;     /* a SIGHUP came while one was going on */
 };
@@ -133,7 +145,8 @@ struct reload {
     int efd; /* written by the thread when done */
     pthread_t thread;
     int rc;
-    bool taken; /* next was moved into the daemon */
+    bool taken;        /* next was moved into the daemon */
+    char outcome[160]; /* how it went, for systemd's STATUS= */
     struct ej_daemon_config next;
     struct ej_config_errors errs;
 };
@@ -175,10 +188,12 @@ static void *reload_main(void *arg)
         reload_free(r); /* abandoned: the daemon may be gone */
         return NULL;
     }
-    if (atomic_load(&r->d->stopping))
+    if (atomic_load(&r->d->stopping)) {
         EJ_LOG(EJ_LOG_INFO, "daemon", 0, "reload: not applied, the daemon is stopping");
-    else
+        snprintf(r->outcome, sizeof r->outcome, "reload not applied (stopping)");
+    } else {
         reload_apply(r->d, r);
+    }
     uint64_t one = 1;
     if (write(r->efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
         EJ_LOG(EJ_LOG_ERROR, "daemon", -errno, "reload: cannot signal the main loop");
@@ -399,6 +414,20 @@ static bool same_str(const char *a, const char *b)
     return strcmp(a != NULL ? a : "", b != NULL ? b : "") == 0;
 }
 
+/* The file's log section, unless the command line set the same. A level
+ * or format the file no longer gives goes back to what it was before. */
+static void apply_log_config(const struct daemon *d, const struct ej_log_config *lc)
+{
+    int level = lc->level >= 0 ? lc->level : d->base_level;
+    int format = lc->format >= 0 ? lc->format : d->base_format;
+    if (!d->format_fixed)
+        ej_log_set_format((ej_log_format)format);
+    if (!d->level_fixed && level != (int)ej_log_get_level()) {
+        ej_log_set_level((ej_log_level)level);
+        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "log level %s", ej_log_level_name(level));
+    }
+}
+
 /* Apply a reload (on its thread) once its file is read. Stops between
  * steps when the daemon is told to stop. */
 static void reload_apply(struct daemon *d, struct reload *rl)
@@ -410,10 +439,12 @@ static void reload_apply(struct daemon *d, struct reload *rl)
                "reload: %s has errors; the running configuration is "
                "kept",
                d->file);
+        snprintf(rl->outcome, sizeof rl->outcome, "reload refused: the file has errors");
         return;
     }
     struct ej_daemon_config next = rl->next;
     log_warnings(&next.warnings, "reload: ");
+    apply_log_config(d, &next.log);
     const struct ej_reg_center_config *a = &d->cfg.reg_center, *b = &next.reg_center;
     if (a->embedded != b->embedded || !same_str(a->server_lists, b->server_lists) ||
         !same_str(a->name_space, b->name_space) || !same_str(a->digest, b->digest) ||
@@ -442,6 +473,7 @@ static void reload_apply(struct daemon *d, struct reload *rl)
             EJ_LOG(EJ_LOG_INFO, "daemon", 0,
                    "reload: stopped after %zu of %zu job(s): the daemon is stopping", i,
                    next.job_count);
+            snprintf(rl->outcome, sizeof rl->outcome, "reload stopped part-way (stopping)");
             return; /* next is freed with the reload */
         }
         const struct ej_job_config *cfg = &next.jobs[i];
@@ -472,6 +504,9 @@ static void reload_apply(struct daemon *d, struct reload *rl)
     EJ_LOG(EJ_LOG_INFO, "daemon", 0,
            "reload done: %zu added, %zu removed, %zu changed, %zu unchanged", added, removed,
            changed, unchanged);
+    snprintf(rl->outcome, sizeof rl->outcome,
+             "last reload: %zu added, %zu removed, %zu changed, %zu unchanged", added, removed,
+             changed, unchanged);
 }
 
 /* Splits "servers[/namespace]" of --registry. */
@@ -486,6 +521,16 @@ static int registry_arg(const char *arg, char *servers, size_t slen, const char 
     if (slash != NULL && slash[1] != '\0')
         *ns = slash + 1;
     return 0;
+}
+
+/* A SIGHUP acted on: systemd hears of the reload, and of its end at once
+ * when it cannot even start. */
+static void begin_reload(struct daemon *d)
+{
+    EJ_LOG(EJ_LOG_INFO, "daemon", 0, "SIGHUP: reloading %s", d->file);
+    ejd_notify_reloading(d->file);
+    if (reload_start(d) != 0)
+        ejd_notify_ready(d->njobs, d->file, "the reload could not start");
 }
 
 static int run_daemon(int argc, char **argv)
@@ -538,9 +583,18 @@ static int run_daemon(int argc, char **argv)
                                                                             : EJ_LOG_TEXT);
     if (log_level != NULL)
         ej_log_set_level((ej_log_level)ej_log_level_parse(log_level));
+    /* systemd's StateDirectory=, unless the command line or EJOB_STATE_DIR
+     * says otherwise. */
+    if (state_dir == NULL && getenv("EJOB_STATE_DIR") == NULL)
+        state_dir = ejd_systemd_state_dir();
 
     struct daemon d;
     memset(&d, 0, sizeof(d));
+    d.base_level = (int)ej_log_get_level();
+    d.base_format =
+        log_format != NULL && strcmp(log_format, "json") == 0 ? EJ_LOG_JSON : EJ_LOG_TEXT;
+    d.level_fixed = log_level != NULL;
+    d.format_fixed = log_format != NULL;
     pthread_mutex_init(&d.jobs_mu, NULL);
     atomic_init(&d.stopping, false);
     d.file = file;
@@ -555,6 +609,7 @@ static int run_daemon(int argc, char **argv)
         return EJ_EXIT_USAGE;
     }
     ej_config_errors_fini(&errs);
+    apply_log_config(&d, &d.cfg.log);
     for (size_t i = 0; i < d.cfg.warnings.count; i++)
         fprintf(stderr, "warning: %s\n", d.cfg.warnings.messages[i]);
     char *secret = NULL;
@@ -618,6 +673,8 @@ static int run_daemon(int argc, char **argv)
     if (servers[0] == '\0') {
         char *dir = ejcli_state_dir(state_dir);
         char err[512] = "";
+        ejd_notify_status("starting the embedded registry (state directory %s)",
+                          dir != NULL ? dir : "?");
         int e = dir != NULL ? ejcli_embedded_join(dir, &d.embedded, err, sizeof(err)) : EJ_ENOMEM;
         if (e != 0) {
             EJ_LOG(EJ_LOG_ERROR, "daemon", e, "embedded registry: %s",
@@ -643,6 +700,7 @@ static int run_daemon(int argc, char **argv)
         .digest = secret != NULL ? secret : rcfg->digest,
         .on_state = ejd_metrics_registry_state,
     };
+    ejd_notify_status("connecting to ZooKeeper at %s", servers);
     int e = ej_registry_create(&d.reg, &opts);
     if (e != 0) {
         EJ_LOG(EJ_LOG_ERROR, "daemon", e, "cannot connect to ZooKeeper at %s: %s", servers,
@@ -660,6 +718,7 @@ static int run_daemon(int argc, char **argv)
         rc = EJ_EXIT_FAILED;
         goto out_reg;
     }
+    ejd_notify_status("registering %zu job(s)", d.cfg.job_count);
     if (start_all(&d) != 0) {
         rc = EJ_EXIT_FAILED;
         goto out_jobs;
@@ -667,6 +726,7 @@ static int run_daemon(int argc, char **argv)
     EJ_LOG(EJ_LOG_INFO, "daemon", 0,
            "running %zu job(s) of %s; registry %s/%s; pid %d (SIGTERM stops, SIGHUP reloads)",
            d.njobs, file, servers, ns, (int)getpid());
+    ejd_notify_ready(d.njobs, file, NULL);
 
     for (;;) {
         struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN},
@@ -678,12 +738,14 @@ static int run_daemon(int argc, char **argv)
             break;
         }
         if (pfd[1].revents & POLLIN) {
+            char outcome[sizeof d.reload->outcome];
+            snprintf(outcome, sizeof outcome, "%s", d.reload->outcome);
             reload_finish(d.reload);
             d.reload = NULL;
+            ejd_notify_ready(d.njobs, file, outcome);
             if (d.reload_again) {
                 d.reload_again = false;
-                EJ_LOG(EJ_LOG_INFO, "daemon", 0, "SIGHUP: reloading %s", d.file);
-                reload_start(&d);
+                begin_reload(&d);
             }
         }
         if (!(pfd[0].revents & POLLIN))
@@ -703,12 +765,12 @@ static int run_daemon(int argc, char **argv)
                        d.file);
                 d.reload_again = true;
             } else {
-                EJ_LOG(EJ_LOG_INFO, "daemon", 0, "SIGHUP: reloading %s", d.file);
-                reload_start(&d);
+                begin_reload(&d);
             }
             continue;
         }
         pause_all(&d);
+        ejd_notify_stopping(si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT", d.drain_ms);
         EJ_LOG(EJ_LOG_INFO, "daemon", 0,
                "%s: stopping; no job fires from now on; running items may take up to %d ms",
                si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT", d.drain_ms);

@@ -57,6 +57,11 @@ int ej_log_level_parse(const char *name)
     return -1;
 }
 
+const char *ej_log_level_name(int level)
+{
+    return level >= 0 && level <= EJ_LOG_OFF ? level_names[level] : "?";
+}
+
 ej_log_level ej_log_get_level(void)
 {
     int level = atomic_load_explicit(&log_level, memory_order_relaxed);
