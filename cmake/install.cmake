@@ -99,20 +99,16 @@ if(EJ_LIBRARY)
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endif()
 
-# Files other parts of the tree provide; each is installed once it exists.
+# Files other parts of the tree provide, each installed when it exists.
+# OPTIONAL checks at install time, so a file added after the configure step
+# is installed too.
 foreach(page ejob.1 ejob-run.1 ejob.yaml.5)
-  if(EXISTS ${PROJECT_SOURCE_DIR}/man/${page})
-    string(REGEX REPLACE ".*\\." "" section ${page})
-    install(FILES ${PROJECT_SOURCE_DIR}/man/${page}
-            DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
-  endif()
+  string(REGEX REPLACE ".*\\." "" section ${page})
+  install(FILES ${PROJECT_SOURCE_DIR}/man/${page}
+          DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} OPTIONAL)
 endforeach()
-foreach(unit ejob.service ejob@.service)
-  if(EXISTS ${PROJECT_SOURCE_DIR}/dist/systemd/${unit})
-    install(FILES ${PROJECT_SOURCE_DIR}/dist/systemd/${unit} DESTINATION ${EJ_SYSTEMD_UNIT_DIR})
-  endif()
-endforeach()
-if(EXISTS ${PROJECT_SOURCE_DIR}/dist/ejob.yaml)
-  install(FILES ${PROJECT_SOURCE_DIR}/dist/ejob.yaml
-          DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/ejob)
-endif()
+install(FILES ${PROJECT_SOURCE_DIR}/dist/systemd/ejob.service
+              ${PROJECT_SOURCE_DIR}/dist/systemd/ejob@.service
+        DESTINATION ${EJ_SYSTEMD_UNIT_DIR} OPTIONAL)
+install(FILES ${PROJECT_SOURCE_DIR}/dist/ejob.yaml
+        DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/ejob OPTIONAL)

@@ -42,6 +42,24 @@ check "public headers installed" test -f "$P/include/ejob/ejob.h"
 check "ejobConfig.cmake installed" test -f "$LIBDIR/cmake/ejob/ejobConfig.cmake"
 check "ejobConfigVersion.cmake installed" test -f "$LIBDIR/cmake/ejob/ejobConfigVersion.cmake"
 
+# Man pages, systemd units and the sample configuration are installed once
+# they exist in the tree, where the build's install directories say.
+cache() { sed -n "s/^$1:[A-Z]*=//p" "$B/CMakeCache.txt"; }
+installed_as() { # SOURCE DIR (relative to the prefix, or absolute: not checked) NAME
+  [ -f "$SRC/$1" ] || return 0
+  case $2 in /*) echo "skip: $1 goes to $2, outside the prefix"; return 0 ;; esac
+  check "$1 installed as $2/$3" cmp -s "$SRC/$1" "$P/$2/$3"
+}
+MANDIR=$(cache CMAKE_INSTALL_MANDIR)
+UNITDIR=$(cache EJ_SYSTEMD_UNIT_DIR)
+SYSCONFDIR=$(cache CMAKE_INSTALL_SYSCONFDIR)
+installed_as man/ejob.1 "${MANDIR:-share/man}/man1" ejob.1
+installed_as man/ejob-run.1 "${MANDIR:-share/man}/man1" ejob-run.1
+installed_as man/ejob.yaml.5 "${MANDIR:-share/man}/man5" ejob.yaml.5
+installed_as dist/systemd/ejob.service "${UNITDIR:-lib/systemd/system}" ejob.service
+installed_as dist/systemd/ejob@.service "${UNITDIR:-lib/systemd/system}" ejob@.service
+installed_as dist/ejob.yaml "${SYSCONFDIR:-etc}/ejob" ejob.yaml
+
 # ------------------------------------------------------------ the library
 soname() { readelf -d "$1" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p'; }
 check "SONAME is libejob.so.0" test "$(soname "$LIBDIR/libejob.so.0")" = libejob.so.0
@@ -57,6 +75,10 @@ check "every EJ_EXTERN declaration is exported" test ! -s "$T/unexported"
 sed 's/^/  declared, not exported: /' "$T/unexported"
 check "nothing else is exported" test ! -s "$T/undeclared"
 sed 's/^/  exported, not declared: /' "$T/undeclared"
+nm -g --defined-only "$LIBDIR/libejob.a" 2>/dev/null | awk 'NF == 3 {print $3}' | sort -u |
+  grep -v '^ej_' >"$T/static_foreign"
+check "libejob.a defines no global name outside ej_" test ! -s "$T/static_foreign"
+sed 's/^/  libejob.a defines: /' "$T/static_foreign"
 
 # ------------------------------------------------------------ pkg-config
 export PKG_CONFIG_PATH=$(dirname "$PC")
