@@ -6,8 +6,12 @@
  *
  *   embed HOST:PORT [NAMESPACE [SECONDS]]
  *
- * Build: part of the ejob build (examples/CMakeLists.txt); link with the
- * ejob modules as that file shows.
+ * Build: part of the ejob build (examples/CMakeLists.txt). Against an
+ * installed ejob (README, "Install"):
+ *
+ *   cc -o embed embed.c $(pkg-config --cflags --libs ejob)
+ *
+ * or from CMake, find_package(ejob 0.1 REQUIRED) and link ejob::ejob.
  */
 #include <signal.h>
 #include <stdatomic.h>
