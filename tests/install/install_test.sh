@@ -64,7 +64,7 @@ installed_as dist/ejob.yaml "${SYSCONFDIR:-etc}/ejob" ejob.yaml
 soname() { readelf -d "$1" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p'; }
 check "SONAME is libejob.so.0" test "$(soname "$LIBDIR/libejob.so.0")" = libejob.so.0
 nm -D --defined-only "$LIBDIR/libejob.so.0" | awk '{print $NF}' | sort -u >"$T/exported"
-python3 "$SRC/tests/install/extern_symbols.py" "$P"/include/ejob/*.h >"$T/declared" ||
+"${PYTHON:-python3}" "$SRC/tests/install/extern_symbols.py" "$P"/include/ejob/*.h >"$T/declared" ||
   fail "reading the EJ_EXTERN declarations"
 echo "exported symbols: $(wc -l <"$T/exported"), EJ_EXTERN declarations: $(wc -l <"$T/declared")"
 check "no ej__ symbol exported" bash -c "! grep -q '^ej__' '$T/exported'"
@@ -81,9 +81,12 @@ check "libejob.a defines no global name outside ej_" test ! -s "$T/static_foreig
 sed 's/^/  libejob.a defines: /' "$T/static_foreign"
 
 # ------------------------------------------------------------ pkg-config
-export PKG_CONFIG_PATH=$(dirname "$PC")
-CFLAGS_PC=$(pkg-config --cflags ejob) && LIBS_PC=$(pkg-config --libs ejob) &&
-  LIBS_STATIC=$(pkg-config --static --libs ejob) || { fail "pkg-config ejob"; exit 1; }
+PKG_CONFIG_PATH=$(dirname "$PC")
+export PKG_CONFIG_PATH
+if ! { CFLAGS_PC=$(pkg-config --cflags ejob) && LIBS_PC=$(pkg-config --libs ejob) &&
+       LIBS_STATIC=$(pkg-config --static --libs ejob); }; then
+  fail "pkg-config ejob"; exit 1
+fi
 echo "pkg-config --cflags --libs: $CFLAGS_PC $LIBS_PC"
 echo "pkg-config --static --libs: $LIBS_STATIC"
 check "pkg-config --modversion is 0.1.0" test "$(pkg-config --modversion ejob)" = 0.1.0
@@ -96,7 +99,6 @@ check "embed.c builds with pkg-config (shared)" \
 check "embed.c builds with pkg-config --static (libejob.a)" \
   "$CC" -o "$T/embed_static" "$SRC/examples/embed.c" $CFLAGS_PC ${LIBS_STATIC//-lejob/-l:libejob.a}
 
-needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
 check "embed_shared needs libejob.so.0" bash -c "readelf -d '$T/embed_shared' | grep -q 'NEEDED.*\[libejob.so.0\]'"
 check "embed_static does not need libejob" bash -c "test -x '$T/embed_static' && ! readelf -d '$T/embed_static' | grep -q 'NEEDED.*libejob'"
 RESOLVED=$(LD_LIBRARY_PATH=$LIBDIR ldd "$T/embed_shared" | awk '$1 == "libejob.so.0" {print $3}')
