@@ -29,11 +29,20 @@ if(EJ_LIBRARY)
   foreach(m ${ej_all_modules})
     list(APPEND ej_lib_objects $<TARGET_OBJECTS:${m}>)
   endforeach()
-  # What the modules link outside the project; the link interface of
-  # libejob.a, and Requires.private / Libs.private of ejob.pc below.
-  set(ej_lib_deps PkgConfig::JANSSON PkgConfig::YAML PkgConfig::SQLITE PkgConfig::PQ
-                  PkgConfig::MHD PkgConfig::CURL ej_zookeeper ${EJ_CRYPT_LIBRARY} m
-                  Threads::Threads)
+  # What the modules link outside the project: what libejob.so links and
+  # the link interface of libejob.a in the build tree. cmake/ejob.pc.in
+  # and cmake/ejobConfig.cmake.in name the same libraries for installed
+  # copies (tests/install links libejob.a through each of them).
+  set(ej_lib_deps "")
+  foreach(m ${ej_all_modules})
+    get_target_property(libs ${m} LINK_LIBRARIES)
+    foreach(l ${libs})
+      if(NOT l IN_LIST ej_all_modules)
+        list(APPEND ej_lib_deps ${l})
+      endif()
+    endforeach()
+  endforeach()
+  list(REMOVE_DUPLICATES ej_lib_deps)
 
   # The shared library exports only EJ_EXTERN declarations (the modules are
   # compiled with -fvisibility=hidden); -z defs makes a missing dependency a
