@@ -176,7 +176,10 @@ grep -q '^<6>\[daemon\] running 1 job(s)' "$D/daemon.log" && pass "info is <6>" 
 grep -q '^<3>\[daemon\] reload: ' "$D/daemon.log" && grep -q '^<4>\[daemon\] reload: .* has errors' "$D/daemon.log" \
   && pass "errors are <3>, warnings <4>" || fail "priorities of the refused reload: $(grep reload "$D/daemon.log")"
 sed 's/^/  stderr: /' "$D/daemon.log" | head -12
-[ -f "$D/state/history.db" ] && pass "\$STATE_DIRECTORY holds the history" || fail "no $D/state/history.db"
+# The history store opens its file at the first event: the log says where.
+grep -q "^<6>\[daemon\] history: SQLite $D/state/history.db " "$D/daemon.log" \
+  && pass "\$STATE_DIRECTORY is the state directory (history.db there)" \
+  || fail "history not in \$STATE_DIRECTORY: $(grep history: "$D/daemon.log")"
 
 [ $FAILS -eq 0 ] && echo "daemon_systemd_test: all passed" || echo "daemon_systemd_test: $FAILS failure(s)"
 exit $FAILS
