@@ -2,6 +2,7 @@
 """Checks the man pages against what they describe.
 
 Each page must render with `man -l` without a single groff or mdoc warning,
+have a NAME line that whatis can index,
 and must name everything a user can type: ejob(1) every command that
 `ejob --help` lists, ejob-run(1) every option of `ejob run --help`, and
 ejob.yaml(5) every key the daemon file's reader accepts (the job keys of
@@ -32,6 +33,14 @@ def render(page):
     if r.stderr.strip():
         fail(f"{page}: warnings while rendering:\n{r.stderr.strip()}")
     return r.stdout
+
+
+def whatis(page, name):
+    """mandb files a page under what lexgrog reads from its NAME section:
+    one name, no space in it, or whatis and apropos never find the page."""
+    r = subprocess.run(["lexgrog", page], capture_output=True, text=True, timeout=30)
+    if r.returncode != 0 or f'"{name} - ' not in r.stdout:
+        fail(f"{page}: lexgrog reads no whatis entry for {name!r}: {r.stdout.strip()}")
 
 
 def help_text(ejob, *args):
@@ -91,6 +100,7 @@ def main():
     pages = {"ejob.1": "EJOB(1)", "ejob-run.1": "EJOB-RUN(1)", "ejob.yaml.5": "EJOB.YAML(5)"}
     for page, title in pages.items():
         out = render(os.path.join(man, page))
+        whatis(os.path.join(man, page), page.rsplit(".", 1)[0])
         for want in (title, "NAME", "SYNOPSIS", "DESCRIPTION", "SEE ALSO"):
             if want not in out:
                 fail(f"{page}: rendered page lacks {want!r}")

@@ -115,12 +115,13 @@ static int open_reader(const struct store_args *a, ej_trace_reader **out)
         target = where.target;
     }
     rc = ej_trace_reader_open(&target, out, err, sizeof err);
-    ejd_trace_where_fini(&where);
+    /* target.url points into where: the messages come before its fini. */
     if (rc == EJ_ENOTFOUND)
-        return ejcli_fail(CMD, "no history in %s (%s)", target.url, err);
-    if (rc != 0)
-        return ejcli_fail(CMD, "cannot read the history: %s", err[0] ? err : ej_strerror(rc));
-    return 0;
+        ejcli_fail(CMD, "no history in %s (%s)", target.url, err);
+    else if (rc != 0)
+        ejcli_fail(CMD, "cannot read the history: %s", err[0] ? err : ej_strerror(rc));
+    ejd_trace_where_fini(&where);
+    return rc == 0 ? 0 : 1;
 }
 
 /* ------------------------------------------------------------- output */

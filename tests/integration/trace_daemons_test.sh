@@ -176,6 +176,10 @@ unset EJOB_TRACING_PASSWORD
 rc=0; "$E" history --store "postgresql://ejob:x@127.0.0.1:$PGPORT/postgres" >/dev/null 2>"$D/err" || rc=$?
 check "a password in --store is refused (exit $rc)" [ "$rc" = 2 ]
 check "  ... saying where passwords go" grep -q "EJOB_TRACING_PASSWORD" "$D/err"
+mkdir -p "$D/nohistory"
+rc=0; "$E" history --state-dir "$D/nohistory" >/dev/null 2>"$D/err" || rc=$?
+check "no history file: exit 1 (exit $rc)" [ "$rc" = 1 ]
+check "  ... naming the file it looked for" grep -q "no history in $D/nohistory/history.db " "$D/err"
 
 echo "$FAILS failure(s)"
 [ "$FAILS" = 0 ]
