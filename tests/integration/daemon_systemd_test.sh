@@ -32,14 +32,18 @@ for u in ejob.service ejob@.service; do
   sed "s|^ExecStart=/usr/bin/ejob |ExecStart=$E |" "$UNITS/$u" >"$V/$u"
   grep -q "^ExecStart=$E run " "$V/$u" || fail "$u: no ExecStart=/usr/bin/ejob run ... to rewrite"
 done
+# verify also runs man for each Documentation= page: give it this tree's.
+mkdir -p "$V/man/man1" "$V/man/man5"
+cp "$UNITS/../../man/ejob.1" "$UNITS/../../man/ejob-run.1" "$V/man/man1/"
+cp "$UNITS/../../man/ejob.yaml.5" "$V/man/man5/"
 for u in ejob.service ejob@demo.service; do
-  out=$(cd "$V" && systemd-analyze verify "./$u" 2>&1); rc=$?
+  out=$(cd "$V" && MANPATH="$V/man" systemd-analyze verify "./$u" 2>&1); rc=$?
   [ $rc -eq 0 ] && [ -z "$out" ] && pass "systemd-analyze verify $u: clean" \
     || fail "systemd-analyze verify $u: rc $rc: $out"
 done
 # The verification can fail: a misspelt key is reported.
 sed 's/^KillMode=/KillMod=/' "$V/ejob.service" >"$V/broken.service"
-out=$(cd "$V" && systemd-analyze verify ./broken.service 2>&1)
+out=$(cd "$V" && MANPATH="$V/man" systemd-analyze verify ./broken.service 2>&1)
 grep -q "Unknown key" <<<"$out" && pass "a misspelt key is reported by verify" || fail "verify missed a bad key: $out"
 for k in "Type=notify" "KillMode=mixed" "User=ejob" "Group=ejob" "Restart=on-failure" \
   "NoNewPrivileges=yes" "ProtectSystem=strict" "ExecReload=/bin/kill -HUP \$MAINPID"; do
