@@ -45,6 +45,10 @@ struct ej_tree_cache {
     char *root_path;
     ej_tree_cache_fn fn;
     void *user;
+    /* What to read of each node (ej__tree_cache_set_shape): fixed before
+     * the start; NULL: everything. */
+    ej__tree_cache_shape_fn shape;
+    void *shape_user;
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -444,6 +448,77 @@ static void unregister_cache(ej_registry *reg, uint64_t id)
 /* ------------------------------------------------------------------------ */
 /* Applying answers                                                          */
 
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Levels below "/": 0 for "/", 2 for "/a/b". */
+static size_t segments(const char *path)
+{
+    size_t k = 0;
+    if (strcmp(path, "/") != 0)
+        for (; *path; path++)
+            k += *path == '/';
+    return k;
+}
+
+/* What the cache reads of the node at path (the root is never skipped). */
+static int shape_of(const ej_tree_cache *c, const char *path)
+{
+    if (!c->shape)
+        return EJ__TREE_ALL;
+    int k = c->shape(path, segments(path) - segments(c->root_path), c->shape_user);
+    return k == EJ__TREE_SKIP && strcmp(path, c->root_path) == 0 ? EJ__TREE_ALL : k;
+}
+
+/* Read a node the cache does not know yet, as its shape says. */
+static void load(ej_tree_cache *c, const char *path, int flags)
+{
+    if (shape_of(c, path) == EJ__TREE_CHILDREN)
+        issue(c, path, R_CHILDREN, flags & F_DEEP);
+    else
+        issue(c, path, R_DATA, flags | F_THEN_CHILDREN);
+}
+
+/* A node whose data the cache does not read: a children answer (stat st)
+ * tells that it exists, and by its czxid whether it is the node cached. */
+static void children_node_seen(ej_tree_cache *c, struct tnode *n, const struct Stat *zst)
+{
+    struct ej_node_stat st, oldst = n->stat;
+    ej__reg_stat_from_zk(&st, zst);
+    bool added = false, replaced = false;
+    struct nlist l = {0};
+    char *empty = n->data ? NULL : calloc(1, 1);
+    pthread_mutex_lock(&c->mu);
+    if (!n->data) {
+        if (!empty) {
+            pthread_mutex_unlock(&c->mu);
+            c->load_failed = true;
+            return;
+        }
+        n->data = empty;
+        n->len = 0;
+    }
+    if (n->state != N_LIVE) {
+        added = true;
+        n->state = N_LIVE;
+        c->nlive++;
+    } else if (n->stat.czxid != st.czxid) {
+        /* Deleted and created again unseen: what was below it is gone. */
+        replaced = true;
+        detach_subtree(c, n, &l, false);
+    }
+    n->stat = st;
+    pthread_mutex_unlock(&c->mu);
+    if (replaced) {
+        report_removed(c, &l);
+        emit(c, EJ_TREE_NODE_REMOVED, n->path, n->data, 0, &oldst);
+    }
+    if (added || replaced)
+        emit(c, EJ_TREE_NODE_ADDED, n->path, n->data, 0, &n->stat);
+}
+
 /* The node is gone from the server. */
 static void node_gone(ej_tree_cache *c, struct tnode *n)
 {
@@ -530,24 +605,30 @@ static void handle_data(ej_tree_cache *c, struct creq *r)
     free(old);
     if (c->destroyed)
         return;
-    /* Ephemeral nodes cannot have children: no child watch needed. */
+    /* Ephemeral nodes cannot have children, and a leaf's are of no
+     * interest: no child watch needed. */
     bool want_children = (r->flags & F_THEN_CHILDREN) || kind == K_REPLACED;
-    if (want_children && st.ephemeral_owner == 0)
+    if (want_children && st.ephemeral_owner == 0 && shape_of(c, n->path) == EJ__TREE_ALL)
         issue(c, n->path, R_CHILDREN, r->flags & F_DEEP);
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 static void handle_children(ej_tree_cache *c, struct creq *r)
 {
     struct tnode *n = lookup(c, r->path);
     if (r->rc == ZNONODE) {
+        bool bare = n && shape_of(c, n->path) == EJ__TREE_CHILDREN;
         if (n && n->state == N_LIVE)
             node_gone(c, n);
+        else if (bare && n == c->root)
+            issue(c, n->path, R_EXISTS, 0); /* learn when it comes */
+        else if (bare && n->state != N_ABSENT)
+            node_gone(c, n); /* gone before its first answer */
         return;
+    }
+    if (r->rc == ZOK && n && shape_of(c, n->path) == EJ__TREE_CHILDREN) {
+        children_node_seen(c, n, &r->st);
+        if (c->destroyed)
+            return;
     }
     /* A node not (yet) live asks for its children itself once its data is
      * in. */
@@ -576,9 +657,13 @@ static void handle_children(ej_tree_cache *c, struct creq *r)
             continue;
         }
         struct tnode *k = lookup(c, path);
+        if (!k && shape_of(c, path) == EJ__TREE_SKIP) {
+            free(path);
+            continue;
+        }
         if (k) {
             if (r->flags & F_DEEP)
-                issue(c, path, R_DATA, F_THEN_CHILDREN | F_DEEP);
+                load(c, path, F_DEEP);
         } else if ((k = node_new(path))) {
             pthread_mutex_lock(&c->mu);
             if (kid_add(n, k) == 0) {
@@ -589,7 +674,7 @@ static void handle_children(ej_tree_cache *c, struct creq *r)
             }
             pthread_mutex_unlock(&c->mu);
             if (k)
-                issue(c, path, R_DATA, F_THEN_CHILDREN);
+                load(c, path, 0);
             else
                 c->load_failed = true;
         } else {
@@ -602,7 +687,7 @@ static void handle_children(ej_tree_cache *c, struct creq *r)
 static void handle_exists(ej_tree_cache *c, struct creq *r)
 {
     if (r->rc == ZOK && c->root->state != N_LIVE)
-        issue(c, c->root->path, R_DATA, F_THEN_CHILDREN | F_DEEP);
+        load(c, c->root->path, F_DEEP);
 }
 
 static void on_creq(ej_registry *reg, struct ej__reg_item *item)
@@ -645,7 +730,7 @@ static void on_cwatch(ej_registry *reg, struct ej__reg_item *item)
         goto out_free;
     if (w->type == ZOO_CREATED_EVENT) {
         if (n == c->root)
-            issue(c, n->path, R_DATA, F_THEN_CHILDREN | F_DEEP);
+            load(c, n->path, F_DEEP);
     } else if (w->type == ZOO_DELETED_EVENT) {
         if (n->state != N_ABSENT)
             node_gone(c, n);
@@ -668,7 +753,7 @@ static void reload(ej_tree_cache *c, bool announce)
     c->load_failed = false;
     if (announce)
         c->init_pending = true;
-    issue(c, c->root->path, R_DATA, F_THEN_CHILDREN | F_DEEP);
+    load(c, c->root->path, F_DEEP);
     check_initialized(c);
 }
 
@@ -795,6 +880,15 @@ int ej_tree_cache_create(ej_registry *reg, const char *root, ej_tree_cache_fn li
         return rc;
     }
     *out = c;
+    return 0;
+}
+
+int ej__tree_cache_set_shape(ej_tree_cache *c, ej__tree_cache_shape_fn fn, void *user)
+{
+    if (!c)
+        return ej__reg_fail(EJ_EINVAL, "tree_cache_set_shape: cache is NULL");
+    c->shape = fn;
+    c->shape_user = user;
     return 0;
 }
 

@@ -222,6 +222,28 @@ void ej__reg_live_on_session_event(ej_registry *reg, int zk_state);
  * at most timeout_ms. */
 void ej__reg_live_wait_contact(ej_registry *reg, int timeout_ms);
 
+/* cache.c: what a tree cache reads of a node (Curator's TreeCache reads
+ * everything; its setMaxDepth is a coarse form of this). Every watch costs
+ * a read at the load and another after each change it reports, on the
+ * server and here: a cache need not watch what its user never looks at. */
+enum {
+    EJ__TREE_ALL = 0,  /* data and children, both watched */
+    EJ__TREE_DATA,     /* data only: a leaf; its children neither read nor watched */
+    EJ__TREE_CHILDREN, /* children only: its data is neither read (the cache
+                        * shows "") nor watched; its children watch still
+                        * tells its deletion */
+    EJ__TREE_SKIP,     /* not cached at all (not for the root) */
+};
+/* The shape of the node at path (namespace-relative), depth levels below
+ * the cache's root. Runs on the dispatch thread; must not block or call
+ * the registry. */
+typedef int (*ej__tree_cache_shape_fn)(const char *path, size_t depth, void *user);
+
+/* Give a cache not yet started a shape function (NULL: EJ__TREE_ALL for
+ * every node). user must outlive the cache. Returns 0 or EJ_EINVAL. Not
+ * thread-safe: call before ej_tree_cache_start. */
+int ej__tree_cache_set_shape(ej_tree_cache *c, ej__tree_cache_shape_fn fn, void *user);
+
 /* cache.c: a connection came back (same or new session). Dispatch thread. */
 void ej__tree_cache_on_session(ej_registry *reg, bool new_session);
 /* cache.c: free every cache left at registry destroy. Dispatch thread. */

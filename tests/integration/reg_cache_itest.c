@@ -1,7 +1,8 @@
 /* The tree cache against a real ZooKeeper: initial load, events, reads,
  * removal with the last data, a missing root, destroy from the listener,
- * and convergence after a burst of 1,000 concurrent changes by another
- * client. One shared server, a fresh namespace per test. */
+ * a cache that reads only part of its subtree (its shape), and convergence
+ * after a burst of 1,000 concurrent changes by another client. One shared
+ * server, a fresh namespace per test. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 
 #include "ejob/log.h"
 #include "ejob/registry.h"
+#include "reg/internal.h"
 #include "zk_fixture.h"
 
 static int64_t now_ms(void)
@@ -477,6 +479,98 @@ static void test_cache_missing_root_and_destroy_in_listener(void **state)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Shapes: a cache reads only what its shape asks for.                       */
+
+static int shape_fn(const char *path, size_t depth, void *user)
+{
+    (void)user;
+    if (depth == 0)
+        return EJ__TREE_CHILDREN;
+    if (strcmp(path + strlen(path) - 5, "/skip") == 0)
+        return EJ__TREE_SKIP;
+    return EJ__TREE_DATA;
+}
+
+static void test_cache_shape(void **state)
+{
+    (void)state;
+    char *ns = zkf_unique_namespace("shape");
+    ej_registry *reg = open_ns(ns);
+    ej_registry *other = open_ns(ns);
+    assert_int_equal(ej_registry_persist(other, "/s", "rootdata", 8), 0);
+    assert_int_equal(ej_registry_persist(other, "/s/a/deep", "d", 1), 0);
+    assert_int_equal(ej_registry_set(other, "/s/a", "1", 1, -1, NULL), 0);
+    assert_int_equal(ej_registry_persist(other, "/s/skip/x", "k", 1), 0);
+    struct recorder r, r2;
+    rec_init(&r);
+    rec_init(&r2);
+    ej_tree_cache *cache = NULL, *later = NULL;
+    assert_int_equal(ej_tree_cache_create(reg, "/s", on_event, &r, &cache), 0);
+    assert_int_equal(ej_tree_cache_create(reg, "/t", on_event, &r2, &later), 0);
+    assert_int_equal(ej__tree_cache_set_shape(cache, shape_fn, NULL), 0);
+    assert_int_equal(ej__tree_cache_set_shape(later, shape_fn, NULL), 0);
+    assert_int_equal(ej__tree_cache_set_shape(NULL, shape_fn, NULL), EJ_EINVAL);
+    assert_int_equal(ej_registry_barrier(reg, 2000), 0);
+    uint64_t before = ej_registry_request_count(reg);
+    assert_int_equal(ej_tree_cache_start(cache), 0);
+    assert_int_equal(ej_tree_cache_wait_initialized(cache, 5000), 0);
+    /* The children of /s and the data of /s/a: nothing else was read. */
+    assert_int_equal(ej_registry_request_count(reg) - before, 2);
+    assert_int_equal(ej_tree_cache_size(cache), 2);
+    char *data = NULL;
+    assert_int_equal(ej_tree_cache_get(cache, "/s", &data, NULL, NULL), 0);
+    assert_string_equal(data, ""); /* not read */
+    free(data);
+    assert_int_equal(ej_tree_cache_get(cache, "/s/a", &data, NULL, NULL), 0);
+    assert_string_equal(data, "1");
+    free(data);
+    assert_false(ej_tree_cache_exists(cache, "/s/a/deep", NULL));
+    assert_false(ej_tree_cache_exists(cache, "/s/skip", NULL));
+
+    /* Children and leaf data are watched; the root's data and what is
+     * below a leaf are not. */
+    size_t mark = rec_count(&r);
+    assert_int_equal(ej_registry_set(other, "/s", "x", 1, -1, NULL), 0);
+    assert_int_equal(ej_registry_persist(other, "/s/a/deep2", "", 0), 0);
+    assert_int_equal(ej_registry_persist(other, "/s/b", "2", 1), 0);
+    assert_true(wait_ev(&r, mark, EJ_TREE_NODE_ADDED, "/s/b", 3000) >= 0);
+    assert_int_equal(ej_registry_set(other, "/s/a", "1b", 2, -1, NULL), 0);
+    long u = wait_ev(&r, mark, EJ_TREE_NODE_UPDATED, "/s/a", 3000);
+    assert_true(u >= 0);
+    assert_string_equal(r.v[u].data, "1b");
+    assert_int_equal(ej_registry_barrier(reg, 2000), 0);
+    assert_int_equal(rec_count(&r) - mark, 2);
+
+    /* The root deleted and created again: seen through its children watch
+     * and then the exists watch. */
+    assert_int_equal(ej_registry_delete_recursive(other, "/s"), 0);
+    assert_true(wait_ev(&r, mark, EJ_TREE_NODE_REMOVED, "/s", 3000) >= 0);
+    assert_true(find_ev(&r, mark, EJ_TREE_NODE_REMOVED, "/s/a") >= 0);
+    assert_int_equal(ej_tree_cache_size(cache), 0);
+    mark = rec_count(&r);
+    assert_int_equal(ej_registry_persist(other, "/s/c", "3", 1), 0);
+    assert_true(wait_ev(&r, mark, EJ_TREE_NODE_ADDED, "/s/c", 3000) >= 0);
+    assert_true(find_ev(&r, mark, EJ_TREE_NODE_ADDED, "/s") >= 0);
+
+    /* A root missing at the start. */
+    assert_int_equal(ej_tree_cache_start(later), 0);
+    assert_int_equal(ej_tree_cache_wait_initialized(later, 5000), 0);
+    assert_int_equal(ej_tree_cache_size(later), 0);
+    assert_int_equal(ej_registry_persist(other, "/t/a", "4", 1), 0);
+    assert_true(wait_ev(&r2, 0, EJ_TREE_NODE_ADDED, "/t/a", 3000) >= 0);
+    assert_true(find_ev(&r2, 0, EJ_TREE_NODE_ADDED, "/t") >= 0);
+
+    ej_tree_cache_destroy(cache);
+    ej_tree_cache_destroy(later);
+    assert_int_equal(ej_registry_delete_recursive(other, "/"), 0);
+    ej_registry_destroy(other);
+    ej_registry_destroy(reg);
+    rec_fini(&r);
+    rec_fini(&r2);
+    free(ns);
+}
+
+/* ------------------------------------------------------------------------ */
 /* The burst                                                                 */
 
 struct burst_arg {
@@ -666,6 +760,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cache_basic),
         cmocka_unit_test(test_cache_missing_root_and_destroy_in_listener),
+        cmocka_unit_test(test_cache_shape),
         cmocka_unit_test(test_cache_burst),
         cmocka_unit_test(test_destroy_while_loading),
     };
