@@ -26,6 +26,7 @@
 #include "ejob/error.h"
 #include "ejob/log.h"
 #include "ejob/sharding.h"
+#include "reg/internal.h"
 #include "schedule/internal.h"
 
 #define MOD "coord"
@@ -408,6 +409,53 @@ void ej__coord_on_view_change(void *user, int item, int kind)
 /* ------------------------------------------------------------------------ */
 /* Lifecycle                                                                  */
 
+/* What the caches read (reg/internal.h, EJ__TREE_*). The coordinator
+ * looks at the data of config, servers/{ip}, instances/{id} and the leader
+ * node and flags, and at the children of servers/, instances/ and the
+ * failover items; nothing else. Every watch more costs every instance a
+ * read at each change: the latches' contenders come and go at every
+ * election, and their nodes are read by the latch itself when it needs
+ * them. */
+static int config_shape(const char *path, size_t depth, void *user)
+{
+    (void)path;
+    (void)depth;
+    (void)user;
+    return EJ__TREE_DATA;
+}
+
+static int members_shape(const char *path, size_t depth, void *user)
+{
+    (void)path;
+    (void)user;
+    return depth == 0 ? EJ__TREE_CHILDREN : EJ__TREE_DATA;
+}
+
+static int leader_shape(const char *path, size_t depth, void *user)
+{
+    const ej__coord *c = user;
+    if (strcmp(path, c->p_el_latch) == 0 || strcmp(path, c->p_fo_latch) == 0)
+        return EJ__TREE_SKIP;
+    if (depth >= 3 || strcmp(path, c->p_leader_inst) == 0 || strcmp(path, c->p_necessary) == 0 ||
+        strcmp(path, c->p_processing) == 0)
+        return EJ__TREE_DATA;
+    if (depth <= 1 || strcmp(path, c->p_fo_items) == 0)
+        return EJ__TREE_CHILDREN;
+    return EJ__TREE_ALL;
+}
+
+static int set_cache_shapes(ej__coord *c)
+{
+    int rc = ej__tree_cache_set_shape(c->c_config, config_shape, c);
+    if (rc == 0)
+        rc = ej__tree_cache_set_shape(c->c_servers, members_shape, c);
+    if (rc == 0)
+        rc = ej__tree_cache_set_shape(c->c_instances, members_shape, c);
+    if (rc == 0)
+        rc = ej__tree_cache_set_shape(c->c_leader, leader_shape, c);
+    return rc;
+}
+
 int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
 {
     if (o == NULL || out == NULL || o->reg == NULL || o->job_name == NULL ||
@@ -449,18 +497,19 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     c->p_necessary = ej_console_path_dup(j, EJ_CONSOLE_NODE_SHARDING_NECESSARY, 0, NULL);
     c->p_processing = ej_console_path_dup(j, EJ_CONSOLE_NODE_SHARDING_PROCESSING, 0, NULL);
     c->p_fo_items = ej_console_path_dup(j, EJ_CONSOLE_NODE_FAILOVER_ITEMS, 0, NULL);
+    c->p_fo_latch = ej_console_path_dup(j, EJ_CONSOLE_NODE_FAILOVER_LATCH, 0, NULL);
     c->p_my_server = ej_console_path_dup(j, EJ_CONSOLE_NODE_SERVER, 0, o->ip);
     c->p_my_instance = ej_console_path_dup(j, EJ_CONSOLE_NODE_INSTANCE, 0, o->instance_id);
     if (!c->job || !c->me || !c->ip || !c->p_root || !c->p_config || !c->p_servers ||
         !c->p_instances || !c->p_leader || !c->p_leader_inst || !c->p_el_latch || !c->p_necessary ||
-        !c->p_processing || !c->p_fo_items || !c->p_my_server || !c->p_my_instance) {
+        !c->p_processing || !c->p_fo_items || !c->p_fo_latch || !c->p_my_server ||
+        !c->p_my_instance) {
         ej__coord_unref(c);
         return EJ_ENOMEM;
     }
     int rc = ej__sched_job_create(c->sched, c->job, 1, &c->serial);
     if (rc == 0)
-        rc = ej_tree_cache_create(c->reg, c->p_config, ej__coord_on_config_event, c,
-                                  &c->c_config);
+        rc = ej_tree_cache_create(c->reg, c->p_config, ej__coord_on_config_event, c, &c->c_config);
     if (rc == 0)
         rc = ej_tree_cache_create(c->reg, c->p_servers, ej__coord_on_servers_event, c,
                                   &c->c_servers);
@@ -469,6 +518,8 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
                                   &c->c_instances);
     if (rc == 0)
         rc = ej_tree_cache_create(c->reg, c->p_leader, ej__coord_on_leader_event, c, &c->c_leader);
+    if (rc == 0)
+        rc = set_cache_shapes(c);
     if (rc == 0)
         rc = ej__view_create(c->reg, j, c->me, ej__coord_on_view_change, c, &c->view);
     if (rc == 0) {
@@ -485,27 +536,66 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     return 0;
 }
 
+/* A path's parent (caller frees), NULL on allocation failure. */
+static char *parent_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return ej__asprintf("%.*s", (int)(slash ? slash - path : 0), path);
+}
+
+/* For a job new to ZooKeeper, before its caches load: the election
+ * latch's parents, as the containers Curator's creatingParentContainers
+ * makes them (one at a time: a CONTAINER create inside a transaction gets
+ * an answer the C client 3.8 misreads). Present when the caches load,
+ * they cost the leader cache no watch on a missing root and the first
+ * latch no failed create. Best effort: the latch creates what is missing. */
+static void precreate_latch_parents(ej__coord *c)
+{
+    char *election = parent_of(c->p_el_latch);
+    const char *dirs[] = {c->p_leader, election, c->p_el_latch};
+    for (size_t i = 0; election != NULL && i < 3; i++) {
+        int rc = ej_registry_create_node(c->reg, dirs[i], NULL, 0, EJ_REG_CONTAINER, 0, NULL);
+        if (rc != 0 && rc != EJ_ENODEEXISTS)
+            break;
+    }
+    free(election);
+}
+
 /* Start-up step 1: write the config when absent or overwrite, and give
  * what ZooKeeper holds (caller frees *data). A job new to ZooKeeper costs
- * one transaction (its node and config together; what was written is what
- * it holds); a job already there one read, or one write with overwrite.
- * Anything unexpected goes the general way: exists, persist, read back
- * (retried). */
-static int config_sync(ej__coord *c, const struct ej_job_config *local, char **data, size_t *len)
+ * one transaction: its node and config, and with them what steps 3 and 4
+ * would otherwise create while the caches watch (each creation then costs
+ * every cache above it a read): servers/, servers/{ip} with the value of a
+ * new job (DISABLED when the config says so) and instances/. What was
+ * written is what ZooKeeper holds. A job already there costs one read, or
+ * one write with overwrite. Anything unexpected goes the general way:
+ * exists, persist, read back (retried). *fresh tells that the
+ * transaction created the job. */
+static int config_sync(ej__coord *c, const struct ej_job_config *local, char **data, size_t *len,
+                       bool *fresh)
 {
+    *fresh = false;
     char *json = ej_job_config_to_json(local);
     if (json == NULL)
         return EJ_ENOMEM;
     size_t jl = strlen(json);
-    struct ej_reg_op ops[2] = {
+    const char *srv = local->disabled ? EJ_CONSOLE_SERVER_DISABLED : EJ_CONSOLE_SERVER_ENABLED;
+    struct ej_reg_op ops[5] = {
         {.type = EJ_REG_OP_CREATE, .path = c->p_root, .mode = EJ_REG_PERSISTENT},
         {.type = EJ_REG_OP_CREATE,
          .path = c->p_config,
          .data = json,
          .len = jl,
          .mode = EJ_REG_PERSISTENT},
+        {.type = EJ_REG_OP_CREATE, .path = c->p_servers, .mode = EJ_REG_PERSISTENT},
+        {.type = EJ_REG_OP_CREATE,
+         .path = c->p_my_server,
+         .data = srv,
+         .len = strlen(srv),
+         .mode = EJ_REG_PERSISTENT},
+        {.type = EJ_REG_OP_CREATE, .path = c->p_instances, .mode = EJ_REG_PERSISTENT},
     };
-    int rc = ej_registry_multi(c->reg, ops, 2, NULL);
+    int rc = ej_registry_multi(c->reg, ops, 5, NULL);
     if (rc == EJ_ENODEEXISTS && ops[0].result == EJ_ENODEEXISTS) {
         /* The job's node exists: the config most likely too. */
         rc = local->overwrite ? ej_registry_set(c->reg, c->p_config, json, jl, -1, NULL)
@@ -514,6 +604,9 @@ static int config_sync(ej__coord *c, const struct ej_job_config *local, char **d
             free(json);
             return 0;
         }
+    } else if (rc == 0) {
+        *fresh = true;
+        precreate_latch_parents(c);
     }
     if (rc != 0) {
         bool exists = false;
@@ -543,7 +636,8 @@ int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
      * with what ZooKeeper holds. */
     char *data = NULL;
     size_t len = 0;
-    rc = config_sync(c, local, &data, &len);
+    bool fresh = false;
+    rc = config_sync(c, local, &data, &len, &fresh);
     if (rc == EJ_ENOMEM)
         return rc;
     if (rc != 0)
@@ -605,6 +699,8 @@ int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
         }
     }
     ej__view_set_failover(c->view, failover);
+    if (fresh)
+        ej__view_expect_absent(c->view);
     rc = ej__view_start(c->view);
     if (rc != 0)
         goto reg_error;
@@ -624,7 +720,12 @@ int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
     pthread_mutex_unlock(&c->mu);
     if (!ej__coord_server_disabled(c) && !ej__coord_leader_known(c))
         ej__coord_elect(c);
-    rc = ej__coord_set_necessary(c);
+    /* 6. Unless this instance, just elected, created the flag already in
+     * this session (a second create would only fail on the server). */
+    pthread_mutex_lock(&c->mu);
+    bool flagged = c->necessary_session != 0 && c->necessary_session == c->reg_session;
+    pthread_mutex_unlock(&c->mu);
+    rc = flagged ? 0 : ej__coord_set_necessary(c);
     if (rc != 0)
         goto reg_error;
     ej__coord_post_reconcile(c);
@@ -681,7 +782,8 @@ void ej__coord_unref(ej__coord *c)
     char *paths[] = {
         c->p_root,        c->p_config,      c->p_servers,   c->p_instances,  c->p_leader,
         c->p_leader_inst, c->p_el_latch,    c->p_necessary, c->p_processing, c->p_fo_items,
-        c->p_my_server,   c->p_my_instance, c->job,         c->me,           c->ip};
+        c->p_my_server,   c->p_my_instance, c->job,         c->me,           c->ip,
+        c->p_fo_latch};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         free(paths[i]);
     pthread_mutex_destroy(&c->mu);

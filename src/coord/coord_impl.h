@@ -36,7 +36,7 @@ struct ej__coord {
 
     /* Paths (namespace-relative). */
     char *p_root, *p_config, *p_servers, *p_instances, *p_leader, *p_leader_inst, *p_el_latch,
-        *p_necessary, *p_processing, *p_fo_items, *p_my_server, *p_my_instance;
+        *p_necessary, *p_processing, *p_fo_items, *p_fo_latch, *p_my_server, *p_my_instance;
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -51,8 +51,11 @@ struct ej__coord {
     bool reconcile_posted;
     int64_t reg_session; /* session that created our instance node; 0 none */
     int64_t reg_at_ms;   /* wall ms of that registration */
-    int fence_told;      /* fence level last told to the runtime; -1 none */
-    bool fence_added;    /* our fence listener is on the registry */
+    /* The session in which this instance last created the resharding flag
+     * (the start's own step 6 is then done: a new leader sets it). */
+    int64_t necessary_session;
+    int fence_told;   /* fence level last told to the runtime; -1 none */
+    bool fence_added; /* our fence listener is on the registry */
     int64_t last_reconcile_ms;
     uint64_t reshards; /* assignments written as leader (shard.c) */
     char err[1024];

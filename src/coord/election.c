@@ -26,10 +26,33 @@
 /* ------------------------------------------------------------------------ */
 /* Leadership                                                                */
 
+/* Create leader/sharding/necessary. When the leader cache shows leader/
+ * but no leader/sharding (a job new to ZooKeeper), both in one
+ * transaction, instead of a create failing for want of its parent, the
+ * parents one by one and the create again; anything unexpected goes the
+ * general way. */
 int ej__coord_set_necessary(ej__coord *c)
 {
-    int rc = ej_registry_create_node(c->reg, c->p_necessary, NULL, 0, EJ_REG_PERSISTENT,
+    int rc = EJ_EAGAIN;
+    const char *slash = strrchr(c->p_necessary, '/');
+    char *flags = ej__asprintf("%.*s", (int)(slash - c->p_necessary), c->p_necessary);
+    if (flags != NULL && ej_tree_cache_exists(c->c_leader, c->p_leader, NULL) &&
+        !ej_tree_cache_exists(c->c_leader, flags, NULL)) {
+        struct ej_reg_op ops[2] = {
+            {.type = EJ_REG_OP_CREATE, .path = flags, .mode = EJ_REG_PERSISTENT},
+            {.type = EJ_REG_OP_CREATE, .path = c->p_necessary, .mode = EJ_REG_PERSISTENT},
+        };
+        rc = ej_registry_multi(c->reg, ops, 2, NULL);
+    }
+    free(flags);
+    if (rc != 0)
+        rc = ej_registry_create_node(c->reg, c->p_necessary, NULL, 0, EJ_REG_PERSISTENT,
                                      EJ_REG_CREATE_PARENTS, NULL);
+    if (rc == 0) {
+        pthread_mutex_lock(&c->mu);
+        c->necessary_session = ej_registry_session_id(c->reg);
+        pthread_mutex_unlock(&c->mu);
+    }
     if (rc == EJ_ENODEEXISTS)
         rc = 0;
     if (rc != 0)

@@ -165,6 +165,10 @@ int ej__view_create(ej_registry *reg, const char *job, const char *instance_id,
                     ej__view_change_fn fn, void *user, ej__view **out);
 /* Arm the watches (loads everything; blocks the caller for the reads). */
 int ej__view_start(ej__view *v);
+/* The job was just created (sharding/ most likely absent): the view's
+ * first load asks whether sharding/ exists before reading its children
+ * (one request instead of two; correct either way). Before ej__view_start. */
+void ej__view_expect_absent(ej__view *v);
 /* Whether failover tracking (running of others' items, failover of all)
  * is wanted. Re-arms as needed. Call from any thread but the dispatch one
  * or from it (it does ZooKeeper reads). */

@@ -65,6 +65,7 @@ struct ej__view {
     bool failover;
     uint64_t gen;
     bool sharding_armed, sharding_broken, needs_reload, repair_posted;
+    bool expect_absent; /* ej__view_expect_absent: ask exists first, once */
     /* After a call fails for want of a connection, others are not tried
      * until this time (mono ms): each would block the dispatch thread for
      * the registry's retries, and the dispatch thread is the one that
@@ -461,6 +462,8 @@ static void refresh_sharding(struct ej__view *v)
     }
     v->sharding_armed = true;
     uint64_t gen = v->gen;
+    bool absent_first = v->expect_absent;
+    v->expect_absent = false;
     pthread_mutex_unlock(&v->mu);
 
     char **names = NULL;
@@ -473,14 +476,18 @@ static void refresh_sharding(struct ej__view *v)
             rc = EJ_ENOMEM;
             break;
         }
-        rc = ej_registry_children_watch(v->reg, v->sharding_path, token_cb, t, EJ_REG_UNSORTED,
-                                        &names, &n);
-        if (rc == 0) {
-            t = NULL;
-            break;
+        /* A job new to ZooKeeper has no sharding/ yet: the exists watch
+         * alone then does, without a children read failing first. */
+        if (!absent_first || attempt > 0) {
+            rc = ej_registry_children_watch(v->reg, v->sharding_path, token_cb, t, EJ_REG_UNSORTED,
+                                            &names, &n);
+            if (rc == 0) {
+                t = NULL;
+                break;
+            }
+            if (rc != EJ_ENONODE)
+                break;
         }
-        if (rc != EJ_ENONODE)
-            break;
         bool exists = false;
         rc = ej_registry_exists_watch(v->reg, v->sharding_path, token_cb, t, &exists, NULL);
         if (rc != 0)
@@ -715,6 +722,15 @@ int ej__view_start(ej__view *v)
         if (rc != EJ_ETIMEDOUT)
             return rc;
     }
+}
+
+void ej__view_expect_absent(ej__view *v)
+{
+    if (v == NULL)
+        return;
+    pthread_mutex_lock(&v->mu);
+    v->expect_absent = true;
+    pthread_mutex_unlock(&v->mu);
 }
 
 void ej__view_set_failover(ej__view *v, bool on)

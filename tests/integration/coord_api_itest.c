@@ -113,7 +113,24 @@ int main(void)
     REQUIRE(ej_job_create(reg, &cfg, &opts, &job) == 0, "create");
     CHECK(ej_job_trigger(job) == EJ_ESTOPPED, "trigger before start");
     REQUIRE(ej_job_subscribe(job, on_event, NULL) == 0, "subscribe");
+    uint64_t req0 = ej_registry_request_count(reg);
     REQUIRE(ej_job_start(job) == 0, "start: %s", ej_job_last_error(job, (char[512]){0}, 512));
+    /* A job new to ZooKeeper: its nodes in one transaction before the
+     * caches load, caches that read only what the coordinator looks at
+     * (25 requests; 51 when every write came after the caches and they
+     * read everything). A cron fire may have begun meanwhile: a few more. */
+    uint64_t reqs = ej_registry_request_count(reg) - req0;
+    CHECK(reqs <= 30, "%" PRIu64 " requests to start a new job", reqs);
+    char *val = NULL;
+    CHECK(ej_registry_get(peek, "/apiJob/servers/127.0.5.1", &val, NULL, NULL) == 0 &&
+              strcmp(val, "") == 0,
+          "servers/{ip} \"%s\"", val ? val : "(none)");
+    free(val);
+    val = NULL;
+    CHECK(ej_registry_get(peek, "/apiJob/leader/election/instance", &val, NULL, NULL) == 0 &&
+              strcmp(val, ej_job_instance_id(job)) == 0,
+          "leader \"%s\"", val ? val : "(none)");
+    free(val);
     CHECK(ej_job_start(job) == EJ_EBUSY, "second start");
     ej__sleep_ms(2500);
     CHECK(atomic_load(&item_seen[0]) > 0 && atomic_load(&item_seen[1]) > 0, "items ran");
