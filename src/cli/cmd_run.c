@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 
@@ -24,6 +23,7 @@
 #include "cli/daemon.h"
 #include "cli/daemon_metrics.h"
 #include "cli/daemon_notify.h"
+#include "cli/daemon_run.h"
 #include "cli/embedded.h"
 
 #define CMD "run"
@@ -103,412 +103,6 @@ static const char usage[] =
     "Exit codes: 0 stopped by a signal, 1 could not start (registry, job), 2 usage\n"
     "error or invalid file.\n";
 
-struct running {
-    char *name;
-    ejd_job *job;
-};
-
-struct daemon {
-    const char *file;
-    /* jobs/njobs/cap: changed by the reload thread while it applies a
-     * reload, read by the main loop to pause every job on SIGTERM. */
-    pthread_mutex_t jobs_mu;
-    atomic_bool stopping;     /* SIGTERM/SIGINT seen: a reload stops where it is */
-    const char *metrics_flag; /* --metrics-listen, or NULL */
-    char *metrics_now;        /* the endpoint's address, or NULL when off; owned */
-    struct ej_daemon_config cfg;
-    ej_registry *reg;
-    ejcli_embedded *embedded;
-    struct running *jobs;
-    size_t njobs, cap;
-    int drain_ms;
-    /* Log level and format before the file's log section: the command
-     * line's (then fixed), else EJOB_LOG_LEVEL's or the defaults. */
-    int base_level, base_format;
-    bool level_fixed, format_fixed;
-    struct reload *reload; /* the reload being read or applied, or NULL */
-    bool reload_again;     /* a SIGHUP came while one was going on */
-};
-
-/* A reload, read and applied on a thread of its own: reading a large file
- * (or a FIFO that never ends), draining a removed job's items or waiting for
- * ZooKeeper never keeps the main loop from answering SIGTERM. */
-enum { RELOAD_READING, RELOAD_APPLYING, RELOAD_ABANDONED };
-struct reload {
-    struct daemon *d;
-    const char *file;
-    /* READING -> APPLYING (the thread, once read: the main loop then joins
-     * it), or READING -> ABANDONED (the main loop, stopping while the file
-     * is still being read: the thread then frees the reload and never
-     * touches the daemon). */
-    atomic_int phase;
-    int efd; /* written by the thread when done */
-    pthread_t thread;
-    int rc;
-    bool taken;        /* next was moved into the daemon */
-    char outcome[160]; /* how it went, for systemd's STATUS= */
-    struct ej_daemon_config next;
-    struct ej_config_errors errs;
-};
-
-static void reload_apply(struct daemon *d, struct reload *rl);
-
-static void reload_free(struct reload *r)
-{
-    if (r->rc == 0 && !r->taken)
-        ej_daemon_config_fini(&r->next);
-    ej_config_errors_fini(&r->errs);
-    close(r->efd);
-    free(r);
-}
-
-/* The main loop is done with a reload: join its thread, or leave a thread
- * still reading to free it. Accepts NULL. */
-static void reload_finish(struct reload *r)
-{
-    if (r == NULL)
-        return;
-    int reading = RELOAD_READING;
-    if (atomic_compare_exchange_strong(&r->phase, &reading, RELOAD_ABANDONED)) {
-        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "the reload still reading %s is abandoned", r->file);
-        pthread_detach(r->thread);
-        return;
-    }
-    pthread_join(r->thread, NULL);
-    reload_free(r);
-}
-
-static void *reload_main(void *arg)
-{
-    struct reload *r = arg;
-    ej_config_errors_init(&r->errs);
-    r->rc = ej_daemon_config_load_file(r->file, &r->next, &r->errs);
-    int reading = RELOAD_READING;
-    if (!atomic_compare_exchange_strong(&r->phase, &reading, RELOAD_APPLYING)) {
-        reload_free(r); /* abandoned: the daemon may be gone */
-        return NULL;
-    }
-    if (atomic_load(&r->d->stopping)) {
-        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "reload: not applied, the daemon is stopping");
-        snprintf(r->outcome, sizeof r->outcome, "reload not applied (stopping)");
-    } else {
-        reload_apply(r->d, r);
-    }
-    uint64_t one = 1;
-    if (write(r->efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
-        EJ_LOG(EJ_LOG_ERROR, "daemon", -errno, "reload: cannot signal the main loop");
-    return NULL;
-}
-
-/* Start reading the file for a reload. Returns 0 or an error (logged). */
-static int reload_start(struct daemon *d)
-{
-    struct reload *r = calloc(1, sizeof(*r));
-    if (r == NULL)
-        return EJ_ENOMEM;
-    r->d = d;
-    r->file = d->file;
-    atomic_init(&r->phase, RELOAD_READING);
-    r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (r->efd < 0) {
-        int e = -errno;
-        free(r);
-        EJ_LOG(EJ_LOG_ERROR, "daemon", e, "reload: eventfd failed");
-        return e;
-    }
-    int e = pthread_create(&r->thread, NULL, reload_main, r);
-    if (e != 0) {
-        close(r->efd);
-        free(r);
-        EJ_LOG(EJ_LOG_ERROR, "daemon", -e, "reload: cannot start its thread");
-        return -e;
-    }
-    d->reload = r;
-    return 0;
-}
-
-static void log_warnings(const struct ej_config_errors *w, const char *prefix)
-{
-    for (size_t i = 0; i < w->count; i++)
-        EJ_LOG(EJ_LOG_WARN, "daemon", 0, "%s%s", prefix, w->messages[i]);
-}
-
-static void print_errors(const struct ej_config_errors *errs, const char *file, int rc)
-{
-    if (errs->count == 0)
-        fprintf(stderr, "%s: %s\n", file, ej_strerror(rc));
-    for (size_t i = 0; i < errs->count; i++)
-        fprintf(stderr, "%s\n", errs->messages[i]);
-}
-
-static void log_errors(const struct ej_config_errors *errs, const char *file, int rc)
-{
-    if (errs->count == 0)
-        EJ_LOG(EJ_LOG_ERROR, "daemon", rc, "reload: %s: %s", file, ej_strerror(rc));
-    for (size_t i = 0; i < errs->count; i++)
-        EJ_LOG(EJ_LOG_ERROR, "daemon", 0, "reload: %s", errs->messages[i]);
-}
-
-/* The running job of that name, or NULL. */
-static ejd_job *find_job(struct daemon *d, const char *name)
-{
-    ejd_job *job = NULL;
-    pthread_mutex_lock(&d->jobs_mu);
-    for (size_t i = 0; i < d->njobs && job == NULL; i++)
-        if (strcmp(d->jobs[i].name, name) == 0)
-            job = d->jobs[i].job;
-    pthread_mutex_unlock(&d->jobs_mu);
-    return job;
-}
-
-/* Under jobs_mu. A job added while the daemon stops is paused at once
- * (the main loop paused the others). */
-static int add_running(struct daemon *d, const char *name, ejd_job *job)
-{
-    if (atomic_load(&d->stopping))
-        ejd_job_pause(job);
-    if (d->njobs == d->cap) {
-        size_t cap = d->cap ? d->cap * 2 : 8;
-        struct running *n = realloc(d->jobs, cap * sizeof(*n));
-        if (n == NULL)
-            return EJ_ENOMEM;
-        d->jobs = n;
-        d->cap = cap;
-    }
-    char *copy = strdup(name);
-    if (copy == NULL)
-        return EJ_ENOMEM;
-    d->jobs[d->njobs].name = copy;
-    d->jobs[d->njobs].job = job;
-    d->njobs++;
-    return 0;
-}
-
-static int start_job(struct daemon *d, const struct ej_job_config *cfg)
-{
-    char err[512] = "";
-    ejd_job *job = NULL;
-    int rc = ejd_job_start(d->reg, cfg, &job, err, sizeof(err));
-    if (rc != 0) {
-        EJ_LOG(EJ_LOG_ERROR, "daemon", rc, "job %s: cannot start: %s", cfg->job_name,
-               err[0] ? err : ej_strerror(rc));
-        return rc;
-    }
-    pthread_mutex_lock(&d->jobs_mu);
-    rc = add_running(d, cfg->job_name, job);
-    pthread_mutex_unlock(&d->jobs_mu);
-    if (rc != 0) {
-        ejd_jobs_stop(&job, 1);
-        return rc;
-    }
-    EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: started (%s, cron \"%s\", %d items)", cfg->job_name,
-           ej_job_type_name(cfg->job_type), cfg->cron, cfg->sharding_total_count);
-    return 0;
-}
-
-/* The file's jobs at start-up, all at once. On failure the jobs that
- * exist are in the running set (out_jobs stops them). */
-static int start_all(struct daemon *d)
-{
-    size_t n = d->cfg.job_count;
-    ejd_job **jobs = calloc(n ? n : 1, sizeof(*jobs));
-    if (jobs == NULL)
-        return EJ_ENOMEM;
-    int rc = ejd_jobs_start(d->reg, d->cfg.jobs, n, jobs);
-    pthread_mutex_lock(&d->jobs_mu);
-    for (size_t i = 0; i < n; i++) {
-        if (jobs[i] == NULL)
-            continue;
-        int arc = add_running(d, d->cfg.jobs[i].job_name, jobs[i]);
-        if (arc != 0) {
-            ejd_jobs_stop(&jobs[i], 1);
-            rc = rc != 0 ? rc : arc;
-        }
-    }
-    pthread_mutex_unlock(&d->jobs_mu);
-    free(jobs);
-    if (rc == 0)
-        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "%zu job(s) started", n);
-    return rc;
-}
-
-static void stop_job_at(struct daemon *d, size_t i)
-{
-    EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: stopping", d->jobs[i].name);
-    ejd_jobs_stop(&d->jobs[i].job, 1);
-    EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: stopped", d->jobs[i].name);
-    free(d->jobs[i].name);
-    d->jobs[i] = d->jobs[--d->njobs];
-}
-
-static const struct ej_job_config *find_cfg(const struct ej_daemon_config *c, const char *name)
-{
-    for (size_t i = 0; i < c->job_count; i++)
-        if (strcmp(c->jobs[i].job_name, name) == 0)
-            return &c->jobs[i];
-    return NULL;
-}
-
-/* SIGTERM: no job fires from now on, whatever a reload is doing. */
-static void pause_all(struct daemon *d)
-{
-    atomic_store(&d->stopping, true);
-    pthread_mutex_lock(&d->jobs_mu);
-    for (size_t i = 0; i < d->njobs; i++)
-        ejd_job_pause(d->jobs[i].job);
-    pthread_mutex_unlock(&d->jobs_mu);
-}
-
-/* The reload thread: take the jobs the new file no longer has out of the
- * running set, then stop them together (their items drain meanwhile). */
-static size_t stop_removed(struct daemon *d, const struct ej_daemon_config *next)
-{
-    pthread_mutex_lock(&d->jobs_mu);
-    ejd_job **gone = calloc(d->njobs ? d->njobs : 1, sizeof(*gone));
-    size_t n = 0;
-    for (size_t i = 0; gone != NULL && i < d->njobs;) {
-        if (find_cfg(next, d->jobs[i].name) != NULL) {
-            i++;
-            continue;
-        }
-        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: stopping (removed from the file)",
-               d->jobs[i].name);
-        gone[n++] = d->jobs[i].job;
-        free(d->jobs[i].name);
-        d->jobs[i] = d->jobs[--d->njobs];
-    }
-    pthread_mutex_unlock(&d->jobs_mu);
-    if (gone == NULL) {
-        EJ_LOG(EJ_LOG_ERROR, "daemon", EJ_ENOMEM, "reload: out of memory; no job removed");
-        return 0;
-    }
-    ejd_jobs_stop(gone, n);
-    free(gone);
-    return n;
-}
-
-/* Stop every job at once (the drain bound holds for all together). */
-static void stop_all(struct daemon *d)
-{
-    ejd_job **all = calloc(d->njobs ? d->njobs : 1, sizeof(*all));
-    if (all == NULL) {
-        while (d->njobs > 0)
-            stop_job_at(d, d->njobs - 1);
-    } else {
-        for (size_t i = 0; i < d->njobs; i++)
-            all[i] = d->jobs[i].job;
-        if (d->njobs > 0)
-            EJ_LOG(EJ_LOG_INFO, "daemon", 0, "stopping %zu job(s)", d->njobs);
-        ejd_jobs_stop(all, d->njobs);
-        for (size_t i = 0; i < d->njobs; i++)
-            free(d->jobs[i].name);
-        d->njobs = 0;
-        free(all);
-    }
-    free(d->jobs);
-    d->jobs = NULL;
-}
-
-static bool same_str(const char *a, const char *b)
-{
-    return strcmp(a != NULL ? a : "", b != NULL ? b : "") == 0;
-}
-
-/* The file's log section, unless the command line set the same. A level
- * or format the file no longer gives goes back to what it was before. */
-static void apply_log_config(const struct daemon *d, const struct ej_log_config *lc)
-{
-    int level = lc->level >= 0 ? lc->level : d->base_level;
-    int format = lc->format >= 0 ? lc->format : d->base_format;
-    if (!d->format_fixed)
-        ej_log_set_format((ej_log_format)format);
-    if (!d->level_fixed && level != (int)ej_log_get_level()) {
-        ej_log_set_level((ej_log_level)level);
-        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "log level %s", ej_log_level_name(level));
-    }
-}
-
-/* Apply a reload (on its thread) once its file is read. Stops between
- * steps when the daemon is told to stop. */
-static void reload_apply(struct daemon *d, struct reload *rl)
-{
-    int rc = rl->rc;
-    if (rc != 0) {
-        log_errors(&rl->errs, d->file, rc);
-        EJ_LOG(EJ_LOG_WARN, "daemon", 0,
-               "reload: %s has errors; the running configuration is "
-               "kept",
-               d->file);
-        snprintf(rl->outcome, sizeof rl->outcome, "reload refused: the file has errors");
-        return;
-    }
-    struct ej_daemon_config next = rl->next;
-    log_warnings(&next.warnings, "reload: ");
-    apply_log_config(d, &next.log);
-    const struct ej_reg_center_config *a = &d->cfg.reg_center, *b = &next.reg_center;
-    if (a->embedded != b->embedded || !same_str(a->server_lists, b->server_lists) ||
-        !same_str(a->name_space, b->name_space) || !same_str(a->digest, b->digest) ||
-        a->session_timeout_ms != b->session_timeout_ms)
-        EJ_LOG(EJ_LOG_WARN, "daemon", 0,
-               "reload: regCenter changes take effect only after a restart; ignored");
-    if (d->cfg.tracing.type != next.tracing.type || d->cfg.tracing.off != next.tracing.off ||
-        !same_str(d->cfg.tracing.url, next.tracing.url))
-        EJ_LOG(EJ_LOG_WARN, "daemon", 0,
-               "reload: tracing changes take effect only after a restart; ignored");
-    /* The endpoint keeps its socket: moving it would leave scrapers and
-     * probes pointed at a port that no longer answers mid-run. */
-    if (d->metrics_flag != NULL && !same_str(d->cfg.metrics.listen, next.metrics.listen))
-        EJ_LOG(EJ_LOG_WARN, "daemon", 0,
-               "reload: metrics.listen is overridden by --metrics-listen %s; ignored",
-               d->metrics_flag);
-    else if (d->metrics_flag == NULL && !same_str(d->metrics_now, next.metrics.listen))
-        EJ_LOG(EJ_LOG_WARN, "daemon", 0,
-               "reload: metrics.listen changes take effect only after a restart; the "
-               "endpoint stays %s",
-               d->metrics_now != NULL ? d->metrics_now : "off");
-
-    size_t removed = stop_removed(d, &next), added = 0, changed = 0, unchanged = 0;
-    for (size_t i = 0; i < next.job_count; i++) {
-        if (atomic_load(&d->stopping)) {
-            EJ_LOG(EJ_LOG_INFO, "daemon", 0,
-                   "reload: stopped after %zu of %zu job(s): the daemon is stopping", i,
-                   next.job_count);
-            snprintf(rl->outcome, sizeof rl->outcome, "reload stopped part-way (stopping)");
-            return; /* next is freed with the reload */
-        }
-        const struct ej_job_config *cfg = &next.jobs[i];
-        ejd_job *job = find_job(d, cfg->job_name);
-        if (job == NULL) {
-            if (start_job(d, cfg) == 0)
-                added++;
-            continue;
-        }
-        if (ej_job_config_equal(ejd_job_config(job), cfg)) {
-            unchanged++;
-            continue;
-        }
-        char err[512] = "";
-        rc = ejd_job_update(job, cfg, err, sizeof(err));
-        if (rc != 0) {
-            EJ_LOG(EJ_LOG_ERROR, "daemon", rc, "job %s: new config not applied: %s", cfg->job_name,
-                   err[0] ? err : ej_strerror(rc));
-            continue;
-        }
-        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: config updated (cron \"%s\", %d items)",
-               cfg->job_name, cfg->cron, cfg->sharding_total_count);
-        changed++;
-    }
-    rl->taken = true;
-    ej_daemon_config_fini(&d->cfg);
-    d->cfg = next;
-    EJ_LOG(EJ_LOG_INFO, "daemon", 0,
-           "reload done: %zu added, %zu removed, %zu changed, %zu unchanged", added, removed,
-           changed, unchanged);
-    snprintf(rl->outcome, sizeof rl->outcome,
-             "last reload: %zu added, %zu removed, %zu changed, %zu unchanged", added, removed,
-             changed, unchanged);
-}
-
 /* Splits "servers[/namespace]" of --registry. */
 static int registry_arg(const char *arg, char *servers, size_t slen, const char **ns)
 {
@@ -523,121 +117,132 @@ static int registry_arg(const char *arg, char *servers, size_t slen, const char 
     return 0;
 }
 
-/* A SIGHUP acted on: systemd hears of the reload, and of its end at once
- * when it cannot even start. */
-static void begin_reload(struct daemon *d)
-{
-    EJ_LOG(EJ_LOG_INFO, "daemon", 0, "SIGHUP: reloading %s", d->file);
-    ejd_notify_reloading(d->file);
-    if (reload_start(d) != 0)
-        ejd_notify_ready(d->njobs, d->file, "the reload could not start");
-}
+/* The command line of `ejob run`. */
+struct run_opts {
+    const char *file, *registry, *digest, *digest_file, *log_format, *log_level, *state_dir,
+        *metrics_listen;
+    long drain_ms;
+    bool check;
+    char servers[1024];      /* --registry's servers, or "" */
+    const char *ns_override; /* --registry's /NAMESPACE, or NULL */
+};
 
-static int run_daemon(int argc, char **argv)
+/* Parse and check the options. Returns 0 or the exit code. */
+static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 {
-    const char *file = NULL, *registry = NULL, *digest = NULL, *digest_file = NULL,
-               *log_format = NULL, *log_level = NULL, *state_dir = NULL, *metrics_listen = NULL;
-    long drain_ms = DEFAULT_DRAIN_MS;
-    bool check = false;
-    struct ejcli_flag flags[] = {{"config", 'c', EJCLI_STR, &file},
-                                 {"registry", 'r', EJCLI_STR, &registry},
-                                 {"digest", 0, EJCLI_STR, &digest},
-                                 {"digest-file", 0, EJCLI_STR, &digest_file},
-                                 {"log-format", 0, EJCLI_STR, &log_format},
-                                 {"log-level", 0, EJCLI_STR, &log_level},
-                                 {"drain-timeout-ms", 0, EJCLI_INT, &drain_ms},
-                                 {"state-dir", 0, EJCLI_STR, &state_dir},
-                                 {"check", 0, EJCLI_BOOL, &check},
-                                 {"metrics-listen", 0, EJCLI_STR, &metrics_listen},
+    memset(o, 0, sizeof *o);
+    o->drain_ms = DEFAULT_DRAIN_MS;
+    struct ejcli_flag flags[] = {{"config", 'c', EJCLI_STR, &o->file},
+                                 {"registry", 'r', EJCLI_STR, &o->registry},
+                                 {"digest", 0, EJCLI_STR, &o->digest},
+                                 {"digest-file", 0, EJCLI_STR, &o->digest_file},
+                                 {"log-format", 0, EJCLI_STR, &o->log_format},
+                                 {"log-level", 0, EJCLI_STR, &o->log_level},
+                                 {"drain-timeout-ms", 0, EJCLI_INT, &o->drain_ms},
+                                 {"state-dir", 0, EJCLI_STR, &o->state_dir},
+                                 {"check", 0, EJCLI_BOOL, &o->check},
+                                 {"metrics-listen", 0, EJCLI_STR, &o->metrics_listen},
                                  EJCLI_FLAGS_END};
     char *pos[1];
     int npos;
     int rc = ejcli_parse(CMD, argc, argv, flags, pos, 0, &npos);
     if (rc != 0)
         return rc;
-    if (file == NULL)
+    if (o->file == NULL)
         return ej_cli_usage_error(CMD, "missing -c FILE");
-    if (log_format != NULL && strcmp(log_format, "text") != 0 && strcmp(log_format, "json") != 0)
-        return ej_cli_usage_error(CMD, "--log-format must be text or json, got \"%s\"", log_format);
-    if (log_level != NULL && ej_log_level_parse(log_level) < 0)
+    if (o->log_format != NULL && strcmp(o->log_format, "text") != 0 &&
+        strcmp(o->log_format, "json") != 0)
+        return ej_cli_usage_error(CMD, "--log-format must be text or json, got \"%s\"",
+                                  o->log_format);
+    if (o->log_level != NULL && ej_log_level_parse(o->log_level) < 0)
         return ej_cli_usage_error(CMD, "--log-level must be debug, info, warn or error");
-    if (drain_ms < 0 || drain_ms > 24L * 3600 * 1000)
+    if (o->drain_ms < 0 || o->drain_ms > 24L * 3600 * 1000)
         return ej_cli_usage_error(CMD, "--drain-timeout-ms must be 0..86400000");
-    if (digest != NULL && digest_file != NULL)
+    if (o->digest != NULL && o->digest_file != NULL)
         return ej_cli_usage_error(CMD, "give --digest or --digest-file, not both");
-    char servers[1024] = "";
-    const char *ns_override = NULL;
-    if (registry != NULL && registry_arg(registry, servers, sizeof(servers), &ns_override) != 0)
-        return ej_cli_usage_error(CMD, "bad --registry \"%s\"", registry);
-    if (metrics_listen != NULL) {
+    if (o->registry != NULL &&
+        registry_arg(o->registry, o->servers, sizeof o->servers, &o->ns_override) != 0)
+        return ej_cli_usage_error(CMD, "bad --registry \"%s\"", o->registry);
+    if (o->metrics_listen != NULL) {
         /* Checked up front so that --check refuses it too. */
         struct sockaddr_storage addr;
         size_t addrlen = sizeof addr;
         char why[256];
-        if (ej_metrics_parse_listen(metrics_listen, &addr, &addrlen, why, sizeof why) != 0) {
+        if (ej_metrics_parse_listen(o->metrics_listen, &addr, &addrlen, why, sizeof why) != 0) {
             fprintf(stderr, "ejob %s: --metrics-listen: %s\n", CMD, why);
             return EJ_EXIT_USAGE;
         }
     }
-    ej_log_set_format(log_format != NULL && strcmp(log_format, "json") == 0 ? EJ_LOG_JSON
-                                                                            : EJ_LOG_TEXT);
-    if (log_level != NULL)
-        ej_log_set_level((ej_log_level)ej_log_level_parse(log_level));
     /* systemd's StateDirectory=, unless the command line or EJOB_STATE_DIR
      * says otherwise. */
-    if (state_dir == NULL && getenv("EJOB_STATE_DIR") == NULL)
-        state_dir = ejd_systemd_state_dir();
+    if (o->state_dir == NULL && getenv("EJOB_STATE_DIR") == NULL)
+        o->state_dir = ejd_systemd_state_dir();
+    return 0;
+}
 
-    struct daemon d;
-    memset(&d, 0, sizeof(d));
-    d.base_level = (int)ej_log_get_level();
-    d.base_format =
-        log_format != NULL && strcmp(log_format, "json") == 0 ? EJ_LOG_JSON : EJ_LOG_TEXT;
-    d.level_fixed = log_level != NULL;
-    d.format_fixed = log_format != NULL;
-    pthread_mutex_init(&d.jobs_mu, NULL);
-    atomic_init(&d.stopping, false);
-    d.file = file;
-    d.metrics_flag = metrics_listen;
-    d.drain_ms = (int)drain_ms;
+/* The log settings of the command line; the file's log section applies
+ * where they say nothing. */
+static void init_daemon(struct daemon *d, const struct run_opts *o)
+{
+    bool json = o->log_format != NULL && strcmp(o->log_format, "json") == 0;
+    ej_log_set_format(json ? EJ_LOG_JSON : EJ_LOG_TEXT);
+    if (o->log_level != NULL)
+        ej_log_set_level((ej_log_level)ej_log_level_parse(o->log_level));
+    memset(d, 0, sizeof *d);
+    d->base_level = (int)ej_log_get_level();
+    d->base_format = json ? EJ_LOG_JSON : EJ_LOG_TEXT;
+    d->level_fixed = o->log_level != NULL;
+    d->format_fixed = o->log_format != NULL;
+    pthread_mutex_init(&d->jobs_mu, NULL);
+    atomic_init(&d->stopping, false);
+    d->file = o->file;
+    d->metrics_flag = o->metrics_listen;
+    d->drain_ms = (int)o->drain_ms;
+}
+
+/* Load and check the file into d->cfg and the digest into *secret.
+ * Returns 0 to go on, or the exit code (with d->cfg freed): --check ends
+ * here with EJ_EXIT_OK. */
+static int load_file(struct daemon *d, const struct run_opts *o, char **secret)
+{
     struct ej_config_errors errs;
     ej_config_errors_init(&errs);
-    rc = ej_daemon_config_load_file(file, &d.cfg, &errs);
+    int rc = ej_daemon_config_load_file(o->file, &d->cfg, &errs);
     if (rc != 0) {
-        print_errors(&errs, file, rc);
+        ejd_run_print_errors(&errs, o->file, rc);
         ej_config_errors_fini(&errs);
         return EJ_EXIT_USAGE;
     }
     ej_config_errors_fini(&errs);
-    apply_log_config(&d, &d.cfg.log);
-    for (size_t i = 0; i < d.cfg.warnings.count; i++)
-        fprintf(stderr, "warning: %s\n", d.cfg.warnings.messages[i]);
-    char *secret = NULL;
+    ejd_run_apply_log_config(d, &d->cfg.log);
+    for (size_t i = 0; i < d->cfg.warnings.count; i++)
+        fprintf(stderr, "warning: %s\n", d->cfg.warnings.messages[i]);
     /* Outside the file: the file's regCenter.digest/digestFile otherwise. */
-    rc = ejcli_digest(CMD, digest, digest_file, &secret);
-    if (rc != 0) {
-        ej_daemon_config_fini(&d.cfg);
-        return rc;
-    }
-    if (check) {
-        printf("%s: OK (%zu job%s)\n", file, d.cfg.job_count, d.cfg.job_count == 1 ? "" : "s");
-        free(secret);
-        ej_daemon_config_fini(&d.cfg);
-        return EJ_EXIT_OK;
-    }
-    for (size_t i = 0; i < d.cfg.job_count; i++) {
-        ej_job_type t = d.cfg.jobs[i].job_type;
+    rc = ejcli_digest(CMD, o->digest, o->digest_file, secret);
+    for (size_t i = 0; rc == 0 && i < d->cfg.job_count; i++) {
+        ej_job_type t = d->cfg.jobs[i].job_type;
         if (t != EJ_JOB_TYPE_SCRIPT && t != EJ_JOB_TYPE_HTTP) {
-            fprintf(stderr, "%s:%d: jobs.%s: the daemon runs SCRIPT and HTTP jobs only\n", file,
-                    d.cfg.job_lines ? d.cfg.job_lines[i] : 0, d.cfg.jobs[i].job_name);
-            free(secret);
-            ej_daemon_config_fini(&d.cfg);
-            return EJ_EXIT_USAGE;
+            fprintf(stderr, "%s:%d: jobs.%s: the daemon runs SCRIPT and HTTP jobs only\n", o->file,
+                    d->cfg.job_lines ? d->cfg.job_lines[i] : 0, d->cfg.jobs[i].job_name);
+            rc = EJ_EXIT_USAGE;
         }
     }
+    if (rc == 0 && o->check) {
+        printf("%s: OK (%zu job%s)\n", o->file, d->cfg.job_count, d->cfg.job_count == 1 ? "" : "s");
+        rc = EJ_EXIT_OK;
+    } else if (rc == 0) {
+        return 0;
+    }
+    free(*secret);
+    *secret = NULL;
+    ej_daemon_config_fini(&d->cfg);
+    return rc;
+}
 
-    /* Signals are taken through a signalfd: block them before any thread
-     * exists so every thread inherits the mask. */
+/* Signals are taken through a signalfd: block them before any thread
+ * exists so every thread inherits the mask. Returns the fd or -errno. */
+static int open_signals(void)
+{
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
@@ -646,49 +251,58 @@ static int run_daemon(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-    if (sfd < 0) {
-        rc = ejcli_fail(CMD, "signalfd: %s", strerror(errno));
-        goto out_cfg;
-    }
+    return sfd >= 0 ? sfd : -errno;
+}
 
-    /* The flag overrides the file. */
-    const char *mlisten = metrics_listen != NULL ? metrics_listen : d.cfg.metrics.listen;
-    if (mlisten != NULL) {
-        char merr[512] = "";
-        int me = ejd_metrics_start(mlisten, d.cfg.job_count, merr, sizeof(merr));
-        if (me == 0 && (d.metrics_now = strdup(mlisten)) == NULL) {
-            me = EJ_ENOMEM;
-            snprintf(merr, sizeof merr, "out of memory");
-        }
-        if (me != 0) {
-            fprintf(stderr, "ejob %s: %s: %s\n", CMD,
-                    metrics_listen != NULL ? "--metrics-listen" : "metrics.listen", merr);
-            rc = me == EJ_EINVAL ? EJ_EXIT_USAGE : EJ_EXIT_FAILED;
-            goto out_sfd;
-        }
+/* The metrics endpoint, when the flag or the file asks for one (the flag
+ * overrides the file). Returns 0 or the exit code. */
+static int start_metrics(struct daemon *d, const struct run_opts *o)
+{
+    const char *mlisten = o->metrics_listen != NULL ? o->metrics_listen : d->cfg.metrics.listen;
+    if (mlisten == NULL)
+        return 0;
+    char merr[512] = "";
+    int me = ejd_metrics_start(mlisten, d->cfg.job_count, merr, sizeof(merr));
+    if (me == 0 && (d->metrics_now = strdup(mlisten)) == NULL) {
+        me = EJ_ENOMEM;
+        snprintf(merr, sizeof merr, "out of memory");
     }
-    const char *ns = ns_override != NULL ? ns_override : d.cfg.reg_center.name_space;
-    if (servers[0] == '\0' && !d.cfg.reg_center.embedded)
-        snprintf(servers, sizeof(servers), "%s", d.cfg.reg_center.server_lists);
-    if (servers[0] == '\0') {
-        char *dir = ejcli_state_dir(state_dir);
-        char err[512] = "";
-        ejd_notify_status("starting the embedded registry (state directory %s)",
-                          dir != NULL ? dir : "?");
-        int e = dir != NULL ? ejcli_embedded_join(dir, &d.embedded, err, sizeof(err)) : EJ_ENOMEM;
-        if (e != 0) {
-            EJ_LOG(EJ_LOG_ERROR, "daemon", e, "embedded registry: %s",
-                   err[0] ? err : ej_strerror(e));
-            free(dir);
-            rc = EJ_EXIT_FAILED;
-            goto out_sfd;
-        }
-        snprintf(servers, sizeof(servers), "%s", ejcli_embedded_address(d.embedded));
-        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "embedded registry %s (state directory %s)", servers, dir);
+    if (me == 0)
+        return 0;
+    fprintf(stderr, "ejob %s: %s: %s\n", CMD,
+            o->metrics_listen != NULL ? "--metrics-listen" : "metrics.listen", merr);
+    return me == EJ_EINVAL ? EJ_EXIT_USAGE : EJ_EXIT_FAILED;
+}
+
+/* Fill servers: --registry's, else the file's, else the embedded
+ * registry's (joined, or started). Returns 0 or the exit code. */
+static int find_servers(struct daemon *d, const struct run_opts *o, char *servers, size_t len)
+{
+    snprintf(servers, len, "%s", o->servers);
+    if (servers[0] == '\0' && !d->cfg.reg_center.embedded)
+        snprintf(servers, len, "%s", d->cfg.reg_center.server_lists);
+    if (servers[0] != '\0')
+        return 0;
+    char *dir = ejcli_state_dir(o->state_dir);
+    char err[512] = "";
+    ejd_notify_status("starting the embedded registry (state directory %s)",
+                      dir != NULL ? dir : "?");
+    int e = dir != NULL ? ejcli_embedded_join(dir, &d->embedded, err, sizeof(err)) : EJ_ENOMEM;
+    if (e != 0) {
+        EJ_LOG(EJ_LOG_ERROR, "daemon", e, "embedded registry: %s", err[0] ? err : ej_strerror(e));
         free(dir);
+        return EJ_EXIT_FAILED;
     }
+    snprintf(servers, len, "%s", ejcli_embedded_address(d->embedded));
+    EJ_LOG(EJ_LOG_INFO, "daemon", 0, "embedded registry %s (state directory %s)", servers, dir);
+    free(dir);
+    return 0;
+}
 
-    const struct ej_reg_center_config *rcfg = &d.cfg.reg_center;
+static int connect_registry(struct daemon *d, const char *servers, const char *ns,
+                            const char *secret)
+{
+    const struct ej_reg_center_config *rcfg = &d->cfg.reg_center;
     struct ej_registry_opts opts = {
         .servers = servers,
         .namespace_ = ns,
@@ -701,53 +315,43 @@ static int run_daemon(int argc, char **argv)
         .on_state = ejd_metrics_registry_state,
     };
     ejd_notify_status("connecting to ZooKeeper at %s", servers);
-    int e = ej_registry_create(&d.reg, &opts);
-    if (e != 0) {
+    int e = ej_registry_create(&d->reg, &opts);
+    if (e != 0)
         EJ_LOG(EJ_LOG_ERROR, "daemon", e, "cannot connect to ZooKeeper at %s: %s", servers,
                ej_registry_errmsg(NULL));
-        rc = EJ_EXIT_FAILED;
-        goto out_embedded;
-    }
-    char err[512] = "";
-    char *trace_dir = ejcli_state_dir(state_dir);
-    e = trace_dir != NULL ? ejd_init(&d.cfg.tracing, file, trace_dir, d.drain_ms, err, sizeof(err))
-                          : EJ_ENOMEM;
-    free(trace_dir);
-    if (e != 0) {
-        EJ_LOG(EJ_LOG_ERROR, "daemon", e, "%s", err[0] ? err : ej_strerror(e));
-        rc = EJ_EXIT_FAILED;
-        goto out_reg;
-    }
-    ejd_notify_status("registering %zu job(s)", d.cfg.job_count);
-    if (start_all(&d) != 0) {
-        rc = EJ_EXIT_FAILED;
-        goto out_jobs;
-    }
-    EJ_LOG(EJ_LOG_INFO, "daemon", 0,
-           "running %zu job(s) of %s; registry %s/%s; pid %d (SIGTERM stops, SIGHUP reloads)",
-           d.njobs, file, servers, ns, (int)getpid());
-    ejd_notify_ready(d.njobs, file, NULL);
+    return e;
+}
 
+/* A reload's thread is done: systemd hears how it went; a SIGHUP that
+ * came meanwhile starts the next. */
+static void reload_done(struct daemon *d)
+{
+    char outcome[sizeof d->reload->outcome];
+    snprintf(outcome, sizeof outcome, "%s", d->reload->outcome);
+    ejd_run_reload_finish(d->reload);
+    d->reload = NULL;
+    ejd_notify_ready(d->njobs, d->file, outcome);
+    if (d->reload_again) {
+        d->reload_again = false;
+        ejd_run_begin_reload(d);
+    }
+}
+
+/* The main loop: reloads on SIGHUP until SIGTERM or SIGINT, which pauses
+ * every job at once. */
+static void serve(struct daemon *d, int sfd)
+{
     for (;;) {
         struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN},
-                                {.fd = d.reload ? d.reload->efd : -1, .events = POLLIN}};
+                                {.fd = d->reload ? d->reload->efd : -1, .events = POLLIN}};
         if (poll(pfd, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
             EJ_LOG(EJ_LOG_ERROR, "daemon", -errno, "poll failed; stopping");
-            break;
+            return;
         }
-        if (pfd[1].revents & POLLIN) {
-            char outcome[sizeof d.reload->outcome];
-            snprintf(outcome, sizeof outcome, "%s", d.reload->outcome);
-            reload_finish(d.reload);
-            d.reload = NULL;
-            ejd_notify_ready(d.njobs, file, outcome);
-            if (d.reload_again) {
-                d.reload_again = false;
-                begin_reload(&d);
-            }
-        }
+        if (pfd[1].revents & POLLIN)
+            reload_done(d);
         if (!(pfd[0].revents & POLLIN))
             continue;
         struct signalfd_siginfo si;
@@ -756,44 +360,105 @@ static int run_daemon(int argc, char **argv)
             continue;
         if (n != (ssize_t)sizeof(si)) {
             EJ_LOG(EJ_LOG_ERROR, "daemon", -errno, "reading signals failed; stopping");
-            break;
+            return;
         }
-        if (si.ssi_signo == SIGHUP) {
-            if (d.reload != NULL) {
-                EJ_LOG(EJ_LOG_INFO, "daemon", 0,
-                       "SIGHUP: a reload of %s is still going on; reloading again when it ends",
-                       d.file);
-                d.reload_again = true;
-            } else {
-                begin_reload(&d);
-            }
+        if (si.ssi_signo == SIGHUP && d->reload != NULL) {
+            EJ_LOG(EJ_LOG_INFO, "daemon", 0,
+                   "SIGHUP: a reload of %s is still going on; reloading again when it ends",
+                   d->file);
+            d->reload_again = true;
             continue;
         }
-        pause_all(&d);
-        ejd_notify_stopping(si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT", d.drain_ms);
+        if (si.ssi_signo == SIGHUP) {
+            ejd_run_begin_reload(d);
+            continue;
+        }
+        const char *sig = si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT";
+        ejd_run_pause_all(d);
+        ejd_notify_stopping(sig, d->drain_ms);
         EJ_LOG(EJ_LOG_INFO, "daemon", 0,
-               "%s: stopping; no job fires from now on; running items may take up to %d ms",
-               si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT", d.drain_ms);
-        break;
+               "%s: stopping; no job fires from now on; running items may take up to %d ms", sig,
+               d->drain_ms);
+        return;
     }
+}
+
+/* Registry, history, jobs, then the main loop; everything is undone in
+ * reverse order. Returns the exit code. */
+static int run(struct daemon *d, const struct run_opts *o, const char *secret, int sfd)
+{
+    char servers[1024];
+    int rc = start_metrics(d, o);
+    if (rc == 0)
+        rc = find_servers(d, o, servers, sizeof servers);
+    if (rc != 0)
+        goto out_metrics;
+    const char *ns = o->ns_override != NULL ? o->ns_override : d->cfg.reg_center.name_space;
+    if (connect_registry(d, servers, ns, secret) != 0) {
+        rc = EJ_EXIT_FAILED;
+        goto out_embedded;
+    }
+    char err[512] = "";
+    char *trace_dir = ejcli_state_dir(o->state_dir);
+    int e = trace_dir != NULL
+                ? ejd_init(&d->cfg.tracing, o->file, trace_dir, d->drain_ms, err, sizeof(err))
+                : EJ_ENOMEM;
+    free(trace_dir);
+    if (e != 0) {
+        EJ_LOG(EJ_LOG_ERROR, "daemon", e, "%s", err[0] ? err : ej_strerror(e));
+        rc = EJ_EXIT_FAILED;
+        goto out_reg;
+    }
+    ejd_notify_status("registering %zu job(s)", d->cfg.job_count);
+    if (ejd_run_start_all(d) != 0) {
+        rc = EJ_EXIT_FAILED;
+        goto out_jobs;
+    }
+    EJ_LOG(EJ_LOG_INFO, "daemon", 0,
+           "running %zu job(s) of %s; registry %s/%s; pid %d (SIGTERM stops, SIGHUP reloads)",
+           d->njobs, o->file, servers, ns, (int)getpid());
+    ejd_notify_ready(d->njobs, o->file, NULL);
+    serve(d, sfd);
     rc = EJ_EXIT_OK;
 out_jobs:
     /* A reload being applied stops at its next step (a removed job it
      * stops drains within the same bound as the others); one still being
      * read is abandoned. */
-    reload_finish(d.reload);
-    d.reload = NULL;
-    stop_all(&d);
+    ejd_run_reload_finish(d->reload);
+    d->reload = NULL;
+    ejd_run_stop_all(d);
     ejd_fini();
 out_reg:
     ejd_metrics_stop();
-    ej_registry_destroy(d.reg);
+    ej_registry_destroy(d->reg);
 out_embedded:
-    ejcli_embedded_leave(d.embedded, EMBEDDED_STOP_WAIT_MS);
-out_sfd:
+    ejcli_embedded_leave(d->embedded, EMBEDDED_STOP_WAIT_MS);
+out_metrics:
     ejd_metrics_stop();
-    close(sfd);
-out_cfg:
+    return rc;
+}
+
+static int run_daemon(int argc, char **argv)
+{
+    struct run_opts o;
+    int rc = parse_run_opts(argc, argv, &o);
+    if (rc != 0)
+        return rc;
+    struct daemon d;
+    init_daemon(&d, &o);
+    char *secret = NULL;
+    rc = load_file(&d, &o, &secret);
+    if (rc != 0 || o.check) {
+        pthread_mutex_destroy(&d.jobs_mu);
+        return rc;
+    }
+    int sfd = open_signals();
+    if (sfd < 0) {
+        rc = ejcli_fail(CMD, "signalfd: %s", strerror(-sfd));
+    } else {
+        rc = run(&d, &o, secret, sfd);
+        close(sfd);
+    }
     if (secret != NULL)
         memset(secret, 0, strlen(secret));
     free(secret);
