@@ -10,16 +10,7 @@ source "$EJ_SOURCE_DIR/tests/support/zkfixture.sh"
 E=${EJOB:?EJOB must name the ejob binary}
 zkf_start || exit 1
 
-FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-pass() { echo "ok: $*"; }
-wait_for() {
-  local secs=$1 what=$2; shift 2
-  local end=$((SECONDS + secs))
-  while [ $SECONDS -lt $end ]; do "$@" && { pass "$what"; return 0; }; sleep 0.1; done
-  fail "$what (not within ${secs}s)"; return 1
-}
-logged() { grep -q -- "$2" "$1" 2>/dev/null; }
+source "$EJ_SOURCE_DIR/tests/support/checks.sh"
 now_ms() { date +%s%3N; }
 # stat_of PATH FIELD: a field of zkCli's stat output (mZxid, ctime, ...).
 stat_of() { zkf_cli stat "$1" | sed -n "s/^$2 = //p"; }

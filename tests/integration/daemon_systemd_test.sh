@@ -13,15 +13,7 @@ source "$EJ_SOURCE_DIR/tests/support/zkfixture.sh"
 E=${EJOB:?EJOB must name the ejob binary}
 UNITS=$EJ_SOURCE_DIR/dist/systemd
 
-FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-pass() { echo "ok: $*"; }
-wait_for() {
-  local secs=$1 what=$2; shift 2
-  local end=$((SECONDS + secs))
-  while [ $SECONDS -lt $end ]; do "$@" && { pass "$what"; return 0; }; sleep 0.1; done
-  fail "$what (not within ${secs}s)"; return 1
-}
+source "$EJ_SOURCE_DIR/tests/support/checks.sh"
 
 # ------------------------------------------------------------ the units
 command -v systemd-analyze >/dev/null || { echo "FAIL: systemd-analyze missing (scripts/install-deps)" >&2; exit 1; }
