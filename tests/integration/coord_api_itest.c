@@ -2,7 +2,8 @@
  * The public job API (include/ejob/ejob.h), in-process: argument and config
  * errors, start, status, events, pause/resume, trigger, trigger_all, config
  * updates (good and invalid), the monitor port, reconcile, a dataflow job,
- * shutdown.
+ * shutdown; the requests a new job's start costs, a new job whose config
+ * says disabled.
  */
 #include <stdatomic.h>
 
@@ -234,6 +235,7 @@ int main(void)
     struct ej_job_def flow = {
         .type = EJ_JOB_TYPE_DATAFLOW,
         .dataflow = {.fetch = flow_fetch, .process = flow_process, .streaming = true}};
+    char path[256];
     struct ej_job_config fcfg;
     base_config(&fcfg, "apiFlow", 1, "* * * * * ?");
     fcfg.job_type = EJ_JOB_TYPE_DATAFLOW;
@@ -248,8 +250,27 @@ int main(void)
     ej_job_destroy(fj);
     ej_job_config_fini(&fcfg);
 
+    /* A new job whose config says disabled: step 1's transaction writes
+     * its server node DISABLED, and a disabled server takes no part in the
+     * election. */
+    struct ej_job_config dcfg;
+    base_config(&dcfg, "apiOff", 1, "* * * * * ?");
+    dcfg.disabled = true;
+    ej_job *dj = NULL;
+    REQUIRE(ej_job_create(reg, &dcfg, &opts, &dj) == 0, "create disabled");
+    REQUIRE(ej_job_start(dj) == 0, "start disabled: %s",
+            ej_job_last_error(dj, (char[512]){0}, 512));
+    char *dval = zk_get(peek, "/apiOff/servers/127.0.5.1");
+    CHECK(dval && strcmp(dval, "DISABLED") == 0, "disabled job's server \"%s\"",
+          dval ? dval : "(none)");
+    free(dval);
+    CHECK(!zk_exists(peek, "/apiOff/leader/election/instance"), "a disabled server leads");
+    snprintf(path, sizeof path, "/apiOff/instances/%s", ej_job_instance_id(dj));
+    CHECK(zk_exists(peek, "%s", path), "disabled job's instance node");
+    ej_job_destroy(dj);
+    ej_job_config_fini(&dcfg);
+
     /* Shutdown leaves ZooKeeper cleanly. */
-    char path[256];
     snprintf(path, sizeof path, "/apiJob/instances/%s", ej_job_instance_id(job));
     CHECK(zk_exists(peek, "%s", path), "instance node before shutdown");
     CHECK(ej_job_shutdown(job) == 0, "shutdown");
