@@ -17,7 +17,9 @@
  *   - SIGTERM to exit under that load.
  * Then, with idle jobs (a cron that does not fire): start-up, RSS, threads
  * and the server's watches (wchs) for --idle-jobs jobs, and the SIGTERM time
- * for --term-jobs jobs.
+ * for --term-jobs jobs. The idle jobs of a run live in a namespace named for
+ * their number: with --idle-jobs equal to --term-jobs the second run starts
+ * the jobs the first left in ZooKeeper (a restart).
  *
  * Usage: many_jobs_bench [--jobs N] [--window S] [--mode c|script|both]
  *                        [--idle-jobs N] [--term-jobs N] [--ejob PATH]

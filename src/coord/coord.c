@@ -720,8 +720,8 @@ int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
     pthread_mutex_unlock(&c->mu);
     if (!ej__coord_server_disabled(c) && !ej__coord_leader_known(c))
         ej__coord_elect(c);
-    /* 6. Unless this instance, just elected, created the flag already in
-     * this session (a second create would only fail on the server). */
+    /* 6. Unless this instance, just elected, set the flag already in this
+     * session (a second create would only fail on the server). */
     pthread_mutex_lock(&c->mu);
     bool flagged = c->necessary_session != 0 && c->necessary_session == c->reg_session;
     pthread_mutex_unlock(&c->mu);

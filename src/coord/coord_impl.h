@@ -51,8 +51,10 @@ struct ej__coord {
     bool reconcile_posted;
     int64_t reg_session; /* session that created our instance node; 0 none */
     int64_t reg_at_ms;   /* wall ms of that registration */
-    /* The session in which this instance last created the resharding flag
-     * (the start's own step 6 is then done: a new leader sets it). */
+    /* The session in which this instance last set the resharding flag
+     * (created it or found it there). Only a leader sets it before step 6
+     * of the start (an election won in the start), and step 6 is then
+     * done. */
     int64_t necessary_session;
     int fence_told;   /* fence level last told to the runtime; -1 none */
     bool fence_added; /* our fence listener is on the registry */

@@ -48,13 +48,13 @@ int ej__coord_set_necessary(ej__coord *c)
     if (rc != 0)
         rc = ej_registry_create_node(c->reg, c->p_necessary, NULL, 0, EJ_REG_PERSISTENT,
                                      EJ_REG_CREATE_PARENTS, NULL);
+    if (rc == EJ_ENODEEXISTS)
+        rc = 0;
     if (rc == 0) {
         pthread_mutex_lock(&c->mu);
         c->necessary_session = ej_registry_session_id(c->reg);
         pthread_mutex_unlock(&c->mu);
     }
-    if (rc == EJ_ENODEEXISTS)
-        rc = 0;
     if (rc != 0)
         EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot set the resharding flag: %s", c->job,
                ej_registry_errmsg(c->reg));
