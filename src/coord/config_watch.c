@@ -1,5 +1,6 @@
 /*
- * The config node: parse, validate and check it; apply a new valid one
+ * The config node: write it at start-up (step 1, with the nodes of a job
+ * new to ZooKeeper); parse, validate and check it; apply a new valid one
  * (keeping the last good one otherwise) and tell the runtime what changed.
  */
 #include <inttypes.h>
@@ -23,6 +24,68 @@
 
 /* ------------------------------------------------------------------------ */
 /* Configuration                                                             */
+
+/* Start-up step 1: write the config when absent or overwrite, and give
+ * what ZooKeeper holds (caller frees *data). A job new to ZooKeeper costs
+ * one transaction: its node and config, and with them what steps 3 and 4
+ * would otherwise create while the caches watch (each creation then costs
+ * every cache above it a read): servers/, servers/{ip} with the value of a
+ * new job (DISABLED when the config says so) and instances/. What was
+ * written is what ZooKeeper holds. A job already there costs one read, or
+ * one write with overwrite. Anything unexpected goes the general way:
+ * exists, persist, read back (retried). *fresh tells that the
+ * transaction created the job. */
+int ej__coord_config_sync(ej__coord *c, const struct ej_job_config *local, char **data, size_t *len,
+                          bool *fresh)
+{
+    *fresh = false;
+    char *json = ej_job_config_to_json(local);
+    if (json == NULL)
+        return EJ_ENOMEM;
+    size_t jl = strlen(json);
+    const char *srv = local->disabled ? EJ_CONSOLE_SERVER_DISABLED : EJ_CONSOLE_SERVER_ENABLED;
+    struct ej_reg_op ops[5] = {
+        {.type = EJ_REG_OP_CREATE, .path = c->p_root, .mode = EJ_REG_PERSISTENT},
+        {.type = EJ_REG_OP_CREATE,
+         .path = c->p_config,
+         .data = json,
+         .len = jl,
+         .mode = EJ_REG_PERSISTENT},
+        {.type = EJ_REG_OP_CREATE, .path = c->p_servers, .mode = EJ_REG_PERSISTENT},
+        {.type = EJ_REG_OP_CREATE,
+         .path = c->p_my_server,
+         .data = srv,
+         .len = strlen(srv),
+         .mode = EJ_REG_PERSISTENT},
+        {.type = EJ_REG_OP_CREATE, .path = c->p_instances, .mode = EJ_REG_PERSISTENT},
+    };
+    int rc = ej_registry_multi(c->reg, ops, 5, NULL);
+    if (rc == EJ_ENODEEXISTS && ops[0].result == EJ_ENODEEXISTS) {
+        /* The job's node exists: the config most likely too. */
+        rc = local->overwrite ? ej_registry_set(c->reg, c->p_config, json, jl, -1, NULL)
+                              : ej_registry_get(c->reg, c->p_config, data, len, NULL);
+        if (rc == 0 && !local->overwrite) {
+            free(json);
+            return 0;
+        }
+    } else if (rc == 0) {
+        *fresh = true;
+        ej__coord_precreate_latch_parents(c);
+    }
+    if (rc != 0) {
+        bool exists = false;
+        rc = ej_registry_exists(c->reg, c->p_config, &exists, NULL);
+        if (rc == 0 && (!exists || local->overwrite))
+            rc = ej_registry_persist(c->reg, c->p_config, json, jl);
+        if (rc == 0)
+            rc = ej_registry_get(c->reg, c->p_config, data, len, NULL);
+        free(json);
+        return rc;
+    }
+    *data = json; /* written just now: what ZooKeeper holds */
+    *len = jl;
+    return 0;
+}
 
 /* Parse and validate a config node's bytes (the one validator: cron and
  * zone included). */

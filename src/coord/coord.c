@@ -536,93 +536,6 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     return 0;
 }
 
-/* A path's parent (caller frees), NULL on allocation failure. */
-static char *parent_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return ej__asprintf("%.*s", (int)(slash ? slash - path : 0), path);
-}
-
-/* For a job new to ZooKeeper, before its caches load: the election
- * latch's parents, as the containers Curator's creatingParentContainers
- * makes them (one at a time: a CONTAINER create inside a transaction gets
- * an answer the C client 3.8 misreads). Present when the caches load,
- * they cost the leader cache no watch on a missing root and the first
- * latch no failed create. Best effort: the latch creates what is missing. */
-static void precreate_latch_parents(ej__coord *c)
-{
-    char *election = parent_of(c->p_el_latch);
-    const char *dirs[] = {c->p_leader, election, c->p_el_latch};
-    for (size_t i = 0; election != NULL && i < 3; i++) {
-        int rc = ej_registry_create_node(c->reg, dirs[i], NULL, 0, EJ_REG_CONTAINER, 0, NULL);
-        if (rc != 0 && rc != EJ_ENODEEXISTS)
-            break;
-    }
-    free(election);
-}
-
-/* Start-up step 1: write the config when absent or overwrite, and give
- * what ZooKeeper holds (caller frees *data). A job new to ZooKeeper costs
- * one transaction: its node and config, and with them what steps 3 and 4
- * would otherwise create while the caches watch (each creation then costs
- * every cache above it a read): servers/, servers/{ip} with the value of a
- * new job (DISABLED when the config says so) and instances/. What was
- * written is what ZooKeeper holds. A job already there costs one read, or
- * one write with overwrite. Anything unexpected goes the general way:
- * exists, persist, read back (retried). *fresh tells that the
- * transaction created the job. */
-static int config_sync(ej__coord *c, const struct ej_job_config *local, char **data, size_t *len,
-                       bool *fresh)
-{
-    *fresh = false;
-    char *json = ej_job_config_to_json(local);
-    if (json == NULL)
-        return EJ_ENOMEM;
-    size_t jl = strlen(json);
-    const char *srv = local->disabled ? EJ_CONSOLE_SERVER_DISABLED : EJ_CONSOLE_SERVER_ENABLED;
-    struct ej_reg_op ops[5] = {
-        {.type = EJ_REG_OP_CREATE, .path = c->p_root, .mode = EJ_REG_PERSISTENT},
-        {.type = EJ_REG_OP_CREATE,
-         .path = c->p_config,
-         .data = json,
-         .len = jl,
-         .mode = EJ_REG_PERSISTENT},
-        {.type = EJ_REG_OP_CREATE, .path = c->p_servers, .mode = EJ_REG_PERSISTENT},
-        {.type = EJ_REG_OP_CREATE,
-         .path = c->p_my_server,
-         .data = srv,
-         .len = strlen(srv),
-         .mode = EJ_REG_PERSISTENT},
-        {.type = EJ_REG_OP_CREATE, .path = c->p_instances, .mode = EJ_REG_PERSISTENT},
-    };
-    int rc = ej_registry_multi(c->reg, ops, 5, NULL);
-    if (rc == EJ_ENODEEXISTS && ops[0].result == EJ_ENODEEXISTS) {
-        /* The job's node exists: the config most likely too. */
-        rc = local->overwrite ? ej_registry_set(c->reg, c->p_config, json, jl, -1, NULL)
-                              : ej_registry_get(c->reg, c->p_config, data, len, NULL);
-        if (rc == 0 && !local->overwrite) {
-            free(json);
-            return 0;
-        }
-    } else if (rc == 0) {
-        *fresh = true;
-        precreate_latch_parents(c);
-    }
-    if (rc != 0) {
-        bool exists = false;
-        rc = ej_registry_exists(c->reg, c->p_config, &exists, NULL);
-        if (rc == 0 && (!exists || local->overwrite))
-            rc = ej_registry_persist(c->reg, c->p_config, json, jl);
-        if (rc == 0)
-            rc = ej_registry_get(c->reg, c->p_config, data, len, NULL);
-        free(json);
-        return rc;
-    }
-    *data = json; /* written just now: what ZooKeeper holds */
-    *len = jl;
-    return 0;
-}
-
 int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
                     struct ej_job_config *effective, char *err, size_t errlen)
 {
@@ -637,7 +550,7 @@ int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
     char *data = NULL;
     size_t len = 0;
     bool fresh = false;
-    rc = config_sync(c, local, &data, &len, &fresh);
+    rc = ej__coord_config_sync(c, local, &data, &len, &fresh);
     if (rc == EJ_ENOMEM)
         return rc;
     if (rc != 0)

@@ -2,8 +2,10 @@
  * The coordinator's state, shared by the files of the coordinator:
  *
  *   coord.c         state, accessors, control tasks, start-up and shutdown
- *   election.c      leader election, the leader cache, healing a stale leader
- *   config_watch.c  the config node: parse, validate, apply changes
+ *   election.c      leader election, the latch's parents of a new job, the
+ *                   leader cache, healing a stale leader
+ *   config_watch.c  the config node: start-up's write, parse, validate,
+ *                   apply changes
  *   membership.c    servers/ and instances/, registration, connection
  *                   states and the fence
  *   reconcile.c     ElasticJob's ReconcileService
@@ -85,12 +87,15 @@ void ej__coord_on_view_change(void *user, int item, int kind);
 
 /* election.c */
 void ej__coord_leader_set_necessary(ej__coord *c);
+void ej__coord_precreate_latch_parents(ej__coord *c);
 bool ej__coord_eligible_locked(ej__coord *c);
 void ej__coord_post_election(ej__coord *c);
 void ej__coord_abdicate(ej__coord *c);
 void ej__coord_on_leader_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user);
 
 /* config_watch.c */
+int ej__coord_config_sync(ej__coord *c, const struct ej_job_config *local, char **data, size_t *len,
+                          bool *fresh);
 int ej__coord_parse_config(const char *data, size_t len, struct ej_job_config *out, char *err,
                            size_t errlen);
 void ej__coord_on_config_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user);
