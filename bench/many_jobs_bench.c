@@ -383,7 +383,11 @@ static void read_c_runs(const char *runlog, struct runs *r, int64_t w0, int64_t 
     fclose(f);
 }
 
-/* Runs from the daemon log: "<ts> info  [event] execution ... source=X ...: started". */
+/* Runs from the daemon log, one line per item run at the default level:
+ * "<ts> info  [event] execution ... source=X ...: succeeded in N ms" (or
+ * "failed in N ms"). The run started at ts - N: the line is written when
+ * the event bus delivers the end, so a busy daemon makes the start look
+ * later, never earlier. */
 static void read_script_runs(const char *errlog, struct runs *r, int64_t w0, int64_t w1)
 {
     FILE *f = fopen(errlog, "r");
@@ -394,13 +398,19 @@ static void read_script_runs(const char *errlog, struct runs *r, int64_t w0, int
         size_t n = strlen(line);
         if (n < 10 || strstr(line, "[event] execution ") == NULL)
             continue;
-        if (strstr(line, ": started") == NULL)
+        const char *end = strstr(line, ": succeeded in ");
+        if (end == NULL)
+            end = strstr(line, ": failed in ");
+        if (end == NULL)
+            continue;
+        long long took = 0;
+        if (sscanf(strstr(end, " in ") + 4, "%lld ms", &took) != 1)
             continue;
         const char *s = strstr(line, " source=");
         char src[32] = "";
         if (s)
             sscanf(s + 8, "%31s", src);
-        runs_add(r, parse_iso_ms(line), src, w0, w1);
+        runs_add(r, parse_iso_ms(line) - took, src, w0, w1);
     }
     fclose(f);
 }
