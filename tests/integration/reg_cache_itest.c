@@ -486,7 +486,8 @@ static int shape_fn(const char *path, size_t depth, void *user)
     (void)user;
     if (depth == 0)
         return EJ__TREE_CHILDREN;
-    if (strcmp(path + strlen(path) - 5, "/skip") == 0)
+    size_t len = strlen(path);
+    if (len >= 5 && strcmp(path + len - 5, "/skip") == 0)
         return EJ__TREE_SKIP;
     return EJ__TREE_DATA;
 }
