@@ -60,6 +60,20 @@ static void logf_line(const char *fmt, ...)
         perror("testnode: write log");
 }
 
+/* False when more than a second passed since the last reading (*prev):
+ * the process was stopped. Otherwise moves *prev and *last_work (the wall
+ * time of the last reading that found it running) on. */
+static bool awake(int64_t *prev, int64_t *last_work)
+{
+    int64_t wall = ej__now_ms(); /* first: a stop after it shows in now */
+    int64_t now = ej__mono_ms();
+    if (now - *prev > 1000)
+        return false;
+    *prev = now;
+    *last_work = wall;
+    return true;
+}
+
 static int run_item(const ej_shard_context *ctx, void *user)
 {
     (void)user;
@@ -76,30 +90,38 @@ static int run_item(const ej_shard_context *ctx, void *user)
     int64_t last_work = ej__now_ms();
     int64_t end = ej__mono_ms() + ms;
     const char *status = "OK";
-    while (ej__mono_ms() < end) {
-        int64_t t0 = ej__mono_ms();
+    /* Every step reads the clock: a SIGSTOP anywhere between two readings
+     * shows as a gap, not only one that lands in the sleep. */
+    int64_t prev = ej__mono_ms();
+    bool frozen = false;
+    for (;;) {
         ej__sleep_ms(20);
-        int64_t gap = ej__mono_ms() - t0;
-        if (gap > 1000) {
-            /* We were stopped. Do no more work; wait for ejob's verdict. */
-            int64_t woke = ej__now_ms();
-            status = "FROZEN";
-            for (int i = 0; i < 500; i++) {
-                if (ej_shard_context_is_cancelled(ctx)) {
-                    status = "FROZEN_CANCELLED";
-                    break;
-                }
-                ej__sleep_ms(20);
-            }
-            logf_line("END %" PRId64 " %s %d %s %s woke=%" PRId64, last_work, instance,
-                      ctx->sharding_item, src, status, woke);
-            return 0;
-        }
-        last_work = ej__now_ms();
-        if (ej_shard_context_is_cancelled(ctx)) {
+        if ((frozen = !awake(&prev, &last_work)))
+            break;
+        bool cancelled = ej_shard_context_is_cancelled(ctx);
+        if ((frozen = !awake(&prev, &last_work)))
+            break;
+        if (cancelled) {
             status = "CANCELLED";
             break;
         }
+        if (prev >= end)
+            break;
+    }
+    if (frozen) {
+        /* We were stopped. Do no more work; wait for ejob's verdict. */
+        int64_t woke = ej__now_ms();
+        status = "FROZEN";
+        for (int i = 0; i < 500; i++) {
+            if (ej_shard_context_is_cancelled(ctx)) {
+                status = "FROZEN_CANCELLED";
+                break;
+            }
+            ej__sleep_ms(20);
+        }
+        logf_line("END %" PRId64 " %s %d %s %s woke=%" PRId64, last_work, instance,
+                  ctx->sharding_item, src, status, woke);
+        return 0;
     }
     logf_line("END %" PRId64 " %s %d %s %s", ej__now_ms(), instance, ctx->sharding_item, src,
               status);
