@@ -19,17 +19,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-pass() { echo "ok: $*"; }
-# wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.1 s.
-wait_for() {
-  local secs=$1 what=$2; shift 2
-  local end=$((SECONDS + secs))
-  while [ $SECONDS -lt $end ]; do "$@" && { pass "$what"; return 0; }; sleep 0.1; done
-  fail "$what (not within ${secs}s)"; return 1
-}
-logged() { grep -q -- "$2" "$1" 2>/dev/null; }
+source "$EJ_SOURCE_DIR/tests/support/checks.sh"
 dead() { ! kill -0 "$1" 2>/dev/null; }
 addr() { cat "$S/registry" 2>/dev/null; }
 # The ZooKeeper servers of this state directory (read-only check by cmdline).

@@ -22,15 +22,7 @@ CHECK=${EJ_BUILD_DIR:?EJ_BUILD_DIR must name the build directory}/prom_check
 [ -x "$CHECK" ] || { echo "FAIL: $CHECK not built" >&2; exit 1; }
 zkf_start || exit 1
 
-FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-pass() { echo "ok: $*"; }
-wait_for() {
-  local secs=$1 what=$2; shift 2
-  local end=$((SECONDS + secs))
-  while [ $SECONDS -lt $end ]; do "$@" && { pass "$what"; return 0; }; sleep 0.2; done
-  fail "$what (not within ${secs}s)"; return 1
-}
+source "$EJ_SOURCE_DIR/tests/support/checks.sh"
 D=$ZKF_DIR/t
 mkdir -p "$D"
 
