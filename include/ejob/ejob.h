@@ -242,6 +242,16 @@ struct ej_job_status {
     char *last_error;  /* "" when none: e.g. an invalid config in ZooKeeper */
 };
 
+/*
+ * The reasons a "fire not run (REASON)" status event may give, i = 0, 1,
+ * ... until NULL: the scheduler's (cron fire times it could not deliver on
+ * time) and the fire flow's (fires it was handed and did not run), each
+ * once (docs/execution.md). Static strings, lowercase and dashes only.
+ * Thread-safe. For a consumer that shows every reason before it happens
+ * (the daemon's /metrics creates a series for each at 0).
+ */
+EJ_EXTERN const char *ej_fire_not_run_reason(size_t i);
+
 /* Fill st (caller finalises). Returns 0, EJ_EINVAL or EJ_ENOMEM. */
 EJ_EXTERN int ej_job_status(ej_job *job, struct ej_job_status *st);
 EJ_EXTERN void ej_job_status_fini(struct ej_job_status *st);

@@ -44,11 +44,13 @@
 enum {
     M_BUILD_INFO,
     M_JOBS,
+    M_READY,
     M_FIRES,
     M_ITEM_RUNS,
     M_ITEM_DURATION,
     M_NOT_RUN,
     M_FAILOVERS,
+    M_MISFIRES,
     M_LATENESS,
     M_RESHARDS,
     M_LEADER,
@@ -75,6 +77,10 @@ enum {
     M_COUNT
 };
 
+/* The label naming a job. Not "job": Prometheus sets "job" to the scrape
+ * job's name and renames a target's own to "exported_job". */
+#define JOB "ejob_job"
+
 /* clang-format off: one line per metric */
 #define C EJ_METRIC_COUNTER
 #define G EJ_METRIC_GAUGE
@@ -82,60 +88,63 @@ enum {
 static const struct ej_metric_desc table[M_COUNT] = {
     [M_BUILD_INFO] = {"ejob_build_info", G, "Always 1; the version of ejob.", {"version"}, NULL, 0},
     [M_JOBS] = {"ejob_jobs", G, "Jobs this daemon runs.", {NULL}, NULL, 0},
-    [M_FIRES] = {"ejob_job_fires_total", C, "Fires started on this instance.", {"job"}, NULL, 0},
+    [M_READY] = {"ejob_ready", G, "1 while /readyz answers 200 (ready).", {NULL}, NULL, 0},
+    [M_FIRES] = {"ejob_job_fires_total", C, "Fires started on this instance.", {JOB}, NULL, 0},
     [M_ITEM_RUNS] = {"ejob_item_runs_total",
                      C,
                      "Shard item runs finished, by result (success or failed).",
-                     {"job", "result"},
+                     {JOB, "result"},
                      NULL,
                      0},
     [M_ITEM_DURATION] =
-        {"ejob_item_run_duration_seconds", H, "How long shard item runs took.", {"job"}, NULL, 0},
+        {"ejob_item_run_duration_seconds", H, "How long shard item runs took.", {JOB}, NULL, 0},
     [M_NOT_RUN] = {"ejob_fires_not_run_total",
                    C,
                    "Fires that did not run their items when due, by reason.",
-                   {"job", "reason"},
+                   {JOB, "reason"},
                    NULL,
                    0},
     [M_FAILOVERS] = {"ejob_failovers_total",
                      C,
                      "Shard item runs this instance took over from an instance that died.",
-                     {"job"},
+                     {JOB},
                      NULL,
                      0},
+    [M_MISFIRES] = {"ejob_misfire_runs_total",
+                    C,
+                    "Shard item runs started on this instance as misfire re-runs.",
+                    {JOB},
+                    NULL,
+                    0},
     [M_LATENESS] = {"ejob_fire_lateness_seconds",
                     H,
                     "Cron fires started on this instance, by how late they started "
                     "(cron fire time to start).",
-                    {"job"},
+                    {JOB},
                     ej_fire_lateness_bounds,
                     EJ_FIRE_LATENESS_BUCKETS},
     [M_RESHARDS] = {"ejob_reshards_total",
                     C,
                     "New sharding assignments this instance wrote as the job's leader.",
-                    {"job"},
+                    {JOB},
                     NULL,
                     0},
     [M_LEADER] =
-        {"ejob_job_leader", G, "1 when this instance is the job's leader.", {"job"}, NULL, 0},
+        {"ejob_job_leader", G, "1 when this instance is the job's leader.", {JOB}, NULL, 0},
     [M_ITEMS_OWNED] =
-        {"ejob_job_shard_items", G, "Shard items this instance owns.", {"job"}, NULL, 0},
-    [M_RUNNING] = {"ejob_job_running",
-                   G,
-                   "1 while a fire of the job runs on this instance.",
-                   {"job"},
-                   NULL,
-                   0},
+        {"ejob_job_shard_items", G, "Shard items this instance owns.", {JOB}, NULL, 0},
+    [M_RUNNING] =
+        {"ejob_job_running", G, "1 while a fire of the job runs on this instance.", {JOB}, NULL, 0},
     [M_LAST_FIRE] = {"ejob_job_last_fire_timestamp_seconds",
                      G,
                      "When the last fire started (unix time; 0: none yet).",
-                     {"job"},
+                     {JOB},
                      NULL,
                      0},
     [M_NEXT_FIRE] = {"ejob_job_next_fire_timestamp_seconds",
                      G,
                      "When the job fires next (unix time; 0: none scheduled).",
-                     {"job"},
+                     {JOB},
                      NULL,
                      0},
     [M_ZK_STATE] = {"ejob_zookeeper_session_state",
@@ -232,6 +241,7 @@ static const struct ej_metric_desc table[M_COUNT] = {
 #undef C
 #undef G
 #undef H
+#undef JOB
 /* clang-format on */
 
 /* Families the collector rebuilds at every scrape: their series follow the
@@ -261,16 +271,21 @@ static _Atomic int64_t last_beat_ms;
 /* ------------------------------------------------------------- events */
 
 static const char misfire_prefix[] = "Previous job '";
+/* ejob_item_runs_total's results; ejob_fires_not_run_total's reason for
+ * items marked misfire (the runtime's reasons: ej_fire_not_run_reason). */
+static const char *const results[] = {"success", "failed"};
+static const char reason_busy[] = "busy";
 
 static void on_execution(const ej_execution_event *e)
 {
     if (e->complete_time_ms == 0) {
         if (e->execution_source == EJ_EXEC_FAILOVER)
             ej_metric_inc(ej_metric_get1(st.f[M_FAILOVERS], e->job_name));
+        else if (e->execution_source == EJ_EXEC_MISFIRE)
+            ej_metric_inc(ej_metric_get1(st.f[M_MISFIRES], e->job_name));
         return;
     }
-    ej_metric_inc(
-        ej_metric_get2(st.f[M_ITEM_RUNS], e->job_name, e->is_success ? "success" : "failed"));
+    ej_metric_inc(ej_metric_get2(st.f[M_ITEM_RUNS], e->job_name, results[e->is_success ? 0 : 1]));
     if (e->start_time_ms > 0 && e->complete_time_ms >= e->start_time_ms)
         ej_metric_observe(ej_metric_get1(st.f[M_ITEM_DURATION], e->job_name),
                           (double)(e->complete_time_ms - e->start_time_ms) / 1000.0);
@@ -282,7 +297,7 @@ static void on_status(const ej_status_event *e)
      * still going: its items were marked misfire instead of running. */
     if (e->message != NULL && strncmp(e->message, misfire_prefix, strlen(misfire_prefix)) == 0 &&
         strstr(e->message, "is still running, misfired job will start") != NULL)
-        ej_metric_inc(ej_metric_get2(st.f[M_NOT_RUN], e->job_name, "busy"));
+        ej_metric_inc(ej_metric_get2(st.f[M_NOT_RUN], e->job_name, reason_busy));
     /* The runtime's report of cron fire times the scheduler could not
      * deliver on time: "... fire not run (REASON): N fire time(s) ...". */
     const char *m = e->message ? strstr(e->message, "fire not run (") : NULL;
@@ -383,6 +398,8 @@ static void collect_history(void)
     ej_metric_set(ej_metric_get0(st.f[M_HIST_LAST_WRITE]), seconds(ts.last_write_ms));
 }
 
+static bool ready_locked(char *why, size_t len);
+
 static void collect(ej_metrics *m, void *user)
 {
     (void)m;
@@ -390,6 +407,8 @@ static void collect(ej_metrics *m, void *user)
     pthread_mutex_lock(&mu);
     if (st.on) {
         collect_jobs();
+        char why[256];
+        ej_metric_set(ej_metric_get0(st.f[M_READY]), ready_locked(why, sizeof why));
         collect_registry();
         collect_history();
         if (st.bus != NULL) {
@@ -440,9 +459,9 @@ static bool jobs_ready(char *why, size_t len)
     return true;
 }
 
-static bool readyz(char *why, size_t len, void *user)
+/* What /readyz answers, and ejob_ready shows; with mu held. */
+static bool ready_locked(char *why, size_t len)
 {
-    (void)user;
     ej_registry *reg = atomic_load(&registry);
     if (reg == NULL) {
         snprintf(why, len, "connecting to ZooKeeper");
@@ -452,8 +471,14 @@ static bool readyz(char *why, size_t len, void *user)
         snprintf(why, len, "ZooKeeper session %s", state_label(atomic_load(&reg_state)));
         return false;
     }
+    return jobs_ready(why, len);
+}
+
+static bool readyz(char *why, size_t len, void *user)
+{
+    (void)user;
     pthread_mutex_lock(&mu);
-    bool ok = jobs_ready(why, len);
+    bool ok = ready_locked(why, len);
     pthread_mutex_unlock(&mu);
     return ok;
 }
@@ -497,9 +522,29 @@ void ejd_metrics_watch_bus(struct ej_event_bus *bus)
         EJ_LOG(EJ_LOG_WARN, "metrics", 0, "cannot watch the event bus: item metrics stay at 0");
 }
 
+/* Every series of the job's event-fed families, at 0 (one already there,
+ * of a job started again by a reload, keeps its count): Prometheus's
+ * rate() and increase() see a first event only as a rise from a sample
+ * before it, so a series born at 1 would hide it. The families read from
+ * the job's status get their series at every scrape. With mu held. */
+static void zero_job_series(const char *job)
+{
+    for (size_t i = 0; i < sizeof results / sizeof results[0]; i++)
+        ej_metric_get2(st.f[M_ITEM_RUNS], job, results[i]);
+    ej_metric_get2(st.f[M_NOT_RUN], job, reason_busy);
+    const char *reason;
+    for (size_t i = 0; (reason = ej_fire_not_run_reason(i)) != NULL; i++)
+        ej_metric_get2(st.f[M_NOT_RUN], job, reason);
+    ej_metric_get1(st.f[M_ITEM_DURATION], job);
+    ej_metric_get1(st.f[M_FAILOVERS], job);
+    ej_metric_get1(st.f[M_MISFIRES], job);
+}
+
 void ejd_metrics_job_started(ej_job *job)
 {
     pthread_mutex_lock(&mu);
+    if (st.on)
+        zero_job_series(ej_job_name(job));
     if (st.on && st.njobs == st.cap) {
         size_t cap = st.cap ? st.cap * 2 : 8;
         ej_job **n = realloc(st.jobs, cap * sizeof *n);
@@ -570,6 +615,14 @@ int ejd_metrics_start(const char *listen, size_t expected_jobs, char *err, size_
     EJ_LOG(EJ_LOG_INFO, "metrics", 0, "serving /metrics, /healthz and /readyz on %s (port %d)",
            listen, ej_metrics_server_port(st.srv));
     return 0;
+}
+
+int ejd_metrics_render(char **out, size_t *len)
+{
+    pthread_mutex_lock(&mu);
+    ej_metrics *m = st.on ? st.m : NULL;
+    pthread_mutex_unlock(&mu);
+    return m != NULL ? ej_metrics_render(m, out, len) : EJ_ECLOSED;
 }
 
 void ejd_metrics_stop(void)

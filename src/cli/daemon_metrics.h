@@ -44,8 +44,15 @@ void ejd_metrics_registry_state(ej_registry *reg, ej_reg_state state, bool new_s
 void ejd_metrics_watch_bus(struct ej_event_bus *bus);
 
 /* A job started / about to be destroyed: its status feeds the per-job
- * gauges and /readyz. */
+ * gauges and /readyz. At its start every series of its event-fed families
+ * is created at 0 (each result, each not-run reason, failovers, misfire
+ * runs, the duration histogram), so Prometheus sees their first event. */
 void ejd_metrics_job_started(struct ej_job *job);
 void ejd_metrics_job_stopped(struct ej_job *job);
+
+/* What /metrics serves now (for tests): *out, caller frees, and *len (may
+ * be NULL). Returns 0; EJ_ECLOSED when not started; EJ_ENOMEM. The
+ * render must not race ejd_metrics_stop(). */
+int ejd_metrics_render(char **out, size_t *len);
 
 #endif

@@ -589,6 +589,24 @@ int ej_job_status(ej_job *job, struct ej_job_status *st)
     return 0;
 }
 
+const char *ej_fire_not_run_reason(size_t i)
+{
+    if (i < EJ__MISS_REASONS)
+        return ej__miss_reason_name((ej__miss_reason)i);
+    /* The fire flow's reasons after the scheduler's, those of the same name
+     * ("running") left out: a consumer sees each name once. */
+    i -= EJ__MISS_REASONS;
+    for (int r = 0; r < EJ__NOT_RUN_REASONS; r++) {
+        const char *name = ej__not_run_reason_name((enum ej__not_run_reason)r);
+        bool seen = false;
+        for (int m = 0; m < EJ__MISS_REASONS && !seen; m++)
+            seen = strcmp(name, ej__miss_reason_name((ej__miss_reason)m)) == 0;
+        if (!seen && i-- == 0)
+            return name;
+    }
+    return NULL;
+}
+
 void ej_job_status_fini(struct ej_job_status *st)
 {
     if (st == NULL)

@@ -138,6 +138,8 @@ value() { # file, series: the value of one series ("" when absent)
 scrape "$D/s0" && pass "exposition valid before connecting"
 [ "$(value "$D/s0" 'ejob_zookeeper_session_state{state="connecting"}')" = 1 ] \
   && pass "session state connecting" || fail "session state: $(grep session_state "$D/s0")"
+[ "$(value "$D/s0" ejob_ready)" = 0 ] && pass "ejob_ready 0 before connecting" \
+  || fail "ejob_ready before connecting: '$(value "$D/s0" ejob_ready)'"
 grep -qi '^Content-Type: text/plain; version=0.0.4' "$D/s0.headers" \
   && pass "Content-Type text/plain; version=0.0.4" || fail "headers: $(cat "$D/s0.headers")"
 
@@ -149,14 +151,14 @@ grep -qx ready "$D/body" && pass "readyz body" || fail "readyz body: $(cat "$D/b
 num_ge() { awk -v a="${1:-}" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 >= b + 0) }'; }
 num_gt() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { exit !(a != "" && b != "" && a + 0 > b + 0) }'; }
 runs_ok() {
-  scrape "$D/s1" && num_ge "$(value "$D/s1" 'ejob_item_runs_total{job="okJob",result="success"}')" 2 &&
-    num_ge "$(value "$D/s1" 'ejob_item_runs_total{job="badJob",result="failed"}')" 1
+  scrape "$D/s1" && num_ge "$(value "$D/s1" 'ejob_item_runs_total{ejob_job="okJob",result="success"}')" 2 &&
+    num_ge "$(value "$D/s1" 'ejob_item_runs_total{ejob_job="badJob",result="failed"}')" 1
 }
 wait_for 60 "okJob items ran and badJob failed" runs_ok
-GROWING=('ejob_job_fires_total{job="okJob"}' 'ejob_item_runs_total{job="okJob",result="success"}'
-         'ejob_item_runs_total{job="badJob",result="failed"}' 'ejob_zookeeper_requests_total'
-         'ejob_item_run_duration_seconds_count{job="okJob"}' 'ejob_event_posted_total'
-         'ejob_fire_lateness_seconds_count{job="okJob"}')
+GROWING=('ejob_job_fires_total{ejob_job="okJob"}' 'ejob_item_runs_total{ejob_job="okJob",result="success"}'
+         'ejob_item_runs_total{ejob_job="badJob",result="failed"}' 'ejob_zookeeper_requests_total'
+         'ejob_item_run_duration_seconds_count{ejob_job="okJob"}' 'ejob_event_posted_total'
+         'ejob_fire_lateness_seconds_count{ejob_job="okJob"}')
 all_grew() {
   scrape "$D/s2" || return 1
   local s
@@ -168,18 +170,21 @@ for s in "${GROWING[@]}"; do
   a=$(value "$D/s1" "$s"); b=$(value "$D/s2" "$s")
   num_gt "$b" "$a" && pass "$s grows ($a -> $b)" || fail "$s did not grow: '$a' -> '$b'"
 done
-[ -z "$(value "$D/s2" 'ejob_item_runs_total{job="badJob",result="success"}')" ] \
-  && pass "the failing script has no success" || fail "badJob success: $(grep badJob "$D/s2")"
-[ -z "$(value "$D/s2" 'ejob_item_runs_total{job="okJob",result="failed"}')" ] \
-  && pass "the good script has no failure" || fail "okJob failed: $(grep okJob "$D/s2")"
+[ "$(value "$D/s2" 'ejob_item_runs_total{ejob_job="badJob",result="success"}')" = 0 ] \
+  && pass "the failing script has no success (its series at 0)" || fail "badJob success: $(grep badJob "$D/s2")"
+[ "$(value "$D/s2" 'ejob_item_runs_total{ejob_job="okJob",result="failed"}')" = 0 ] \
+  && pass "the good script has no failure (its series at 0)" || fail "okJob failed: $(grep okJob "$D/s2")"
+grep -Eq '[{,]job="' "$D/s2" && fail "a series labelled job (Prometheus's own label): $(grep -E '[{,]job="' "$D/s2" | head -1)" \
+  || pass "no series labelled job: ejob_job names the job"
 expect() { # series, value
   local v; v=$(value "$D/s2" "$1")
   [ "$v" = "$2" ] && pass "$1 = $2" || fail "$1 = '$v', want $2"
 }
-expect 'ejob_job_leader{job="okJob"}' 1
-expect 'ejob_job_shard_items{job="okJob"}' 2
-expect 'ejob_job_shard_items{job="badJob"}' 1
+expect 'ejob_job_leader{ejob_job="okJob"}' 1
+expect 'ejob_job_shard_items{ejob_job="okJob"}' 2
+expect 'ejob_job_shard_items{ejob_job="badJob"}' 1
 expect 'ejob_jobs' 2
+expect 'ejob_ready' 1
 expect 'ejob_zookeeper_session_state{state="connected"}' 1
 expect 'ejob_zookeeper_session_state{state="connecting"}' 0
 expect 'ejob_zookeeper_session_timeout_seconds' 4
@@ -187,25 +192,25 @@ expect 'ejob_event_dropped_total' 0
 num_ge "$(value "$D/s2" ejob_event_queue_depth)" 0 \
   && pass "ejob_event_queue_depth present ($(value "$D/s2" ejob_event_queue_depth))" \
   || fail "no ejob_event_queue_depth: $(grep '^ejob_event' "$D/s2")"
-num_ge "$(value "$D/s2" 'ejob_reshards_total{job="okJob"}')" 1 \
+num_ge "$(value "$D/s2" 'ejob_reshards_total{ejob_job="okJob"}')" 1 \
   && pass "the leader counted its sharding assignment" \
   || fail "reshards: $(grep '^ejob_reshards_total' "$D/s2")"
 # Lateness: every cron fire started counted once (the checker has verified
 # the buckets are cumulative and end in _count); a 1-s job on an idle
 # scheduler starts most fires well within a second of their time.
-LC=$(value "$D/s2" 'ejob_fire_lateness_seconds_count{job="okJob"}')
-[ "$LC" = "$(value "$D/s2" 'ejob_job_fires_total{job="okJob"}')" ] \
+LC=$(value "$D/s2" 'ejob_fire_lateness_seconds_count{ejob_job="okJob"}')
+[ "$LC" = "$(value "$D/s2" 'ejob_job_fires_total{ejob_job="okJob"}')" ] \
   && pass "lateness counts every cron fire ($LC)" \
-  || fail "lateness count $LC, fires $(value "$D/s2" 'ejob_job_fires_total{job="okJob"}')"
-L1=$(value "$D/s2" 'ejob_fire_lateness_seconds_bucket{job="okJob",le="1"}')
+  || fail "lateness count $LC, fires $(value "$D/s2" 'ejob_job_fires_total{ejob_job="okJob"}')"
+L1=$(value "$D/s2" 'ejob_fire_lateness_seconds_bucket{ejob_job="okJob",le="1"}')
 num_ge "$L1" 1 && pass "$L1 of $LC fires started within 1 s of their time" \
   || fail "no fire within 1 s: $(grep '^ejob_fire_lateness_seconds.*okJob' "$D/s2")"
-num_ge "$(value "$D/s2" 'ejob_item_run_duration_seconds_bucket{job="okJob",le="+Inf"}')" 1 \
+num_ge "$(value "$D/s2" 'ejob_item_run_duration_seconds_bucket{ejob_job="okJob",le="+Inf"}')" 1 \
   && pass "duration histogram has observations" || fail "duration histogram empty"
 num_gt "$(value "$D/s2" process_resident_memory_bytes)" 1000000 \
   && pass "process_resident_memory_bytes $(value "$D/s2" process_resident_memory_bytes)" \
   || fail "rss: $(value "$D/s2" process_resident_memory_bytes)"
-NEXT=$(value "$D/s2" 'ejob_job_next_fire_timestamp_seconds{job="okJob"}')
+NEXT=$(value "$D/s2" 'ejob_job_next_fire_timestamp_seconds{ejob_job="okJob"}')
 awk -v n="$NEXT" -v t="$(date +%s)" 'BEGIN { exit !(n > t - 5 && n < t + 5) }' \
   && pass "next fire within seconds of now ($NEXT)" || fail "next fire $NEXT"
 
@@ -223,6 +228,8 @@ grep -q "not ready: ZooKeeper session" "$D/body" && pass "says why: $(cat "$D/bo
   || fail "readyz body: $(cat "$D/body")"
 is_status /healthz 200 && pass "healthz stays 200 while ZooKeeper is down" || fail "healthz: $(cat "$D/body")"
 scrape "$D/s3" && pass "exposition valid while ZooKeeper is down"
+[ "$(value "$D/s3" ejob_ready)" = 0 ] && pass "ejob_ready 0 while ZooKeeper is down" \
+  || fail "ejob_ready while ZooKeeper is down: '$(value "$D/s3" ejob_ready)'"
 [ "$(value "$D/s3" 'ejob_zookeeper_session_state{state="connected"}')" = 0 ] \
   && pass "session state no longer connected" || fail "state: $(grep session_state "$D/s3")"
 num_ge "$(value "$D/s3" ejob_zookeeper_disconnects_total)" 1 && pass "disconnect counted" \
@@ -242,9 +249,9 @@ cp "$D/jobs2.yaml" "$D/jobs.yaml"
 kill -HUP $P
 one_job() { scrape "$D/s6" && [ "$(value "$D/s6" ejob_jobs)" = 1 ]; }
 wait_for 30 "after a reload without badJob: ejob_jobs 1" one_job
-grep -q '^ejob_job_leader{job="badJob"}' "$D/s6" && fail "badJob still has a leader gauge" \
+grep -q '^ejob_job_leader{ejob_job="badJob"}' "$D/s6" && fail "badJob still has a leader gauge" \
   || pass "badJob's per-job gauges are gone"
-[ -n "$(value "$D/s6" 'ejob_job_leader{job="okJob"}')" ] && pass "okJob's stay" || fail "okJob gauges gone"
+[ -n "$(value "$D/s6" 'ejob_job_leader{ejob_job="okJob"}')" ] && pass "okJob's stay" || fail "okJob gauges gone"
 is_status /readyz 200 && pass "still ready after the reload" || fail "readyz after reload: $(cat "$D/body")"
 grep -q "reload: metrics.listen is overridden by --metrics-listen 127.0.0.1:$MPORT; ignored" \
   "$D/daemon.log" && pass "reload: a changed metrics.listen under the flag is ignored, with a word" \
@@ -255,7 +262,7 @@ EJOB_REGISTRY="$ZKF_CONNECT/met" "$E" shutdown okJob >/dev/null || fail "ejob sh
 readyz_names_job() { is_status /readyz 503 && grep -q "not ready: job okJob: stopped" "$D/body"; }
 wait_for 20 "readyz 503 after a console shutdown of okJob" readyz_names_job
 scrape "$D/s5" && pass "exposition valid after the shutdown"
-not_leading() { scrape "$D/s5" && [ "$(value "$D/s5" 'ejob_job_leader{job="okJob"}')" = 0 ]; }
+not_leading() { scrape "$D/s5" && [ "$(value "$D/s5" 'ejob_job_leader{ejob_job="okJob"}')" = 0 ]; }
 wait_for 20 "okJob no longer leads here" not_leading
 
 kill -TERM $P; wait $P; RC=$?
@@ -304,8 +311,8 @@ PB=$!; zkf_track $PB
 b_runs() { grep -q "job=foJob item=[01] source=NORMAL_TRIGGER.*: started" "$D/b.log"; }
 wait_for 40 "the second instance runs an item" b_runs
 kill -KILL $PB; wait $PB 2>/dev/null
-failed_over() { scrape "$D/s7" && num_ge "$(value "$D/s7" 'ejob_failovers_total{job="foJob"}')" 1; }
-wait_for 90 'ejob_failovers_total{job="foJob"} counts the take-over' failed_over
+failed_over() { scrape "$D/s7" && num_ge "$(value "$D/s7" 'ejob_failovers_total{ejob_job="foJob"}')" 1; }
+wait_for 90 'ejob_failovers_total{ejob_job="foJob"} counts the take-over' failed_over
 grep -q '^# TYPE ejob_history_events_written_total counter$' "$D/s7.raw" \
   && ! grep -q '^ejob_history_' "$D/s7" \
   && pass "tracing NONE: the history families have no series" \
@@ -313,8 +320,8 @@ grep -q '^# TYPE ejob_history_events_written_total counter$' "$D/s7.raw" \
 # The survivor led throughout: it wrote the assignment over both instances
 # (the second ran an item), and writes one over itself alone at the first
 # cron fire after the other died.
-reshards2() { scrape "$D/s8" && num_ge "$(value "$D/s8" 'ejob_reshards_total{job="foJob"}')" 2; }
-wait_for 40 'ejob_reshards_total{job="foJob"} >= 2 on the leader' reshards2
+reshards2() { scrape "$D/s8" && num_ge "$(value "$D/s8" 'ejob_reshards_total{ejob_job="foJob"}')" 2; }
+wait_for 40 'ejob_reshards_total{ejob_job="foJob"} >= 2 on the leader' reshards2
 kill -TERM $PA; wait $PA; RC=$?
 [ $RC -eq 0 ] && pass "survivor: SIGTERM -> exit 0" || fail "survivor exit $RC"
 
@@ -368,7 +375,7 @@ num_ge "$W1" 0 && pass "ejob_history_events_written_total is exposed ($W1)" \
   || fail "no written counter: $(grep '^ejob_history' "$D/f1")"
 hist_grew() {
   scrape "$D/f2" && num_gt "$(value "$D/f2" ejob_history_events_written_total)" "$W1" &&
-    num_ge "$(value "$D/f2" 'ejob_item_runs_total{job="fileJob",result="success"}')" 2
+    num_ge "$(value "$D/f2" 'ejob_item_runs_total{ejob_job="fileJob",result="success"}')" 2
 }
 sleep 2
 wait_for 30 "ejob_history_events_written_total grows as fileJob runs" hist_grew
@@ -393,8 +400,8 @@ num_ge "$ROWS" 1 && pass "ejob history reads $ROWS run(s) of fileJob ($W2 events
 # pass while they run are not run, and counted with their reason.
 missed_both() {
   scrape "$D/f3" &&
-    num_ge "$(value "$D/f3" 'ejob_fires_not_run_total{job="slowJob",reason="busy"}')" 1 &&
-    num_ge "$(value "$D/f3" 'ejob_fires_not_run_total{job="slowNoMisfire",reason="running"}')" 1
+    num_ge "$(value "$D/f3" 'ejob_fires_not_run_total{ejob_job="slowJob",reason="busy"}')" 1 &&
+    num_ge "$(value "$D/f3" 'ejob_fires_not_run_total{ejob_job="slowNoMisfire",reason="running"}')" 1
 }
 wait_for 30 'ejob_fires_not_run_total counts missed fires: slowJob "busy", slowNoMisfire "running"' \
   missed_both
@@ -404,7 +411,7 @@ grep -q 'job slowJob: fire missed while the job still runs: items \[0\] run agai
 grep -q "status job=slowNoMisfire .*fire not run (running)" "$D/file.log" \
   && pass "the log says slowNoMisfire's fires were not run (running)" \
   || fail "no 'fire not run (running)' logged for slowNoMisfire"
-[ -z "$(value "$D/f3" 'ejob_fires_not_run_total{job="slowNoMisfire",reason="busy"}')" ] \
+[ "$(value "$D/f3" 'ejob_fires_not_run_total{ejob_job="slowNoMisfire",reason="busy"}')" = 0 ] \
   && pass "misfire off: nothing counted as busy" \
   || fail "slowNoMisfire busy: $(grep slowNoMisfire "$D/f3" | grep not_run)"
 num_ge "$(value "$D/f3" ejob_event_queue_depth)" 0 && pass "ejob_event_queue_depth present here too" \
