@@ -121,3 +121,6 @@ install(FILES ${PROJECT_SOURCE_DIR}/dist/systemd/ejob.service
         DESTINATION ${EJ_SYSTEMD_UNIT_DIR} OPTIONAL)
 install(FILES ${PROJECT_SOURCE_DIR}/dist/ejob.yaml
         DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/ejob OPTIONAL)
+# Prometheus alerting rules (docs/metrics.md), for rule_files.
+install(FILES ${PROJECT_SOURCE_DIR}/dist/prometheus/ejob-alerts.yml
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/ejob/prometheus OPTIONAL)

@@ -59,6 +59,7 @@ installed_as man/ejob.yaml.5 "${MANDIR:-share/man}/man5" ejob.yaml.5
 installed_as dist/systemd/ejob.service "${UNITDIR:-lib/systemd/system}" ejob.service
 installed_as dist/systemd/ejob@.service "${UNITDIR:-lib/systemd/system}" ejob@.service
 installed_as dist/ejob.yaml "${SYSCONFDIR:-etc}/ejob" ejob.yaml
+installed_as dist/prometheus/ejob-alerts.yml "$(cache CMAKE_INSTALL_DATADIR | grep . || echo share)/ejob/prometheus" ejob-alerts.yml
 
 # ------------------------------------------------------------ the library
 soname() { readelf -d "$1" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p'; }
