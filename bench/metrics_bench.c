@@ -55,11 +55,11 @@ int main(void)
     ej_metrics *m;
     ej_metrics_create(&m);
     const struct ej_metric_desc table[] = {
-        {"ejob_item_runs_total", EJ_METRIC_COUNTER, "Runs.", {"job", "result"}, NULL, 0},
-        {"ejob_item_run_duration_seconds", EJ_METRIC_HISTOGRAM, "D.", {"job"}, NULL, 0},
-        {"ejob_job_fires_total", EJ_METRIC_COUNTER, "Fires.", {"job"}, NULL, 0},
-        {"ejob_job_leader", EJ_METRIC_GAUGE, "Leader.", {"job"}, NULL, 0},
-        {"ejob_job_shard_items", EJ_METRIC_GAUGE, "Items.", {"job"}, NULL, 0},
+        {"ejob_item_runs_total", EJ_METRIC_COUNTER, "Runs.", {"ejob_job", "result"}, NULL, 0},
+        {"ejob_item_run_duration_seconds", EJ_METRIC_HISTOGRAM, "D.", {"ejob_job"}, NULL, 0},
+        {"ejob_job_fires_total", EJ_METRIC_COUNTER, "Fires.", {"ejob_job"}, NULL, 0},
+        {"ejob_job_leader", EJ_METRIC_GAUGE, "Leader.", {"ejob_job"}, NULL, 0},
+        {"ejob_job_shard_items", EJ_METRIC_GAUGE, "Items.", {"ejob_job"}, NULL, 0},
     };
     ej_metric *f[5];
     if (ej_metrics_register_table(m, table, 5, f, NULL, 0) != 0)
