@@ -14,7 +14,10 @@
 # rejected, connected; no history series when tracing is NONE. Jobs whose
 # item outlasts their 1-s period have the fires they miss counted in
 # ejob_fires_not_run_total: reason "busy" with misfire on (the items are
-# marked misfire), "running" with misfire off (the scheduler's report).
+# marked misfire, and their re-runs counted in ejob_misfire_runs_total),
+# "running" with misfire off (the scheduler's report). /metrics never labels
+# a series "job" (Prometheus's own label): ejob_job; ejob_ready follows
+# /readyz.
 set -u
 source "$EJ_SOURCE_DIR/tests/support/zkfixture.sh"
 E=${EJOB:?EJOB must name the ejob binary}
@@ -414,6 +417,12 @@ grep -q "status job=slowNoMisfire .*fire not run (running)" "$D/file.log" \
 [ "$(value "$D/f3" 'ejob_fires_not_run_total{ejob_job="slowNoMisfire",reason="busy"}')" = 0 ] \
   && pass "misfire off: nothing counted as busy" \
   || fail "slowNoMisfire busy: $(grep slowNoMisfire "$D/f3" | grep not_run)"
+# The items marked misfire run again as MISFIRE runs: counted, with misfire on only.
+misfire_runs() { scrape "$D/f4" && num_ge "$(value "$D/f4" 'ejob_misfire_runs_total{ejob_job="slowJob"}')" 1; }
+wait_for 20 'ejob_misfire_runs_total{ejob_job="slowJob"} counts its misfire re-runs' misfire_runs
+[ "$(value "$D/f4" 'ejob_misfire_runs_total{ejob_job="slowNoMisfire"}')" = 0 ] \
+  && pass "misfire off: no misfire runs (the series at 0)" \
+  || fail "slowNoMisfire misfire runs: '$(value "$D/f4" 'ejob_misfire_runs_total{ejob_job="slowNoMisfire"}')'"
 num_ge "$(value "$D/f3" ejob_event_queue_depth)" 0 && pass "ejob_event_queue_depth present here too" \
   || fail "no ejob_event_queue_depth: $(grep '^ejob_event' "$D/f3")"
 
