@@ -100,7 +100,8 @@ wait_for 20 "$FAILED is 0 on both daemons before the first run" zero_on_both ||
 LEADERS='sum by (ejob_job) (ejob_job_leader)'
 one_leader() { [ "$(value_of "$LEADERS" ejob_job=orderSync)" = 1 ]; }
 wait_for 20 "$LEADERS is 1 for orderSync" one_leader ||
-  echo "  (seen: $(series "$LEADERS" | tr '\n' ';'))" >&2
+  echo "  (seen: $(series "$LEADERS" | tr '\n' ';') and by job:" \
+    "$(series 'sum by (job) (ejob_job_leader)' | tr '\n' ';'))" >&2
 
 # Let both zeros be scraped more than once, then the first run, failing.
 sleep 2
@@ -111,10 +112,11 @@ wait_for 20 "the first run of orderSync failed (its stderr logged)" ran
 
 INCREASE='increase(ejob_item_runs_total{ejob_job="orderSync",result="failed"}[1m])'
 seen_rise() {
-  series "sum($INCREASE)" | awk '{ exit !($NF > 0) }'
+  series "sum($INCREASE)" | awk '{ v = $NF } END { exit !(NR == 1 && v > 0) }'
 }
 wait_for 20 "sum($INCREASE) > 0: the first failure is seen" seen_rise ||
-  echo "  (seen: $(series "$INCREASE" | tr '\n' ';'))" >&2
+  echo "  (seen: $(series "$INCREASE" | tr '\n' ';') and without the job's label:" \
+    "$(series 'increase(ejob_item_runs_total{result="failed"}[1m])' | tr '\n' ';'))" >&2
 echo "  $INCREASE: $(series "$INCREASE" | tr '\n' ';')"
 
 alerts() { curl -s "$PURL/api/v1/alerts"; }
