@@ -11,6 +11,7 @@
  */
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,16 @@ int main(void)
     ejd_metrics_job_started(job);
     char *text = render();
     check_all_zero(text, reasons);
+    size_t series = 0, bytes = 0;
+    for (const char *p = strstr(text, "ejob_job=\"" JOB_NAME "\""); p != NULL;
+         p = strstr(p + 1, "ejob_job=\"" JOB_NAME "\"")) {
+        const char *bol = p, *eol = strchr(p, '\n');
+        while (bol > text && bol[-1] != '\n')
+            bol--;
+        series++;
+        bytes += (size_t)(eol != NULL ? eol + 1 - bol : (ptrdiff_t)strlen(bol));
+    }
+    printf("a just-started job: %zu series, %zu bytes of /metrics\n", series, bytes);
     free(text);
 
     /* The first event: a rise from the 0 already exposed. */
