@@ -116,6 +116,22 @@ static void test_log_level_filters(void **state)
     ej_log_set_sink(NULL, NULL);
 }
 
+/* A text log line keeps a job's output on its one line and out of the
+ * terminal's control: newline, CR, ESC, other C0 and DEL are escaped. */
+static void test_log_escape_text(void **state)
+{
+    (void)state;
+    char out[128];
+    ej__log_escape_text(out, sizeof out, "exit 1\n2026-01-01T00:00:00.000Z info  [daemon] ok\r\033[2J\t\x01\x7f");
+    assert_string_equal(out, "exit 1\\n2026-01-01T00:00:00.000Z info  [daemon] ok\\r\\x1b[2J\\t\\x01\\x7f");
+    ej__log_escape_text(out, sizeof out, "caf\xc3\xa9 \\n stays");
+    assert_string_equal(out, "caf\xc3\xa9 \\n stays");
+    /* Cut to fit, never in the middle of an escape. */
+    char small[6];
+    assert_int_equal(ej__log_escape_text(small, sizeof small, "abcd\n"), 4);
+    assert_string_equal(small, "abcd");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -126,6 +142,7 @@ int main(void)
         cmocka_unit_test(test_json_quote_gson_escaping),
         cmocka_unit_test(test_buf),
         cmocka_unit_test(test_log_level_filters),
+        cmocka_unit_test(test_log_escape_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
