@@ -12,10 +12,11 @@
  * read (a request announcing one is refused). When a new connection finds
  * its address at EJ_METRICS_PER_ADDRESS_LIMIT connections, or the server at
  * EJ_METRICS_CONNECTION_LIMIT, the oldest connection still waiting for its
- * request (of that address, else of the address holding the most) is closed
- * to make room: a flood of idle connections only ever evicts itself, and a
- * probe that sends its request at once is answered before its turn to be
- * evicted comes.
+ * request (of that address, else of the address holding the most; failing
+ * that, the oldest one whose answer is not being read) is closed to make
+ * room: a flood of idle connections only ever evicts itself, and a probe
+ * that sends its request at once is answered before its turn to be evicted
+ * comes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -304,14 +305,14 @@ static size_t count_address(const struct ej_metrics_server *srv, const struct so
     return n;
 }
 
-/* The oldest connection waiting for its request, of address a (NULL: of
- * any address), or -1. */
-static long oldest_waiting(const struct ej_metrics_server *srv, const struct sockaddr_in6 *a)
+/* The oldest connection of address a (NULL: of any address), only among
+ * those waiting for their request when waiting is set; -1 when none. */
+static long oldest(const struct ej_metrics_server *srv, const struct sockaddr_in6 *a, bool waiting)
 {
     long best = -1;
     for (size_t i = 0; i < srv->nconns; i++) {
         const struct conn *c = srv->conns[i];
-        if (c->state != READING || (a != NULL && !same_address(&c->peer, a)))
+        if ((waiting && c->state != READING) || (a != NULL && !same_address(&c->peer, a)))
             continue;
         if (best < 0 || c->since_ms < srv->conns[best]->since_ms)
             best = (long)i;
@@ -319,31 +320,30 @@ static long oldest_waiting(const struct ej_metrics_server *srv, const struct soc
     return best;
 }
 
-/* Makes room for a connection from peer. Returns false when none can be
- * made (every connection in the way is being answered). */
-static bool make_room(struct ej_metrics_server *srv, const struct sockaddr_in6 *peer)
+/* The connection to close for a new one from peer, or -1 when none has to
+ * be. One waiting for its request goes first: a probe's answer is sent
+ * within a round, so only a client that does not read its answer is
+ * closed as an answered one. */
+static long victim_for(const struct ej_metrics_server *srv, const struct sockaddr_in6 *peer)
 {
-    long victim = -1;
     if (count_address(srv, peer) >= EJ_METRICS_PER_ADDRESS_LIMIT) {
-        victim = oldest_waiting(srv, peer);
-        if (victim < 0)
-            return false;
-    } else if (srv->nconns >= EJ_METRICS_CONNECTION_LIMIT) {
-        /* The address holding the most connections gives one up. */
-        size_t most = 0;
-        for (size_t i = 0; i < srv->nconns; i++) {
-            size_t n = count_address(srv, &srv->conns[i]->peer);
-            if (n > most && oldest_waiting(srv, &srv->conns[i]->peer) >= 0) {
-                most = n;
-                victim = oldest_waiting(srv, &srv->conns[i]->peer);
-            }
-        }
-        if (victim < 0)
-            return false;
+        long v = oldest(srv, peer, true);
+        return v >= 0 ? v : oldest(srv, peer, false);
     }
-    if (victim >= 0)
-        conn_close(srv, (size_t)victim);
-    return true;
+    if (srv->nconns < EJ_METRICS_CONNECTION_LIMIT)
+        return -1;
+    /* The address holding the most connections gives one up. */
+    long victim = -1;
+    size_t most = 0;
+    for (size_t i = 0; i < srv->nconns; i++) {
+        size_t n = count_address(srv, &srv->conns[i]->peer);
+        long v = n > most ? oldest(srv, &srv->conns[i]->peer, true) : -1;
+        if (v >= 0) {
+            most = n;
+            victim = v;
+        }
+    }
+    return victim >= 0 ? victim : oldest(srv, NULL, false);
 }
 
 static void accept_all(struct ej_metrics_server *srv, int64_t now)
@@ -357,7 +357,10 @@ static void accept_all(struct ej_metrics_server *srv, int64_t now)
             accept4(srv->listen_fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             return; /* EAGAIN, or a connection that went away: poll again */
-        struct conn *c = make_room(srv, &peer) ? malloc(sizeof *c) : NULL;
+        long victim = victim_for(srv, &peer);
+        if (victim >= 0)
+            conn_close(srv, (size_t)victim);
+        struct conn *c = srv->nconns < EJ_METRICS_CONNECTION_LIMIT ? malloc(sizeof *c) : NULL;
         if (c == NULL) {
             close(fd);
             continue;
