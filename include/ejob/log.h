@@ -38,7 +38,11 @@ EJ_EXTERN ej_log_level ej_log_get_level(void);
  * the systemd journal (JOURNAL_STREAM names stderr's device and inode) it is
  * "<6>[module] message (error)" instead: a syslog priority the journal
  * reads (7 debug, 6 info, 4 warn, 3 error) and no time, the journal's own.
- * JSON lines are the same either way. */
+ * JSON lines are the same either way. In both text forms the message's
+ * control characters are escaped (\n \r \t, other C0 and DEL as \xHH), so
+ * a message quoting untrusted text (a job's output, a name read from
+ * ZooKeeper) stays one line and sends no escape sequence to a terminal. A
+ * sink set with ej_log_set_sink receives the message unescaped. */
 EJ_EXTERN void ej_log_set_format(ej_log_format format);
 
 /* Replace the sink; NULL restores the default stderr sink. */

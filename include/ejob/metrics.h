@@ -210,12 +210,18 @@ struct ej_metrics_server_opts {
 typedef struct ej_metrics_server ej_metrics_server;
 
 /*
- * Starts an HTTP/1.1 server (libmicrohttpd, one thread) on opts->listen:
+ * Starts an HTTP/1.1 server (one thread, keep-alive) on opts->listen:
  *   GET /metrics  200, the rendering, EJ_METRICS_CONTENT_TYPE
  *   GET /healthz  200 "ok\n" or 503 "unhealthy: <why>\n"
  *   GET /readyz   200 "ready\n" or 503 "not ready: <why>\n"
  *   HEAD          as GET without the body
  *   another path  404; another method 405 (with an Allow header)
+ * It holds against slow and hostile clients: a request's header must
+ * arrive within 5 s, its answer be read within 10 s; 64 connections at
+ * most, 8 per client address, the oldest still waiting for its request
+ * closed to admit a new one; a Host other than "localhost" or an address
+ * literal gets 421 (DNS rebinding); bodies are refused (413). One thread
+ * serves every connection without blocking on any.
  * Returns 0 and *out; EJ_EINVAL (bad options or address, err says which);
  * -errno when the address cannot be bound (err names it); EJ_ENOMEM.
  */

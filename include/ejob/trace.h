@@ -72,15 +72,28 @@ struct ej_trace_target {
 };
 
 /*
- * Parses a store name as `ejob history --store` takes it:
- * "sqlite:PATH", "postgresql://..." / "postgres://..." (libpq URI), or a
- * plain path (SQLite). url points into spec (borrowed). Returns 0, or
- * EJ_EINVAL with a message in err (empty, unknown scheme, or a PostgreSQL
- * URI that carries a password: passwords belong in the environment or a
- * password file, never on a command line).
+ * Parses a store name as `ejob history --store` and the console take it:
+ * "sqlite:PATH"; "postgresql://..." / "postgres://..." (libpq URI) or a
+ * libpq keyword string ("host=db user=ejob dbname=jobs": it opens with
+ * KEYWORD=), both PostgreSQL; else a plain path (SQLite; one that looks
+ * like a keyword string is written sqlite:PATH). url points into spec
+ * (borrowed). Returns 0, or EJ_EINVAL with a message in err: empty, unknown
+ * scheme, a connection string libpq refuses, or one that carries a
+ * password (password or sslpassword, in either form, refused with the same
+ * words: passwords belong in the environment or a password file, never on
+ * a command line).
  */
 EJ_EXTERN int ej_trace_target_parse(const char *spec, struct ej_trace_target *out, char *err,
                                     size_t errlen);
+
+/*
+ * The store as it may be shown (logs, the console's replies): SQLite
+ * "sqlite:PATH"; PostgreSQL "postgresql: host=db port=5432 dbname=jobs
+ * user=ejob", the options that name the database (host, hostaddr, port,
+ * dbname, user, sslmode) in keyword form whatever form it was given in, so
+ * never a password. Caller frees; NULL for NULL or out of memory.
+ */
+EJ_EXTERN char *ej_trace_target_display(const struct ej_trace_target *t);
 
 /*
  * Reads a password file: its first line, without the line end. Caller

@@ -10,6 +10,7 @@
 #include "ejob/console.h"
 #include "ejob/error.h"
 #include "ejob/log.h"
+#include "ejob/trace.h"
 #include "cli/cli.h"
 #include "cli/cli_util.h"
 
@@ -39,8 +40,9 @@ static const char usage[] =
     "  --audit-log FILE     append one line per write (who, what, result) here\n"
     "                       instead of standard error\n"
     "  --store STORE        the execution history to show (as `ejob history`\n"
-    "                       reads it): sqlite:PATH, a file path, or\n"
-    "                       postgresql://USER@HOST/DB; or history.store in the\n"
+    "                       reads it): sqlite:PATH, a file path,\n"
+    "                       postgresql://USER@HOST/DB or 'host=HOST user=USER\n"
+    "                       dbname=DB'; or history.store in the\n"
     "                       settings file. Without one the history pages say so.\n"
     "  --store-password-file FILE   the PostgreSQL password (first line); else\n"
     "                       EJOB_TRACING_PASSWORD, PGPASSWORD or ~/.pgpass, never\n"
@@ -141,9 +143,15 @@ static int serve(const struct ej_console_settings *s)
            host, ej_console_web_port(web));
     for (size_t i = 0; i < s->registry_count; i++)
         printf(" %s", s->registries[i].name);
-    printf(")%s%s%s\n", s->no_auth ? " without login" : "",
-           s->history_store != NULL ? ", history from " : "",
-           s->history_store != NULL ? s->history_store : "");
+    /* The store as it may be shown: never a password, whatever was given. */
+    struct ej_trace_target store;
+    char *shown = s->history_store != NULL &&
+                          ej_trace_target_parse(s->history_store, &store, err, sizeof err) == 0
+                      ? ej_trace_target_display(&store)
+                      : NULL;
+    printf(")%s%s%s\n", s->no_auth ? " without login" : "", shown != NULL ? ", history from " : "",
+           shown != NULL ? shown : "");
+    free(shown);
     fflush(stdout);
     int sig = 0;
     sigwait(&set, &sig);

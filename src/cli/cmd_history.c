@@ -49,7 +49,8 @@ static const char usage[] =
     "  --json            JSON instead of a table\n"
     "\n"
     "Where the history is (the first that applies):\n"
-    "  --store STORE     sqlite:PATH, a file path, or postgresql://USER@HOST/DB\n"
+    "  --store STORE     sqlite:PATH, a file path, postgresql://USER@HOST/DB or\n"
+    "                    'host=HOST user=USER dbname=DB' (libpq's keyword form)\n"
     "                    (the password from EJOB_TRACING_PASSWORD, PGPASSWORD or\n"
     "                    ~/.pgpass, never on the command line)\n"
     "  -c, --config FILE the daemon file: its tracing section, as `ejob run`\n"
@@ -116,8 +117,12 @@ static int open_reader(const struct store_args *a, ej_trace_reader **out)
     }
     rc = ej_trace_reader_open(&target, out, err, sizeof err);
     /* target.url points into where: the messages come before its fini. */
-    if (rc == EJ_ENOTFOUND)
-        ejcli_fail(CMD, "no history in %s (%s)", target.url, err);
+    if (rc == EJ_ENOTFOUND) {
+        /* Shown without a secret (a daemon file's url may carry one). */
+        char *shown = target.kind == EJ_TRACE_SQLITE ? NULL : ej_trace_target_display(&target);
+        ejcli_fail(CMD, "no history in %s (%s)", shown != NULL ? shown : target.url, err);
+        free(shown);
+    }
     else if (rc != 0)
         ejcli_fail(CMD, "cannot read the history: %s", err[0] ? err : ej_strerror(rc));
     ejd_trace_where_fini(&where);

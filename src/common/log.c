@@ -19,6 +19,9 @@ static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
 static ej_log_sink sink_fn;
 static void *sink_user;
 
+/* A message is cut at this many bytes. */
+#define LOG_MSG_MAX 2048
+
 static const char *const level_names[] = {"debug", "info", "warn", "error", "off"};
 
 /* The syslog priority of each level, as the journal reads it from a "<N>"
@@ -94,6 +97,37 @@ void ej_log_set_sink(ej_log_sink sink, void *user)
     pthread_mutex_unlock(&sink_lock);
 }
 
+size_t ej__log_escape_text(char *out, size_t outlen, const char *msg)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t k = 0;
+    for (const unsigned char *p = (const unsigned char *)msg; *p != '\0'; p++) {
+        char esc[5];
+        size_t n;
+        if (*p == '\n' || *p == '\r' || *p == '\t') {
+            esc[0] = '\\';
+            esc[1] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+            n = 2;
+        } else if (*p < 0x20 || *p == 0x7f) {
+            esc[0] = '\\';
+            esc[1] = 'x';
+            esc[2] = hex[*p >> 4];
+            esc[3] = hex[*p & 15];
+            n = 4;
+        } else {
+            esc[0] = (char)*p;
+            n = 1;
+        }
+        if (k + n >= outlen)
+            break;
+        memcpy(out + k, esc, n);
+        k += n;
+    }
+    if (outlen > 0)
+        out[k] = '\0';
+    return k;
+}
+
 /* The journal stamps each line itself and shows the priority, so neither
  * the time nor the level word is repeated. */
 static void write_journal(ej_log_level level, const char *module, int err, const char *msg)
@@ -105,10 +139,17 @@ static void write_journal(ej_log_level level, const char *module, int err, const
         fprintf(stderr, "<%d>[%s] %s\n", prio, module, msg);
 }
 
-/* Under sink_lock. */
-static void write_stderr(ej_log_level level, const char *module, int err, const char *msg)
+/* Under sink_lock. A text line carries its message with control
+ * characters escaped: a job's output or a name taken from ZooKeeper must not
+ * start a line of its own (forging a daemon's line) or reach the terminal as
+ * an escape sequence. JSON escapes them by its own rules. */
+static void write_stderr(ej_log_level level, const char *module, int err, const char *raw)
 {
+    static char escaped[4 * LOG_MSG_MAX + 1]; /* sink_lock held */
+    const char *msg = raw;
     if (atomic_load(&log_format) == EJ_LOG_TEXT) {
+        ej__log_escape_text(escaped, sizeof escaped, raw);
+        msg = escaped;
         if (to_journal < 0)
             to_journal = stderr_is_journal();
         if (to_journal) {
@@ -150,7 +191,7 @@ void ej_log_write(ej_log_level level, const char *module, int err, const char *f
 {
     if (level < ej_log_get_level() || level >= EJ_LOG_OFF)
         return;
-    char buf[2048];
+    char buf[LOG_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);

@@ -21,6 +21,12 @@ void ej__sleep_ms(int64_t ms);
  * frees. NULL on allocation failure. */
 char *ej__json_quote(const char *s);
 
+/* Copies msg into out (outlen bytes, NUL-terminated, cut to fit) with
+ * control characters escaped as a text log line writes them: \n \r \t, other
+ * C0 bytes and DEL as \xHH (ESC is \x1b). Other bytes, UTF-8 included, are
+ * copied. Returns the length written. */
+size_t ej__log_escape_text(char *out, size_t outlen, const char *msg);
+
 /* printf into a new heap string. Caller frees. NULL on allocation failure. */
 char *ej__asprintf(const char *fmt, ...) EJ_PRINTF(1, 2);
 

@@ -189,8 +189,11 @@ static void list_locked(struct ej__console_request *req, ej_trace_reader *r,
         json_array_append_new(rows, ej__trace_execution_json(&l.rows[i]));
     ej_trace_execution_list_fini(&l);
     req->status = MHD_HTTP_OK;
-    req->reply = json_pack("{s:s,s:I,s:o}", "store", req->web->settings.history_store, "limit",
-                           (json_int_t)q->limit, "executions", rows);
+    /* The store as it may be shown: never a password, whatever was given. */
+    char *store = ej_trace_target_display(&req->web->history.target);
+    req->reply = json_pack("{s:s?,s:I,s:o}", "store", store, "limit", (json_int_t)q->limit,
+                           "executions", rows);
+    free(store);
 }
 
 static void show_locked(struct ej__console_request *req, ej_trace_reader *r, const char *id)

@@ -85,6 +85,20 @@ void ej__metrics_set_err(char *err, size_t errlen, const char *fmt, ...) EJ_PRIN
 /* Double stored in an atomic word. */
 double ej__metrics_load(const _Atomic uint64_t *p);
 
+/* The HTTP endpoint's limits (see the top of server.c and docs/metrics.md):
+ * connections at once, per client address, the time a request's whole
+ * header may take to arrive (from connecting, or from the previous answer
+ * on a kept-alive connection), the time an answer may take to be read. */
+#define EJ_METRICS_CONNECTION_LIMIT 64
+#define EJ_METRICS_PER_ADDRESS_LIMIT 8
+#define EJ_METRICS_HEADER_TIMEOUT_MS 5000
+#define EJ_METRICS_WRITE_TIMEOUT_MS 10000
+
+/* Whether a request's Host header value (len bytes, maybe with :PORT)
+ * names this endpoint in a way DNS rebinding cannot forge: "localhost" or
+ * an address literal (IPv4, or IPv6 in brackets). */
+bool ej__metrics_host_allowed(const char *host, size_t len);
+
 /* What process_* metrics read from /proc/self/stat. */
 struct ej__proc_stat {
     double cpu_seconds;   /* utime + stime */

@@ -172,10 +172,34 @@ check "--until $MID ($before runs)" [ "$(rows --until "$MID")" = "$before" ]
 check "  ... runs on both sides of $MID" [ "$before" -ge 1 -a "$after" -ge 1 ]
 check "--since 1h holds every run" [ "$(rows --since 1h)" = "$total" ]
 check "--since with a bad time is a usage error" bash -c '! "$0" history --store "$1" --since yesterday-ish >/dev/null 2>&1' "$E" "$URL"
+# libpq's keyword form names the same database: PostgreSQL, not a SQLite
+# file of that name.
+KW="host=127.0.0.1 port=$PGPORT user=ejob dbname=postgres"
+kw_rows=$(cd "$D" && "$E" history --store "$KW" --json --limit 1000 2>"$D/err" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+check "--store in keyword form reads the same history ($kw_rows rows)" [ "$kw_rows" = "$total" ]
+# The console shows the store without a secret, in whatever form it was given.
+source "$EJ_SOURCE_DIR/tests/integration/console_env.sh"
+cenv_console "$D/console.log" --no-auth --listen 127.0.0.1:0 --registry "$ZKF_CONNECT/tracepg" \
+  --store "postgresql://ejob@127.0.0.1:$PGPORT/postgres?sslmode=disable" || exit 1
+STORE=$(curl -s --max-time 10 "$CENV_URL/api/history?limit=1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["store"])')
+check "the console's /api/history names the store as \"$STORE\"" \
+  [ "$STORE" = "postgresql: host=127.0.0.1 port=$PGPORT dbname=postgres user=ejob sslmode=disable" ]
+kill -TERM "$CENV_CONSOLE_PID"; wait "$CENV_CONSOLE_PID"
 unset EJOB_TRACING_PASSWORD
 rc=0; "$E" history --store "postgresql://ejob:x@127.0.0.1:$PGPORT/postgres" >/dev/null 2>"$D/err" || rc=$?
 check "a password in --store is refused (exit $rc)" [ "$rc" = 2 ]
 check "  ... saying where passwords go" grep -q "EJOB_TRACING_PASSWORD" "$D/err"
+rc=0; "$E" history --store "$KW password=s3cret" >/dev/null 2>"$D/kwerr" || rc=$?
+check "a password in a keyword --store is refused (exit $rc)" [ "$rc" = 2 ]
+check "  ... with the URI's words" cmp -s "$D/err" "$D/kwerr"
+check "  ... and not echoed" bash -c '! grep -q s3cret "$0"' "$D/kwerr"
+rc=0; "$E" console --no-auth --listen 127.0.0.1:0 --registry "$ZKF_CONNECT/tracepg" --store "$KW password=s3cret" >"$D/kwcon" 2>&1 &
+KWC=$!; zkf_track $KWC
+for _ in $(seq 1 100); do kill -0 $KWC 2>/dev/null || break; sleep 0.1; done
+kill -0 $KWC 2>/dev/null && { kill -TERM $KWC; fail "the console started with a password in a keyword --store"; }
+wait $KWC; rc=$?
+check "the console refuses a password in a keyword --store (exit $rc)" [ "$rc" = 1 ]
+check "  ... saying where passwords go, not echoing it" bash -c 'grep -q "history store: .*EJOB_TRACING_PASSWORD" "$0" && ! grep -q s3cret "$0"' "$D/kwcon"
 mkdir -p "$D/nohistory"
 rc=0; "$E" history --state-dir "$D/nohistory" >/dev/null 2>"$D/err" || rc=$?
 check "no history file: exit 1 (exit $rc)" [ "$rc" = 1 ]

@@ -43,8 +43,7 @@ static void test_version(void **state)
     (void)state;
     assert_int_equal(ej_version(), EJ_VERSION_HEX);
     char want[32];
-    snprintf(want, sizeof(want), "%d.%d.%d", EJ_VERSION_MAJOR, EJ_VERSION_MINOR,
-             EJ_VERSION_PATCH);
+    snprintf(want, sizeof(want), "%d.%d.%d", EJ_VERSION_MAJOR, EJ_VERSION_MINOR, EJ_VERSION_PATCH);
     assert_string_equal(ej_version_string(), want);
     assert_string_equal(ej_version_string(), EJOB_PROJECT_VERSION);
 }
@@ -70,7 +69,9 @@ static void test_json_quote_gson_escaping(void **state)
     char *q = ej__json_quote("a=b<c>&'\"\\\n\x01");
     assert_string_equal(q, "\"a\\u003db\\u003cc\\u003e\\u0026\\u0027\\\"\\\\\\n\\u0001\"");
     free(q);
-    q = ej__json_quote("a\xe2\x80\xa8" "b\xe2\x80\xa9" "c\xe2\x82\xac");
+    q = ej__json_quote("a\xe2\x80\xa8"
+                       "b\xe2\x80\xa9"
+                       "c\xe2\x82\xac");
     assert_string_equal(q, "\"a\\u2028b\\u2029c\xe2\x82\xac\"");
     free(q);
 }
@@ -116,6 +117,24 @@ static void test_log_level_filters(void **state)
     ej_log_set_sink(NULL, NULL);
 }
 
+/* A text log line keeps a job's output on its one line and out of the
+ * terminal's control: newline, CR, ESC, other C0 and DEL are escaped. */
+static void test_log_escape_text(void **state)
+{
+    (void)state;
+    char out[128];
+    ej__log_escape_text(out, sizeof out,
+                        "exit 1\n2026-01-01T00:00:00.000Z info  [daemon] ok\r\033[2J\t\x01\x7f");
+    assert_string_equal(
+        out, "exit 1\\n2026-01-01T00:00:00.000Z info  [daemon] ok\\r\\x1b[2J\\t\\x01\\x7f");
+    ej__log_escape_text(out, sizeof out, "caf\xc3\xa9 \\n stays");
+    assert_string_equal(out, "caf\xc3\xa9 \\n stays");
+    /* Cut to fit, never in the middle of an escape. */
+    char small[6];
+    assert_int_equal(ej__log_escape_text(small, sizeof small, "abcd\n"), 4);
+    assert_string_equal(small, "abcd");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -126,6 +145,7 @@ int main(void)
         cmocka_unit_test(test_json_quote_gson_escaping),
         cmocka_unit_test(test_buf),
         cmocka_unit_test(test_log_level_filters),
+        cmocka_unit_test(test_log_escape_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -572,6 +572,101 @@ static void test_server(void **state)
     ej_metrics_destroy(m);
 }
 
+static bool host_ok(const char *h)
+{
+    return ej__metrics_host_allowed(h, strlen(h));
+}
+
+/* DNS rebinding forges a name: only localhost and address literals pass. */
+static void test_server_host_check(void **state)
+{
+    (void)state;
+    assert_true(host_ok("localhost"));
+    assert_true(host_ok("LOCALHOST:9464"));
+    assert_true(host_ok("127.0.0.1:9464"));
+    assert_true(host_ok("10.1.2.3"));
+    assert_true(host_ok("[::1]:9464"));
+    assert_true(host_ok("[::1]"));
+    assert_false(host_ok("rebind.attacker.example:9464"));
+    assert_false(host_ok("localhost.attacker.example"));
+    assert_false(host_ok("127.0.0.1.nip.io"));
+    assert_false(host_ok("[::1"));
+    assert_false(host_ok("[::1]x"));
+    assert_false(host_ok(""));
+    assert_false(host_ok("[not-an-address]"));
+
+    ej_metrics *m;
+    assert_int_equal(ej_metrics_create(&m), 0);
+    struct ej_metrics_server_opts o = {.listen = "127.0.0.1:0", .metrics = m};
+    ej_metrics_server *srv;
+    assert_int_equal(ej_metrics_server_start(&o, &srv, NULL, 0), 0);
+    int port = ej_metrics_server_port(srv);
+    expect_http(port, "GET /healthz HTTP/1.1\r\nHost: evil.example\r\n\r\n", "HTTP/1.1 421",
+                "unknown Host");
+    expect_http(port, "GET /healthz HTTP/1.1\r\n\r\n", "HTTP/1.1 400", "needs a Host");
+    expect_http(port, "GET /metrics HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\nabcde",
+                "HTTP/1.1 413", "not accepted");
+    /* Keep-alive and pipelining: two requests, two answers, then close. */
+    expect_http(port,
+                "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
+                "GET /readyz?x=1 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+                "HTTP/1.1 200", "\r\n\r\nok\nHTTP/1.1 200 OK\r\n");
+    char big[8193]; /* exactly the header buffer: nothing left unread to reset the answer */
+    memset(big, 'a', sizeof big);
+    memcpy(big, "GET /", 5);
+    big[sizeof big - 1] = '\0';
+    expect_http(port, big, "HTTP/1.1 431", "too large");
+    ej_metrics_server_stop(srv);
+    ej_metrics_destroy(m);
+}
+
+/* A connection to port from source (an IPv4 loopback address). */
+static int connect_from(const char *source, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in src = {.sin_family = AF_INET};
+    inet_pton(AF_INET, source, &src.sin_addr);
+    assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof src), 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    return fd;
+}
+
+/* Idle connections filling the per-address and the total limit push each
+ * other out: a request on a new connection is still answered, and the
+ * oldest idle one of the address over its limit is the one closed. */
+static void test_server_evicts_idle(void **state)
+{
+    (void)state;
+    ej_metrics *m;
+    assert_int_equal(ej_metrics_create(&m), 0);
+    struct ej_metrics_server_opts o = {.listen = "127.0.0.1:0", .metrics = m};
+    ej_metrics_server *srv;
+    assert_int_equal(ej_metrics_server_start(&o, &srv, NULL, 0), 0);
+    int port = ej_metrics_server_port(srv);
+    enum { N = EJ_METRICS_CONNECTION_LIMIT + 16 };
+    int idle[N];
+    for (int i = 0; i < N; i++) {
+        char src[32];
+        snprintf(src, sizeof src, "127.0.1.%d", 1 + i % 12);
+        idle[i] = connect_from(src, port);
+        usleep(2000); /* accepted in this order */
+    }
+    for (int round = 0; round < 3; round++)
+        expect_http(port, "GET /healthz HTTP/1.0\r\n\r\n", "HTTP/1.1 200", "\r\n\r\nok\n");
+    /* The very first idle connection was closed by the server. */
+    struct timeval tv = {.tv_sec = 2};
+    setsockopt(idle[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char c;
+    assert_int_equal(read(idle[0], &c, 1), 0);
+    for (int i = 0; i < N; i++)
+        close(idle[i]);
+    ej_metrics_server_stop(srv);
+    ej_metrics_destroy(m);
+}
+
 /* An IPv6 listen address, when the machine has IPv6 loopback. */
 static void test_server_ipv6(void **state)
 {
@@ -612,13 +707,14 @@ static void test_server_ipv6(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_format_double),   cmocka_unit_test(test_escaping),
-        cmocka_unit_test(test_ordering),        cmocka_unit_test(test_histogram),
-        cmocka_unit_test(test_register_errors), cmocka_unit_test(test_counter_rules_and_reset),
-        cmocka_unit_test(test_collector),       cmocka_unit_test(test_concurrent_updates),
-        cmocka_unit_test(test_proc_stat),       cmocka_unit_test(test_process_metrics),
-        cmocka_unit_test(test_parse_listen),    cmocka_unit_test(test_server),
-        cmocka_unit_test(test_server_ipv6),
+        cmocka_unit_test(test_format_double),      cmocka_unit_test(test_escaping),
+        cmocka_unit_test(test_ordering),           cmocka_unit_test(test_histogram),
+        cmocka_unit_test(test_register_errors),    cmocka_unit_test(test_counter_rules_and_reset),
+        cmocka_unit_test(test_collector),          cmocka_unit_test(test_concurrent_updates),
+        cmocka_unit_test(test_proc_stat),          cmocka_unit_test(test_process_metrics),
+        cmocka_unit_test(test_parse_listen),       cmocka_unit_test(test_server),
+        cmocka_unit_test(test_server_ipv6),        cmocka_unit_test(test_server_host_check),
+        cmocka_unit_test(test_server_evicts_idle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

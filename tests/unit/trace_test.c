@@ -688,6 +688,66 @@ static void test_target_parse(void **state)
     assert_non_null(strstr(err, "mysql"));
     assert_int_equal(ej_trace_target_parse("", &t, err, sizeof err), EJ_EINVAL);
 
+    /* libpq's keyword form is PostgreSQL, not a SQLite path, and its
+     * password is refused with the URI's words. */
+    char uri_err[256];
+    assert_int_equal(ej_trace_target_parse("postgres://ejob:pw@db/x", &t, uri_err, sizeof uri_err),
+                     EJ_EINVAL);
+    assert_int_equal(ej_trace_target_parse("host=db user=ejob dbname=jobs", &t, err, sizeof err),
+                     0);
+    assert_int_equal(t.kind, EJ_TRACE_POSTGRESQL);
+    assert_string_equal(t.url, "host=db user=ejob dbname=jobs");
+    assert_int_equal(ej_trace_target_parse(" host = db  port=5432", &t, err, sizeof err), 0);
+    assert_int_equal(t.kind, EJ_TRACE_POSTGRESQL);
+    assert_int_equal(
+        ej_trace_target_parse("host=db user=ejob password=s3cret dbname=jobs", &t, err, sizeof err),
+        EJ_EINVAL);
+    assert_string_equal(err, uri_err);
+    assert_null(strstr(err, "s3cret"));
+    assert_int_equal(
+        ej_trace_target_parse("host=db password='a b' dbname=jobs", &t, err, sizeof err),
+        EJ_EINVAL);
+    assert_string_equal(err, uri_err);
+    assert_int_equal(
+        ej_trace_target_parse("postgresql://db/x?password=s3cret", &t, err, sizeof err), EJ_EINVAL);
+    assert_string_equal(err, uri_err);
+    assert_int_equal(ej_trace_target_parse("host=db sslpassword=k", &t, err, sizeof err),
+                     EJ_EINVAL);
+    assert_string_equal(err, uri_err);
+    /* A keyword libpq does not know: its words, not a SQLite file. */
+    assert_int_equal(ej_trace_target_parse("history=1.db", &t, err, sizeof err), EJ_EINVAL);
+    assert_non_null(strstr(err, "bad PostgreSQL connection string"));
+    assert_non_null(strstr(err, "history"));
+    assert_int_equal(ej_trace_target_parse("host='db", &t, err, sizeof err), EJ_EINVAL);
+    /* Such a file is still reachable. */
+    assert_int_equal(ej_trace_target_parse("./history=1.db", &t, err, sizeof err), 0);
+    assert_int_equal(t.kind, EJ_TRACE_SQLITE);
+    assert_int_equal(ej_trace_target_parse("sqlite:history=1.db", &t, err, sizeof err), 0);
+    assert_int_equal(t.kind, EJ_TRACE_SQLITE);
+
+    /* The display form never carries a secret, whatever the form. */
+    struct ej_trace_target shown = {EJ_TRACE_POSTGRESQL,
+                                    "host=db port=5432 user=ejob dbname=jobs "
+                                    "password=s3cret sslpassword=k",
+                                    NULL};
+    char *d = ej_trace_target_display(&shown);
+    assert_string_equal(d, "postgresql: host=db port=5432 dbname=jobs user=ejob");
+    free(d);
+    shown.url = "postgresql://ejob:s3cret@db:5433/my%20jobs?password=again";
+    d = ej_trace_target_display(&shown);
+    assert_string_equal(d, "postgresql: host=db port=5433 dbname='my jobs' user=ejob");
+    free(d);
+    shown.url = "host='unterminated password=s3cret";
+    d = ej_trace_target_display(&shown);
+    assert_string_equal(d, "postgresql:");
+    free(d);
+    shown.kind = EJ_TRACE_SQLITE;
+    shown.url = "/var/lib/ejob/h.db";
+    d = ej_trace_target_display(&shown);
+    assert_string_equal(d, "sqlite:/var/lib/ejob/h.db");
+    free(d);
+    assert_null(ej_trace_target_display(NULL));
+
     char *pw = NULL;
     FILE *f = fopen(path_in("pw"), "w");
     fputs("s3cret\n", f);
