@@ -3,7 +3,7 @@
 
 Usage: alert_receiver.py PORT OUT_FILE [KEY_FILE]
 
-Each request becomes one JSON line in OUT_FILE: {"path", "headers",
+Each request becomes one JSON line in OUT_FILE: {"time", "path", "headers",
 "body", "signature_ok"}; signature_ok says whether X-Ejob-Signature is
 "sha256=" and the hex HMAC-SHA256 of the body under the key in KEY_FILE
 (null without a key file). Answers 200 "ok", or the status the path names
@@ -14,6 +14,7 @@ import hmac
 import http.server
 import json
 import sys
+import time
 
 port, out = int(sys.argv[1]), sys.argv[2]
 key = open(sys.argv[3], 'rb').read().split(b'\n')[0] if len(sys.argv) > 3 else None
@@ -27,7 +28,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if key is not None:
             want = 'sha256=' + hmac.new(key, body, hashlib.sha256).hexdigest()
             ok = hmac.compare_digest(want, self.headers.get('X-Ejob-Signature', ''))
-        rec = {'path': self.path, 'headers': dict(self.headers),
+        rec = {'time': time.time(), 'path': self.path, 'headers': dict(self.headers),
                'body': body.decode('utf-8', 'replace'), 'signature_ok': ok}
         with open(out, 'a') as f:
             f.write(json.dumps(rec) + '\n')
