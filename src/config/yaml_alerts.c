@@ -94,9 +94,9 @@ enum {
     CK_PASSWORD_ENV,
     CK_COUNT
 };
-static const char *const ch_keys[CK_COUNT] = {
-    "type", "url", "secretFile", "secretEnv",    "smtp",
-    "from", "to",  "user",       "passwordFile", "passwordEnv"};
+static const char *const ch_keys[] = {"type", "url", "secretFile", "secretEnv",    "smtp",
+                                      "from", "to",  "user",       "passwordFile", "passwordEnv"};
+_Static_assert(sizeof ch_keys / sizeof ch_keys[0] == CK_COUNT, "one name per CK_* key");
 /* Which keys each type takes (bit per CK_*). */
 #define BIT(k) (1u << (k))
 #define CHAT_KEYS (BIT(CK_TYPE) | BIT(CK_URL))
@@ -188,7 +188,7 @@ static void read_addresses(struct yctx *c, yaml_node_t *v, const char *path,
         }
         ch->to[ch->to_count++] = addr;
     }
-    if (ch->to_count == 0)
+    if (n == 0)
         ej__yaml_err(c, v->start_mark, path, "names no recipient");
 }
 
@@ -454,10 +454,10 @@ static void load_rule(struct yctx *c, yaml_node_t *map, const char *path,
         const char *key = ej__yaml_pair_key(c, pr, path, &k, &v);
         if (key == NULL)
             continue;
-        int i = strcmp(key, "on") == 0         ? 0
-                : strcmp(key, "after") == 0    ? 1
-                : strcmp(key, "channels") == 0 ? 2
-                                               : -1;
+        int i = -1;
+        for (int x = 0; x < 3 && i < 0; x++)
+            if (strcmp(key, keys[x]) == 0)
+                i = x;
         if (i < 0)
             ej__yaml_unknown_key(c, k, path);
         else if (!ej__yaml_seen_before(c, seen, i, k, path) && !ej__yaml_is_null(v))
@@ -524,6 +524,7 @@ static void load_job_alerts(struct yctx *c, yaml_node_t *map, const char *jpath,
                             const struct ej_alert_rule_config *file_rules, size_t file_nrules,
                             struct ej_alert_job_rules *jr)
 {
+    static const char *const keys[] = {"rules", "channels"};
     char path[400], full[440];
     yaml_node_t *rules = NULL, *channels = NULL;
     size_t *refs = NULL, nrefs = 0;
@@ -540,7 +541,7 @@ static void load_job_alerts(struct yctx *c, yaml_node_t *map, const char *jpath,
         const char *key = ej__yaml_pair_key(c, pr, path, &k, &v);
         if (key == NULL)
             continue;
-        int i = strcmp(key, "rules") == 0 ? 0 : strcmp(key, "channels") == 0 ? 1 : -1;
+        int i = strcmp(key, keys[0]) == 0 ? 0 : strcmp(key, keys[1]) == 0 ? 1 : -1;
         if (i < 0)
             ej__yaml_unknown_key(c, k, path);
         else if (!ej__yaml_seen_before(c, seen, i, k, path))
