@@ -5,6 +5,7 @@
  * (docs/alerts.md). Each channel's secret is read here, so a missing or
  * loose secret file stops the start (and `ejob run --check`) at its line.
  */
+#include <assert.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +114,35 @@ static const unsigned type_keys[EJ_ALERT_CH_TYPES] = {
 static bool is_name_char(char ch)
 {
     return isalnum((unsigned char)ch) || ch == '-' || ch == '_' || ch == '.';
+}
+
+/* The values of map's keys names[0..n) into at[] (their key nodes into
+ * key_at when not NULL); unknown and repeated keys are reported, empty
+ * values left out. map is a mapping. */
+#define MAX_SECTION_KEYS 16
+static void mapping_values(struct yctx *c, yaml_node_t *map, const char *path,
+                           const char *const *names, int n, yaml_node_t **at, yaml_node_t **key_at)
+{
+    bool seen[MAX_SECTION_KEYS] = {false};
+    assert(n <= MAX_SECTION_KEYS);
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k, *v;
+        const char *key = ej__yaml_pair_key(c, pr, path, &k, &v);
+        if (key == NULL)
+            continue;
+        int i = -1;
+        for (int x = 0; x < n && i < 0; x++)
+            if (strcmp(key, names[x]) == 0)
+                i = x;
+        if (i < 0) {
+            ej__yaml_unknown_key(c, k, path);
+        } else if (!ej__yaml_seen_before(c, seen, i, k, path) && !ej__yaml_is_null(v)) {
+            at[i] = v;
+            if (key_at != NULL)
+                key_at[i] = k;
+        }
+    }
 }
 
 /* The secret of a channel from a file (relative to the YAML file's
@@ -230,7 +260,6 @@ static void load_channel(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
 {
     char path[300], full[400];
     yaml_node_t *at[CK_COUNT] = {NULL};
-    bool seen[CK_COUNT] = {false};
     snprintf(path, sizeof path, "alerts.channels.%.100s", ch->name);
     if (map->type != YAML_MAPPING_NODE) {
         ej__yaml_err(c, ej__yaml_is_null(map) ? k0->start_mark : map->start_mark, path,
@@ -238,21 +267,7 @@ static void load_channel(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
                      ej__yaml_is_null(map) ? "nothing" : ej__yaml_kind_name(map));
         return;
     }
-    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
-         pr++) {
-        yaml_node_t *k, *v;
-        const char *key = ej__yaml_pair_key(c, pr, path, &k, &v);
-        if (key == NULL)
-            continue;
-        int i = -1;
-        for (int r = 0; r < CK_COUNT && i < 0; r++)
-            if (strcmp(key, ch_keys[r]) == 0)
-                i = r;
-        if (i < 0)
-            ej__yaml_unknown_key(c, k, path);
-        else if (!ej__yaml_seen_before(c, seen, i, k, path) && !ej__yaml_is_null(v))
-            at[i] = v;
-    }
+    mapping_values(c, map, path, ch_keys, CK_COUNT, at, NULL);
     snprintf(full, sizeof full, "%s.type", path);
     if (at[CK_TYPE] == NULL) {
         ej__yaml_err(c, k0->start_mark, full,
@@ -440,7 +455,6 @@ static void load_rule(struct yctx *c, yaml_node_t *map, const char *path,
 {
     static const char *const keys[] = {"on", "after", "channels"};
     yaml_node_t *at[3] = {NULL};
-    bool seen[3] = {false};
     char full[512];
     r->after = 1;
     if (map->type != YAML_MAPPING_NODE) {
@@ -448,21 +462,7 @@ static void load_rule(struct yctx *c, yaml_node_t *map, const char *path,
                      ej__yaml_kind_name(map));
         return;
     }
-    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
-         pr++) {
-        yaml_node_t *k, *v;
-        const char *key = ej__yaml_pair_key(c, pr, path, &k, &v);
-        if (key == NULL)
-            continue;
-        int i = -1;
-        for (int x = 0; x < 3 && i < 0; x++)
-            if (strcmp(key, keys[x]) == 0)
-                i = x;
-        if (i < 0)
-            ej__yaml_unknown_key(c, k, path);
-        else if (!ej__yaml_seen_before(c, seen, i, k, path) && !ej__yaml_is_null(v))
-            at[i] = v;
-    }
+    mapping_values(c, map, path, keys, 3, at, NULL);
     snprintf(full, sizeof full, "%.440s.on", path);
     if (at[0] == NULL)
         ej__yaml_err(c, map->start_mark, full,
@@ -526,7 +526,6 @@ static void load_job_alerts(struct yctx *c, yaml_node_t *map, const char *jpath,
 {
     static const char *const keys[] = {"rules", "channels"};
     char path[400], full[440];
-    yaml_node_t *rules = NULL, *channels = NULL;
     size_t *refs = NULL, nrefs = 0;
     snprintf(path, sizeof path, "%s.alerts", jpath);
     if (map->type != YAML_MAPPING_NODE) {
@@ -534,19 +533,9 @@ static void load_job_alerts(struct yctx *c, yaml_node_t *map, const char *jpath,
                      ej__yaml_kind_name(map));
         return;
     }
-    bool seen[2] = {false};
-    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
-         pr++) {
-        yaml_node_t *k, *v;
-        const char *key = ej__yaml_pair_key(c, pr, path, &k, &v);
-        if (key == NULL)
-            continue;
-        int i = strcmp(key, keys[0]) == 0 ? 0 : strcmp(key, keys[1]) == 0 ? 1 : -1;
-        if (i < 0)
-            ej__yaml_unknown_key(c, k, path);
-        else if (!ej__yaml_seen_before(c, seen, i, k, path))
-            *(i == 0 ? &rules : &channels) = v;
-    }
+    yaml_node_t *at[2] = {NULL};
+    mapping_values(c, map, path, keys, 2, at, NULL);
+    yaml_node_t *rules = at[0], *channels = at[1];
     if (channels != NULL && !ej__yaml_is_null(channels)) {
         snprintf(full, sizeof full, "%s.channels", path);
         read_channel_refs(c, channels, full, ac, &refs, &nrefs);
@@ -578,24 +567,9 @@ static void load_section(struct yctx *c, yaml_node_t *map, struct ej_alert_confi
 {
     static const char *const keys[] = {"channels", "rules", "throttleSeconds"};
     yaml_node_t *at[3] = {NULL}, *k0 = NULL;
-    bool seen[3] = {false};
-    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
-         pr++) {
-        yaml_node_t *k, *v;
-        const char *key = ej__yaml_pair_key(c, pr, "alerts", &k, &v);
-        if (key == NULL)
-            continue;
-        int i = -1;
-        for (int r = 0; r < 3 && i < 0; r++)
-            if (strcmp(key, keys[r]) == 0)
-                i = r;
-        if (i < 0)
-            ej__yaml_unknown_key(c, k, "alerts");
-        else if (!ej__yaml_seen_before(c, seen, i, k, "alerts"))
-            at[i] = v;
-        if (i == 0)
-            k0 = k;
-    }
+    yaml_node_t *key_at[3] = {NULL};
+    mapping_values(c, map, "alerts", keys, 3, at, key_at);
+    k0 = key_at[0];
     if (at[0] == NULL) {
         ej__yaml_err(c, map->start_mark, "alerts.channels", "is required: at least one channel");
         return;
