@@ -5,8 +5,6 @@
  * attempt per call; the caller retries.
  */
 #include <curl/curl.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,16 +21,6 @@ static CURLcode curl_init_rc;
 static void curl_init(void)
 {
     curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-void ej__alert_sign(const char *key, const char *body, size_t len, char *out, size_t outlen)
-{
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned maclen = 0;
-    HMAC(EVP_sha256(), key, (int)strlen(key), (const unsigned char *)body, len, mac, &maclen);
-    size_t at = (size_t)snprintf(out, outlen, "sha256=");
-    for (unsigned i = 0; i < maclen && at + 2 < outlen; i++)
-        at += (size_t)snprintf(out + at, outlen - at, "%02x", mac[i]);
 }
 
 /* The first ANSWER_KEEP bytes of the receiver's answer. */

@@ -215,6 +215,27 @@ static void sign_is_hmac_sha256(void **state)
     ej__alert_sign("Jefe", data, strlen(data), out, sizeof out);
     assert_string_equal(out, "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964"
                              "ec3843");
+    /* Test case 1: a 20-byte key. */
+    char key[132];
+    memset(key, 0x0b, 20);
+    key[20] = '\0';
+    ej__alert_sign(key, "Hi There", 8, out, sizeof out);
+    assert_string_equal(out, "sha256=b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e"
+                             "32cff7");
+    /* Test cases 6 and 7: a key longer than a block is hashed first; data
+     * longer than a block. */
+    memset(key, 0xaa, 131);
+    key[131] = '\0';
+    const char *d6 = "Test Using Larger Than Block-Size Key - Hash Key First";
+    ej__alert_sign(key, d6, strlen(d6), out, sizeof out);
+    assert_string_equal(out, "sha256=60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0e"
+                             "e37f54");
+    const char *d7 = "This is a test using a larger than block-size key and a larger than "
+                     "block-size data. The key needs to be hashed before being used by the "
+                     "HMAC algorithm.";
+    ej__alert_sign(key, d7, strlen(d7), out, sizeof out);
+    assert_string_equal(out, "sha256=9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c"
+                             "3a35e2");
 }
 
 static void tail_is_bounded(void **state)
