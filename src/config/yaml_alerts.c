@@ -191,6 +191,12 @@ static void read_secret(struct yctx *c, yaml_node_t *file, yaml_node_t *env, con
     free(p);
 }
 
+/* Something a mail header and an SMTP command can carry as an address. */
+static bool is_address(const char *s)
+{
+    return strchr(s, '@') != NULL && s[0] != '@' && strpbrk(s, " \t\r\n<>,;\"") == NULL;
+}
+
 /* to: one address or a sequence of them. */
 static void read_addresses(struct yctx *c, yaml_node_t *v, const char *path,
                            struct ej_alert_channel_config *ch)
@@ -209,7 +215,7 @@ static void read_addresses(struct yctx *c, yaml_node_t *v, const char *path,
         char *addr = NULL;
         if (a == NULL || !ej__yaml_get_str(c, a, path, &addr) || addr == NULL)
             continue;
-        if (strchr(addr, '@') == NULL || strpbrk(addr, " \t\r\n<>,") != NULL) {
+        if (!is_address(addr)) {
             char shown[128];
             ej__yaml_shown(a, shown, sizeof shown);
             ej__yaml_err(c, a->start_mark, path, "not an e-mail address: %s", shown);
@@ -228,8 +234,11 @@ static void read_url(struct yctx *c, yaml_node_t *v, const char *path, bool smtp
     if (!ej__yaml_get_str(c, v, path, dst) || *dst == NULL)
         return;
     const char *a = smtp ? "smtp://" : "http://", *b = smtp ? "smtps://" : "https://";
-    bool ok = strncmp(*dst, a, strlen(a)) == 0 || strncmp(*dst, b, strlen(b)) == 0;
-    ok = ok && strpbrk(*dst, " \t\r\n") == NULL && strlen(*dst) > strlen(b);
+    size_t skip = strncmp(*dst, a, strlen(a)) == 0   ? strlen(a)
+                  : strncmp(*dst, b, strlen(b)) == 0 ? strlen(b)
+                                                     : 0;
+    /* A scheme, then a host. */
+    bool ok = skip > 0 && (*dst)[skip] != '\0' && strpbrk(*dst, " \t\r\n") == NULL;
     if (!ok) {
         char shown[128];
         ej__yaml_shown(v, shown, sizeof shown);
@@ -295,8 +304,12 @@ static void load_channel(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
         snprintf(full, sizeof full, "%s.from", path);
         if (at[CK_FROM] == NULL)
             ej__yaml_err(c, k0->start_mark, full, "is required for email channels");
-        else
-            ej__yaml_get_str(c, at[CK_FROM], full, &ch->from);
+        else if (ej__yaml_get_str(c, at[CK_FROM], full, &ch->from) && ch->from != NULL &&
+                 !is_address(ch->from)) {
+            char shown[128];
+            ej__yaml_shown(at[CK_FROM], shown, sizeof shown);
+            ej__yaml_err(c, at[CK_FROM]->start_mark, full, "not an e-mail address: %s", shown);
+        }
         snprintf(full, sizeof full, "%s.to", path);
         if (at[CK_TO] == NULL)
             ej__yaml_err(c, k0->start_mark, full, "is required for email channels");

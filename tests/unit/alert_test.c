@@ -153,6 +153,9 @@ static void config_refuses_at_line_and_column(void **state)
                         "secretEnv: EJ_ALERT_TEST_UNSET}\n",
                    "alerts.channels.x.secretEnv: environment variable EJ_ALERT_TEST_UNSET is not "
                    "set");
+    assert_refused(HEAD "alerts:\n  channels:\n    m: {type: email, smtp: \"smtp://h\", from: "
+                        "\"a@b\\r\\nBcc: x@y\", to: c@d}\n",
+                   "f.yaml:4:46: alerts.channels.m.from: not an e-mail address");
     assert_refused(HEAD "alerts:\n  channels:\n    m: {type: email, smtp: \"smtp://h\"}\n",
                    "f.yaml:4:5: alerts.channels.m.from: is required for email channels");
     assert_refused(HEAD "alerts:\n  channels:\n    x: {type: slack, url: \"http://h/x\"}\n"
