@@ -620,6 +620,15 @@ static void sink_reads_events(void **state)
     receiver_stop(&r);
 }
 
+/* A failed assertion leaves the module running: stop it, so the next test
+ * starts clean. */
+static int stop_alerts(void **state)
+{
+    (void)state;
+    ej_alert_stop(0);
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -629,10 +638,10 @@ int main(void)
         cmocka_unit_test(sign_is_hmac_sha256),
         cmocka_unit_test(tail_is_bounded),
         cmocka_unit_test(post_without_start_is_a_noop),
-        cmocka_unit_test(missed_reaches_webhook_signed),
-        cmocka_unit_test(after_throttle_and_recovery),
-        cmocka_unit_test(refused_and_dropped_are_counted),
-        cmocka_unit_test(sink_reads_events),
+        cmocka_unit_test_teardown(missed_reaches_webhook_signed, stop_alerts),
+        cmocka_unit_test_teardown(after_throttle_and_recovery, stop_alerts),
+        cmocka_unit_test_teardown(refused_and_dropped_are_counted, stop_alerts),
+        cmocka_unit_test_teardown(sink_reads_events, stop_alerts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
