@@ -1,7 +1,9 @@
 #!/bin/bash
 # Alerts from `ejob run` to real receivers on loopback: a webhook receiver
 # (tests/support/alert_receiver.py, which checks the HMAC) and an SMTP
-# server (aiosmtpd). Two daemons share a one-item job whose script fails:
+# server (aiosmtpd). A job with rules of its own whose script outlasts its
+# timeout sends "timeout"; a disabled job's fires send "not-run".
+# Two daemons share a one-item job whose script fails:
 # its first failure reaches the webhook and the mailbox within 5 s, once
 # (only the instance that ran it sends), signed; the failures that follow
 # within throttleSeconds are held back and counted in the next message;
@@ -74,10 +76,11 @@ alerts:
   channels:
     hook: {type: webhook, url: "http://127.0.0.1:$HPORT/hook", secretFile: hook.key}
     mail: {type: email, smtp: "smtp://127.0.0.1:$SPORT", from: ejob@example.org, to: [ops@example.org]}
+    side: {type: webhook, url: "http://127.0.0.1:$HPORT/side", secretFile: hook.key}
   rules:
     - {on: [failed, timeout], after: 1, channels: [hook, mail]}
     - {on: [recovered], channels: [hook]}
-  throttleSeconds: 4
+  throttleSeconds: 6
 jobs:
   flaky:
     cron: "0/1 * * * * ?"
@@ -86,13 +89,29 @@ jobs:
     timeZone: Asia/Shanghai
     props:
       script.command.line: "sh -c 'test -f $D/fail || exit 0; echo first >&2; echo boom: disk full >&2; exit 3'"
+  slow:                     # its own rule: timeouts only
+    cron: "0/2 * * * * ?"
+    shardingTotalCount: 1
+    overwrite: true
+    alerts: {rules: [{on: timeout, channels: [side]}]}
+    props:
+      script.command.line: "sh -c 'sleep 5'"
+      script.timeout.milliseconds: 300
+  off:                      # disabled: its fires do not run
+    cron: "0/2 * * * * ?"
+    shardingTotalCount: 1
+    overwrite: true
+    disabled: true
+    alerts: {rules: [{on: [not-run], channels: [side]}]}
+    props:
+      script.command.line: "true"
 EOF
 
 # ------------------------------------------------------------ --check
 cp "$D/jobs.yaml" "$D/bad.yaml"
 sed -i 's/after: 1,/after: 0,/' "$D/bad.yaml"
 "$E" run --check -c "$D/bad.yaml" >/dev/null 2>"$D/check.err"; RC=$?
-[ $RC -eq 2 ] && grep -q "bad.yaml:10:38: alerts.rules\[0\].after: must be 1..1000000, got 0" "$D/check.err" \
+[ $RC -eq 2 ] && grep -q "bad.yaml:11:38: alerts.rules\[0\].after: must be 1..1000000, got 0" "$D/check.err" \
   && pass "--check refuses a bad alerts value at its line:column" \
   || fail "--check of after: 0: exit $RC, $(cat "$D/check.err")"
 "$E" run --check -c "$D/jobs.yaml" >/dev/null 2>&1 && pass "--check accepts the alerts section" \
@@ -108,7 +127,7 @@ EJOB_IP=127.0.0.72 setpriv --pdeathsig KILL "$E" run -c "$D/jobs.yaml" --state-d
 P2=$!; zkf_track $P2
 # The job succeeds until both daemons are up and its item has its owner;
 # then it fails (and is not moved again).
-started() { grep -q "running 1 job" "$D/d1.log" && grep -q "running 1 job" "$D/d2.log"; }
+started() { grep -q "running 3 job" "$D/d1.log" && grep -q "running 3 job" "$D/d2.log"; }
 wait_for 40 "both daemons started" started
 ran_ok() { grep -qE 'job=flaky item=0 .*succeeded' "$D/d1.log" "$D/d2.log"; }
 wait_for 20 "flaky runs" ran_ok
@@ -125,10 +144,26 @@ left=$((5 - (SECONDS - t0)))
 wait_for $left "and the SMTP server" have_mail
 echo "figure: the run's start to the webhook's receipt: $(field failed 0 "int(rec['time'] * 1000 - b['fireTimeMs'])") ms"
 sleep 1.5
-# More runs failed meanwhile (one a second): held back by throttleSeconds.
-[ "$(kind_count failed)" = 1 ] && pass "one webhook message for the failures so far" \
-  || fail "webhook messages: $(kind_count failed)"
-[ "$(mails)" = 1 ] && pass "one mail" || fail "mails: $(mails)"
+# More runs failed meanwhile (one a second), held back by throttleSeconds:
+# one message for the first failure, none from the other instance, and
+# messages of the job at least throttleSeconds apart (however slow this
+# machine is today).
+spacing() {
+  python3 - "$D/hook.jsonl" <<'PY'
+import datetime, json, sys
+recs = [json.loads(json.loads(l)['body']) for l in open(sys.argv[1])]
+f = [b for b in recs if b['kind'] == 'failed' and b['job'] == 'flaky']
+t = [datetime.datetime.fromisoformat(b['sentAt'].replace('Z', '+00:00')).timestamp() for b in f]
+firsts = sum(1 for b in f if b['consecutiveFailures'] == 1)
+gaps = [round(y - x, 1) for x, y in zip(t, t[1:])]
+print(firsts, all(g >= 5.9 for g in gaps), len(f), gaps)
+PY
+}
+sp=$(spacing)
+case "$sp" in "1 True "*) pass "one message for the first failure; the next ones throttleSeconds apart ($sp)" ;;
+  *) fail "failed messages (first failures, spaced, count, gaps): $sp" ;; esac
+same_count() { [ "$(mails)" = "$(kind_count failed)" ]; }
+wait_for 5 "each of those was mailed once" same_count
 [ "$(field failed 0 "rec['signature_ok']")" = True ] && pass "the HMAC signature is valid" \
   || fail "signature: $(field failed 0 "rec['signature_ok']")"
 [ "$(field failed 0 "b['version'], b['job'], b['item'], b['exitCode'], b['timeZone']")" = \
@@ -154,10 +189,22 @@ owner=1
   && pass "ejob history show ID shows that run" || fail "history show $ID"
 
 have_two() { [ "$(kind_count failed)" -ge 2 ]; }
-wait_for 8 "after throttleSeconds, the next failure sends again" have_two
+wait_for 10 "after throttleSeconds, the next failure sends again" have_two
 held=$(field failed 1 "b['suppressed']")
 [ "$held" -ge 1 ] 2>/dev/null && pass "it counts the $held held back" || fail "suppressed: $held"
 grep -rq "^Held back: " "$D/mail/new" && pass "the mail counts them too" || fail "no 'Held back' in a mail"
+
+# ------------------------------------ a timeout, a fire not run (job rules)
+have_timeout() { [ "$(kind_count timeout)" -ge 1 ]; }
+wait_for 10 "a script killed by its timeout sends timeout" have_timeout \
+  || grep -h "job=slow" "$D/d1.log" "$D/d2.log" | tail -3
+[ "$(field timeout 0 "b['job'], b['termSignal'] is not None, 'timed out after 300 ms' in b['reason']")" = \
+  "('slow', True, True)" ] && pass "the timeout message: job, signal, cause" \
+  || fail "timeout message: $(field timeout 0 "b")"
+have_not_run() { [ "$(kind_count not-run)" -ge 1 ]; }
+wait_for 10 "a disabled job's fire sends not-run" have_not_run
+[ "$(field not-run 0 "b['job'], b['reason'], b['item']")" = "('off', 'disabled', None)" ] \
+  && pass "the not-run message: job, reason, the whole fire" || fail "not-run: $(field not-run 0 "b")"
 
 # ------------------------------------------------------------ recovery
 rm "$D/fail"
