@@ -6,7 +6,7 @@ have a NAME line that whatis can index,
 and must name everything a user can type: ejob(1) every command that
 `ejob --help` lists, ejob-run(1) every option of `ejob run --help`, and
 ejob.yaml(5) every key the daemon file's reader accepts (the job keys of
-src/config/fields.h, the section keys of src/config/yaml.c). A command,
+src/config/fields.h, the section keys of src/config/yaml.c and yaml_alerts.c). A command,
 option or key added without its line in the page fails here.
 
 Usage: man_check.py SOURCE_DIR EJOB_BINARY
@@ -119,8 +119,10 @@ def main():
         if o not in fl:
             fail(f"ejob-run.1: option --{o} of `ejob run --help` is not described")
 
-    with open(os.path.join(src, "src/config/yaml.c")) as f:
-        yaml_c = f.read()
+    yaml_c = ""
+    for name in ("yaml.c", "yaml_alerts.c"):
+        with open(os.path.join(src, "src/config", name)) as f:
+            yaml_c += f.read()
     with open(os.path.join(src, "src/config/fields.h")) as f:
         fields_h = f.read()
     keys = c_string_arrays(yaml_c) | field_yaml_keys(fields_h)

@@ -409,6 +409,12 @@ static int run(struct daemon *d, const struct run_opts *o, const char *secret, i
         rc = EJ_EXIT_FAILED;
         goto out_reg;
     }
+    e = ejd_alerts_start(&d->cfg);
+    if (e != 0) {
+        EJ_LOG(EJ_LOG_ERROR, "daemon", e, "cannot start alerts: %s", ej_strerror(e));
+        rc = EJ_EXIT_FAILED;
+        goto out_jobs;
+    }
     ejd_notify_status("registering %zu job(s)", d->cfg.job_count);
     if (ejd_run_start_all(d) != 0) {
         rc = EJ_EXIT_FAILED;

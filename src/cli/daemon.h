@@ -25,6 +25,12 @@ typedef struct ejd_job ejd_job;
 int ejd_init(const struct ej_tracing_config *tracing, const char *config_file,
              const char *state_dir, int drain_ms, char *err, size_t errlen);
 
+/* Alert delivery for the daemon file (docs/alerts.md), after ejd_init:
+ * takes cfg->alerts (left zeroed) and puts the alert sink on the event
+ * bus; nothing when the file has no alerts: section. ejd_fini stops it.
+ * Returns 0 or a negative error. */
+int ejd_alerts_start(struct ej_daemon_config *cfg);
+
 /* Create and start a job from cfg (copied). Returns 0 and *out, or a
  * negative error with err saying why (the field, for config errors). */
 int ejd_job_start(ej_registry *reg, const struct ej_job_config *cfg, ejd_job **out, char *err,

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alert/alert.h"
 #include "config/daemon_file.h"
 #include "ejob/config.h"
 #include "ejob/ejob.h"
@@ -19,6 +20,9 @@ struct ejd_job {
     struct ej_job_def def;    /* output caps (tracing.outputMaxBytes) when not the default */
     bool failed;              /* a batch that did not start: not in the metrics */
 };
+
+/* How long a stop waits for alerts still queued. */
+#define ALERT_STOP_DRAIN_MS 5000
 
 static struct ej_event_bus *bus;
 static int drain_timeout_ms = 30000;
@@ -61,11 +65,21 @@ static const struct ej_job_def *def_with_cap(ejd_job *d, const struct ej_job_con
     return &d->def;
 }
 
+int ejd_alerts_start(struct ej_daemon_config *cfg)
+{
+    int rc = ej_alert_start(cfg);
+    if (rc == 0 && ej_alert_is_running())
+        rc = ej_event_bus_add_sink(bus, ej_alert_event_sink, NULL);
+    return rc;
+}
+
 void ejd_fini(void)
 {
     ejd_metrics_watch_bus(NULL);
     ejd_events_destroy(bus);
     bus = NULL;
+    /* After the bus: its last events may still make alerts. */
+    ej_alert_stop(drain_timeout_ms < ALERT_STOP_DRAIN_MS ? drain_timeout_ms : ALERT_STOP_DRAIN_MS);
 }
 
 /* The daemon's job for cfg, created but not started. */

@@ -26,6 +26,7 @@
 #include "ejob/event.h"
 #include "ejob/log.h"
 #include "ejob/metrics.h"
+#include "alert/alert.h"
 #include "common/util.h"
 #include "cli/daemon_events.h"
 #include "cli/daemon_metrics.h"
@@ -74,6 +75,9 @@ enum {
     M_HIST_DEPTH,
     M_HIST_UP,
     M_HIST_LAST_WRITE,
+    M_ALERTS_SENT,
+    M_ALERTS_FAILED,
+    M_ALERTS_DROPPED,
     M_COUNT
 };
 
@@ -237,6 +241,25 @@ static const struct ej_metric_desc table[M_COUNT] = {
                            {NULL},
                            NULL,
                            0},
+    [M_ALERTS_SENT] = {"ejob_alerts_sent_total",
+                       C,
+                       "Alert messages a receiver took, by channel.",
+                       {"channel"},
+                       NULL,
+                       0},
+    [M_ALERTS_FAILED] = {"ejob_alerts_failed_total",
+                         C,
+                         "Alert messages given up after their retries or refused, by channel.",
+                         {"channel"},
+                         NULL,
+                         0},
+    [M_ALERTS_DROPPED] = {"ejob_alerts_dropped_total",
+                          C,
+                          "Alerts dropped unsent (queue full, stopping), by channel; "
+                          "channel=\"\" for facts the alert queue refused.",
+                          {"channel"},
+                          NULL,
+                          0},
 };
 #undef C
 #undef G
@@ -400,6 +423,22 @@ static void collect_history(void)
 
 static bool ready_locked(char *why, size_t len);
 
+/* Alert delivery, per channel; no series while alerts are off. */
+static void collect_alerts(void)
+{
+    static struct ej_alert_stats as; /* large; mu held */
+    ej_alert_stats_get(&as);
+    if (!as.running)
+        return;
+    for (size_t i = 0; i < as.channel_count; i++) {
+        const struct ej_alert_channel_stats *c = &as.channels[i];
+        ej_metric_set(ej_metric_get1(st.f[M_ALERTS_SENT], c->name), (double)c->sent);
+        ej_metric_set(ej_metric_get1(st.f[M_ALERTS_FAILED], c->name), (double)c->failed);
+        ej_metric_set(ej_metric_get1(st.f[M_ALERTS_DROPPED], c->name), (double)c->dropped);
+    }
+    ej_metric_set(ej_metric_get1(st.f[M_ALERTS_DROPPED], ""), (double)as.facts_dropped);
+}
+
 static void collect(ej_metrics *m, void *user)
 {
     (void)m;
@@ -411,6 +450,7 @@ static void collect(ej_metrics *m, void *user)
         ej_metric_set(ej_metric_get0(st.f[M_READY]), ready_locked(why, sizeof why));
         collect_registry();
         collect_history();
+        collect_alerts();
         if (st.bus != NULL) {
             struct ej_event_bus_stats bs;
             ej_event_bus_stats(st.bus, &bs);

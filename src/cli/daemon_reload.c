@@ -13,6 +13,7 @@
 
 #include "ejob/error.h"
 #include "ejob/log.h"
+#include "alert/alert.h"
 #include "cli/daemon_notify.h"
 #include "cli/daemon_run.h"
 
@@ -331,6 +332,10 @@ static void reload_apply(struct daemon *d, struct reload *rl)
                "reload: metrics.listen changes take effect only after a restart; the "
                "endpoint stays %s",
                d->metrics_now != NULL ? d->metrics_now : "off");
+    if (next.alerts.configured || ej_alert_is_running())
+        EJ_LOG(EJ_LOG_INFO, "daemon", 0,
+               "reload: alerts are read at start only: a change to alerts: or a job's alerts, "
+               "and alerts for added jobs, take a restart");
 
     size_t removed = stop_removed(d, &next), added = 0, changed = 0, unchanged = 0;
     for (size_t i = 0; i < next.job_count; i++) {

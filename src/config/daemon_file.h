@@ -74,6 +74,83 @@ struct ej_log_config {
     int format; /* an ej_log_format, or -1 when not given */
 };
 
+/* ------------------------------------------------------------------ alerts
+ * alerts: {channels, rules, throttleSeconds} and each job's alerts
+ * (docs/alerts.md). The loader resolves every job's rules (its own
+ * jobs.X.alerts, else defaults.alerts, else the section's rules) into
+ * job_rules, parallel to the file's jobs, and reads each channel's secret
+ * (secretFile/secretEnv, passwordFile/passwordEnv) so a bad one stops the
+ * start, or `ejob run --check`, at its line. */
+
+typedef enum ej_alert_channel_type {
+    EJ_ALERT_CH_WEBHOOK = 0,
+    EJ_ALERT_CH_EMAIL,
+    EJ_ALERT_CH_SLACK,
+    EJ_ALERT_CH_DINGTALK,
+    EJ_ALERT_CH_WECOM,
+    EJ_ALERT_CH_FEISHU,
+    EJ_ALERT_CH_TYPES
+} ej_alert_channel_type;
+
+/* What an alert is about: the words of a rule's `on`, in this order. */
+typedef enum ej_alert_kind {
+    EJ_ALERT_FAILED = 0, /* an item run failed */
+    EJ_ALERT_TIMEOUT,    /* an item run failed by its script/HTTP timeout */
+    EJ_ALERT_NOT_RUN,    /* a fire due on this instance did not run (a reason) */
+    EJ_ALERT_MISSED,     /* a fire no live instance owned (the fire ledger) */
+    EJ_ALERT_RECOVERED,  /* an item's first success after an alert for it */
+    EJ_ALERT_TEST,       /* `ejob alerts test`; no rule names it */
+    EJ_ALERT_KINDS
+} ej_alert_kind;
+
+/* Defaults of throttleSeconds and a rule's after. */
+#define EJ_ALERT_THROTTLE_DEFAULT 300
+#define EJ_ALERT_MAX_CHANNELS 64
+#define EJ_ALERT_MAX_RULES 64
+
+struct ej_alert_channel_config {
+    char *name;
+    ej_alert_channel_type type;
+    char *url;    /* webhook and chats: the URL; email: smtp (smtp:// or smtps://) */
+    char *secret; /* webhook: the HMAC key; email: the SMTP password; NULL none */
+    char *from;   /* email */
+    char *user;   /* email: SMTP user (default: from) */
+    char **to;    /* email: recipients */
+    size_t to_count;
+};
+
+struct ej_alert_rule_config {
+    unsigned on;      /* bit (1u << ej_alert_kind) per kind */
+    int after;        /* consecutive failures of an item before it alerts (1) */
+    size_t *channels; /* indexes into ej_alert_config.channels */
+    size_t channel_count;
+};
+
+/* The rules of one job, resolved. */
+struct ej_alert_job_rules {
+    char *job;
+    struct ej_alert_rule_config *rules;
+    size_t rule_count;
+};
+
+struct ej_alert_config {
+    bool configured; /* an alerts: section with at least one channel */
+    struct ej_alert_channel_config *channels;
+    size_t channel_count;
+    int throttle_seconds;                 /* throttleSeconds (300); 0: every message */
+    struct ej_alert_job_rules *job_rules; /* job_count entries, file order */
+    size_t job_count;
+};
+
+/* 0..EJ_ALERT_KINDS-1 by name ("failed", "not-run", ...), or -1. */
+int ej_alert_kind_parse(const char *word);
+/* "failed", "timeout", "not-run", "missed", "recovered", "test". */
+const char *ej_alert_kind_name(ej_alert_kind kind);
+/* "webhook", "email", "slack", "dingtalk", "wecom", "feishu". */
+const char *ej_alert_channel_type_name(ej_alert_channel_type type);
+/* Free cfg's contents (NULL and zeroed accepted); zeroes it. */
+void ej_alert_config_fini(struct ej_alert_config *cfg);
+
 /*
  * The whole daemon file. Each job is a complete ej_job_config: elasticJobType
  * gives job_type (SCRIPT or HTTP), props give script_command_line,
@@ -87,6 +164,7 @@ struct ej_daemon_config {
     struct ej_tracing_config tracing;
     struct ej_metrics_config metrics;
     struct ej_log_config log;
+    struct ej_alert_config alerts;
     size_t job_count;
     struct ej_job_config *jobs;
     int *job_lines; /* 1-based line of each job's key in the file */

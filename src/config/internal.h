@@ -111,4 +111,10 @@ static inline const char *ej__config_str(const char *s)
  * it, "..." when cut) into out. */
 void ej__config_quote_short(const char *s, size_t n, char *out, size_t outlen);
 
+/* The first line of a secret file (not empty), under the rules of
+ * ej_config_read_secret_file but of any shape (an HMAC key, a password).
+ * Caller frees *out (zero it first). Same returns. */
+int ej__config_read_secret_line(const char *path, char **out, char *warn, size_t warnlen, char *err,
+                                size_t errlen);
+
 #endif

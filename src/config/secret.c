@@ -37,8 +37,9 @@ int ej_config_check_secret_mode(const char *path, unsigned mode, char *warn, siz
     return 0;
 }
 
-int ej_config_read_secret_file(const char *path, char **out, char *warn, size_t warnlen, char *err,
-                               size_t errlen)
+/* The first line of the secret file at path, checked as any secret file. */
+int ej__config_read_secret_line(const char *path, char **out, char *warn, size_t warnlen, char *err,
+                                size_t errlen)
 {
     if (warn != NULL && warnlen > 0)
         warn[0] = '\0';
@@ -68,16 +69,16 @@ int ej_config_read_secret_file(const char *path, char **out, char *warn, size_t 
     if (n < 0 || n > MAX_SECRET_FILE) {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "%s: %s", path,
-                     n < 0 ? strerror(errno) : "longer than one USER:PASSWORD line");
+                     n < 0 ? strerror(errno) : "longer than one line of a secret");
         rc = n < 0 ? -EIO : EJ_ECONFIG;
         goto out_close;
     }
     buf[n] = '\0';
     /* The first line, without its line end. */
     buf[strcspn(buf, "\r\n")] = '\0';
-    if (strchr(buf, ':') == NULL || buf[0] == ':') {
+    if (buf[0] == '\0') {
         if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "%s: must hold one line USER:PASSWORD", path);
+            snprintf(err, errlen, "%s: its first line is empty", path);
         rc = EJ_ECONFIG;
     } else if ((*out = strdup(buf)) == NULL) {
         rc = EJ_ENOMEM;
@@ -86,4 +87,21 @@ int ej_config_read_secret_file(const char *path, char **out, char *warn, size_t 
 out_close:
     close(fd);
     return rc;
+}
+
+int ej_config_read_secret_file(const char *path, char **out, char *warn, size_t warnlen, char *err,
+                               size_t errlen)
+{
+    int rc = ej__config_read_secret_line(path, out, warn, warnlen, err, errlen);
+    if (rc != 0)
+        return rc;
+    if (strchr(*out, ':') == NULL || (*out)[0] == ':') {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "%s: must hold one line USER:PASSWORD", path);
+        memset(*out, 0, strlen(*out));
+        free(*out);
+        *out = NULL;
+        return EJ_ECONFIG;
+    }
+    return 0;
 }

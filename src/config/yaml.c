@@ -18,6 +18,7 @@
 #include "common/util.h"
 #include "config/daemon_file.h"
 #include "config/internal.h"
+#include "config/yaml_internal.h"
 #include "ejob/error.h"
 #include "ejob/log.h"
 #include "ejob/metrics.h"
@@ -35,27 +36,6 @@
 
 /* Problems are gathered with their position, then reported in file order. */
 #define MAX_GATHERED 1000
-
-struct ymsg {
-    size_t line, column, seq;
-    char *text;
-};
-
-struct yctx {
-    yaml_document_t *doc;
-    const char *name;
-    struct ej_config_errors *errs;
-    int nerr;
-    int rc; /* EJ_ENOMEM once an allocation failed */
-    size_t visits;
-    bool too_complex;
-    bool muted; /* applying defaults: their problems were reported once */
-    struct ymsg *msgs;
-    size_t nmsgs;
-    const char *dir;                   /* of the file, for digestFile; NULL = cwd */
-    unsigned mode;                     /* the file's st_mode; 0 for a string */
-    struct ej_config_errors *warnings; /* out->warnings */
-};
 
 static void yerr(struct yctx *c, yaml_mark_t m, const char *path, const char *fmt, ...)
     EJ_PRINTF(4, 5);
@@ -818,7 +798,7 @@ static void load_log(struct yctx *c, yaml_node_t *map, struct ej_log_config *lc)
  * fields, so one seen[] array covers a job's mapping. */
 #define PROPS_PREFIX "props."
 #define PROPS_PREFIX_LEN (sizeof(PROPS_PREFIX) - 1)
-enum { JK_PROPS = EJ_CFG_F_COUNT_, JK_COUNT };
+enum { JK_PROPS = EJ_CFG_F_COUNT_, JK_ALERTS, JK_COUNT };
 
 /* The field whose YAML key is key, in a job's mapping (in_props false) or
  * under its props (in_props true); -1 when no row has it. */
@@ -838,6 +818,8 @@ static int yaml_field(const char *key, bool in_props)
 /* A key of a job's mapping: its field, JK_PROPS, or -1 when unknown. */
 static int job_key_index(const char *key)
 {
+    if (strcmp(key, "alerts") == 0)
+        return JK_ALERTS;
     return strcmp(key, "props") == 0 ? JK_PROPS : yaml_field(key, false);
 }
 
@@ -998,6 +980,7 @@ struct job_load {
     bool seen[JK_COUNT];              /* by field (and JK_PROPS) */
     bool seen_props[EJ_CFG_F_COUNT_]; /* by field */
     bool have_type;
+    yaml_node_t *alerts; /* its alerts: mapping (own, else the defaults'), read with the section */
 };
 
 /* One key of a job (its field f, a non-null value v) into its config. */
@@ -1027,6 +1010,11 @@ static void apply_job_map(struct job_load *jl, yaml_node_t *map, bool as_default
             unknown_key(c, k, jl->jpath);
         if (i < 0 || seen_before(c, seen, i, k, jl->jpath))
             continue;
+        if (i == JK_ALERTS) {
+            if (!as_defaults || jl->alerts == NULL)
+                jl->alerts = v;
+            continue;
+        }
         if (i == JK_PROPS) {
             load_props(c, v, jl->jpath, jl->cfg, &jl->jm, jl->seen_props,
                        as_defaults ? jl->seen_props : NULL);
@@ -1089,7 +1077,7 @@ static void finish_job(struct job_load *jl)
 }
 
 static void load_job(struct yctx *c, yaml_node_t *k0, yaml_node_t *map, yaml_node_t *defaults,
-                     struct ej_job_config *cfg)
+                     struct ej_job_config *cfg, yaml_node_t **alerts)
 {
     char jpath[300];
     struct job_load jl;
@@ -1115,6 +1103,7 @@ static void load_job(struct yctx *c, yaml_node_t *k0, yaml_node_t *map, yaml_nod
     if (defaults != NULL)
         apply_job_map(&jl, defaults, true);
     finish_job(&jl);
+    *alerts = jl.alerts;
 }
 
 /* `defaults:` on its own: its keys are job keys, reported once here. */
@@ -1183,7 +1172,9 @@ static void load_jobs(struct yctx *c, yaml_node_t *map, yaml_node_t *defaults,
     bool *dup = calloc(n, sizeof(*dup));
     out->jobs = calloc(n, sizeof(*out->jobs));
     out->job_lines = calloc(n, sizeof(*out->job_lines));
-    if (refs == NULL || dup == NULL || out->jobs == NULL || out->job_lines == NULL) {
+    c->job_alerts = calloc(n, sizeof(*c->job_alerts));
+    if (refs == NULL || dup == NULL || out->jobs == NULL || out->job_lines == NULL ||
+        c->job_alerts == NULL) {
         c->rc = EJ_ENOMEM;
         goto out_free;
     }
@@ -1224,7 +1215,7 @@ static void load_jobs(struct yctx *c, yaml_node_t *map, yaml_node_t *defaults,
         }
         out->job_lines[out->job_count] = (int)k->start_mark.line + 1;
         out->job_count++;
-        load_job(c, k, v, defaults, cfg);
+        load_job(c, k, v, defaults, cfg, &c->job_alerts[out->job_count - 1]);
     }
 
 out_free:
@@ -1251,8 +1242,8 @@ static yaml_node_t *top_value(struct yctx *c, yaml_node_t *root, const char *nam
 
 static void load_root(struct yctx *c, struct ej_daemon_config *out)
 {
-    static const char *const keys[] = {"regCenter", "tracing", "defaults",
-                                       "jobs",      "metrics", "log"};
+    static const char *const keys[] = {"regCenter", "tracing", "defaults", "jobs",
+                                       "metrics",   "log",     "alerts"};
     enum { N_KEYS = sizeof(keys) / sizeof(keys[0]) };
     bool seen[N_KEYS] = {false};
     yaml_mark_t start = {0, 0, 0};
@@ -1296,11 +1287,16 @@ static void load_root(struct yctx *c, struct ej_daemon_config *out)
             load_jobs(c, v, defaults, out);
         else if (i == 4)
             load_metrics(c, v, &out->metrics);
-        else
+        else if (i == 5)
             load_log(c, v, &out->log);
+        else
+            c->alerts = v;
         if (c->rc != 0)
             return;
     }
+    /* After the jobs, wherever the section is: rules name channels and
+     * apply to jobs. */
+    ej__yaml_load_alerts(c, out);
     if (!seen[0])
         yerr(c, start, "regCenter.namespace", "is required");
 }
@@ -1430,6 +1426,7 @@ void ej_daemon_config_fini(struct ej_daemon_config *cfg)
     free(cfg->tracing.url);
     free(cfg->tracing.password_file);
     free(cfg->metrics.listen);
+    ej_alert_config_fini(&cfg->alerts);
     for (size_t i = 0; i < cfg->job_count; i++)
         ej_job_config_fini(&cfg->jobs[i]);
     free(cfg->jobs);
@@ -1442,8 +1439,7 @@ static int load_text(const char *text, size_t len, const char *name, const char 
 {
     yaml_parser_t parser;
     yaml_document_t doc, next;
-    struct yctx c = {&doc, name ? name : "<string>", errs, 0, 0, 0, false, false, NULL, 0, dir, 0,
-                     NULL};
+    struct yctx c = {.doc = &doc, .name = name ? name : "<string>", .errs = errs, .dir = dir};
     yaml_mark_t start = {0, 0, 0};
 
     int rc = ej_daemon_config_init(out);
@@ -1483,6 +1479,7 @@ static int load_text(const char *text, size_t len, const char *name, const char 
 
 out_parser:
     yaml_parser_delete(&parser);
+    free(c.job_alerts);
 out_flush:
     flush_messages(&c);
     if (c.rc != 0)
@@ -1566,4 +1563,74 @@ out_free:
 out_close:
     fclose(f);
     return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The helpers above, for the loader's other files (yaml_internal.h)         */
+/* ------------------------------------------------------------------------ */
+
+void ej__yaml_err(struct yctx *c, yaml_mark_t m, const char *path, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    yerr(c, m, path, "%s", msg);
+}
+
+yaml_node_t *ej__yaml_node(struct yctx *c, int id)
+{
+    return node(c, id);
+}
+
+const char *ej__yaml_kind_name(yaml_node_t *n)
+{
+    return kind_name(n);
+}
+
+bool ej__yaml_is_null(yaml_node_t *n)
+{
+    return is_null(n);
+}
+
+void ej__yaml_shown(yaml_node_t *n, char *out, size_t outlen)
+{
+    shown_scalar(n, out, outlen);
+}
+
+bool ej__yaml_want_scalar(struct yctx *c, yaml_node_t *v, const char *path, const char *what)
+{
+    return want_scalar(c, v, path, what);
+}
+
+bool ej__yaml_get_str(struct yctx *c, yaml_node_t *v, const char *path, char **dst)
+{
+    return get_str(c, v, path, dst);
+}
+
+bool ej__yaml_get_int(struct yctx *c, yaml_node_t *v, const char *path, int *dst)
+{
+    return get_int(c, v, path, dst);
+}
+
+const char *ej__yaml_pair_key(struct yctx *c, yaml_node_pair_t *pair, const char *path,
+                              yaml_node_t **k, yaml_node_t **v)
+{
+    return pair_key(c, pair, path, k, v);
+}
+
+bool ej__yaml_seen_before(struct yctx *c, bool *seen, int i, yaml_node_t *k, const char *path)
+{
+    return seen_before(c, seen, i, k, path);
+}
+
+void ej__yaml_unknown_key(struct yctx *c, yaml_node_t *k, const char *path)
+{
+    unknown_key(c, k, path);
+}
+
+void ej__yaml_warn(struct yctx *c, const char *msg)
+{
+    add_warning(c, msg);
 }

@@ -1,0 +1,106 @@
+/*
+ * Events into facts: the event bus delivers every job's execution and
+ * status events here (ej_alert_event_sink), on the bus thread.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alert/internal.h"
+#include "ejob/event.h"
+
+/* ElasticJob's task id "JOB@-@ITEMS@-@TYPE@-@IP@-@PID": the instance is
+ * its last two parts. NULL when it has no such shape. */
+static const char *instance_of(const char *task_id)
+{
+    if (task_id == NULL)
+        return NULL;
+    const char *p = task_id;
+    for (int i = 0; i < 3; i++) {
+        p = strstr(p, "@-@");
+        if (p == NULL)
+            return NULL;
+        p += 3;
+    }
+    return *p != '\0' ? p : NULL;
+}
+
+/* How src/exec words a run its timeout ended: a script ("... timed out
+ * after N ms; process group killed") and an HTTP request ("...: timed out
+ * (...)"). The execution event carries no flag of its own. */
+static bool timed_out(const char *cause)
+{
+    if (cause == NULL)
+        return false;
+    if (strncmp(cause, "Execute script failure: '", 25) == 0)
+        return strstr(cause, "' timed out after ") != NULL;
+    if (strncmp(cause, "HTTP job failure: ", 18) == 0)
+        return strstr(cause, ": timed out (") != NULL;
+    return false;
+}
+
+static void from_execution(const ej_execution_event *e)
+{
+    if (e->complete_time_ms == 0 || e->job_name == NULL)
+        return; /* the start of a run */
+    struct ej_alert_fact f = {
+        .kind = timed_out(e->failure_cause) ? EJ_ALERT_TIMEOUT : EJ_ALERT_FAILED,
+        .succeeded = e->is_success,
+        .job = e->job_name,
+        .item = e->sharding_item,
+        .fire_ms = e->start_time_ms,
+        .instance = instance_of(e->task_id),
+        .reason = e->failure_cause,
+        .execution_id = e->id,
+        .has_exit_code = e->has_exit_code,
+        .exit_code = e->exit_code,
+        .term_signal = e->term_signal,
+        .http_status = e->http_status,
+        .stderr_text = e->error_output,
+        .stderr_len = e->error_output_len,
+    };
+    ej__alert_post(&f);
+}
+
+/* "Job 'J' fire not run (REASON): N fire time(s) from A to B" (runtime's
+ * count_not_run). */
+static void from_status(const ej_status_event *s)
+{
+    if (s->state != EJ_TASK_ERROR || s->message == NULL || s->job_name == NULL)
+        return;
+    const char *p = strstr(s->message, "' fire not run (");
+    if (p == NULL)
+        return;
+    p += strlen("' fire not run (");
+    const char *end = strstr(p, "): ");
+    if (end == NULL || end - p > 64)
+        return;
+    char reason[72];
+    snprintf(reason, sizeof reason, "%.*s", (int)(end - p), p);
+    unsigned count = 1;
+    long long first = 0, last = 0;
+    if (sscanf(end, "): %u fire time(s) from %lld to %lld", &count, &first, &last) < 1)
+        count = 1;
+    struct ej_alert_fact f = {
+        .kind = EJ_ALERT_NOT_RUN,
+        .job = s->job_name,
+        .item = -1,
+        .fire_ms = first,
+        .fire_count = count,
+        .instance = instance_of(s->task_id),
+        .reason = reason,
+    };
+    ej__alert_post(&f);
+}
+
+void ej_alert_event_sink(const struct ej_event *ev, void *user)
+{
+    (void)user;
+    if (ev == NULL || !ej_alert_is_running())
+        return;
+    if (ev->type == EJ_EVENT_EXECUTION)
+        from_execution(&ev->u.execution);
+    else if (ev->type == EJ_EVENT_STATUS)
+        from_status(&ev->u.status);
+}
