@@ -78,7 +78,7 @@ struct ej_console_web {
 /* Who a request is from: an account, a token, or everyone (--no-auth). */
 struct ej__console_principal {
     char name[128];              /* "" before login */
-    const char *kind;            /* "session", "token", "none" */
+    const char *kind;            /* "session", "token", "no-auth", "login"; NULL: nobody */
     ej_console_role role;        /* on registries without a grant */
     struct ej_console_grant *grants; /* points into settings or a token */
     size_t grant_count;

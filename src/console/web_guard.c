@@ -198,7 +198,7 @@ void ej__console_audit(ej_console_web *web, const struct ej__console_request *re
     json_object_set_new(line, "event", json_string("ejob-console audit"));
     const struct ej__console_principal *who = &req->who;
     json_object_set_new(line, "user", who->name[0] ? text_json(who->name) : json_null());
-    json_object_set_new(line, "auth", json_string(who->kind != NULL ? who->kind : "none"));
+    json_object_set_new(line, "auth", who->kind != NULL ? json_string(who->kind) : json_null());
     json_object_set_new(line, "role",
                         who->kind != NULL
                             ? json_string(ej_console_role_name(ej__console_role_on(who, req->registry)))

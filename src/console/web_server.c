@@ -214,7 +214,7 @@ static const char *authenticate(struct ej__console_request *req, struct MHD_Conn
     ej_console_web *web = req->web;
     if (web->settings.no_auth) {
         snprintf(req->who.name, sizeof req->who.name, "anonymous");
-        req->who.kind = "none";
+        req->who.kind = "no-auth";
         req->who.role = EJ_CONSOLE_ROLE_ADMIN;
         return web->no_auth_csrf;
     }
