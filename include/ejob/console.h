@@ -486,8 +486,7 @@ EJ_EXTERN bool ej_console_check_password(const char *password, const char *hash)
 EJ_EXTERN int ej_console_token_create(const char *file, const char *name, ej_console_role role,
                                       int64_t expires, char *token, size_t token_len, char *err,
                                       size_t errlen);
-EJ_EXTERN int ej_console_token_revoke(const char *file, const char *name, char *err,
-                                      size_t errlen);
+EJ_EXTERN int ej_console_token_revoke(const char *file, const char *name, char *err, size_t errlen);
 EJ_EXTERN int ej_console_token_list(const char *file, FILE *out, char *err, size_t errlen);
 
 typedef struct ej_console_web ej_console_web;

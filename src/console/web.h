@@ -70,16 +70,16 @@ struct ej_console_web {
     struct ej__console_history history;
     char listen_host[64]; /* the host of settings.listen, for Host checks */
     struct ej__console_throttle throttle[EJ__CONSOLE_THROTTLE_SLOTS]; /* under mu */
-    uint64_t logins_throttled, logins_failed, hosts_refused; /* under mu */
+    uint64_t logins_throttled, logins_failed, hosts_refused;          /* under mu */
     pthread_mutex_t tokens_mu; /* the tokens file, read again when it changes */
     struct ej__console_tokens *tokens;
 };
 
 /* Who a request is from: an account, a token, or everyone (--no-auth). */
 struct ej__console_principal {
-    char name[128];              /* "" before login */
-    const char *kind;            /* "session", "token", "no-auth", "login"; NULL: nobody */
-    ej_console_role role;        /* on registries without a grant */
+    char name[128];                  /* "" before login */
+    const char *kind;                /* "session", "token", "no-auth", "login"; NULL: nobody */
+    ej_console_role role;            /* on registries without a grant */
     struct ej_console_grant *grants; /* points into settings or a token */
     size_t grant_count;
 };
@@ -93,15 +93,15 @@ struct ej__console_request {
     struct MHD_Connection *conn; /* for query arguments */
     json_t *body;                /* parsed JSON body of a write, NULL when none */
     struct ej__console_principal who;
-    bool write; /* POST, PUT or DELETE */
-    bool bearer; /* authenticated by an API token */
+    bool write;           /* POST, PUT or DELETE */
+    bool bearer;          /* authenticated by an API token */
     const char *registry; /* the route's registry, for the audit line */
     const char *action;   /* the path's last segment */
     /* the response */
     unsigned status;
     json_t *reply;
-    char *set_cookie; /* Set-Cookie header value, or NULL */
-    char *allow;      /* Allow header of a 405, or NULL */
+    char *set_cookie;     /* Set-Cookie header value, or NULL */
+    char *allow;          /* Allow header of a 405, or NULL */
     unsigned retry_after; /* seconds, for a 429; 0: none */
     json_t *audit_extra;  /* fields added to the audit line, or NULL */
 };
@@ -109,8 +109,7 @@ struct ej__console_request {
 /* A REST route: METHOD and a path under /api/ whose ":x" segments are
  * arguments (":r" a registry name), the least role it needs, and what
  * serves it. Routes are listed in one table (web_api.c). */
-typedef void (*ej__console_handler)(struct ej__console_request *req, ej_console *con,
-                                    char **args);
+typedef void (*ej__console_handler)(struct ej__console_request *req, ej_console *con, char **args);
 struct ej__console_route {
     const char *method;
     const char *path;
@@ -124,8 +123,7 @@ bool ej__console_token_equal(const char *a, const char *b);
 /* New session for user; copies its tokens out. Ends the user's oldest
  * session beyond EJ__CONSOLE_SESSIONS_PER_ACCOUNT; EJ_EBUSY when every slot
  * holds another account's live session. */
-int ej__console_session_new(ej_console_web *web, const char *user,
-                            struct ej__console_session *out);
+int ej__console_session_new(ej_console_web *web, const char *user, struct ej__console_session *out);
 /* Look up a live session by token (extends it); false when none. */
 bool ej__console_session_find(ej_console_web *web, const char *token,
                               struct ej__console_session *out);
@@ -192,15 +190,13 @@ void ej__console_on_completed(void *cls, struct MHD_Connection *c, void **con_cl
 /* web_settings.c */
 void ej__console_account_fini(struct ej_console_account *a);
 /* Deep copy; on error dst holds what was copied (free with _fini). */
-int ej__console_account_copy(struct ej_console_account *dst,
-                             const struct ej_console_account *src);
+int ej__console_account_copy(struct ej_console_account *dst, const struct ej_console_account *src);
 int ej__console_parse_listen(const char *listen, struct sockaddr_in *out);
 int ej__console_settings_parse(const char *text, size_t len, const char *name,
                                struct ej_console_settings *s, char *err, size_t errlen);
 /* The same with the file's mode and directory (for digestFile, tokensFile
  * and the inline digest check); mode 0: not a file. */
-int ej__console_settings_parse_file(const char *text, size_t len, const char *name,
-                                    unsigned mode, struct ej_console_settings *s, char *err,
-                                    size_t errlen);
+int ej__console_settings_parse_file(const char *text, size_t len, const char *name, unsigned mode,
+                                    struct ej_console_settings *s, char *err, size_t errlen);
 
 #endif

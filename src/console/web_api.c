@@ -430,8 +430,7 @@ void ej__console_api(struct ej__console_request *req)
     if (per_registry) {
         req->registry = args[0];
         if ((con = registry_named(req->web, args[0])) == NULL)
-            return ej__console_reply_error(req, MHD_HTTP_NOT_FOUND, "no registry \"%s\"",
-                                           args[0]);
+            return ej__console_reply_error(req, MHD_HTTP_NOT_FOUND, "no registry \"%s\"", args[0]);
     }
     ej_console_role have = ej__console_role_on(&req->who, req->registry);
     if (have < route->need)

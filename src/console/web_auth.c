@@ -58,8 +58,7 @@ bool ej__console_token_equal(const char *a, const char *b)
 
 int ej_console_hash_password(const char *password, char *out, size_t len)
 {
-    if (password == NULL || out == NULL || len < 128 ||
-        strlen(password) < EJ_CONSOLE_MIN_PASSWORD)
+    if (password == NULL || out == NULL || len < 128 || strlen(password) < EJ_CONSOLE_MIN_PASSWORD)
         return EJ_EINVAL;
     char salt[CRYPT_GENSALT_OUTPUT_SIZE];
     unsigned char rnd[16];
@@ -192,8 +191,7 @@ static size_t session_slot_locked(ej_console_web *web, const char *user, int64_t
     return 0;
 }
 
-int ej__console_session_new(ej_console_web *web, const char *user,
-                            struct ej__console_session *out)
+int ej__console_session_new(ej_console_web *web, const char *user, struct ej__console_session *out)
 {
     struct ej__console_session s = {0};
     int rc = ej__console_random_hex(s.token, EJ__CONSOLE_TOKEN_HEX);

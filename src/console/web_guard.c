@@ -200,9 +200,9 @@ void ej__console_audit(ej_console_web *web, const struct ej__console_request *re
     json_object_set_new(line, "user", who->name[0] ? text_json(who->name) : json_null());
     json_object_set_new(line, "auth", who->kind != NULL ? json_string(who->kind) : json_null());
     json_object_set_new(line, "role",
-                        who->kind != NULL
-                            ? json_string(ej_console_role_name(ej__console_role_on(who, req->registry)))
-                            : json_null());
+                        who->kind != NULL ? json_string(ej_console_role_name(
+                                                ej__console_role_on(who, req->registry)))
+                                          : json_null());
     json_object_set_new(line, "remote", text_json(req->remote));
     json_object_set_new(line, "method", text_json(req->method));
     json_object_set_new(line, "path", text_json(req->url));

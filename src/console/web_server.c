@@ -152,8 +152,8 @@ static void session_reply(struct ej__console_request *req, const char *csrf)
     req->status = MHD_HTTP_OK;
     req->reply = json_pack("{s:s,s:s,s:o,s:s,s:b,s:s}", "user", req->who.name, "role",
                            ej_console_role_name(req->who.role), "roles",
-                           ej__console_roles_json(req->web, &req->who), "csrfToken", csrf,
-                           "noAuth", req->web->settings.no_auth, "auth", req->who.kind);
+                           ej__console_roles_json(req->web, &req->who), "csrfToken", csrf, "noAuth",
+                           req->web->settings.no_auth, "auth", req->who.kind);
 }
 
 /* A hash to check unknown names against, so that timing does not tell
@@ -286,7 +286,7 @@ static bool session_route(struct ej__console_request *req, struct MHD_Connection
     } else if (strcmp(req->url, "/api/session") == 0 || strcmp(req->url, "/api/status") == 0) {
         if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0)
             allow = "GET, HEAD";
-        else if (req->url[5] == 's' && req->url[6] == 'e')
+        else if (strcmp(req->url, "/api/session") == 0)
             session_reply(req, csrf);
         else
             status(req);

@@ -430,9 +430,8 @@ int ej__console_settings_parse(const char *text, size_t len, const char *name,
     return ej__console_settings_parse_file(text, len, name, 0, s, err, errlen);
 }
 
-int ej__console_settings_parse_file(const char *text, size_t len, const char *name,
-                                    unsigned mode, struct ej_console_settings *s, char *err,
-                                    size_t errlen)
+int ej__console_settings_parse_file(const char *text, size_t len, const char *name, unsigned mode,
+                                    struct ej_console_settings *s, char *err, size_t errlen)
 {
     if (len > MAX_SETTINGS_BYTES)
         return ej__console_err(EJ_ECONFIG, err, errlen, "%s: larger than %d bytes", name,

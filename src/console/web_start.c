@@ -73,7 +73,8 @@ static int copy_settings(struct ej_console_settings *dst, const struct ej_consol
                 NULL)
                 rc = EJ_ENOMEM;
     }
-    if (rc == 0 && src->tokens_file != NULL && (dst->tokens_file = strdup(src->tokens_file)) == NULL)
+    if (rc == 0 && src->tokens_file != NULL &&
+        (dst->tokens_file = strdup(src->tokens_file)) == NULL)
         rc = EJ_ENOMEM;
     return rc;
 }
@@ -136,7 +137,8 @@ static int listen_socket(const struct sockaddr_in *sa, char *err, size_t errlen,
 /* TLS 1.3 first, then 1.2, and only key exchanges with forward secrecy
  * (ECDHE, DHE): no static RSA, no TLS 1.0/1.1, no CBC-SHA1 suites. */
 #define TLS_PRIORITIES                                                                             \
-    "SECURE256:+SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-RSA:-VERS-SSL3.0:-SHA1:-AES-128-CBC:" \
+    "SECURE256:+SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-RSA:-VERS-SSL3.0:-SHA1:-AES-128-"   \
+    "CBC:"                                                                                         \
     "-AES-256-CBC:-CAMELLIA-128-CBC:-CAMELLIA-256-CBC:%SERVER_PRECEDENCE"
 
 /* Slow clients: a connection that sends nothing for this long is closed,

@@ -64,8 +64,8 @@ static int read_doc(const char *file, json_t **doc, struct stat *st, char *err, 
         rc = ej_config_check_secret_mode(file, (unsigned)st->st_mode, NULL, 0, err, errlen);
     json_error_t jerr;
     if (rc == 0 && (*doc = json_loadfd(fd, 0, &jerr)) == NULL)
-        rc = ej__console_err(EJ_EPARSE, err, errlen, "%s:%d:%d: %s", file, jerr.line,
-                             jerr.column, jerr.text);
+        rc = ej__console_err(EJ_EPARSE, err, errlen, "%s:%d:%d: %s", file, jerr.line, jerr.column,
+                             jerr.text);
     if (rc == 0 && !json_is_array(json_object_get(*doc, "tokens"))) {
         rc = ej__console_err(EJ_ECONFIG, err, errlen, "%s: expected {\"tokens\": [...]}", file);
         json_decref(*doc);
@@ -174,10 +174,10 @@ int ej_console_token_create(const char *file, const char *name, ej_console_role 
         rc = ej__console_err(EJ_EBUSY, err, errlen,
                              "%s: a token is already named \"%s\" (revoke it first)", file, name);
     if (rc == 0) {
-        json_t *t = json_pack("{s:s,s:s,s:s,s:s,s:I,s:o,s:n}", "id", id, "name", name, "role",
-                              ej_console_role_name(role), "hash", hash, "created",
-                              (json_int_t)time(NULL), "expires",
-                              expires > 0 ? json_integer(expires) : json_null(), "lastUsed");
+        json_t *t =
+            json_pack("{s:s,s:s,s:s,s:s,s:I,s:o,s:n}", "id", id, "name", name, "role",
+                      ej_console_role_name(role), "hash", hash, "created", (json_int_t)time(NULL),
+                      "expires", expires > 0 ? json_integer(expires) : json_null(), "lastUsed");
         json_array_append_new(json_object_get(doc, "tokens"), t);
         rc = write_doc(file, doc, err, errlen);
     }
@@ -208,8 +208,8 @@ int ej_console_token_revoke(const char *file, const char *name, char *err, size_
                 found = i;
         }
         if (found == (size_t)-1)
-            rc = ej__console_err(EJ_ENOTFOUND, err, errlen, "%s: no token named \"%s\"", file,
-                                 name);
+            rc =
+                ej__console_err(EJ_ENOTFOUND, err, errlen, "%s: no token named \"%s\"", file, name);
         else
             json_array_remove(list, found);
     }
@@ -253,7 +253,8 @@ int ej_console_token_list(const char *file, FILE *out, char *err, size_t errlen)
         const char *id = json_string_value(json_object_get(t, "id"));
         const char *role = json_string_value(json_object_get(t, "role"));
         fprintf(out, "%-20s %-16s %-8s %-20s %-20s %s\n", name ? name : "?", id ? id : "?",
-                role ? role : "?", created, expires, json_is_integer(json_object_get(t, "lastUsed")) ? used : "never");
+                role ? role : "?", created, expires,
+                json_is_integer(json_object_get(t, "lastUsed")) ? used : "never");
     }
     json_decref(doc);
     return 0;
@@ -331,8 +332,7 @@ bool ej__console_token_auth(ej_console_web *web, const char *token,
         ej_console_role_parse(json_string_value(json_object_get(t, "role")), &role) &&
         ej_console_check_password(secret, hash)) {
         ok = true;
-        snprintf(who->name, sizeof who->name, "%s",
-                 json_string_value(json_object_get(t, "name")));
+        snprintf(who->name, sizeof who->name, "%s", json_string_value(json_object_get(t, "name")));
         who->role = role;
         who->grants = NULL;
         who->grant_count = 0;

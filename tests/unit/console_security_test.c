@@ -42,15 +42,14 @@ static void test_host_and_origin(void **state)
     web->settings.allowed_hosts = calloc(1, sizeof(char *));
     web->settings.allowed_hosts[0] = strdup("console.example.com");
     web->settings.allowed_host_count = 1;
-    static const char *good[] = {"127.0.0.1:8896", "localhost:8896", "LOCALHOST", "[::1]:8896",
-                                 "127.3.4.5",      "10.0.0.5:8899",  "Console.Example.com:443"};
+    static const char *good[] = {
+        "127.0.0.1:8896", "localhost:8896",         "LOCALHOST", "[::1]:8896", "127.3.4.5",
+        "10.0.0.5:8899",  "Console.Example.com:443"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         assert_true(ej__console_host_allowed(web, good[i]));
-    static const char *bad[] = {"rebind.attacker.example:8896", "127.0.0.1.nip.io:8896",
-                                "",
-                                "localhost.attacker.example",
-                                "10.0.0.6:8899",
-                                "[::2]:8896"};
+    static const char *bad[] = {
+        "rebind.attacker.example:8896", "127.0.0.1.nip.io:8896", "",
+        "localhost.attacker.example",   "10.0.0.6:8899",         "[::2]:8896"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_false(ej__console_host_allowed(web, bad[i]));
     assert_false(ej__console_host_allowed(web, NULL));
@@ -301,10 +300,14 @@ static void test_password_hashes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_host_and_origin),      cmocka_unit_test(test_login_throttle),
-        cmocka_unit_test(test_audit_line),           cmocka_unit_test(test_sessions_per_account),
-        cmocka_unit_test(test_roles),                cmocka_unit_test(test_route_table),
-        cmocka_unit_test(test_settings_file_checks), cmocka_unit_test(test_password_hashes),
+        cmocka_unit_test(test_host_and_origin),
+        cmocka_unit_test(test_login_throttle),
+        cmocka_unit_test(test_audit_line),
+        cmocka_unit_test(test_sessions_per_account),
+        cmocka_unit_test(test_roles),
+        cmocka_unit_test(test_route_table),
+        cmocka_unit_test(test_settings_file_checks),
+        cmocka_unit_test(test_password_hashes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
