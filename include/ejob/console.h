@@ -406,6 +406,8 @@ struct ej_console_settings {
     char *audit_log;         /* file the audit lines are appended to; NULL: stderr */
     int session_ttl_seconds; /* idle time after which a session ends; default 1800 */
     int connect_timeout_ms;  /* per registry; default 15000 */
+    int idle_timeout_seconds;    /* a connection silent this long is closed; default 10 */
+    int request_timeout_seconds; /* a request body not in by then: closed; default 30 */
     bool no_auth;            /* only allowed on a loopback address, without accounts */
     struct ej_console_account *accounts;
     size_t account_count;
@@ -431,6 +433,8 @@ EJ_EXTERN void ej_console_settings_fini(struct ej_console_settings *s);
  *   listen: 127.0.0.1:8899
  *   tls: {certFile: cert.pem, keyFile: key.pem}
  *   sessionTimeoutSeconds: 1800
+ *   idleTimeoutSeconds: 10
+ *   requestTimeoutSeconds: 30
  *   auditLog: /var/log/ejob/console-audit.log
  *   registries:
  *     - {name: prod, serverLists: "zk1:2181,zk2:2181", namespace: ejob-prod}

@@ -29,6 +29,7 @@
 
 /* Per connection: the body being received. */
 struct upload {
+    int64_t started_ms; /* monotonic, when the headers were in */
     ej_buf body;
     bool too_big;
     bool refused; /* answered 421 already */
@@ -383,6 +384,7 @@ enum MHD_Result ej__console_on_request(void *cls, struct MHD_Connection *c, cons
         if (up == NULL)
             return MHD_NO;
         ej__buf_init(&up->body);
+        up->started_ms = ej__mono_ms();
         *con_cls = up;
         /* Before any body is read: a foreign Host gets nothing. */
         if (!ej__console_host_allowed(
@@ -398,6 +400,9 @@ enum MHD_Result ej__console_on_request(void *cls, struct MHD_Connection *c, cons
         return MHD_YES;
     }
     if (*upload_size > 0) {
+        /* A body trickled in slowly ties up a connection: cut it off. */
+        if (ej__mono_ms() - up->started_ms > (int64_t)web->settings.request_timeout_seconds * 1000)
+            return MHD_NO;
         if (up->body.len + *upload_size > EJ__CONSOLE_MAX_BODY)
             up->too_big = true;
         else

@@ -24,6 +24,8 @@ void ej_console_settings_init(struct ej_console_settings *s)
     memset(s, 0, sizeof(*s));
     s->session_ttl_seconds = 1800;
     s->connect_timeout_ms = 15000;
+    s->idle_timeout_seconds = 10;
+    s->request_timeout_seconds = 30;
 }
 
 void ej_console_settings_fini(struct ej_console_settings *s)
@@ -403,6 +405,10 @@ static int top_pair(struct loader *l, const char *key, yaml_node_t *v, void *tar
         return take_int(l, v, key, 1, 7 * 24 * 3600, &s->session_ttl_seconds);
     if (strcmp(key, "connectionTimeoutMilliseconds") == 0)
         return take_int(l, v, key, 100, 600000, &s->connect_timeout_ms);
+    if (strcmp(key, "idleTimeoutSeconds") == 0)
+        return take_int(l, v, key, 1, 3600, &s->idle_timeout_seconds);
+    if (strcmp(key, "requestTimeoutSeconds") == 0)
+        return take_int(l, v, key, 1, 3600, &s->request_timeout_seconds);
     if (strcmp(key, "tls") == 0)
         return each_pair(l, v, key, tls_pair, s);
     if (strcmp(key, "registries") == 0)

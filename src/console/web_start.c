@@ -41,6 +41,8 @@ static int copy_settings(struct ej_console_settings *dst, const struct ej_consol
     ej_console_settings_init(dst);
     dst->session_ttl_seconds = src->session_ttl_seconds;
     dst->connect_timeout_ms = src->connect_timeout_ms;
+    dst->idle_timeout_seconds = src->idle_timeout_seconds;
+    dst->request_timeout_seconds = src->request_timeout_seconds;
     dst->no_auth = src->no_auth;
     dst->listen = strdup(src->listen != NULL ? src->listen : EJ__CONSOLE_DEFAULT_LISTEN);
     dst->tls_cert_file = src->tls_cert_file ? strdup(src->tls_cert_file) : NULL;
@@ -141,10 +143,11 @@ static int listen_socket(const struct sockaddr_in *sa, char *err, size_t errlen,
     "CBC:"                                                                                         \
     "-AES-256-CBC:-CAMELLIA-128-CBC:-CAMELLIA-256-CBC:%SERVER_PRECEDENCE"
 
-/* Slow clients: a connection that sends nothing for this long is closed,
- * one address holds at most PER_ADDRESS of the CONNECTIONS, and the
- * requests are served by POOL threads (each polling its own connections). */
-#define IDLE_TIMEOUT_S 10
+/* Slow clients: a connection that sends nothing for idleTimeoutSeconds is
+ * closed, and one whose body is not in within requestTimeoutSeconds
+ * (web_server.c); one address holds at most PER_ADDRESS of the
+ * CONNECTIONS, and the requests are served by POOL threads (each polling
+ * its own connections). */
 #define CONNECTIONS 1024
 #define PER_ADDRESS 32
 #define POOL 4
@@ -176,7 +179,7 @@ static int start_daemon(ej_console_web *web, char *err, size_t errlen)
     web->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, ej__console_on_request, web, MHD_OPTION_LISTEN_SOCKET, fd,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)POOL, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTIONS,
+        (unsigned)web->settings.idle_timeout_seconds, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTIONS,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PER_ADDRESS, MHD_OPTION_NOTIFY_COMPLETED,
         ej__console_on_completed, web, MHD_OPTION_ARRAY, web->tls ? tls_opts : &tls_opts[3],
         MHD_OPTION_END);

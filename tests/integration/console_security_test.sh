@@ -61,6 +61,7 @@ V_HASH=$(cenv_hash 'viewer pass')
 cat >"$D/console.yaml" <<YAML
 listen: 127.0.0.1:0
 auditLog: $D/audit.log
+requestTimeoutSeconds: 3
 registries:
   - {name: sec, serverLists: "$ZKF_CONNECT", namespace: sec}
   - {name: sec2, serverLists: "$ZKF_CONNECT", namespace: sec2}
@@ -173,6 +174,24 @@ wait "$SLOW"
 CLOSED=$(sed -n 's/^over-limit-closed //p' "$D/slowloris.out")
 [ "${CLOSED:-0}" -ge 8 ] && pass "one address holds at most 32 connections ($CLOSED of 40 closed)" || fail "per-address limit: $(cat "$D/slowloris.out")"
 [ "$SLOW_MS" -lt 200 ] && pass "admin's job list under a 300-connection slowloris: $SLOW_MS ms" || fail "job list took $SLOW_MS ms under the slowloris"
+# A body sent a byte a second is cut off at requestTimeoutSeconds (3 s).
+cat >"$D/slowbody.py" <<'EOF'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"POST /api/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+          b"Content-Length: 100\r\n\r\n")
+start = time.time()
+try:
+    for i in range(100):
+        s.sendall(b" "); time.sleep(1)
+        if time.time() - start > 15: break
+    s.settimeout(2); s.recv(1)
+except OSError:
+    pass
+print(int(time.time() - start))
+EOF
+SB=$(timeout 30 python3 "$D/slowbody.py" "$PORT")
+[ "${SB:-99}" -le 8 ] && pass "a body trickled in is cut off after ${SB} s" || fail "slow body held ${SB:-?} s"
 # 100 parallel wrong logins from one address (threads of one process: the
 # clients' own start-up is not what is measured).
 cat >"$D/flood.py" <<'EOF'
