@@ -403,12 +403,12 @@ struct ej_console_settings {
     char *listen;        /* ADDR:PORT; default 127.0.0.1:8899 */
     char *tls_cert_file; /* PEM; both or neither */
     char *tls_key_file;
-    char *audit_log;         /* file the audit lines are appended to; NULL: stderr */
-    int session_ttl_seconds; /* idle time after which a session ends; default 1800 */
-    int connect_timeout_ms;  /* per registry; default 15000 */
+    char *audit_log;             /* file the audit lines are appended to; NULL: stderr */
+    int session_ttl_seconds;     /* idle time after which a session ends; default 1800 */
+    int connect_timeout_ms;      /* per registry; default 15000 */
     int idle_timeout_seconds;    /* a connection silent this long is closed; default 10 */
     int request_timeout_seconds; /* a request body not in by then: closed; default 30 */
-    bool no_auth;            /* only allowed on a loopback address, without accounts */
+    bool no_auth;                /* only allowed on a loopback address, without accounts */
     struct ej_console_account *accounts;
     size_t account_count;
     struct ej_console_registry *registries;

@@ -179,10 +179,10 @@ static int start_daemon(ej_console_web *web, char *err, size_t errlen)
     web->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, ej__console_on_request, web, MHD_OPTION_LISTEN_SOCKET, fd,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)POOL, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)web->settings.idle_timeout_seconds, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTIONS,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PER_ADDRESS, MHD_OPTION_NOTIFY_COMPLETED,
-        ej__console_on_completed, web, MHD_OPTION_ARRAY, web->tls ? tls_opts : &tls_opts[3],
-        MHD_OPTION_END);
+        (unsigned)web->settings.idle_timeout_seconds, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PER_ADDRESS,
+        MHD_OPTION_NOTIFY_COMPLETED, ej__console_on_completed, web, MHD_OPTION_ARRAY,
+        web->tls ? tls_opts : &tls_opts[3], MHD_OPTION_END);
     if (web->mhd == NULL) {
         close(fd);
         return ej__console_err(EJ_EINVAL, err, errlen, "cannot serve on %s%s", web->settings.listen,
