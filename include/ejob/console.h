@@ -492,6 +492,11 @@ EJ_EXTERN int ej_console_token_create(const char *file, const char *name, ej_con
                                       size_t errlen);
 EJ_EXTERN int ej_console_token_revoke(const char *file, const char *name, char *err, size_t errlen);
 EJ_EXTERN int ej_console_token_list(const char *file, FILE *out, char *err, size_t errlen);
+/* Append the audit line of a token created or revoked (action "token
+ * create" / "token revoke") by this process's user to audit_log (NULL:
+ * standard error). 0 or -errno. */
+EJ_EXTERN int ej_console_audit_token(const char *audit_log, const char *action, const char *name,
+                                     const char *role);
 
 typedef struct ej_console_web ej_console_web;
 

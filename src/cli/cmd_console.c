@@ -111,7 +111,7 @@ static int parse_expires(const char *text, int64_t *out)
 }
 
 /* The tokens file named by the settings file. */
-static int tokens_file_of(const char *config, char **out)
+static int tokens_file_of(const char *config, char **out, char **audit_log)
 {
     if (config == NULL)
         return ej_cli_usage_error(CMD, "token: --config FILE names the settings file");
@@ -122,6 +122,8 @@ static int tokens_file_of(const char *config, char **out)
     if (rc == 0) {
         *out = s.tokens_file;
         s.tokens_file = NULL;
+        *audit_log = s.audit_log;
+        s.audit_log = NULL;
     }
     ej_console_settings_fini(&s);
     return rc != 0 ? ejcli_fail(CMD, "%s", err) : 0;
@@ -153,8 +155,8 @@ static int token_command(int argc, char **argv)
     if (create && parse_expires(expires_text, &expires) != 0)
         return ej_cli_usage_error(CMD, "token create: --expires DAYSd, HOURSh or never, not \"%s\"",
                                   expires_text);
-    char *file = NULL;
-    if ((rc = tokens_file_of(config, &file)) != 0)
+    char *file = NULL, *audit_log = NULL;
+    if ((rc = tokens_file_of(config, &file, &audit_log)) != 0)
         return rc;
     char err[1024] = "", token[256];
     if (create)
@@ -165,6 +167,12 @@ static int token_command(int argc, char **argv)
     else
         rc = ej_console_token_list(file, stdout, err, sizeof err);
     free(file);
+    if (rc == 0 && (create || revoke) &&
+        ej_console_audit_token(audit_log, create ? "token create" : "token revoke", name,
+                               create ? ej_console_role_name(role) : NULL) != 0)
+        fprintf(stderr, "ejob console: warning: cannot append to the audit log %s\n",
+                audit_log != NULL ? audit_log : "(standard error)");
+    free(audit_log);
     if (rc != 0)
         return ejcli_fail(CMD, "token %s: %s", verb, err[0] ? err : ej_strerror(rc));
     if (create) {

@@ -7,15 +7,18 @@
  * - the audit log: one JSON object per line, so no field (a user name, a
  *   URL with %0a) can end a line or forge another.
  */
-#include <ctype.h>
+#include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/util.h"
 #include "console/web.h"
+#include "ejob/error.h"
 
 /* Failed logins allowed before the back-off starts, and its longest wait. */
 #define FREE_FAILURES_ADDRESS 10
@@ -186,13 +189,43 @@ void ej__console_audit_field(struct ej__console_request *req, const char *key, j
     json_object_set_new(req->audit_extra, key, value);
 }
 
-void ej__console_audit(ej_console_web *web, const struct ej__console_request *req)
+static void now_text(char *ts, size_t len)
 {
-    char ts[32];
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    strftime(ts, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int ej_console_audit_token(const char *audit_log, const char *action, const char *name,
+                           const char *role)
+{
+    char ts[32];
+    now_text(ts, sizeof ts);
+    const struct passwd *pw = getpwuid(geteuid());
+    json_t *line = json_pack(
+        "{s:s,s:s,s:o,s:s,s:s,s:o,s:o}", "time", ts, "event", "ejob-console audit", "user",
+        pw != NULL ? text_json(pw->pw_name) : json_null(), "auth", "local", "action", action,
+        "token", text_json(name), "role", role != NULL ? json_string(role) : json_null());
+    char *text = line != NULL ? json_dumps(line, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+    json_decref(line);
+    if (text == NULL)
+        return EJ_ENOMEM;
+    FILE *out = audit_log != NULL ? fopen(audit_log, "ae") : stderr;
+    int rc = out != NULL ? 0 : -errno;
+    if (out != NULL) {
+        fprintf(out, "%s\n", text);
+        if (out != stderr && fclose(out) != 0)
+            rc = -errno;
+    }
+    free(text);
+    return rc;
+}
+
+void ej__console_audit(ej_console_web *web, const struct ej__console_request *req)
+{
+    char ts[32];
+    now_text(ts, sizeof ts);
     json_t *line = json_object();
     json_object_set_new(line, "time", json_string(ts));
     json_object_set_new(line, "event", json_string("ejob-console audit"));

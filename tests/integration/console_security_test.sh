@@ -252,6 +252,9 @@ c=$(code GET "$JOBS" -H "Authorization: Bearer $TOK_operator"); expect "$c" 401 
 "$E" console token create --config "$D/console.yaml" --name t-operator --role operator >"$D/tok" 2>/dev/null
 TOK_operator=$(cat "$D/tok")
 grep -q '"auth":"token","role":"operator"' "$D/audit.log" && pass "token use audited" || fail "no token audit line"
+grep -q '"auth":"local","action":"token revoke","token":"t-operator"' "$D/audit.log" &&
+  grep -q '"action":"token create","token":"t-operator","role":"operator"' "$D/audit.log" &&
+  pass "token create and revoke audited" || fail "no token create/revoke audit line"
 
 # ---------------------------------------------------------------- every route x every role
 # METHOD PATH NEED, one line per route of src/console/web_api.c (checked
