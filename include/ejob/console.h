@@ -482,12 +482,14 @@ EJ_EXTERN bool ej_console_check_password(const char *password, const char *hash)
 
 /*
  * API tokens in a tokens file (JSON, mode 0600; docs/console.md):
- * create one with a role, expiring at expires (Unix seconds; 0 never), the
+ * create one with a role (and roles per registry: grants, at most 16),
+ * expiring at expires (Unix seconds; 0 never), the
  * token ("ejob_ID_SECRET", shown once; only a hash is kept) into token (at
  * least 128 bytes); revoke one by name or id; list them (name, id, role,
  * created, expires, last use) on out. 0 or an error with a message in err.
  */
 EJ_EXTERN int ej_console_token_create(const char *file, const char *name, ej_console_role role,
+                                      const struct ej_console_grant *grants, size_t grant_count,
                                       int64_t expires, char *token, size_t token_len, char *err,
                                       size_t errlen);
 EJ_EXTERN int ej_console_token_revoke(const char *file, const char *name, char *err, size_t errlen);

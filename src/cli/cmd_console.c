@@ -23,6 +23,7 @@ static const char usage[] =
     "                    [registry options]\n"
     "       ejob console hash-password < password.txt\n"
     "       ejob console token create --config FILE --name NAME --role ROLE\n"
+    "                                 [--roles REGISTRY=ROLE,...]\n"
     "                                 [--expires DAYSd|HOURSh|never]\n"
     "       ejob console token list --config FILE\n"
     "       ejob console token revoke --config FILE --name NAME\n"
@@ -62,7 +63,8 @@ static const char usage[] =
     "API tokens, for scripts (Authorization: Bearer TOKEN on /api/, no CSRF\n"
     "header): `token create` prints a new token once (the tokens file keeps\n"
     "only its hash; tokensFile, default console-tokens.json beside the settings\n"
-    "file), with --role viewer|operator|admin and --expires (default 90d);\n"
+    "file), with --role viewer|operator|admin, --roles prod=admin,... (a role\n"
+    "per registry) and --expires (default 90d);\n"
     "`token list` shows each with its last use; `token revoke` ends one at once.\n"
     "\n"
     "The registry options name one registry besides those of the settings file\n"
@@ -110,6 +112,25 @@ static int parse_expires(const char *text, int64_t *out)
     return 0;
 }
 
+/* --roles "prod=operator,batch=admin" into grants (registry points into
+ * text, which is cut up). Returns how many, or -1 when malformed. */
+static int parse_roles(char *text, struct ej_console_grant *grants, int max)
+{
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(text, ",", &save); t != NULL;
+         t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        if (eq == NULL || eq == t || n == max)
+            return -1;
+        *eq = '\0';
+        grants[n].registry = t;
+        if (!ej_console_role_parse(eq + 1, &grants[n].role))
+            return -1;
+        n++;
+    }
+    return n;
+}
+
 /* The tokens file named by the settings file. */
 static int tokens_file_of(const char *config, char **out, char **audit_log)
 {
@@ -132,11 +153,11 @@ static int tokens_file_of(const char *config, char **out, char **audit_log)
 static int token_command(int argc, char **argv)
 {
     const char *config = NULL, *name = NULL, *role_name = NULL, *expires_text = "90d";
-    struct ejcli_flag flags[] = {{"config", 'c', EJCLI_STR, &config},
-                                 {"name", 0, EJCLI_STR, &name},
-                                 {"role", 0, EJCLI_STR, &role_name},
-                                 {"expires", 0, EJCLI_STR, &expires_text},
-                                 EJCLI_FLAGS_END};
+    const char *roles_text = NULL;
+    struct ejcli_flag flags[] = {
+        {"config", 'c', EJCLI_STR, &config},      {"name", 0, EJCLI_STR, &name},
+        {"role", 0, EJCLI_STR, &role_name},       {"roles", 0, EJCLI_STR, &roles_text},
+        {"expires", 0, EJCLI_STR, &expires_text}, EJCLI_FLAGS_END};
     const char *verb = argc >= 3 ? argv[2] : "";
     char *pos[1];
     int npos;
@@ -151,6 +172,13 @@ static int token_command(int argc, char **argv)
     ej_console_role role = EJ_CONSOLE_ROLE_VIEWER;
     if (create && !ej_console_role_parse(role_name, &role))
         return ej_cli_usage_error(CMD, "token create: --role viewer, operator or admin");
+    struct ej_console_grant grants[16];
+    char roles_buf[1024];
+    snprintf(roles_buf, sizeof roles_buf, "%s", roles_text != NULL ? roles_text : "");
+    int ngrants = create ? parse_roles(roles_buf, grants, 16) : 0;
+    if (ngrants < 0)
+        return ej_cli_usage_error(CMD, "token create: --roles REGISTRY=ROLE[,REGISTRY=ROLE...], "
+                                       "ROLE viewer, operator or admin, at most 16");
     int64_t expires = 0;
     if (create && parse_expires(expires_text, &expires) != 0)
         return ej_cli_usage_error(CMD, "token create: --expires DAYSd, HOURSh or never, not \"%s\"",
@@ -160,8 +188,8 @@ static int token_command(int argc, char **argv)
         return rc;
     char err[1024] = "", token[256];
     if (create)
-        rc = ej_console_token_create(file, name, role, expires, token, sizeof token, err,
-                                     sizeof err);
+        rc = ej_console_token_create(file, name, role, grants, (size_t)ngrants, expires, token,
+                                     sizeof token, err, sizeof err);
     else if (revoke)
         rc = ej_console_token_revoke(file, name, err, sizeof err);
     else

@@ -20,6 +20,8 @@
 /* Live sessions one account may hold: its oldest ends when it opens more,
  * and no other account's logins can end it. */
 #define EJ__CONSOLE_SESSIONS_PER_ACCOUNT 8
+/* Registries a token may have a role of its own on. */
+#define EJ__CONSOLE_TOKEN_GRANTS 16
 /* Addresses and accounts whose failed logins are counted (web_guard.c). */
 #define EJ__CONSOLE_THROTTLE_SLOTS 512
 #define EJ__CONSOLE_MAX_BODY (EJ_CONFIG_MAX_JSON + 4096)
@@ -80,8 +82,12 @@ struct ej__console_principal {
     char name[128];                  /* "" before login */
     const char *kind;                /* "session", "token", "no-auth", "login"; NULL: nobody */
     ej_console_role role;            /* on registries without a grant */
-    struct ej_console_grant *grants; /* points into settings or a token */
+    struct ej_console_grant *grants; /* into settings, or token_grants */
     size_t grant_count;
+    /* A token's roles per registry, copied (the tokens file may be read
+     * again while the request runs). */
+    struct ej_console_grant token_grants[EJ__CONSOLE_TOKEN_GRANTS];
+    char token_registries[EJ__CONSOLE_TOKEN_GRANTS][128];
 };
 
 /* What a request is, once authenticated. */

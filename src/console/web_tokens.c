@@ -151,11 +151,15 @@ static json_t *find_token(json_t *doc, const char *key, const char *value)
 }
 
 int ej_console_token_create(const char *file, const char *name, ej_console_role role,
+                            const struct ej_console_grant *grants, size_t grant_count,
                             int64_t expires, char *token, size_t token_len, char *err,
                             size_t errlen)
 {
     if (file == NULL || name == NULL || name[0] == '\0' || token_len < 128)
         return ej__console_err(EJ_EINVAL, err, errlen, "a token needs a name");
+    if (grant_count > EJ__CONSOLE_TOKEN_GRANTS)
+        return ej__console_err(EJ_EINVAL, err, errlen, "a token has roles on at most %d registries",
+                               EJ__CONSOLE_TOKEN_GRANTS);
     char id[ID_HEX + 1], secret[SECRET_HEX + 1], hash[256];
     int rc = ej__console_random_hex(id, ID_HEX);
     if (rc == 0)
@@ -174,10 +178,14 @@ int ej_console_token_create(const char *file, const char *name, ej_console_role 
         rc = ej__console_err(EJ_EBUSY, err, errlen,
                              "%s: a token is already named \"%s\" (revoke it first)", file, name);
     if (rc == 0) {
-        json_t *t =
-            json_pack("{s:s,s:s,s:s,s:s,s:I,s:o,s:n}", "id", id, "name", name, "role",
-                      ej_console_role_name(role), "hash", hash, "created", (json_int_t)time(NULL),
-                      "expires", expires > 0 ? json_integer(expires) : json_null(), "lastUsed");
+        json_t *roles = json_object();
+        for (size_t i = 0; i < grant_count; i++)
+            json_object_set_new(roles, grants[i].registry,
+                                json_string(ej_console_role_name(grants[i].role)));
+        json_t *t = json_pack("{s:s,s:s,s:s,s:o,s:s,s:I,s:o,s:n}", "id", id, "name", name, "role",
+                              ej_console_role_name(role), "roles", roles, "hash", hash, "created",
+                              (json_int_t)time(NULL), "expires",
+                              expires > 0 ? json_integer(expires) : json_null(), "lastUsed");
         json_array_append_new(json_object_get(doc, "tokens"), t);
         rc = write_doc(file, doc, err, errlen);
     }
@@ -252,9 +260,18 @@ int ej_console_token_list(const char *file, FILE *out, char *err, size_t errlen)
         const char *name = json_string_value(json_object_get(t, "name"));
         const char *id = json_string_value(json_object_get(t, "id"));
         const char *role = json_string_value(json_object_get(t, "role"));
-        fprintf(out, "%-20s %-16s %-8s %-20s %-20s %s\n", name ? name : "?", id ? id : "?",
-                role ? role : "?", created, expires,
-                json_is_integer(json_object_get(t, "lastUsed")) ? used : "never");
+        char roles[512];
+        snprintf(roles, sizeof roles, "%s", role ? role : "?");
+        const char *reg;
+        json_t *v;
+        json_object_foreach(json_object_get(t, "roles"), reg, v)
+        {
+            size_t len = strlen(roles);
+            snprintf(roles + len, sizeof roles - len, ",%s=%s", reg,
+                     json_is_string(v) ? json_string_value(v) : "?");
+        }
+        fprintf(out, "%-20s %-16s %-8s %-20s %-20s %s\n", name ? name : "?", id ? id : "?", roles,
+                created, expires, json_is_integer(json_object_get(t, "lastUsed")) ? used : "never");
     }
     json_decref(doc);
     return 0;
@@ -309,6 +326,26 @@ static void note_use(ej_console_web *web, const char *id, int64_t now)
     close(lock);
 }
 
+/* A token's "roles" ({"registry": "role"}) into who's own storage. */
+static void token_grants(json_t *roles, struct ej__console_principal *who)
+{
+    const char *registry;
+    json_t *v;
+    who->grants = who->token_grants;
+    who->grant_count = 0;
+    json_object_foreach(roles, registry, v)
+    {
+        ej_console_role r;
+        if (who->grant_count == EJ__CONSOLE_TOKEN_GRANTS ||
+            !ej_console_role_parse(json_string_value(v), &r))
+            continue;
+        size_t i = who->grant_count++;
+        snprintf(who->token_registries[i], sizeof who->token_registries[i], "%s", registry);
+        who->token_grants[i].registry = who->token_registries[i];
+        who->token_grants[i].role = r;
+    }
+}
+
 bool ej__console_token_auth(ej_console_web *web, const char *token,
                             struct ej__console_principal *who)
 {
@@ -334,8 +371,7 @@ bool ej__console_token_auth(ej_console_web *web, const char *token,
         ok = true;
         snprintf(who->name, sizeof who->name, "%s", json_string_value(json_object_get(t, "name")));
         who->role = role;
-        who->grants = NULL;
-        who->grant_count = 0;
+        token_grants(json_object_get(t, "roles"), who);
         json_t *used = json_object_get(t, "lastUsed");
         write_use = !json_is_integer(used) || now - json_integer_value(used) >= LAST_USE_EVERY_S;
     }

@@ -239,6 +239,9 @@ for r in viewer operator admin; do
   case "$T" in ejob_*) pass "token $r created";; *) fail "token create: $T $(cat "$D/tok.err")";; esac
   printf -v "TOK_$r" '%s' "$T"
 done
+TOK_mixed=$("$E" console token create --config "$D/console.yaml" --name t-mixed --role viewer --roles sec=operator 2>/dev/null)
+"$E" console token list --config "$D/console.yaml" | grep -q '^t-mixed .* viewer,sec=operator ' &&
+  pass "token list shows roles per registry" || fail "token list: $("$E" console token list --config "$D/console.yaml")"
 grep -q "$TOK_operator" "$D/console-tokens.json" && fail "a token kept in clear" || pass "tokens kept hashed"
 [ "$(stat -c %a "$D/console-tokens.json")" = 600 ] && pass "tokens file mode 600" || fail "tokens file mode"
 c=$(code POST "$URL/api/registries/sec/jobs/secJob/trigger" -H "Authorization: Bearer $TOK_operator" \
@@ -312,6 +315,7 @@ check_routes "alice (admin, session)" admin admin -b "$D/alice.jar" -H "X-CSRF-T
 check_routes "viewer token" viewer viewer -H "Authorization: Bearer $TOK_viewer"
 check_routes "operator token" operator operator -H "Authorization: Bearer $TOK_operator"
 check_routes "admin token" admin admin -H "Authorization: Bearer $TOK_admin"
+check_routes "token operator on sec only" operator viewer -H "Authorization: Bearer $TOK_mixed"
 # A session write still needs its CSRF token; a cookie and a Bearer header
 # of another kind are not mixed up.
 c=$(code POST "$URL/api/registries/sec/jobs/secJob/trigger" -b "$D/alice.jar" -H 'Content-Type: application/json' --data '{}')
