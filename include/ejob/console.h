@@ -18,6 +18,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "ejob/common.h"
 #include "ejob/config.h"
@@ -356,17 +358,38 @@ EJ_EXTERN int ej_console_config_set(ej_console *con, const char *job, const char
 /* In the library ejob_console_web (the rest is in ejob_console, which does
  * not link a web server). */
 
-/* Roles: admin reads and operates, guest only reads. */
+/* Roles, each allowing what the one before allows: a viewer reads; an
+ * operator also triggers, shuts down, disables and enables; an admin also
+ * edits configs and removes jobs. "guest" is another name for viewer. */
 typedef enum {
-    EJ_CONSOLE_ROLE_GUEST = 0,
-    EJ_CONSOLE_ROLE_ADMIN = 1,
+    EJ_CONSOLE_ROLE_VIEWER = 0,
+    EJ_CONSOLE_ROLE_OPERATOR = 1,
+    EJ_CONSOLE_ROLE_ADMIN = 2,
+    EJ_CONSOLE_ROLE_GUEST = EJ_CONSOLE_ROLE_VIEWER,
 } ej_console_role;
+
+/* "viewer", "operator", "admin". */
+EJ_EXTERN const char *ej_console_role_name(ej_console_role role);
+/* Parse a role name (guest = viewer); false when unknown. */
+EJ_EXTERN bool ej_console_role_parse(const char *name, ej_console_role *out);
+
+/* A role on one registry, overriding the account's own. */
+struct ej_console_grant {
+    char *registry;
+    ej_console_role role;
+};
 
 struct ej_console_account {
     char *name;
-    ej_console_role role;
-    char *password_hash; /* crypt(3) SHA-512 ("$6$...") */
+    ej_console_role role; /* on every registry without a grant */
+    char *password_hash;  /* crypt(3): yescrypt ("$y$") or SHA-512 ("$6$") */
+    struct ej_console_grant *grants;
+    size_t grant_count;
 };
+
+/* The account's role on registry (its grant there, else its role). */
+EJ_EXTERN ej_console_role ej_console_account_role(const struct ej_console_account *a,
+                                                  const char *registry);
 
 struct ej_console_registry {
     char *name;       /* shown in the page and used in API paths */
@@ -380,10 +403,12 @@ struct ej_console_settings {
     char *listen;        /* ADDR:PORT; default 127.0.0.1:8899 */
     char *tls_cert_file; /* PEM; both or neither */
     char *tls_key_file;
-    char *audit_log;         /* file the audit lines are appended to; NULL: stderr */
-    int session_ttl_seconds; /* idle time after which a session ends; default 1800 */
-    int connect_timeout_ms;  /* per registry; default 15000 */
-    bool no_auth;            /* only allowed on a loopback address, without accounts */
+    char *audit_log;             /* file the audit lines are appended to; NULL: stderr */
+    int session_ttl_seconds;     /* idle time after which a session ends; default 1800 */
+    int connect_timeout_ms;      /* per registry; default 15000 */
+    int idle_timeout_seconds;    /* a connection silent this long is closed; default 10 */
+    int request_timeout_seconds; /* a request body not in by then: closed; default 30 */
+    bool no_auth;                /* only allowed on a loopback address, without accounts */
     struct ej_console_account *accounts;
     size_t account_count;
     struct ej_console_registry *registries;
@@ -392,6 +417,11 @@ struct ej_console_settings {
      * takes it (sqlite:PATH, postgresql://USER@HOST/DB); NULL: none. */
     char *history_store;
     char *history_password_file; /* PostgreSQL password, first line; NULL: env */
+    /* Host names the console answers to besides loopback names and the
+     * listen address (a name in front of it: proxy, DNS). */
+    char **allowed_hosts;
+    size_t allowed_host_count;
+    char *tokens_file; /* API tokens (hashed); NULL: none accepted */
 };
 
 /* Defaults, no registry, no account. */
@@ -403,14 +433,24 @@ EJ_EXTERN void ej_console_settings_fini(struct ej_console_settings *s);
  *   listen: 127.0.0.1:8899
  *   tls: {certFile: cert.pem, keyFile: key.pem}
  *   sessionTimeoutSeconds: 1800
+ *   idleTimeoutSeconds: 10
+ *   requestTimeoutSeconds: 30
  *   auditLog: /var/log/ejob/console-audit.log
  *   registries:
  *     - {name: prod, serverLists: "zk1:2181,zk2:2181", namespace: ejob-prod}
+ *   allowedHosts: [console.example.com]
+ *   tokensFile: console-tokens.json
+ *   registries:
+ *     - {name: batch, serverLists: "zk:2181", namespace: b, digestFile: FILE}
  *   accounts:
- *     - {name: alice, role: admin, passwordHash: "$6$..."}
+ *     - {name: alice, role: admin, passwordHash: "$y$..."}
+ *     - {name: bob, role: viewer, roles: {prod: operator}, passwordHash: "$y$..."}
  *   history: {store: "sqlite:/var/lib/ejob/history.db", passwordFile: FILE}
- * into s (initialised). A file that others may write is refused (it holds
- * the accounts). Returns 0, or EJ_ECONFIG / EJ_EPARSE / -errno with
+ * into s (initialised). A file that others may write, or owned by another
+ * user (root aside), is refused (it holds the accounts), and so is an
+ * inline digest in a file everyone may read. Relative digestFile and
+ * tokensFile paths are from the file's directory; tokensFile defaults to
+ * console-tokens.json there. Returns 0, or EJ_ECONFIG / EJ_EPARSE / -errno with
  * "FILE:LINE:COL: message" in err.
  */
 EJ_EXTERN int ej_console_settings_load(const char *path, struct ej_console_settings *s, char *err,
@@ -428,12 +468,37 @@ EJ_EXTERN int ej_console_settings_add_registry(struct ej_console_settings *s, co
 EJ_EXTERN int ej_console_settings_check(const struct ej_console_settings *s, char *err,
                                         size_t errlen);
 
-/* Hash password with crypt(3) SHA-512 and a random salt into out (at least
- * 128 bytes). Returns 0, EJ_EINVAL or -errno. */
+/* Shortest password hash-password accepts. */
+#define EJ_CONSOLE_MIN_PASSWORD 10
+
+/* Hash password with crypt(3) yescrypt and a random salt into out (at least
+ * 128 bytes). Returns 0, EJ_EINVAL (also for a password shorter than
+ * EJ_CONSOLE_MIN_PASSWORD) or -errno. */
 EJ_EXTERN int ej_console_hash_password(const char *password, char *out, size_t len);
 
-/* True when password matches hash (crypt(3)); constant-time comparison. */
+/* True when password matches hash (crypt(3): yescrypt, SHA-512 or
+ * SHA-256); constant-time comparison. */
 EJ_EXTERN bool ej_console_check_password(const char *password, const char *hash);
+
+/*
+ * API tokens in a tokens file (JSON, mode 0600; docs/console.md):
+ * create one with a role (and roles per registry: grants, at most 16),
+ * expiring at expires (Unix seconds; 0 never), the
+ * token ("ejob_ID_SECRET", shown once; only a hash is kept) into token (at
+ * least 128 bytes); revoke one by name or id; list them (name, id, role,
+ * created, expires, last use) on out. 0 or an error with a message in err.
+ */
+EJ_EXTERN int ej_console_token_create(const char *file, const char *name, ej_console_role role,
+                                      const struct ej_console_grant *grants, size_t grant_count,
+                                      int64_t expires, char *token, size_t token_len, char *err,
+                                      size_t errlen);
+EJ_EXTERN int ej_console_token_revoke(const char *file, const char *name, char *err, size_t errlen);
+EJ_EXTERN int ej_console_token_list(const char *file, FILE *out, char *err, size_t errlen);
+/* Append the audit line of a token created or revoked (action "token
+ * create" / "token revoke") by this process's user to audit_log (NULL:
+ * standard error). 0 or -errno. */
+EJ_EXTERN int ej_console_audit_token(const char *audit_log, const char *action, const char *name,
+                                     const char *role);
 
 typedef struct ej_console_web ej_console_web;
 

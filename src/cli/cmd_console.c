@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ejob/console.h"
@@ -22,6 +23,11 @@ static const char usage[] =
     "                    [--store STORE [--store-password-file FILE]]\n"
     "                    [registry options]\n"
     "       ejob console hash-password < password.txt\n"
+    "       ejob console token create --config FILE --name NAME --role ROLE\n"
+    "                                 [--roles REGISTRY=ROLE,...]\n"
+    "                                 [--expires DAYSd|HOURSh|never]\n"
+    "       ejob console token list --config FILE\n"
+    "       ejob console token revoke --config FILE --name NAME\n"
     "\n"
     "Serve the web console: a page (built into this binary) with the jobs and\n"
     "their status, a job's servers, instances and items updating live, the\n"
@@ -30,9 +36,12 @@ static const char usage[] =
     "/api/ the page uses. Reads come from a watched copy of each namespace.\n"
     "\n"
     "  --config FILE        settings (YAML): listen, tls, sessionTimeoutSeconds,\n"
-    "                       auditLog, registries (several namespaces), accounts\n"
-    "                       (name, role admin|guest, passwordHash); see\n"
-    "                       docs/console.md. Refused when others may write it.\n"
+    "                       idleTimeoutSeconds, requestTimeoutSeconds, auditLog,\n"
+    "                       allowedHosts, tokensFile, registries (several\n"
+    "                       namespaces, digest or digestFile), accounts (name,\n"
+    "                       role viewer|operator|admin, roles per registry,\n"
+    "                       passwordHash); see docs/console.md. Refused when others\n"
+    "                       may write it or another user owns it.\n"
     "  --listen ADDR:PORT   where to listen (default 127.0.0.1:8899; port 0 picks one)\n"
     "  --no-auth            serve without login (everyone is admin); only on a\n"
     "                       loopback address and without accounts\n"
@@ -49,8 +58,16 @@ static const char usage[] =
     "                       on the command line\n"
     "\n"
     "There is no default password: without accounts the console starts only with\n"
-    "--no-auth on loopback. hash-password reads a password from standard input\n"
-    "and prints its SHA-512 crypt hash for the accounts list.\n"
+    "--no-auth on loopback. hash-password reads a password (at least 10\n"
+    "characters) from standard input and prints its yescrypt hash for the\n"
+    "accounts list (SHA-512 hashes made before are still accepted).\n"
+    "\n"
+    "API tokens, for scripts (Authorization: Bearer TOKEN on /api/, no CSRF\n"
+    "header): `token create` prints a new token once (the tokens file keeps\n"
+    "only its hash; tokensFile, default console-tokens.json beside the settings\n"
+    "file), with --role viewer|operator|admin, --roles prod=admin,... (a role\n"
+    "per registry) and --expires (default 90d);\n"
+    "`token list` shows each with its last use; `token revoke` ends one at once.\n"
     "\n"
     "The registry options name one registry besides those of the settings file\n"
     "(or the only one); it is shown under its namespace's name.\n"
@@ -68,14 +85,134 @@ static int hash_password(void)
     if (fgets(line, sizeof line, stdin) == NULL)
         return ejcli_fail(CMD, "hash-password: no password on standard input");
     line[strcspn(line, "\r\n")] = '\0';
-    if (line[0] == '\0')
-        return ejcli_fail(CMD, "hash-password: the password is empty");
+    if (strlen(line) < EJ_CONSOLE_MIN_PASSWORD) {
+        explicit_bzero(line, sizeof line);
+        return ejcli_fail(CMD, "hash-password: the password is shorter than %d characters",
+                          EJ_CONSOLE_MIN_PASSWORD);
+    }
     char hash[256];
     int rc = ej_console_hash_password(line, hash, sizeof hash);
     explicit_bzero(line, sizeof line);
     if (rc != 0)
         return ejcli_fail(CMD, "hash-password: %s", ej_strerror(rc));
     printf("%s\n", hash);
+    return EJ_EXIT_OK;
+}
+
+/* --expires: "90d", "12h" or "never" into Unix seconds (0: never). */
+static int parse_expires(const char *text, int64_t *out)
+{
+    if (strcmp(text, "never") == 0) {
+        *out = 0;
+        return 0;
+    }
+    char *end = NULL;
+    long n = strtol(text, &end, 10);
+    if (end == text || n <= 0 || n > 3650 * 24 || (strcmp(end, "d") != 0 && strcmp(end, "h") != 0))
+        return EJ_EINVAL;
+    *out = (int64_t)time(NULL) + (int64_t)n * (end[0] == 'd' ? 86400 : 3600);
+    return 0;
+}
+
+/* --roles "prod=operator,batch=admin" into grants (registry points into
+ * text, which is cut up). Returns how many, or -1 when malformed. */
+static int parse_roles(char *text, struct ej_console_grant *grants, int max)
+{
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(text, ",", &save); t != NULL;
+         t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        if (eq == NULL || eq == t || n == max)
+            return -1;
+        *eq = '\0';
+        grants[n].registry = t;
+        if (!ej_console_role_parse(eq + 1, &grants[n].role))
+            return -1;
+        n++;
+    }
+    return n;
+}
+
+/* The tokens file named by the settings file. */
+static int tokens_file_of(const char *config, char **out, char **audit_log)
+{
+    if (config == NULL)
+        return ej_cli_usage_error(CMD, "token: --config FILE names the settings file");
+    struct ej_console_settings s;
+    ej_console_settings_init(&s);
+    char err[1024];
+    int rc = ej_console_settings_load(config, &s, err, sizeof err);
+    if (rc == 0) {
+        *out = s.tokens_file;
+        s.tokens_file = NULL;
+        *audit_log = s.audit_log;
+        s.audit_log = NULL;
+    }
+    ej_console_settings_fini(&s);
+    return rc != 0 ? ejcli_fail(CMD, "%s", err) : 0;
+}
+
+static int token_command(int argc, char **argv)
+{
+    const char *config = NULL, *name = NULL, *role_name = NULL, *expires_text = "90d";
+    const char *roles_text = NULL;
+    struct ejcli_flag flags[] = {
+        {"config", 'c', EJCLI_STR, &config},      {"name", 0, EJCLI_STR, &name},
+        {"role", 0, EJCLI_STR, &role_name},       {"roles", 0, EJCLI_STR, &roles_text},
+        {"expires", 0, EJCLI_STR, &expires_text}, EJCLI_FLAGS_END};
+    const char *verb = argc >= 3 ? argv[2] : "";
+    char *pos[1];
+    int npos;
+    int rc = ejcli_parse(CMD " token", argc - 2, argv + 2, flags, pos, 0, &npos);
+    if (rc != 0)
+        return rc;
+    bool create = strcmp(verb, "create") == 0, revoke = strcmp(verb, "revoke") == 0;
+    if (!create && !revoke && strcmp(verb, "list") != 0)
+        return ej_cli_usage_error(CMD, "token: expected create, list or revoke");
+    if ((create || revoke) && name == NULL)
+        return ej_cli_usage_error(CMD, "token %s: --name NAME is required", verb);
+    ej_console_role role = EJ_CONSOLE_ROLE_VIEWER;
+    if (create && !ej_console_role_parse(role_name, &role))
+        return ej_cli_usage_error(CMD, "token create: --role viewer, operator or admin");
+    struct ej_console_grant grants[16];
+    char roles_buf[1024];
+    snprintf(roles_buf, sizeof roles_buf, "%s", roles_text != NULL ? roles_text : "");
+    int ngrants = create ? parse_roles(roles_buf, grants, 16) : 0;
+    if (ngrants < 0)
+        return ej_cli_usage_error(CMD, "token create: --roles REGISTRY=ROLE[,REGISTRY=ROLE...], "
+                                       "ROLE viewer, operator or admin, at most 16");
+    int64_t expires = 0;
+    if (create && parse_expires(expires_text, &expires) != 0)
+        return ej_cli_usage_error(CMD, "token create: --expires DAYSd, HOURSh or never, not \"%s\"",
+                                  expires_text);
+    char *file = NULL, *audit_log = NULL;
+    if ((rc = tokens_file_of(config, &file, &audit_log)) != 0)
+        return rc;
+    char err[1024] = "", token[256];
+    if (create)
+        rc = ej_console_token_create(file, name, role, grants, (size_t)ngrants, expires, token,
+                                     sizeof token, err, sizeof err);
+    else if (revoke)
+        rc = ej_console_token_revoke(file, name, err, sizeof err);
+    else
+        rc = ej_console_token_list(file, stdout, err, sizeof err);
+    free(file);
+    if (rc == 0 && (create || revoke) &&
+        ej_console_audit_token(audit_log, create ? "token create" : "token revoke", name,
+                               create ? ej_console_role_name(role) : NULL) != 0)
+        fprintf(stderr, "ejob console: warning: cannot append to the audit log %s\n",
+                audit_log != NULL ? audit_log : "(standard error)");
+    free(audit_log);
+    if (rc != 0)
+        return ejcli_fail(CMD, "token %s: %s", verb, err[0] ? err : ej_strerror(rc));
+    if (create) {
+        printf("%s\n", token);
+        fprintf(stderr, "ejob console: token \"%s\" (%s) created; it is shown only this once\n",
+                name, ej_console_role_name(role));
+        explicit_bzero(token, sizeof token);
+    } else if (revoke) {
+        fprintf(stderr, "ejob console: token \"%s\" revoked\n", name);
+    }
     return EJ_EXIT_OK;
 }
 
@@ -166,6 +303,8 @@ static int run_console(int argc, char **argv)
             return ej_cli_usage_error(CMD, "hash-password takes no argument (it reads stdin)");
         return hash_password();
     }
+    if (argc >= 2 && strcmp(argv[1], "token") == 0)
+        return token_command(argc, argv);
     struct console_args a = {0};
     ejcli_common_init(&a.c);
     struct ejcli_flag flags[] = {EJCLI_COMMON_FLAGS(&a.c),

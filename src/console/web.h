@@ -17,14 +17,29 @@
 #define EJ__CONSOLE_DEFAULT_LISTEN "127.0.0.1:8899"
 #define EJ__CONSOLE_TOKEN_HEX 64 /* 32 random bytes */
 #define EJ__CONSOLE_MAX_SESSIONS 1024
+/* Live sessions one account may hold: its oldest ends when it opens more,
+ * and no other account's logins can end it. */
+#define EJ__CONSOLE_SESSIONS_PER_ACCOUNT 8
+/* Registries a token may have a role of its own on. */
+#define EJ__CONSOLE_TOKEN_GRANTS 16
+/* Addresses and accounts whose failed logins are counted (web_guard.c). */
+#define EJ__CONSOLE_THROTTLE_SLOTS 512
 #define EJ__CONSOLE_MAX_BODY (EJ_CONFIG_MAX_JSON + 4096)
 
 struct ej__console_session {
     char token[EJ__CONSOLE_TOKEN_HEX + 1];
     char csrf[EJ__CONSOLE_TOKEN_HEX + 1];
     char user[128];
-    ej_console_role role;
+    int64_t created_ms; /* monotonic */
     int64_t expires_ms; /* monotonic; extended on each use */
+};
+
+/* Failed logins of one address or account: the next attempt is refused
+ * (429) until not_before_ms. */
+struct ej__console_throttle {
+    char key[136]; /* "a:ADDRESS" or "u:NAME"; "" free */
+    unsigned failures;
+    int64_t last_ms, not_before_ms;
 };
 
 struct ej__console_backend {
@@ -55,6 +70,24 @@ struct ej_console_web {
     char no_auth_csrf[EJ__CONSOLE_TOKEN_HEX + 1];
     FILE *audit;
     struct ej__console_history history;
+    char listen_host[64]; /* the host of settings.listen, for Host checks */
+    struct ej__console_throttle throttle[EJ__CONSOLE_THROTTLE_SLOTS]; /* under mu */
+    uint64_t logins_throttled, logins_failed, hosts_refused;          /* under mu */
+    pthread_mutex_t tokens_mu; /* the tokens file, read again when it changes */
+    struct ej__console_tokens *tokens;
+};
+
+/* Who a request is from: an account, a token, or everyone (--no-auth). */
+struct ej__console_principal {
+    char name[128];                  /* "" before login */
+    const char *kind;                /* "session", "token", "no-auth", "login"; NULL: nobody */
+    ej_console_role role;            /* on registries without a grant */
+    struct ej_console_grant *grants; /* into settings, or token_grants */
+    size_t grant_count;
+    /* A token's roles per registry, copied (the tokens file may be read
+     * again while the request runs). */
+    struct ej_console_grant token_grants[EJ__CONSOLE_TOKEN_GRANTS];
+    char token_registries[EJ__CONSOLE_TOKEN_GRANTS][128];
 };
 
 /* What a request is, once authenticated. */
@@ -65,30 +98,73 @@ struct ej__console_request {
     const char *remote;
     struct MHD_Connection *conn; /* for query arguments */
     json_t *body;                /* parsed JSON body of a write, NULL when none */
-    char user[128];              /* "" before login */
-    ej_console_role role;
-    bool write; /* POST, PUT or DELETE */
+    struct ej__console_principal who;
+    bool write;           /* POST, PUT or DELETE */
+    bool bearer;          /* authenticated by an API token */
+    const char *registry; /* the route's registry, for the audit line */
+    const char *action;   /* the path's last segment */
     /* the response */
     unsigned status;
     json_t *reply;
-    char *set_cookie; /* Set-Cookie header value, or NULL */
-    char audit_detail[512];
+    char *set_cookie;     /* Set-Cookie header value, or NULL */
+    char *allow;          /* Allow header of a 405, or NULL */
+    unsigned retry_after; /* seconds, for a 429; 0: none */
+    json_t *audit_extra;  /* fields added to the audit line, or NULL */
+};
+
+/* A REST route: METHOD and a path under /api/ whose ":x" segments are
+ * arguments (":r" a registry name), the least role it needs, and what
+ * serves it. Routes are listed in one table (web_api.c). */
+typedef void (*ej__console_handler)(struct ej__console_request *req, ej_console *con, char **args);
+struct ej__console_route {
+    const char *method;
+    const char *path;
+    ej_console_role need;
+    ej__console_handler handler;
 };
 
 /* web_auth.c */
 int ej__console_random_hex(char *out, size_t hex_len);
 bool ej__console_token_equal(const char *a, const char *b);
-/* New session for user; copies its tokens out. EJ_EBUSY when full. */
-int ej__console_session_new(ej_console_web *web, const char *user, ej_console_role role,
-                            struct ej__console_session *out);
+/* New session for user; copies its tokens out. Ends the user's oldest
+ * session beyond EJ__CONSOLE_SESSIONS_PER_ACCOUNT; EJ_EBUSY when every slot
+ * holds another account's live session. */
+int ej__console_session_new(ej_console_web *web, const char *user, struct ej__console_session *out);
 /* Look up a live session by token (extends it); false when none. */
 bool ej__console_session_find(ej_console_web *web, const char *token,
                               struct ej__console_session *out);
 void ej__console_session_end(ej_console_web *web, const char *token);
 const struct ej_console_account *ej__console_account(const ej_console_web *web, const char *name);
+/* The role of who on registry (NULL: the role outside any registry). */
+ej_console_role ej__console_role_on(const struct ej__console_principal *who, const char *registry);
+/* {"registry": "role", ...} for every registry the console shows. */
+json_t *ej__console_roles_json(const ej_console_web *web, const struct ej__console_principal *who);
 
-/* web_api.c: fill req->status / reply for an authenticated API request. */
+/* web_guard.c: checks before any route, login throttling, the audit log. */
+/* Host header allowed (loopback names, the listen host, allowedHosts)? */
+bool ej__console_host_allowed(const ej_console_web *web, const char *host);
+/* An Origin header, when sent, names an allowed host of this console. */
+bool ej__console_origin_allowed(const ej_console_web *web, const char *origin);
+/* Seconds before remote/user may try a login again; 0: now. */
+unsigned ej__console_login_wait(ej_console_web *web, const char *remote, const char *user);
+/* Count a failed (ok false) or good login of remote/user. */
+void ej__console_login_result(ej_console_web *web, const char *remote, const char *user, bool ok);
+/* Add key: value (stolen) to the request's audit line. */
+void ej__console_audit_field(struct ej__console_request *req, const char *key, json_t *value);
+/* One JSON line per write, login and refused request. */
+void ej__console_audit(ej_console_web *web, const struct ej__console_request *req);
+
+/* web_tokens.c: API tokens in settings.tokens_file. */
+/* Fill who from "Authorization: Bearer TOKEN"; false when unknown, revoked
+ * or expired. Notes its last use. */
+bool ej__console_token_auth(ej_console_web *web, const char *token,
+                            struct ej__console_principal *who);
+void ej__console_tokens_free(struct ej__console_tokens *t);
+/* web_api.c: fill req->status / reply for an authenticated API request:
+ * the route, 404 / 405 with Allow, the role, then its handler. */
 void ej__console_api(struct ej__console_request *req);
+/* The route table and its length (for tests and the docs). */
+const struct ej__console_route *ej__console_routes(size_t *count);
 /* web_history.c: set up / tear down the history store; the history routes
  * (seg: what follows "/api/history/"; job: a job's history, or NULL). */
 int ej__console_history_init(ej_console_web *web, char *err, size_t errlen);
@@ -118,8 +194,15 @@ void ej__console_on_completed(void *cls, struct MHD_Connection *c, void **con_cl
                               enum MHD_RequestTerminationCode toe);
 
 /* web_settings.c */
+void ej__console_account_fini(struct ej_console_account *a);
+/* Deep copy; on error dst holds what was copied (free with _fini). */
+int ej__console_account_copy(struct ej_console_account *dst, const struct ej_console_account *src);
 int ej__console_parse_listen(const char *listen, struct sockaddr_in *out);
 int ej__console_settings_parse(const char *text, size_t len, const char *name,
                                struct ej_console_settings *s, char *err, size_t errlen);
+/* The same with the file's mode and directory (for digestFile, tokensFile
+ * and the inline digest check); mode 0: not a file. */
+int ej__console_settings_parse_file(const char *text, size_t len, const char *name, unsigned mode,
+                                    struct ej_console_settings *s, char *err, size_t errlen);
 
 #endif

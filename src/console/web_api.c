@@ -11,7 +11,10 @@
  *   GET    /api/history[/ID]                        runs of every job / one run
  *   GET    /api/registries/R/servers                servers with their jobs
  *   POST   /api/registries/R/servers/IP/{disable,enable,shutdown}
- * Authentication and roles are checked before (web_server.c).
+ * Authentication is checked before (web_server.c); the role each route
+ * needs on its registry is in the route table below (viewer reads, operator
+ * operates, admin edits configs and removes jobs). HEAD is served as GET; a
+ * known path with another method gets 405 with Allow.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,8 +124,10 @@ static json_t *job_detail_json(const struct ej_console_job *j)
     return o;
 }
 
-static void list_registries(struct ej__console_request *req)
+static void list_registries(struct ej__console_request *req, ej_console *con, char **args)
 {
+    (void)con;
+    (void)args;
     json_t *arr = json_array();
     for (size_t i = 0; i < req->web->backend_count; i++) {
         const struct ej__console_backend *b = &req->web->backends[i];
@@ -133,8 +138,9 @@ static void list_registries(struct ej__console_request *req)
     ok(req, arr);
 }
 
-static void list_jobs(struct ej__console_request *req, ej_console *con)
+static void list_jobs(struct ej__console_request *req, ej_console *con, char **args)
 {
+    (void)args;
     struct ej_console_job *jobs = NULL;
     size_t n = 0;
     int rc = ej_console_jobs(con, &jobs, &n);
@@ -147,8 +153,9 @@ static void list_jobs(struct ej__console_request *req, ej_console *con)
     ok(req, arr);
 }
 
-static void show_job(struct ej__console_request *req, ej_console *con, const char *job)
+static void show_job(struct ej__console_request *req, ej_console *con, char **args)
 {
+    const char *job = args[1];
     struct ej_console_job j;
     int rc = ej_console_job_load(con, job, false, &j);
     if (rc == EJ_ENONODE)
@@ -160,8 +167,9 @@ static void show_job(struct ej__console_request *req, ej_console *con, const cha
     ej_console_job_fini(&j);
 }
 
-static void list_servers(struct ej__console_request *req, ej_console *con)
+static void list_servers(struct ej__console_request *req, ej_console *con, char **args)
 {
+    (void)args;
     struct ej_console_server_view *v = NULL;
     size_t n = 0;
     int rc = ej_console_servers(con, &v, &n);
@@ -196,9 +204,9 @@ static const char *body_str(const struct ej__console_request *req, const char *k
     return s != NULL && s[0] != '\0' ? s : NULL;
 }
 
-static void job_action(struct ej__console_request *req, ej_console *con, const char *job,
-                       const char *action)
+static void job_action(struct ej__console_request *req, ej_console *con, char **args)
 {
+    const char *job = args[1], *action = req->action;
     char err[1024] = "";
     json_t *targets = json_array();
     struct ej_console_select sel = {body_str(req, "instance"), body_str(req, "server")};
@@ -212,8 +220,8 @@ static void job_action(struct ej__console_request *req, ej_console *con, const c
                                             targets, err, sizeof err);
     else
         rc = ej__console_err(EJ_ENOTFOUND, err, sizeof err, "no action \"%s\"", action);
-    snprintf(req->audit_detail, sizeof req->audit_detail, " job=%s targets=%zu", job,
-             json_array_size(targets));
+    ej__console_audit_field(req, "job", json_string(job));
+    ej__console_audit_field(req, "targets", json_integer((json_int_t)json_array_size(targets)));
     if (rc != 0) {
         json_decref(targets);
         return fail(req, rc, err);
@@ -221,9 +229,9 @@ static void job_action(struct ej__console_request *req, ej_console *con, const c
     ok(req, json_pack("{s:s,s:s,s:o}", "jobName", job, "action", action, "targets", targets));
 }
 
-static void item_action(struct ej__console_request *req, ej_console *con, const char *job,
-                        const char *item_text, const char *action)
+static void item_action(struct ej__console_request *req, ej_console *con, char **args)
 {
+    const char *job = args[1], *item_text = args[2], *action = req->action;
     char *end;
     long item = strtol(item_text, &end, 10);
     if (item_text[0] < '0' || item_text[0] > '9' || *end != '\0' ||
@@ -236,16 +244,17 @@ static void item_action(struct ej__console_request *req, ej_console *con, const 
     char err[1024] = "";
     bool changed = false;
     int rc = ej_console_item_set_disabled(con, job, (int)item, disable, &changed, err, sizeof err);
-    snprintf(req->audit_detail, sizeof req->audit_detail, " job=%s item=%ld", job, item);
+    ej__console_audit_field(req, "job", json_string(job));
+    ej__console_audit_field(req, "item", json_integer(item));
     if (rc != 0)
         return fail(req, rc, err);
     ok(req, json_pack("{s:s,s:i,s:b,s:b}", "jobName", job, "item", (int)item, "disabled", disable,
                       "changed", changed));
 }
 
-static void server_action(struct ej__console_request *req, ej_console *con, const char *ip,
-                          const char *action)
+static void server_action(struct ej__console_request *req, ej_console *con, char **args)
 {
+    const char *ip = args[1], *action = req->action;
     ej_console_server_op op;
     if (strcmp(action, "disable") == 0)
         op = EJ_CONSOLE_SERVER_OP_DISABLE;
@@ -258,8 +267,8 @@ static void server_action(struct ej__console_request *req, ej_console *con, cons
     char err[1024] = "";
     json_t *jobs = json_array();
     int rc = ej_console_server_apply(con, ip, op, collect, jobs, err, sizeof err);
-    snprintf(req->audit_detail, sizeof req->audit_detail, " server=%s jobs=%zu", ip,
-             json_array_size(jobs));
+    ej__console_audit_field(req, "server", json_string(ip));
+    ej__console_audit_field(req, "jobs", json_integer((json_int_t)json_array_size(jobs)));
     if (rc != 0) {
         json_decref(jobs);
         return fail(req, rc, err);
@@ -267,14 +276,66 @@ static void server_action(struct ej__console_request *req, ej_console *con, cons
     ok(req, json_pack("{s:s,s:s,s:o}", "server", ip, "action", action, "jobs", jobs));
 }
 
-static void remove_job(struct ej__console_request *req, ej_console *con, const char *job)
+static void remove_job(struct ej__console_request *req, ej_console *con, char **args)
 {
+    const char *job = args[1];
     char err[1024] = "";
     int rc = ej_console_remove(con, job, err, sizeof err);
-    snprintf(req->audit_detail, sizeof req->audit_detail, " job=%s", job);
+    ej__console_audit_field(req, "job", json_string(job));
     if (rc != 0)
         return fail(req, rc, err);
     ok(req, json_pack("{s:s,s:b}", "jobName", job, "removed", 1));
+}
+
+static void config(struct ej__console_request *req, ej_console *con, char **args)
+{
+    ej__console_api_config(req, con, args[1]);
+}
+
+static void job_history(struct ej__console_request *req, ej_console *con, char **args)
+{
+    (void)con;
+    ej__console_api_history(req, args[1], NULL);
+}
+
+static void history(struct ej__console_request *req, ej_console *con, char **args)
+{
+    (void)con;
+    ej__console_api_history(req, NULL, args[0]);
+}
+
+#define VIEWER EJ_CONSOLE_ROLE_VIEWER
+#define OPERATOR EJ_CONSOLE_ROLE_OPERATOR
+#define ADMIN EJ_CONSOLE_ROLE_ADMIN
+
+/* Every route, one a line. ":r" names a registry (its role applies), other
+ * ":x" segments are arguments, in order. */
+static const struct ej__console_route routes[] = {
+    {"GET", "registries", VIEWER, list_registries},
+    {"GET", "history", VIEWER, history},
+    {"GET", "history/:id", VIEWER, history},
+    {"GET", "registries/:r/jobs", VIEWER, list_jobs},
+    {"GET", "registries/:r/jobs/:j", VIEWER, show_job},
+    {"DELETE", "registries/:r/jobs/:j", ADMIN, remove_job},
+    {"GET", "registries/:r/jobs/:j/config", VIEWER, config},
+    {"PUT", "registries/:r/jobs/:j/config", ADMIN, config},
+    {"GET", "registries/:r/jobs/:j/history", VIEWER, job_history},
+    {"POST", "registries/:r/jobs/:j/trigger", OPERATOR, job_action},
+    {"POST", "registries/:r/jobs/:j/shutdown", OPERATOR, job_action},
+    {"POST", "registries/:r/jobs/:j/disable", OPERATOR, job_action},
+    {"POST", "registries/:r/jobs/:j/enable", OPERATOR, job_action},
+    {"POST", "registries/:r/jobs/:j/items/:n/disable", OPERATOR, item_action},
+    {"POST", "registries/:r/jobs/:j/items/:n/enable", OPERATOR, item_action},
+    {"GET", "registries/:r/servers", VIEWER, list_servers},
+    {"POST", "registries/:r/servers/:ip/disable", OPERATOR, server_action},
+    {"POST", "registries/:r/servers/:ip/enable", OPERATOR, server_action},
+    {"POST", "registries/:r/servers/:ip/shutdown", OPERATOR, server_action},
+};
+
+const struct ej__console_route *ej__console_routes(size_t *count)
+{
+    *count = sizeof routes / sizeof routes[0];
+    return routes;
 }
 
 static int split(char *path, char **seg)
@@ -289,28 +350,56 @@ static int split(char *path, char **seg)
     return n;
 }
 
-static bool is(const char *a, const char *b)
+/* Does the route's path match seg? Its arguments into args. */
+static bool path_matches(const char *pattern, char **seg, int n, char **args)
 {
-    return strcmp(a, b) == 0;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", pattern);
+    char *pseg[MAX_SEGMENTS];
+    int pn = split(buf, pseg);
+    if (pn != n)
+        return false;
+    int a = 0;
+    for (int i = 0; i < n; i++) {
+        if (pseg[i][0] == ':')
+            args[a++] = seg[i];
+        else if (strcmp(pseg[i], seg[i]) != 0)
+            return false;
+    }
+    return true;
 }
 
-static void route_job(struct ej__console_request *req, ej_console *con, char **seg, int n)
+static bool method_matches(const char *route, const char *method)
 {
-    const char *job = seg[0];
-    bool get = is(req->method, "GET");
-    if (n == 1 && get)
-        return show_job(req, con, job);
-    if (n == 1 && is(req->method, "DELETE"))
-        return remove_job(req, con, job);
-    if (n == 2 && is(seg[1], "config") && (get || is(req->method, "PUT")))
-        return ej__console_api_config(req, con, job);
-    if (n == 2 && is(seg[1], "history") && get)
-        return ej__console_api_history(req, job, NULL);
-    if (n == 2 && is(req->method, "POST"))
-        return job_action(req, con, job, seg[1]);
-    if (n == 4 && is(seg[1], "items") && is(req->method, "POST"))
-        return item_action(req, con, job, seg[2], seg[3]);
-    ej__console_reply_error(req, MHD_HTTP_NOT_FOUND, "no route %s %s", req->method, req->url);
+    return strcmp(route, method) == 0 || (strcmp(method, "HEAD") == 0 && strcmp(route, "GET") == 0);
+}
+
+static ej_console *registry_named(ej_console_web *web, const char *name)
+{
+    for (size_t i = 0; i < web->backend_count; i++)
+        if (strcmp(web->backends[i].def->name, name) == 0)
+            return web->backends[i].con;
+    return NULL;
+}
+
+/* 405 with the methods the path has. */
+static void not_allowed(struct ej__console_request *req, char **seg, int n)
+{
+    char allow[64] = "";
+    char *args[MAX_SEGMENTS];
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        if (!path_matches(routes[i].path, seg, n, args) || strstr(allow, routes[i].method))
+            continue;
+        size_t len = strlen(allow);
+        snprintf(allow + len, sizeof allow - len, "%s%s", len ? ", " : "", routes[i].method);
+        if (strcmp(routes[i].method, "GET") == 0 && strstr(allow, "HEAD") == NULL) {
+            len = strlen(allow);
+            snprintf(allow + len, sizeof allow - len, ", HEAD");
+        }
+    }
+    req->allow = strdup(allow);
+    ej__console_reply_error(req, MHD_HTTP_METHOD_NOT_ALLOWED, "%s is not allowed on %s (use %s)",
+                            req->method, req->url, allow);
 }
 
 void ej__console_api(struct ej__console_request *req)
@@ -319,27 +408,36 @@ void ej__console_api(struct ej__console_request *req)
     snprintf(path, sizeof path, "%s", req->url + strlen("/api/"));
     char *seg[MAX_SEGMENTS];
     int n = split(path, seg);
-    bool get = is(req->method, "GET");
-    if (n == 1 && is(seg[0], "registries") && get)
-        return list_registries(req);
-    if (n >= 1 && n <= 2 && is(seg[0], "history") && get)
-        return ej__console_api_history(req, NULL, n == 2 ? seg[1] : NULL);
-    if (n < 3 || !is(seg[0], "registries"))
+    const struct ej__console_route *route = NULL;
+    bool path_known = false;
+    char *args[MAX_SEGMENTS] = {0};
+    for (size_t i = 0; n > 0 && i < sizeof routes / sizeof routes[0] && route == NULL; i++) {
+        memset(args, 0, sizeof args);
+        if (!path_matches(routes[i].path, seg, n, args))
+            continue;
+        path_known = true;
+        if (method_matches(routes[i].method, req->method))
+            route = &routes[i];
+    }
+    if (route == NULL && path_known)
+        return not_allowed(req, seg, n);
+    if (route == NULL)
         return ej__console_reply_error(req, MHD_HTTP_NOT_FOUND, "no route %s %s", req->method,
                                        req->url);
+    req->action = seg[n - 1];
     ej_console *con = NULL;
-    for (size_t i = 0; i < req->web->backend_count; i++)
-        if (is(req->web->backends[i].def->name, seg[1]))
-            con = req->web->backends[i].con;
-    if (con == NULL)
-        return ej__console_reply_error(req, MHD_HTTP_NOT_FOUND, "no registry \"%s\"", seg[1]);
-    if (is(seg[2], "jobs") && n == 3 && get)
-        return list_jobs(req, con);
-    if (is(seg[2], "jobs") && n >= 4)
-        return route_job(req, con, seg + 3, n - 3);
-    if (is(seg[2], "servers") && n == 3 && get)
-        return list_servers(req, con);
-    if (is(seg[2], "servers") && n == 5 && is(req->method, "POST"))
-        return server_action(req, con, seg[3], seg[4]);
-    ej__console_reply_error(req, MHD_HTTP_NOT_FOUND, "no route %s %s", req->method, req->url);
+    bool per_registry = strncmp(route->path, "registries/:r", 13) == 0;
+    if (per_registry) {
+        req->registry = args[0];
+        if ((con = registry_named(req->web, args[0])) == NULL)
+            return ej__console_reply_error(req, MHD_HTTP_NOT_FOUND, "no registry \"%s\"", args[0]);
+    }
+    ej_console_role have = ej__console_role_on(&req->who, req->registry);
+    if (have < route->need)
+        return ej__console_reply_error(
+            req, MHD_HTTP_FORBIDDEN, "%s \"%s\" is %s%s%s; %s %s needs %s", req->who.kind,
+            req->who.name, ej_console_role_name(have), req->registry ? " on " : "",
+            req->registry ? req->registry : "", req->method, route->path,
+            ej_console_role_name(route->need));
+    route->handler(req, con, args);
 }

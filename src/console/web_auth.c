@@ -1,4 +1,5 @@
-/* Accounts, password hashes (crypt(3) SHA-512), sessions and CSRF tokens. */
+/* Accounts and their roles, password hashes (crypt(3) yescrypt; SHA-512
+ * hashes made before still check), sessions and CSRF tokens. */
 #include <crypt.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -57,14 +58,14 @@ bool ej__console_token_equal(const char *a, const char *b)
 
 int ej_console_hash_password(const char *password, char *out, size_t len)
 {
-    if (password == NULL || out == NULL || len < 128 || password[0] == '\0')
+    if (password == NULL || out == NULL || len < 128 || strlen(password) < EJ_CONSOLE_MIN_PASSWORD)
         return EJ_EINVAL;
     char salt[CRYPT_GENSALT_OUTPUT_SIZE];
     unsigned char rnd[16];
     int rc = random_bytes(rnd, sizeof rnd);
     if (rc != 0)
         return rc;
-    if (crypt_gensalt_rn("$6$", 0, (const char *)rnd, sizeof rnd, salt, sizeof salt) == NULL)
+    if (crypt_gensalt_rn("$y$", 0, (const char *)rnd, sizeof rnd, salt, sizeof salt) == NULL)
         return -errno;
     struct crypt_data *cd = calloc(1, sizeof(*cd));
     if (cd == NULL)
@@ -82,7 +83,9 @@ int ej_console_hash_password(const char *password, char *out, size_t len)
 
 bool ej_console_check_password(const char *password, const char *hash)
 {
-    if (password == NULL || hash == NULL || strncmp(hash, "$6$", 3) != 0)
+    if (password == NULL || hash == NULL ||
+        (strncmp(hash, "$y$", 3) != 0 && strncmp(hash, "$6$", 3) != 0 &&
+         strncmp(hash, "$5$", 3) != 0))
         return false;
     struct crypt_data *cd = calloc(1, sizeof(*cd));
     if (cd == NULL)
@@ -102,8 +105,93 @@ const struct ej_console_account *ej__console_account(const ej_console_web *web, 
     return NULL;
 }
 
-int ej__console_session_new(ej_console_web *web, const char *user, ej_console_role role,
-                            struct ej__console_session *out)
+const char *ej_console_role_name(ej_console_role role)
+{
+    switch (role) {
+    case EJ_CONSOLE_ROLE_ADMIN:
+        return "admin";
+    case EJ_CONSOLE_ROLE_OPERATOR:
+        return "operator";
+    default:
+        return "viewer";
+    }
+}
+
+bool ej_console_role_parse(const char *name, ej_console_role *out)
+{
+    static const struct {
+        const char *name;
+        ej_console_role role;
+    } names[] = {{"viewer", EJ_CONSOLE_ROLE_VIEWER},
+                 {"guest", EJ_CONSOLE_ROLE_VIEWER},
+                 {"operator", EJ_CONSOLE_ROLE_OPERATOR},
+                 {"admin", EJ_CONSOLE_ROLE_ADMIN}};
+    for (size_t i = 0; name != NULL && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i].name) == 0) {
+            *out = names[i].role;
+            return true;
+        }
+    return false;
+}
+
+static ej_console_role role_in(ej_console_role role, const struct ej_console_grant *grants,
+                               size_t n, const char *registry)
+{
+    for (size_t i = 0; registry != NULL && i < n; i++)
+        if (strcmp(grants[i].registry, registry) == 0)
+            return grants[i].role;
+    return role;
+}
+
+ej_console_role ej_console_account_role(const struct ej_console_account *a, const char *registry)
+{
+    return role_in(a->role, a->grants, a->grant_count, registry);
+}
+
+ej_console_role ej__console_role_on(const struct ej__console_principal *who, const char *registry)
+{
+    return role_in(who->role, who->grants, who->grant_count, registry);
+}
+
+json_t *ej__console_roles_json(const ej_console_web *web, const struct ej__console_principal *who)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < web->backend_count; i++) {
+        const char *r = web->backends[i].def->name;
+        json_object_set_new(o, r, json_string(ej_console_role_name(ej__console_role_on(who, r))));
+    }
+    return o;
+}
+
+/* With web->mu held: the slot for a new session of user. */
+static size_t session_slot_locked(ej_console_web *web, const char *user, int64_t now, bool *found)
+{
+    size_t free_slot = EJ__CONSOLE_MAX_SESSIONS, oldest = EJ__CONSOLE_MAX_SESSIONS;
+    unsigned mine = 0;
+    for (size_t i = 0; i < EJ__CONSOLE_MAX_SESSIONS; i++) {
+        struct ej__console_session *s = &web->sessions[i];
+        bool live = s->token[0] != '\0' && s->expires_ms > now;
+        if (!live) {
+            if (free_slot == EJ__CONSOLE_MAX_SESSIONS)
+                free_slot = i;
+            continue;
+        }
+        if (strcmp(s->user, user) != 0)
+            continue;
+        mine++;
+        if (oldest == EJ__CONSOLE_MAX_SESSIONS || s->created_ms < web->sessions[oldest].created_ms)
+            oldest = i;
+    }
+    *found = true;
+    if (mine >= EJ__CONSOLE_SESSIONS_PER_ACCOUNT)
+        return oldest;
+    if (free_slot < EJ__CONSOLE_MAX_SESSIONS)
+        return free_slot;
+    *found = false;
+    return 0;
+}
+
+int ej__console_session_new(ej_console_web *web, const char *user, struct ej__console_session *out)
 {
     struct ej__console_session s = {0};
     int rc = ej__console_random_hex(s.token, EJ__CONSOLE_TOKEN_HEX);
@@ -112,26 +200,20 @@ int ej__console_session_new(ej_console_web *web, const char *user, ej_console_ro
     if (rc != 0)
         return rc;
     snprintf(s.user, sizeof s.user, "%s", user);
-    s.role = role;
     int64_t now = ej__mono_ms();
+    s.created_ms = now;
     s.expires_ms = now + (int64_t)web->settings.session_ttl_seconds * 1000;
     pthread_mutex_lock(&web->mu);
-    /* A free or expired slot; when every slot is live, the one closest to expiry. */
-    size_t victim = 0;
-    for (size_t i = 0; i < EJ__CONSOLE_MAX_SESSIONS; i++) {
-        if (web->sessions[i].token[0] == '\0' || web->sessions[i].expires_ms <= now) {
-            victim = i;
-            break;
-        }
-        if (web->sessions[i].expires_ms < web->sessions[victim].expires_ms)
-            victim = i;
-    }
-    web->sessions[victim] = s;
+    bool found;
+    size_t slot = session_slot_locked(web, user, now, &found);
+    if (found)
+        web->sessions[slot] = s;
     pthread_mutex_unlock(&web->mu);
+    if (!found)
+        return EJ_EBUSY;
     *out = s;
     return 0;
 }
-
 bool ej__console_session_find(ej_console_web *web, const char *token,
                               struct ej__console_session *out)
 {

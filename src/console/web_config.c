@@ -71,8 +71,8 @@ static void put_config(struct ej__console_request *req, ej_console *con, const c
     int rc = ej_console_config_set(con, job, text, strlen(text), (int)json_integer_value(ver),
                                    false, &ch, &errs);
     free(text);
-    snprintf(req->audit_detail, sizeof req->audit_detail, " job=%s version=%d", job,
-             (int)json_integer_value(ver));
+    ej__console_audit_field(req, "job", json_string(job));
+    ej__console_audit_field(req, "version", json_integer(json_integer_value(ver)));
     if (rc == EJ_ECONFIG) {
         json_t *list = json_array();
         for (size_t i = 0; i < errs.count; i++)

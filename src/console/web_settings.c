@@ -6,11 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <yaml.h>
 
+#include "common/util.h"
 #include "console/internal.h"
 #include "console/web.h"
+#include "ejob/config.h"
 #include "ejob/error.h"
 #include "ejob/trace.h"
 
@@ -21,6 +24,8 @@ void ej_console_settings_init(struct ej_console_settings *s)
     memset(s, 0, sizeof(*s));
     s->session_ttl_seconds = 1800;
     s->connect_timeout_ms = 15000;
+    s->idle_timeout_seconds = 10;
+    s->request_timeout_seconds = 30;
 }
 
 void ej_console_settings_fini(struct ej_console_settings *s)
@@ -31,10 +36,8 @@ void ej_console_settings_fini(struct ej_console_settings *s)
     free(s->tls_cert_file);
     free(s->tls_key_file);
     free(s->audit_log);
-    for (size_t i = 0; i < s->account_count; i++) {
-        free(s->accounts[i].name);
-        free(s->accounts[i].password_hash);
-    }
+    for (size_t i = 0; i < s->account_count; i++)
+        ej__console_account_fini(&s->accounts[i]);
     free(s->accounts);
     for (size_t i = 0; i < s->registry_count; i++) {
         free(s->registries[i].name);
@@ -45,7 +48,41 @@ void ej_console_settings_fini(struct ej_console_settings *s)
     free(s->registries);
     free(s->history_store);
     free(s->history_password_file);
+    for (size_t i = 0; i < s->allowed_host_count; i++)
+        free(s->allowed_hosts[i]);
+    free(s->allowed_hosts);
+    free(s->tokens_file);
     memset(s, 0, sizeof(*s));
+}
+
+void ej__console_account_fini(struct ej_console_account *a)
+{
+    free(a->name);
+    free(a->password_hash);
+    for (size_t i = 0; i < a->grant_count; i++)
+        free(a->grants[i].registry);
+    free(a->grants);
+    memset(a, 0, sizeof(*a));
+}
+
+int ej__console_account_copy(struct ej_console_account *dst, const struct ej_console_account *src)
+{
+    memset(dst, 0, sizeof(*dst));
+    dst->name = strdup(src->name);
+    dst->password_hash = strdup(src->password_hash);
+    dst->role = src->role;
+    if (src->grant_count > 0)
+        dst->grants = calloc(src->grant_count, sizeof(*dst->grants));
+    if (dst->name == NULL || dst->password_hash == NULL ||
+        (src->grant_count > 0 && dst->grants == NULL))
+        return EJ_ENOMEM;
+    for (size_t i = 0; i < src->grant_count; i++) {
+        dst->grants[i].role = src->grants[i].role;
+        if ((dst->grants[i].registry = strdup(src->grants[i].registry)) == NULL)
+            return EJ_ENOMEM;
+        dst->grant_count++;
+    }
+    return 0;
 }
 
 static char *dup_or_null(const char *v)
@@ -83,7 +120,15 @@ struct loader {
     const char *file;
     char *err;
     size_t errlen;
+    unsigned mode;   /* of the file; 0: not a file */
+    const char *dir; /* of the file, for relative paths; NULL: cwd */
 };
+
+/* path as given, or relative to the settings file's directory. */
+static char *relative_path(const struct loader *l, const char *path)
+{
+    return path[0] == '/' || l->dir == NULL ? strdup(path) : ej__asprintf("%s/%s", l->dir, path);
+}
 
 static int fail_at(struct loader *l, yaml_node_t *n, const char *fmt, ...) EJ_PRINTF(3, 4);
 static int fail_at(struct loader *l, yaml_node_t *n, const char *fmt, ...)
@@ -149,6 +194,46 @@ static int each_pair(struct loader *l, yaml_node_t *map, const char *what, pair_
     return 0;
 }
 
+/* A digest (a ZooKeeper password) inline: the settings file must not be
+ * readable by everyone (the daemon's rule for its YAML, made strict here). */
+static int inline_digest(struct loader *l, yaml_node_t *v, struct ej_console_registry *r)
+{
+    int rc = take_string(l, v, "digest", &r->digest);
+    if (rc != 0)
+        return rc;
+    if (strchr(r->digest, ':') == NULL || r->digest[0] == ':')
+        return fail_at(l, v, "digest: must be \"user:password\"");
+    if (l->mode & S_IROTH)
+        return fail_at(l, v,
+                       "digest: %s holds a ZooKeeper password and everyone may read it (mode "
+                       "%03o): chmod o-r %s, or move it to a digestFile",
+                       l->file, l->mode & 0777u, l->file);
+    return 0;
+}
+
+/* digestFile: read now with the daemon's checks (config/secret.c). */
+static int digest_file(struct loader *l, yaml_node_t *v, struct ej_console_registry *r)
+{
+    const char *name = scalar(v);
+    if (name == NULL || name[0] == '\0')
+        return fail_at(l, v, "digestFile: expected a file name");
+    char *path = relative_path(l, name);
+    if (path == NULL)
+        return EJ_ENOMEM;
+    char warn[600], why[600];
+    free(r->digest);
+    r->digest = NULL;
+    int rc = ej_config_read_secret_file(path, &r->digest, warn, sizeof warn, why, sizeof why);
+    free(path);
+    if (rc == EJ_ENOMEM)
+        return rc;
+    if (rc != 0)
+        return fail_at(l, v, "digestFile: %s", why);
+    if (warn[0] != '\0')
+        fprintf(stderr, "ejob console: warning: %s\n", warn);
+    return 0;
+}
+
 static int registry_pair(struct loader *l, const char *key, yaml_node_t *v, void *target)
 {
     struct ej_console_registry *r = target;
@@ -158,9 +243,29 @@ static int registry_pair(struct loader *l, const char *key, yaml_node_t *v, void
         return take_string(l, v, key, &r->servers);
     if (strcmp(key, "namespace") == 0)
         return take_string(l, v, key, &r->namespace_);
+    if ((strcmp(key, "digest") == 0 || strcmp(key, "digestFile") == 0) && r->digest != NULL)
+        return fail_at(l, v, "registries: give digest or digestFile, not both");
     if (strcmp(key, "digest") == 0)
-        return take_string(l, v, key, &r->digest);
+        return inline_digest(l, v, r);
+    if (strcmp(key, "digestFile") == 0)
+        return digest_file(l, v, r);
     return fail_at(l, v, "registries: unknown key \"%s\"", key);
+}
+
+static int grant_pair(struct loader *l, const char *key, yaml_node_t *v, void *target)
+{
+    struct ej_console_account *a = target;
+    ej_console_role role;
+    if (!ej_console_role_parse(scalar(v), &role))
+        return fail_at(l, v, "roles.%s: expected viewer, operator or admin", key);
+    struct ej_console_grant *grown = realloc(a->grants, (a->grant_count + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return EJ_ENOMEM;
+    a->grants = grown;
+    if ((grown[a->grant_count].registry = strdup(key)) == NULL)
+        return EJ_ENOMEM;
+    grown[a->grant_count++].role = role;
+    return 0;
 }
 
 static int account_pair(struct loader *l, const char *key, yaml_node_t *v, void *target)
@@ -171,15 +276,12 @@ static int account_pair(struct loader *l, const char *key, yaml_node_t *v, void 
     if (strcmp(key, "passwordHash") == 0)
         return take_string(l, v, key, &a->password_hash);
     if (strcmp(key, "role") == 0) {
-        const char *s = scalar(v);
-        if (s != NULL && strcmp(s, "admin") == 0)
-            a->role = EJ_CONSOLE_ROLE_ADMIN;
-        else if (s != NULL && strcmp(s, "guest") == 0)
-            a->role = EJ_CONSOLE_ROLE_GUEST;
-        else
-            return fail_at(l, v, "%s: expected admin or guest", "role");
+        if (!ej_console_role_parse(scalar(v), &a->role))
+            return fail_at(l, v, "%s: expected viewer, operator or admin (guest: viewer)", "role");
         return 0;
     }
+    if (strcmp(key, "roles") == 0)
+        return each_pair(l, v, key, grant_pair, a);
     if (strcmp(key, "password") == 0)
         return fail_at(l, v,
                        "%s: plain passwords are not accepted; store passwordHash "
@@ -192,10 +294,11 @@ static int check_account(struct loader *l, yaml_node_t *n, const struct ej_conso
 {
     if (a->name == NULL || a->name[0] == '\0')
         return fail_at(l, n, "%s: an account needs a name", "accounts");
-    if (a->password_hash == NULL || strncmp(a->password_hash, "$6$", 3) != 0)
+    if (a->password_hash == NULL ||
+        (strncmp(a->password_hash, "$y$", 3) != 0 && strncmp(a->password_hash, "$6$", 3) != 0))
         return fail_at(l, n,
-                       "account \"%s\": passwordHash must be a SHA-512 crypt hash "
-                       "($6$...; ejob console hash-password makes one)",
+                       "account \"%s\": passwordHash must be a yescrypt or SHA-512 crypt hash "
+                       "($y$... or $6$...; ejob console hash-password makes one)",
                        a->name);
     return 0;
 }
@@ -221,8 +324,7 @@ static int load_list(struct loader *l, yaml_node_t *seq, struct ej_console_setti
                 s->accounts = grown;
                 grown[s->account_count++] = a;
             } else {
-                free(a.name);
-                free(a.password_hash);
+                ej__console_account_fini(&a);
                 if (rc == 0)
                     rc = EJ_ENOMEM;
             }
@@ -236,6 +338,8 @@ static int load_list(struct loader *l, yaml_node_t *seq, struct ej_console_setti
             free(r.name);
             free(r.servers);
             free(r.namespace_);
+            if (r.digest != NULL)
+                explicit_bzero(r.digest, strlen(r.digest));
             free(r.digest);
         }
         if (rc != 0)
@@ -268,6 +372,28 @@ static int history_pair(struct loader *l, const char *key, yaml_node_t *v, void 
     return fail_at(l, v, "history: unknown key \"%s\"", key);
 }
 
+static int allowed_hosts(struct loader *l, yaml_node_t *seq, struct ej_console_settings *s)
+{
+    if (seq == NULL || seq->type != YAML_SEQUENCE_NODE)
+        return fail_at(l, seq, "allowedHosts: expected a list of host names");
+    for (yaml_node_item_t *i = seq->data.sequence.items.start; i < seq->data.sequence.items.top;
+         i++) {
+        yaml_node_t *n = yaml_document_get_node(&l->doc, *i);
+        const char *h = scalar(n);
+        if (h == NULL || h[0] == '\0' || strcspn(h, ":/ \t") != strlen(h))
+            return fail_at(l, n, "allowedHosts: expected a host name without port, got \"%s\"",
+                           h != NULL ? h : "");
+        char **grown = realloc(s->allowed_hosts, (s->allowed_host_count + 1) * sizeof(*grown));
+        if (grown == NULL)
+            return EJ_ENOMEM;
+        s->allowed_hosts = grown;
+        if ((grown[s->allowed_host_count] = strdup(h)) == NULL)
+            return EJ_ENOMEM;
+        s->allowed_host_count++;
+    }
+    return 0;
+}
+
 static int top_pair(struct loader *l, const char *key, yaml_node_t *v, void *target)
 {
     struct ej_console_settings *s = target;
@@ -279,6 +405,10 @@ static int top_pair(struct loader *l, const char *key, yaml_node_t *v, void *tar
         return take_int(l, v, key, 1, 7 * 24 * 3600, &s->session_ttl_seconds);
     if (strcmp(key, "connectionTimeoutMilliseconds") == 0)
         return take_int(l, v, key, 100, 600000, &s->connect_timeout_ms);
+    if (strcmp(key, "idleTimeoutSeconds") == 0)
+        return take_int(l, v, key, 1, 3600, &s->idle_timeout_seconds);
+    if (strcmp(key, "requestTimeoutSeconds") == 0)
+        return take_int(l, v, key, 1, 3600, &s->request_timeout_seconds);
     if (strcmp(key, "tls") == 0)
         return each_pair(l, v, key, tls_pair, s);
     if (strcmp(key, "registries") == 0)
@@ -287,11 +417,27 @@ static int top_pair(struct loader *l, const char *key, yaml_node_t *v, void *tar
         return load_list(l, v, s, true);
     if (strcmp(key, "history") == 0)
         return each_pair(l, v, key, history_pair, s);
+    if (strcmp(key, "allowedHosts") == 0)
+        return allowed_hosts(l, v, s);
+    if (strcmp(key, "tokensFile") == 0) {
+        const char *f = scalar(v);
+        if (f == NULL || f[0] == '\0')
+            return fail_at(l, v, "tokensFile: expected a file name");
+        free(s->tokens_file);
+        s->tokens_file = relative_path(l, f);
+        return s->tokens_file != NULL ? 0 : EJ_ENOMEM;
+    }
     return fail_at(l, v, "unknown key \"%s\"", key);
 }
 
 int ej__console_settings_parse(const char *text, size_t len, const char *name,
                                struct ej_console_settings *s, char *err, size_t errlen)
+{
+    return ej__console_settings_parse_file(text, len, name, 0, s, err, errlen);
+}
+
+int ej__console_settings_parse_file(const char *text, size_t len, const char *name, unsigned mode,
+                                    struct ej_console_settings *s, char *err, size_t errlen)
 {
     if (len > MAX_SETTINGS_BYTES)
         return ej__console_err(EJ_ECONFIG, err, errlen, "%s: larger than %d bytes", name,
@@ -300,7 +446,10 @@ int ej__console_settings_parse(const char *text, size_t len, const char *name,
     if (!yaml_parser_initialize(&parser))
         return EJ_ENOMEM;
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    struct loader l = {.file = name, .err = err, .errlen = errlen};
+    char *dir = NULL;
+    if (mode != 0 && strchr(name, '/') != NULL && (dir = strdup(name)) != NULL)
+        *strrchr(dir, '/') = '\0';
+    struct loader l = {.file = name, .err = err, .errlen = errlen, .mode = mode, .dir = dir};
     int rc = 0;
     if (!yaml_parser_load(&parser, &l.doc)) {
         rc = ej__console_err(EJ_EPARSE, err, errlen, "%s:%zu:%zu: %s", name,
@@ -312,8 +461,12 @@ int ej__console_settings_parse(const char *text, size_t len, const char *name,
     yaml_node_t *root = yaml_document_get_root_node(&l.doc);
     if (root != NULL)
         rc = each_pair(&l, root, "settings", top_pair, s);
+    if (rc == 0 && mode != 0 && s->tokens_file == NULL &&
+        (s->tokens_file = relative_path(&l, "console-tokens.json")) == NULL)
+        rc = EJ_ENOMEM;
     yaml_document_delete(&l.doc);
     yaml_parser_delete(&parser);
+    free(dir);
     return rc;
 }
 
@@ -331,12 +484,19 @@ int ej_console_settings_load(const char *path, struct ej_console_settings *s, ch
                                "(chmod go-w %s)",
                                path, path);
     }
+    if (st.st_uid != geteuid() && st.st_uid != 0) {
+        fclose(f);
+        return ej__console_err(EJ_ECONFIG, err, errlen,
+                               "%s: owned by user %u, not by this user (%u) or root, and it holds "
+                               "the console's accounts (chown it)",
+                               path, (unsigned)st.st_uid, (unsigned)geteuid());
+    }
     char *buf = malloc(MAX_SETTINGS_BYTES + 1);
     size_t n = buf != NULL ? fread(buf, 1, MAX_SETTINGS_BYTES + 1, f) : 0;
     fclose(f);
     if (buf == NULL)
         return EJ_ENOMEM;
-    int rc = ej__console_settings_parse(buf, n, path, s, err, errlen);
+    int rc = ej__console_settings_parse_file(buf, n, path, (unsigned)st.st_mode, s, err, errlen);
     free(buf);
     return rc;
 }
@@ -361,6 +521,14 @@ int ej__console_parse_listen(const char *listen, struct sockaddr_in *out)
     if (inet_pton(AF_INET, host, &out->sin_addr) != 1)
         return EJ_EINVAL;
     return 0;
+}
+
+static bool registry_known(const struct ej_console_settings *s, const char *name)
+{
+    for (size_t i = 0; i < s->registry_count; i++)
+        if (strcmp(s->registries[i].name, name) == 0)
+            return true;
+    return false;
 }
 
 int ej_console_settings_check(const struct ej_console_settings *s, char *err, size_t errlen)
@@ -403,6 +571,13 @@ int ej_console_settings_check(const struct ej_console_settings *s, char *err, si
     } else if (s->history_password_file != NULL) {
         return ej__console_err(EJ_ECONFIG, err, errlen, "history: a passwordFile without a store");
     }
+    for (size_t i = 0; i < s->account_count; i++)
+        for (size_t g = 0; g < s->accounts[i].grant_count; g++)
+            if (!registry_known(s, s->accounts[i].grants[g].registry))
+                return ej__console_err(EJ_ECONFIG, err, errlen,
+                                       "account \"%s\": roles names registry \"%s\", which is "
+                                       "not one of the console's",
+                                       s->accounts[i].name, s->accounts[i].grants[g].registry);
     for (size_t i = 0; i < s->account_count; i++)
         for (size_t k = 0; k < i; k++)
             if (strcmp(s->accounts[i].name, s->accounts[k].name) == 0)

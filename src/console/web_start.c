@@ -41,6 +41,8 @@ static int copy_settings(struct ej_console_settings *dst, const struct ej_consol
     ej_console_settings_init(dst);
     dst->session_ttl_seconds = src->session_ttl_seconds;
     dst->connect_timeout_ms = src->connect_timeout_ms;
+    dst->idle_timeout_seconds = src->idle_timeout_seconds;
+    dst->request_timeout_seconds = src->request_timeout_seconds;
     dst->no_auth = src->no_auth;
     dst->listen = strdup(src->listen != NULL ? src->listen : EJ__CONSOLE_DEFAULT_LISTEN);
     dst->tls_cert_file = src->tls_cert_file ? strdup(src->tls_cert_file) : NULL;
@@ -61,15 +63,21 @@ static int copy_settings(struct ej_console_settings *dst, const struct ej_consol
         dst->accounts = calloc(src->account_count, sizeof(*dst->accounts));
         if (dst->accounts == NULL)
             return EJ_ENOMEM;
-        for (size_t i = 0; i < src->account_count; i++) {
-            struct ej_console_account *a = &dst->accounts[dst->account_count++];
-            a->name = strdup(src->accounts[i].name);
-            a->password_hash = strdup(src->accounts[i].password_hash);
-            a->role = src->accounts[i].role;
-            if (a->name == NULL || a->password_hash == NULL)
-                rc = EJ_ENOMEM;
-        }
+        for (size_t i = 0; i < src->account_count && rc == 0; i++)
+            rc = ej__console_account_copy(&dst->accounts[dst->account_count++], &src->accounts[i]);
     }
+    if (rc == 0 && src->allowed_host_count > 0) {
+        dst->allowed_hosts = calloc(src->allowed_host_count, sizeof(char *));
+        if (dst->allowed_hosts == NULL)
+            return EJ_ENOMEM;
+        for (size_t i = 0; i < src->allowed_host_count && rc == 0; i++)
+            if ((dst->allowed_hosts[dst->allowed_host_count++] = strdup(src->allowed_hosts[i])) ==
+                NULL)
+                rc = EJ_ENOMEM;
+    }
+    if (rc == 0 && src->tokens_file != NULL &&
+        (dst->tokens_file = strdup(src->tokens_file)) == NULL)
+        rc = EJ_ENOMEM;
     return rc;
 }
 
@@ -128,10 +136,28 @@ static int listen_socket(const struct sockaddr_in *sa, char *err, size_t errlen,
     return fd;
 }
 
+/* TLS 1.3 first, then 1.2, and only key exchanges with forward secrecy
+ * (ECDHE, DHE): no static RSA, no TLS 1.0/1.1, no CBC-SHA1 suites. */
+#define TLS_PRIORITIES                                                                             \
+    "SECURE256:+SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-RSA:-VERS-SSL3.0:-SHA1:-AES-128-"   \
+    "CBC:"                                                                                         \
+    "-AES-256-CBC:-CAMELLIA-128-CBC:-CAMELLIA-256-CBC:%SERVER_PRECEDENCE"
+
+/* Slow clients: a connection that sends nothing for idleTimeoutSeconds is
+ * closed, and one whose body is not in within requestTimeoutSeconds
+ * (web_server.c); one address holds at most PER_ADDRESS of the
+ * CONNECTIONS, and the requests are served by POOL threads (each polling
+ * its own connections). */
+#define CONNECTIONS 1024
+#define PER_ADDRESS 32
+#define POOL 4
+
 static int start_daemon(ej_console_web *web, char *err, size_t errlen)
 {
     struct sockaddr_in sa;
     ej__console_parse_listen(web->settings.listen, &sa);
+    snprintf(web->listen_host, sizeof web->listen_host, "%s", web->settings.listen);
+    web->listen_host[strcspn(web->listen_host, ":")] = '\0';
 
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     web->tls = web->settings.tls_cert_file != NULL;
@@ -147,14 +173,16 @@ static int start_daemon(ej_console_web *web, char *err, size_t errlen)
     struct MHD_OptionItem tls_opts[] = {
         {MHD_OPTION_HTTPS_MEM_CERT, 0, web->tls_cert},
         {MHD_OPTION_HTTPS_MEM_KEY, 0, web->tls_key},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITIES},
         {MHD_OPTION_END, 0, NULL},
     };
-    web->mhd =
-        MHD_start_daemon(flags, 0, NULL, NULL, ej__console_on_request, web,
-                         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
-                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT,
-                         (unsigned)256, MHD_OPTION_NOTIFY_COMPLETED, ej__console_on_completed, web,
-                         MHD_OPTION_ARRAY, web->tls ? tls_opts : &tls_opts[2], MHD_OPTION_END);
+    web->mhd = MHD_start_daemon(
+        flags, 0, NULL, NULL, ej__console_on_request, web, MHD_OPTION_LISTEN_SOCKET, fd,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)POOL, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)web->settings.idle_timeout_seconds, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PER_ADDRESS,
+        MHD_OPTION_NOTIFY_COMPLETED, ej__console_on_completed, web, MHD_OPTION_ARRAY,
+        web->tls ? tls_opts : &tls_opts[3], MHD_OPTION_END);
     if (web->mhd == NULL) {
         close(fd);
         return ej__console_err(EJ_EINVAL, err, errlen, "cannot serve on %s%s", web->settings.listen,
@@ -179,6 +207,7 @@ int ej_console_web_start(const struct ej_console_settings *settings, ej_console_
         return EJ_ENOMEM;
     pthread_mutex_init(&web->mu, NULL);
     pthread_mutex_init(&web->history.mu, NULL);
+    pthread_mutex_init(&web->tokens_mu, NULL);
     rc = copy_settings(&web->settings, settings);
     if (rc == 0 && web->settings.no_auth)
         rc = ej__console_random_hex(web->no_auth_csrf, EJ__CONSOLE_TOKEN_HEX);
@@ -228,6 +257,8 @@ void ej_console_web_stop(ej_console_web *web)
     }
     ej_console_settings_fini(&web->settings);
     pthread_mutex_destroy(&web->mu);
+    pthread_mutex_destroy(&web->tokens_mu);
+    ej__console_tokens_free(web->tokens);
     explicit_bzero(web->sessions, sizeof(web->sessions));
     free(web);
 }

@@ -65,6 +65,6 @@ cenv_console "$D/console.log" -c "$D/console.yaml" || exit 1
 CONSOLE_URL=$CENV_URL KILL_PID=$P61 KEEP_IP=127.0.0.62 ARTIFACTS=$ART USER_DATA_DIR=$D/chromium-profile \
   NODE_PATH=$NODE_MODULES timeout 300 node "$EJ_SOURCE_DIR/tests/browser/console.e2e.js"
 rc=$?
-grep -q 'user=alice role=admin .*jobs/browserJob/trigger" result=200' "$D/audit.log" || { echo "FAIL: no audit line for the page's trigger" >&2; rc=1; }
+grep -q '"user":"alice","auth":"session","role":"admin",.*jobs/browserJob/trigger","result":200' "$D/audit.log" || { echo "FAIL: no audit line for the page's trigger" >&2; rc=1; }
 ls "$ART"
 exit $rc

@@ -77,7 +77,14 @@ async function operate(question, method, path, body, after) {
   if (after) after();
 }
 
-function isAdmin() { return state.session && state.session.role === 'admin'; }
+// The role on the registry shown (roles per registry; role elsewhere).
+function roleHere() {
+  const s = state.session;
+  if (!s) return 'viewer';
+  return (s.roles && s.roles[state.registry]) || s.role;
+}
+function isAdmin() { return roleHere() === 'admin'; }
+function canOperate() { return roleHere() === 'admin' || roleHere() === 'operator'; }
 
 // The page shows one view at a time, and each route() (or the login form)
 // starts a new one. An async view whose request answers after another view
@@ -167,8 +174,8 @@ function jobsView() {
 
 // ------------------------------------------------------------ one job
 
-function opButton(label, id, question, method, path, body, refresh, danger) {
-  if (!isAdmin()) return null;
+function opButton(label, id, question, method, path, body, refresh, danger, need) {
+  if (need === 'admin' ? !isAdmin() : !canOperate()) return null;
   return el('button', { id, class: danger ? 'danger' : null,
     onclick: () => operate(question, method, path, body, refresh) }, label);
 }
@@ -200,7 +207,7 @@ function jobView(job) {
       opButton('Disable', 'op-disable', 'Disable ' + job + ' on every server?', 'POST', regPath(jp + '/disable'), {}, refresh),
       opButton('Enable', 'op-enable', 'Enable ' + job + ' on every server?', 'POST', regPath(jp + '/enable'), {}, refresh),
       opButton('Shut down', 'op-shutdown', 'Shut down every instance of ' + job + '?', 'POST', regPath(jp + '/shutdown'), {}, refresh, true),
-      opButton('Remove', 'op-remove', 'Remove ' + job + ' from the registry?', 'DELETE', regPath(jp), undefined, refresh, true),
+      opButton('Remove', 'op-remove', 'Remove ' + job + ' from the registry?', 'DELETE', regPath(jp), undefined, refresh, true, 'admin'),
       el('a', { href: '#/job/' + enc(job) + '/config', id: 'op-config' }, isAdmin() ? 'Edit config' : 'Config'), ' ',
       el('a', { href: '#/job/' + enc(job) + '/history', id: 'op-history' }, 'History'));
     put(servers, ...j.servers.map(s => el('tr', { 'data-ip': s.ip },
@@ -444,9 +451,12 @@ async function start() {
     el('option', { value: x.name }, x.name + ' (' + x.servers + '/' + x.namespace + ')')));
   state.registry = state.registry || (state.registries[0] && state.registries[0].name);
   sel.value = state.registry;
-  sel.onchange = () => { state.registry = sel.value; route(); };
+  const showWho = () => {
+    document.getElementById('who').textContent = state.session.user + ' (' + roleHere() + ')';
+  };
+  sel.onchange = () => { state.registry = sel.value; showWho(); route(); };
   document.getElementById('nav').hidden = false;
-  document.getElementById('who').textContent = state.session.user + ' (' + state.session.role + ')';
+  showWho();
   const out = document.getElementById('logout');
   out.hidden = state.session.noAuth;
   out.onclick = async () => { await api('POST', '/api/logout', {}); state.session = null; showLogin(); };
