@@ -13,7 +13,7 @@
 #include "ejob/trace.h"
 #include "cli/cli.h"
 #include "cli/cli_util.h"
-#include "cli/daemon_events.h"
+#include "cli/history_store.h"
 #include "cli/embedded.h"
 #include "trace/json.h"
 
@@ -63,66 +63,6 @@ static const char usage[] =
     "\n"
     "Exit codes: 0 shown (also when nothing matched), 1 the store cannot be\n"
     "read or the run is not found, 2 usage error.\n";
-
-/* ------------------------------------------------------------ opening */
-
-struct store_args {
-    const char *store;
-    const char *config;
-    const char *state_dir;
-};
-
-static int open_reader(const struct store_args *a, ej_trace_reader **out)
-{
-    char err[512] = "";
-    struct ejd_trace_where where;
-    memset(&where, 0, sizeof where);
-    struct ej_trace_target target;
-    int rc = 0;
-    if (a->store != NULL) {
-        if (ej_trace_target_parse(a->store, &target, err, sizeof err) != 0)
-            return ej_cli_usage_error(CMD, "--store: %s", err);
-    } else {
-        char *dir = ejcli_state_dir(a->state_dir);
-        struct ej_daemon_config cfg;
-        bool loaded = false;
-        if (a->config != NULL) {
-            struct ej_config_errors errs;
-            ej_config_errors_init(&errs);
-            rc = ej_daemon_config_load_file(a->config, &cfg, &errs);
-            if (rc != 0) {
-                for (size_t i = 0; i < errs.count; i++)
-                    fprintf(stderr, "%s\n", errs.messages[i]);
-                ej_config_errors_fini(&errs);
-                free(dir);
-                return ejcli_fail(CMD, "%s: %s", a->config, ej_strerror(rc));
-            }
-            ej_config_errors_fini(&errs);
-            loaded = true;
-        }
-        rc = dir == NULL ? EJ_ENOMEM
-                         : ejd_trace_where(loaded ? &cfg.tracing : NULL, a->config, dir, &where,
-                                           err, sizeof err);
-        if (loaded)
-            ej_daemon_config_fini(&cfg);
-        free(dir);
-        if (rc != 0)
-            return ejcli_fail(CMD, "%s", err[0] ? err : ej_strerror(rc));
-        if (where.off) {
-            ejd_trace_where_fini(&where);
-            return ejcli_fail(CMD, "%s has tracing type NONE: no history is kept", a->config);
-        }
-        target = where.target;
-    }
-    rc = ej_trace_reader_open(&target, out, err, sizeof err);
-    /* target.url points into where: the messages come before its fini. */
-    if (rc == EJ_ENOTFOUND)
-        ejcli_fail(CMD, "no history in %s (%s)", target.url, err);
-    else if (rc != 0)
-        ejcli_fail(CMD, "cannot read the history: %s", err[0] ? err : ej_strerror(rc));
-    ejd_trace_where_fini(&where);
-    return rc == 0 ? 0 : 1;
-}
 
 /* ------------------------------------------------------------- output */
 
@@ -303,7 +243,7 @@ static int show(ej_trace_reader *r, const char *id, bool as_json)
 
 static int run_history(int argc, char **argv)
 {
-    struct store_args a = {NULL, NULL, NULL};
+    struct ejcli_store_args a = {NULL, NULL, NULL};
     const char *since = NULL, *until = NULL, *instance = NULL;
     long item = -1, limit = 50;
     bool failed = false, as_json = false;
@@ -351,7 +291,7 @@ static int run_history(int argc, char **argv)
         q.limit = (size_t)limit;
     }
     ej_trace_reader *r = NULL;
-    if ((rc = open_reader(&a, &r)) != 0)
+    if ((rc = ejcli_history_open(CMD, &a, &r)) != 0)
         return rc;
     rc = showing ? show(r, pos[1], as_json) : list(r, &q, as_json);
     ej_trace_reader_close(r);
