@@ -108,12 +108,12 @@ typedef struct ej_status_event {
  */
 typedef struct ej_fire_event {
     const char *job_name;
-    int64_t fire_time_ms; /* the cron fire time (epoch ms); for runs off the
-                             schedule (kind not CRON) the time they started */
-    int sharding_item;    /* -1: every item (of the job, or of the reporting
-                             instance: the fire did not get as far as items) */
-    const char *outcome;  /* EJ_FIRE_RAN, or the reason it did not run */
-    const char *kind;     /* "CRON", "TRIGGER", "FAILOVER" or "MISFIRE"; NULL: "CRON" */
+    int64_t fire_time_ms;    /* the cron fire time (epoch ms); for runs off the
+                                schedule (kind not CRON) the time they started */
+    int sharding_item;       /* -1: every item (of the job, or of the reporting
+                                instance: the fire did not get as far as items) */
+    const char *outcome;     /* EJ_FIRE_RAN, or the reason it did not run */
+    const char *kind;        /* "CRON", "TRIGGER", "FAILOVER" or "MISFIRE"; NULL: "CRON" */
     const char *instance_id; /* that ran or reported it; "" / NULL: none */
     char execution_id[EJ_EVENT_ID_LEN]; /* ran: the JOB_EXECUTION_LOG id; else "" */
     /* Record the row only when the ledger holds no later fire time of the

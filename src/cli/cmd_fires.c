@@ -105,8 +105,7 @@ static void instance_label(const struct ej_trace_fire_list *l, size_t from, size
     size_t iplen = sep ? (size_t)(sep - id) : strlen(id);
     for (size_t i = from; sep && i < to; i++) {
         const char *o = l->rows[i].instance_id;
-        if (strncmp(o, id, iplen) == 0 && strncmp(o + iplen, "@-@", 3) == 0 &&
-            strcmp(o, id) != 0) {
+        if (strncmp(o, id, iplen) == 0 && strncmp(o + iplen, "@-@", 3) == 0 && strcmp(o, id) != 0) {
             snprintf(out, len, "%s", id);
             return;
         }
@@ -127,8 +126,8 @@ static const char *result_mark(const char *result)
 
 /* The cell of item in line ln (rows of one job, [jf, jt)). Returns whether
  * the item ran. */
-static bool cell(const struct ej_trace_fire_list *l, size_t jf, size_t jt, struct line ln,
-                 int item, struct legend *lg, char *out, size_t len)
+static bool cell(const struct ej_trace_fire_list *l, size_t jf, size_t jt, struct line ln, int item,
+                 struct legend *lg, char *out, size_t len)
 {
     const struct ej_trace_fire *hit = NULL, *all = NULL;
     for (size_t i = ln.from; i < ln.to; i++) {
@@ -342,5 +341,5 @@ static int run_fires(int argc, char **argv)
     return rc;
 }
 
-EJ_CLI_COMMAND(fires, CMD, "show every fire time and what became of each item (fire ledger)",
-               usage, run_fires)
+EJ_CLI_COMMAND(fires, CMD, "show every fire time and what became of each item (fire ledger)", usage,
+               run_fires)

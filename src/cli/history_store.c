@@ -64,4 +64,3 @@ int ejcli_history_open(const char *cmd, const struct ejcli_store_args *a, ej_tra
     ejd_trace_where_fini(&where);
     return rc == 0 ? 0 : 1;
 }
-

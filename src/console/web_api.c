@@ -8,6 +8,7 @@
  *   POST   /api/registries/R/jobs/J/{trigger,shutdown,disable,enable}
  *   POST   /api/registries/R/jobs/J/items/N/{disable,enable}
  *   GET    /api/registries/R/jobs/J/history         its runs (web_history.c)
+ *   GET    /api/registries/R/jobs/J/fires           its fire ledger (web_fires.c)
  *   GET    /api/history[/ID]                        runs of every job / one run
  *   GET    /api/registries/R/servers                servers with their jobs
  *   POST   /api/registries/R/servers/IP/{disable,enable,shutdown}
@@ -306,6 +307,8 @@ static void route_job(struct ej__console_request *req, ej_console *con, char **s
         return ej__console_api_config(req, con, job);
     if (n == 2 && is(seg[1], "history") && get)
         return ej__console_api_history(req, job, NULL);
+    if (n == 2 && is(seg[1], "fires") && get)
+        return ej__console_api_fires(req, job);
     if (n == 2 && is(req->method, "POST"))
         return job_action(req, con, job, seg[1]);
     if (n == 4 && is(seg[1], "items") && is(req->method, "POST"))

@@ -223,7 +223,7 @@ static void count_not_run(struct ej_job *job, const char *reason, uint32_t count
 
 /* A fire the scheduler delivered, as far as counting it goes. */
 struct fire_ref {
-    int64_t at; /* its cron fire time, or when the fire-now request was made */
+    int64_t at;        /* its cron fire time, or when the fire-now request was made */
     bool off_schedule; /* a fire-now request only (no cron fire time) */
     enum {
         FIRE_PENDING,  /* not counted yet */
@@ -236,8 +236,8 @@ struct fire_ref {
 
 static struct fire_ref fire_ref_of(const struct ej__fire *f)
 {
-    struct fire_ref fr = {.at = f->scheduled_ms, .off_schedule = !f->cron_due,
-                          .state = FIRE_PENDING};
+    struct fire_ref fr = {
+        .at = f->scheduled_ms, .off_schedule = !f->cron_due, .state = FIRE_PENDING};
     if ((f->now_reasons & EJ__FIRE_TRIGGER) == 0) {
         if (f->cron_due && f->misfired)
             fr.state = FIRE_REPORTED;
@@ -329,7 +329,7 @@ struct item_run {
     int64_t fire_session; /* the session the fire began in */
     int64_t fire_ms;      /* the cron fire time (ledger); 0: off the schedule */
     const char *fire_kind;
-    bool not_started;     /* fenced before it could start */
+    bool not_started; /* fenced before it could start */
 };
 
 static bool keep_going(void *arg)

@@ -262,11 +262,11 @@ json_t *ej__trace_fire_json(const struct ej_trace_fire *f)
     json_object_set_new(o, "ran", json_boolean(ran));
     json_object_set_new(o, "result", ran ? json_text(f->result) : json_null());
     json_object_set_new(o, "reason", ran ? json_null() : json_text(f->outcome));
-    json_object_set_new(o, "why", ran ? json_null()
-                                      : json_text(ej__trace_fire_reason_text(f->outcome)));
+    json_object_set_new(o, "why",
+                        ran ? json_null() : json_text(ej__trace_fire_reason_text(f->outcome)));
     json_object_set_new(o, "instance", json_text(f->instance_id));
-    json_object_set_new(o, "executionId", f->execution_id[0] ? json_text(f->execution_id)
-                                                             : json_null());
+    json_object_set_new(o, "executionId",
+                        f->execution_id[0] ? json_text(f->execution_id) : json_null());
     json_object_set_new(o, "recorded", json_time(f->recorded_ms));
     return o;
 }

@@ -618,8 +618,8 @@ int ej_trace_query_fires(ej_trace_reader *r, const struct ej_trace_fire_query *q
         if (rc == EJ_EAGAIN || rc == EJ_EDB) {
             snprintf(r->err, sizeof r->err, "%s", r->ops->errmsg(r->conn));
             /* SQLite "no such table", PostgreSQL "does not exist". */
-            bool missing = strstr(r->err, "no such table") != NULL ||
-                           strstr(r->err, "does not exist") != NULL;
+            bool missing =
+                strstr(r->err, "no such table") != NULL || strstr(r->err, "does not exist") != NULL;
             rc = missing ? EJ_ENOTFOUND : EJ_EDB;
         }
     }

@@ -396,8 +396,7 @@ static int write_status(const struct ej__trace_ops *ops, struct ej__trace_conn *
 /* A row replaces another only when it says more: ran (2) over a reason it
  * did not run (1) over missed (0), so that the cluster keeps one row per
  * fire time and item whatever order the instances write in. */
-#define FIRE_RANK(t)                                                                              \
-    "(CASE " t ".outcome WHEN 'ran' THEN 2 WHEN 'missed' THEN 0 ELSE 1 END)"
+#define FIRE_RANK(t) "(CASE " t ".outcome WHEN 'ran' THEN 2 WHEN 'missed' THEN 0 ELSE 1 END)"
 static const char sql_fire[] =
     "INSERT INTO EJOB_FIRE_LEDGER (job_name, fire_time_ms, sharding_item, outcome, kind, "
     "execution_id, instance_id, recorded_time_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
@@ -426,10 +425,14 @@ static int write_fire(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
     int rc = EJ_ENOMEM;
     if (!oom) {
         struct ej__tp p[8] = {
-            tp_text(job),          tp_int(e->fire_time_ms),
-            tp_int(e->sharding_item), tp_text(outcome),
-            tp_text(kind),         tp_text(e->execution_id[0] ? e->execution_id : NULL),
-            tp_text(inst),         tp_int(e->recorded_time_ms),
+            tp_text(job),
+            tp_int(e->fire_time_ms),
+            tp_int(e->sharding_item),
+            tp_text(outcome),
+            tp_text(kind),
+            tp_text(e->execution_id[0] ? e->execution_id : NULL),
+            tp_text(inst),
+            tp_int(e->recorded_time_ms),
         };
         rc = ops->run(c, e->only_after_last ? sql_fire_after_last : sql_fire, p, 8, NULL);
     }

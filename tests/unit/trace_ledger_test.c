@@ -108,9 +108,14 @@ static void test_one_row_per_fire_and_item(void **state)
     (void)state;
     const char *db = path_in("rank.db");
     ej_trace_store *s = open_store(db, 0);
-    ej_execution_event e = {
-        .job_name = "job", .task_id = "job@-@0@-@READY@-@a@-@1", .hostname = "h", .ip = "a",
-        .sharding_item = 0, .is_success = true, .start_time_ms = 1000, .complete_time_ms = 1500};
+    ej_execution_event e = {.job_name = "job",
+                            .task_id = "job@-@0@-@READY@-@a@-@1",
+                            .hostname = "h",
+                            .ip = "a",
+                            .sharding_item = 0,
+                            .is_success = true,
+                            .start_time_ms = 1000,
+                            .complete_time_ms = 1500};
     ej_event_new_id(e.id);
     ej_event ev = {.type = EJ_EVENT_EXECUTION};
     ev.u.execution = e;
@@ -130,8 +135,7 @@ static void test_one_row_per_fire_and_item(void **state)
     post_fire(s, 2000, -1, "stopped", "c", NULL, false);
     post_fire(s, 2000, -1, "missed", "", NULL, false);
     flush_and_close(s);
-    assert_rows(db, &all,
-                "1000/0/ran/a/succeeded 1000/1/ran/b/unknown 2000/-1/paused/b/");
+    assert_rows(db, &all, "1000/0/ran/a/succeeded 1000/1/ran/b/unknown 2000/-1/paused/b/");
     /* Item 1 only, with the job-wide rows; a time window. */
     struct ej_trace_fire_query q = {.item = 1};
     assert_rows(db, &q, "1000/1/ran/b/unknown 2000/-1/paused/b/");
