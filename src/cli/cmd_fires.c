@@ -233,7 +233,8 @@ static void print_job(const struct ej_trace_fire_list *l, size_t jf, size_t jt, 
                ej__trace_fire_reason_text(lg.reason[k]), lg.who[k][0] ? " (" : "", lg.who[k],
                lg.who[k][0] ? ")" : "");
     if (unknown)
-        printf("  ?   no record: no instance ran or reported it\n");
+        printf("  ?   no record: no instance ran or reported it (its owner may have died before its\n"
+               "      session expired)\n");
 }
 
 static int print_fires(const struct ej_trace_fire_list *l, bool gaps)
