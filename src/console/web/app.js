@@ -444,7 +444,7 @@ function firesView(job) {
       el('dl', { class: 'run', id: 'fires-legend' }, g.legend.map((x, i) => [
         el('dt', {}, '-' + String.fromCharCode(97 + (i % 26))),
         el('dd', {}, x.reason + ': ' + x.why + (x.who.size ? ' (' + [...x.who].join(', ') + ')' : ''))]),
-      g.lines.some(ln => ln.cells.some(c => c.text === '?')) ? [el('dt', {}, '?'), el('dd', {}, 'no record: no instance ran or reported it')] : null),
+      g.lines.some(ln => ln.cells.some(c => c.text === '?')) ? [el('dt', {}, '?'), el('dd', {}, 'no record: no instance ran or reported it (its owner may have died before its session expired)')] : null),
       el('p', { class: 'muted' }, 'After an instance: ! failed, ~ still running (or its instance died in it), ? result gone.'));
   };
   const form = el('form', { class: 'filters', id: 'fires-filters' }, since, until,
