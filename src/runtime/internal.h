@@ -211,10 +211,18 @@ void ej__rt_ledger_not_run(struct ej_job *job, const char *reason, const char *k
  * was due at fire_ms and no live instance owned it. only_after_last: only
  * when the ledger holds no later fire time of the job (the start-up scan). */
 void ej__rt_ledger_missed(struct ej_job *job, int64_t fire_ms, int item, bool only_after_last);
-/* At start, by the leader: the fire times before this registration that no
- * instance recorded (after the ledger's last row of the job, within
- * EJ__LEDGER_WINDOW_MS, the newest EJ__LEDGER_SCAN_MAX) become missed. */
+/* At start, by the leader when it is the only live instance: the fire
+ * times before this registration that no instance recorded (after the
+ * ledger's last row of the job, within EJ__LEDGER_WINDOW_MS, the newest
+ * EJ__LEDGER_SCAN_MAX) become missed. Needs the last-fire function below;
+ * without one (no history store) it does nothing. */
 void ej__rt_ledger_scan_down(struct ej_job *job, const char *cron, const char *time_zone);
+/* Sets *last_ms to the ledger's newest fire time of job (0: no row).
+ * Returns 0, or non-zero when the store cannot tell. */
+typedef int (*ej__ledger_last_fire_fn)(const char *job, int64_t *last_ms, void *arg);
+/* Installs fn (NULL: none) for every job of the process; the daemon
+ * installs one over its history store. Any thread. */
+void ej__rt_ledger_set_last_fire_fn(ej__ledger_last_fire_fn fn, void *arg);
 /* Private bus creation and sinks. */
 int ej__rt_subscribe(struct ej_job *job, void (*fn)(const struct ej_event *ev, void *user),
                      void *user);

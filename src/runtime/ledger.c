@@ -125,14 +125,57 @@ static size_t newest_fire_times(const ej_cron *cron, const ej_tz *tz, int64_t fr
     return cap;
 }
 
+/* Who tells the scan the ledger's last fire time of a job (the daemon,
+ * through its history store); NULL: nobody, no scan. */
+static pthread_mutex_t last_fire_mu = PTHREAD_MUTEX_INITIALIZER;
+static ej__ledger_last_fire_fn last_fire_fn;
+static void *last_fire_arg;
+
+void ej__rt_ledger_set_last_fire_fn(ej__ledger_last_fire_fn fn, void *arg)
+{
+    pthread_mutex_lock(&last_fire_mu);
+    last_fire_fn = fn;
+    last_fire_arg = arg;
+    pthread_mutex_unlock(&last_fire_mu);
+}
+
+/* True when no other instance of the job is live now: every instance was
+ * down before this one came (else they recorded their fires). */
+static bool alone(struct ej_job *job)
+{
+    char **ids = NULL;
+    size_t n = 0;
+    if (ej__coord_available_instances(job->coord, &ids, &n) != 0)
+        return false;
+    bool only_me = true;
+    for (size_t i = 0; i < n; i++)
+        only_me = only_me && strcmp(ids[i], job->me) == 0;
+    ej_registry_free_names(ids);
+    return only_me;
+}
+
+/* The ledger's last fire time of the job, 0 when it has none or nobody
+ * can tell. Blocks on the store (bounded by its reader). */
+static int64_t ledger_last_fire(struct ej_job *job)
+{
+    int64_t last = 0;
+    pthread_mutex_lock(&last_fire_mu);
+    if (last_fire_fn != NULL && last_fire_fn(job->name, &last, last_fire_arg) != 0)
+        last = 0;
+    pthread_mutex_unlock(&last_fire_mu);
+    return last;
+}
+
 void ej__rt_ledger_scan_down(struct ej_job *job, const char *cron_expr, const char *time_zone)
 {
     int64_t reg = ej__coord_registered_at(job->coord);
-    /* The leader does it: elected at start, it is the first instance up
-     * when every instance was down (the store's only-after-last insert
-     * makes a second scan record nothing again). */
-    if (reg <= 0 || !ej__coord_is_leader(job->coord))
+    /* The leader does it, and only when it is the only instance: the
+     * first one up after every instance was down. */
+    if (reg <= 0 || !ej__coord_is_leader(job->coord) || !alone(job))
         return;
+    int64_t last = ledger_last_fire(job);
+    if (last <= 0 || last >= reg)
+        return; /* a new job (no ledger), or nobody can tell */
     ej_tz *tz = NULL;
     ej_cron *cron = NULL;
     char err[256];
@@ -146,14 +189,15 @@ void ej__rt_ledger_scan_down(struct ej_job *job, const char *cron_expr, const ch
     if (times == NULL)
         goto out;
     /* The newest EJ__LEDGER_SCAN_MAX fire times before the registration,
-     * within the window: look back 1 minute, then 4 times as far, until
-     * the cap or the window is reached (a 1 s cron costs a few thousand
+     * after the ledger's last one, within the window: look back 1 minute,
+     * then 4 times as far, until the cap, the last row or the window (a 1 s cron costs a few thousand
      * cron steps, not the window's 86,400). */
     size_t n = 0;
     bool more = false;
+    int64_t oldest = reg - EJ__LEDGER_WINDOW_MS > last + 1 ? reg - EJ__LEDGER_WINDOW_MS : last + 1;
     for (int64_t back = 60000; !more; back *= 4) {
-        bool whole = back >= EJ__LEDGER_WINDOW_MS;
-        int64_t from = reg - (whole ? EJ__LEDGER_WINDOW_MS : back);
+        bool whole = reg - back <= oldest;
+        int64_t from = whole ? oldest : reg - back;
         n = newest_fire_times(cron, tz, from, reg, times, EJ__LEDGER_SCAN_MAX, &more);
         if (whole)
             break;
