@@ -44,8 +44,7 @@ static int64_t epoch_ms(void)
 static void sleep_ms(int64_t ms)
 {
     if (ms > 0)
-        nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000},
-                  NULL);
+        nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000}, NULL);
 }
 
 /* Item starts in the window: their lateness, ms past the whole second. */
@@ -127,8 +126,8 @@ static void ledger_cost(const char *path, int64_t w0, int64_t w1, long fires)
                                   "'EJOB_FIRE_LEDGER'");
     int64_t file = sql_int(db, "SELECT sum(pgsize) FROM dbstat");
     printf("  ledger: %" PRId64 " rows for the window's fire times (%" PRId64 " ran, %" PRId64
-           " not run), %.2f per run; %" PRId64
-           " rows in all take %" PRId64 " bytes with their indexes (%.0f a row; payload %.0f), "
+           " not run), %.2f per run; %" PRId64 " rows in all take %" PRId64
+           " bytes with their indexes (%.0f a row; payload %.0f), "
            "%.1f%% of the file\n",
            rows, ran, rows - ran, fires ? (double)rows / (double)fires : 0.0, all, bytes,
            all > 0 ? (double)bytes / (double)all : 0.0,
@@ -231,9 +230,8 @@ static int measure(const zkf_server *zk, enum mode m, int njobs, int window_s)
 int main(int argc, char **argv)
 {
     int njobs = 1000, window_s = 20;
-    static const struct option lo[] = {{"jobs", required_argument, 0, 'j'},
-                                       {"window", required_argument, 0, 'w'},
-                                       {0, 0, 0, 0}};
+    static const struct option lo[] = {
+        {"jobs", required_argument, 0, 'j'}, {"window", required_argument, 0, 'w'}, {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         if (ch == 'j')

@@ -233,8 +233,9 @@ static void print_job(const struct ej_trace_fire_list *l, size_t jf, size_t jt, 
                ej__trace_fire_reason_text(lg.reason[k]), lg.who[k][0] ? " (" : "", lg.who[k],
                lg.who[k][0] ? ")" : "");
     if (unknown)
-        printf("  ?   no record: no instance ran or reported it (its owner may have died before its\n"
-               "      session expired)\n");
+        printf(
+            "  ?   no record: no instance ran or reported it (its owner may have died before its\n"
+            "      session expired)\n");
 }
 
 static int print_fires(const struct ej_trace_fire_list *l, bool gaps)
@@ -288,17 +289,16 @@ static void print_json(const struct ej_trace_fire_list *l, bool gaps)
 static int run_fires(int argc, char **argv)
 {
     struct ejcli_store_args a = {NULL, NULL, NULL};
-    const char *since = "2h", *until = NULL;
-    long item = -1, limit = 10000;
+    struct ejcli_window w = {.since = "2h", .until = NULL, .item = -1, .limit = 10000};
     bool gaps = false, as_json = false;
     struct ejcli_flag flags[] = {{"store", 0, EJCLI_STR, &a.store},
                                  {"config", 'c', EJCLI_STR, &a.config},
                                  {"state-dir", 0, EJCLI_STR, &a.state_dir},
-                                 {"since", 0, EJCLI_STR, &since},
-                                 {"until", 0, EJCLI_STR, &until},
-                                 {"item", 0, EJCLI_INT, &item},
+                                 {"since", 0, EJCLI_STR, &w.since},
+                                 {"until", 0, EJCLI_STR, &w.until},
+                                 {"item", 0, EJCLI_INT, &w.item},
                                  {"gaps", 0, EJCLI_BOOL, &gaps},
-                                 {"limit", 0, EJCLI_INT, &limit},
+                                 {"limit", 0, EJCLI_INT, &w.limit},
                                  {"json", 0, EJCLI_BOOL, &as_json},
                                  EJCLI_FLAGS_END};
     char *pos[1];
@@ -311,18 +311,10 @@ static int run_fires(int argc, char **argv)
     if (npos == 1 && ejcli_check_job_name(CMD, pos[0]) != 0)
         return EJ_EXIT_USAGE;
     struct ej_trace_fire_query q = {.job_name = npos == 1 ? pos[0] : NULL};
-    if ((q.since_ms = ej__trace_parse_when(since)) < 0)
-        return ej_cli_usage_error(CMD, "--since: \"%s\" is neither a duration (2h) nor a time",
-                                  since);
-    if (until != NULL && (q.until_ms = ej__trace_parse_when(until)) < 0)
-        return ej_cli_usage_error(CMD, "--until: \"%s\" is neither a duration (2h) nor a time",
-                                  until);
-    if (item < -1 || item > 1000000)
-        return ej_cli_usage_error(CMD, "--item must be 0..1000000");
-    if (limit < 1 || limit > 1000000)
-        return ej_cli_usage_error(CMD, "--limit must be 1..1000000");
-    q.item = (int)item;
-    q.limit = (size_t)limit;
+    if ((rc = ejcli_window_check(CMD, &w, &q.since_ms, &q.until_ms)) != 0)
+        return rc;
+    q.item = (int)w.item;
+    q.limit = (size_t)w.limit;
     ej_trace_reader *r = NULL;
     if ((rc = ejcli_history_open(CMD, &a, &r)) != 0)
         return rc;

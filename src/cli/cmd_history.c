@@ -244,18 +244,18 @@ static int show(ej_trace_reader *r, const char *id, bool as_json)
 static int run_history(int argc, char **argv)
 {
     struct ejcli_store_args a = {NULL, NULL, NULL};
-    const char *since = NULL, *until = NULL, *instance = NULL;
-    long item = -1, limit = 50;
+    struct ejcli_window w = {.since = NULL, .until = NULL, .item = -1, .limit = 50};
+    const char *instance = NULL;
     bool failed = false, as_json = false;
     struct ejcli_flag flags[] = {{"store", 0, EJCLI_STR, &a.store},
                                  {"config", 'c', EJCLI_STR, &a.config},
                                  {"state-dir", 0, EJCLI_STR, &a.state_dir},
-                                 {"since", 0, EJCLI_STR, &since},
-                                 {"until", 0, EJCLI_STR, &until},
+                                 {"since", 0, EJCLI_STR, &w.since},
+                                 {"until", 0, EJCLI_STR, &w.until},
                                  {"failed", 0, EJCLI_BOOL, &failed},
-                                 {"item", 0, EJCLI_INT, &item},
+                                 {"item", 0, EJCLI_INT, &w.item},
                                  {"instance", 0, EJCLI_STR, &instance},
-                                 {"limit", 0, EJCLI_INT, &limit},
+                                 {"limit", 0, EJCLI_INT, &w.limit},
                                  {"json", 0, EJCLI_BOOL, &as_json},
                                  EJCLI_FLAGS_END};
     char *pos[2];
@@ -275,20 +275,12 @@ static int run_history(int argc, char **argv)
         if (npos == 1 && ejcli_check_job_name(CMD, pos[0]) != 0)
             return EJ_EXIT_USAGE;
         q.job_name = npos == 1 ? pos[0] : NULL;
-        if (since != NULL && (q.since_ms = ej__trace_parse_when(since)) < 0)
-            return ej_cli_usage_error(CMD, "--since: \"%s\" is neither a duration (2h) nor a time",
-                                      since);
-        if (until != NULL && (q.until_ms = ej__trace_parse_when(until)) < 0)
-            return ej_cli_usage_error(CMD, "--until: \"%s\" is neither a duration (2h) nor a time",
-                                      until);
-        if (item < -1 || item > 1000000)
-            return ej_cli_usage_error(CMD, "--item must be 0..1000000");
-        if (limit < 1 || limit > 1000000)
-            return ej_cli_usage_error(CMD, "--limit must be 1..1000000");
-        q.item = (int)item;
+        if ((rc = ejcli_window_check(CMD, &w, &q.since_ms, &q.until_ms)) != 0)
+            return rc;
+        q.item = (int)w.item;
         q.failed_only = failed;
         q.instance_id = instance;
-        q.limit = (size_t)limit;
+        q.limit = (size_t)w.limit;
     }
     ej_trace_reader *r = NULL;
     if ((rc = ejcli_history_open(CMD, &a, &r)) != 0)

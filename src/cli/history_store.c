@@ -12,6 +12,7 @@
 #include "cli/daemon_events.h"
 #include "cli/embedded.h"
 #include "cli/history_store.h"
+#include "trace/json.h"
 
 int ejcli_history_open(const char *cmd, const struct ejcli_store_args *a, ej_trace_reader **out)
 {
@@ -63,4 +64,21 @@ int ejcli_history_open(const char *cmd, const struct ejcli_store_args *a, ej_tra
         ejcli_fail(cmd, "cannot read the history: %s", err[0] ? err : ej_strerror(rc));
     ejd_trace_where_fini(&where);
     return rc == 0 ? 0 : 1;
+}
+
+int ejcli_window_check(const char *cmd, const struct ejcli_window *w, int64_t *since_ms,
+                       int64_t *until_ms)
+{
+    *since_ms = *until_ms = 0;
+    if (w->since != NULL && (*since_ms = ej__trace_parse_when(w->since)) < 0)
+        return ej_cli_usage_error(cmd, "--since: \"%s\" is neither a duration (2h) nor a time",
+                                  w->since);
+    if (w->until != NULL && (*until_ms = ej__trace_parse_when(w->until)) < 0)
+        return ej_cli_usage_error(cmd, "--until: \"%s\" is neither a duration (2h) nor a time",
+                                  w->until);
+    if (w->item < -1 || w->item > 1000000)
+        return ej_cli_usage_error(cmd, "--item must be 0..1000000");
+    if (w->limit < 1 || w->limit > 1000000)
+        return ej_cli_usage_error(cmd, "--limit must be 1..1000000");
+    return 0;
 }

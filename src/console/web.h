@@ -107,6 +107,15 @@ void ej__console_history_failed_locked(struct ej__console_request *req, int rc);
 const char *ej__console_query_arg(const struct ej__console_request *req, const char *name);
 /* s as a decimal in min..max into *out; false otherwise. */
 bool ej__console_parse_long(const char *s, long min, long max, long *out);
+/* since / until from the URL (a duration back from now or a local time;
+ * since_default when since is absent, NULL: none) as epoch ms (0: no
+ * bound); false with a 400 reply naming the bad one. */
+bool ej__console_parse_window(struct ej__console_request *req, const char *since_default,
+                              int64_t *since_ms, int64_t *until_ms);
+/* The URL argument name in min..max into *out (left as it is when absent);
+ * false with a 400 reply. */
+bool ej__console_parse_arg_long(struct ej__console_request *req, const char *name, long min,
+                                long max, long *out);
 /* web_fires.c: GET /api/registries/R/jobs/J/fires, the job's fire ledger. */
 void ej__console_api_fires(struct ej__console_request *req, const char *job);
 /* web_config.c: GET / PUT of a job's config. */

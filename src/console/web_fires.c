@@ -27,40 +27,16 @@ static bool parse_fires_query(struct ej__console_request *req, const char *job,
                               struct ej_trace_fire_query *q, bool *gaps)
 {
     *q = (struct ej_trace_fire_query){.job_name = job, .item = -1, .limit = FIRES_LIMIT_DEFAULT};
-    static const char *const bounds[] = {"since", "until"};
-    for (int i = 0; i < 2; i++) {
-        const char *v = ej__console_query_arg(req, bounds[i]);
-        if (i == 0 && v == NULL)
-            v = "2h";
-        int64_t ms = v != NULL ? ej__trace_parse_when(v) : 0;
-        if (ms < 0) {
-            ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST,
-                                    "%s: \"%s\" is neither a duration (2h) nor a time "
-                                    "(2026-01-01 10:00)",
-                                    bounds[i], v);
-            return false;
-        }
-        *(i == 0 ? &q->since_ms : &q->until_ms) = ms;
-    }
-    long n;
-    const char *item = ej__console_query_arg(req, "item");
-    if (item != NULL) {
-        if (!ej__console_parse_long(item, 0, ITEM_MAX, &n)) {
-            ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "item: expected 0..%d, got \"%s\"",
-                                    ITEM_MAX, item);
-            return false;
-        }
-        q->item = (int)n;
-    }
-    const char *limit = ej__console_query_arg(req, "limit");
-    if (limit != NULL) {
-        if (!ej__console_parse_long(limit, 1, FIRES_LIMIT_MAX, &n)) {
-            ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "limit: expected 1..%d, got \"%s\"",
-                                    FIRES_LIMIT_MAX, limit);
-            return false;
-        }
-        q->limit = (size_t)n;
-    }
+    if (!ej__console_parse_window(req, "2h", &q->since_ms, &q->until_ms))
+        return false;
+    long n = -1;
+    if (!ej__console_parse_arg_long(req, "item", 0, ITEM_MAX, &n))
+        return false;
+    q->item = (int)n;
+    n = FIRES_LIMIT_DEFAULT;
+    if (!ej__console_parse_arg_long(req, "limit", 1, FIRES_LIMIT_MAX, &n))
+        return false;
+    q->limit = (size_t)n;
     const char *g = ej__console_query_arg(req, "gaps");
     *gaps = false;
     if (g != NULL) {

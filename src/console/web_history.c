@@ -115,6 +115,38 @@ bool ej__console_parse_long(const char *s, long min, long max, long *out)
     return true;
 }
 
+bool ej__console_parse_window(struct ej__console_request *req, const char *since_default,
+                              int64_t *since_ms, int64_t *until_ms)
+{
+    static const char *const bounds[] = {"since", "until"};
+    for (int i = 0; i < 2; i++) {
+        const char *v = ej__console_query_arg(req, bounds[i]);
+        if (i == 0 && v == NULL)
+            v = since_default;
+        int64_t ms = v != NULL ? ej__trace_parse_when(v) : 0;
+        if (ms < 0) {
+            ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST,
+                                    "%s: \"%s\" is neither a duration (2h) nor a time "
+                                    "(2026-01-01 10:00)",
+                                    bounds[i], v);
+            return false;
+        }
+        *(i == 0 ? since_ms : until_ms) = ms;
+    }
+    return true;
+}
+
+bool ej__console_parse_arg_long(struct ej__console_request *req, const char *name, long min,
+                                long max, long *out)
+{
+    const char *v = ej__console_query_arg(req, name);
+    if (v == NULL || ej__console_parse_long(v, min, max, out))
+        return true;
+    ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "%s: expected %ld..%ld, got \"%s\"", name,
+                            min, max, v);
+    return false;
+}
+
 /* The query's filters from the URL; false with a 400 reply naming the bad
  * one. */
 static bool parse_query(struct ej__console_request *req, const char *job, struct ej_trace_query *q)
@@ -128,19 +160,8 @@ static bool parse_query(struct ej__console_request *req, const char *job, struct
                                 q->job_name);
         return false;
     }
-    static const char *const bounds[] = {"since", "until"};
-    for (int i = 0; i < 2; i++) {
-        const char *v = ej__console_query_arg(req, bounds[i]);
-        int64_t ms = v != NULL ? ej__trace_parse_when(v) : 0;
-        if (ms < 0) {
-            ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST,
-                                    "%s: \"%s\" is neither a duration (2h) nor a time "
-                                    "(2026-01-01 10:00)",
-                                    bounds[i], v);
-            return false;
-        }
-        *(i == 0 ? &q->since_ms : &q->until_ms) = ms;
-    }
+    if (!ej__console_parse_window(req, NULL, &q->since_ms, &q->until_ms))
+        return false;
     const char *failed = ej__console_query_arg(req, "failed");
     if (failed != NULL) {
         bool yes = strcmp(failed, "true") == 0 || strcmp(failed, "1") == 0;
@@ -150,25 +171,14 @@ static bool parse_query(struct ej__console_request *req, const char *job, struct
         }
         q->failed_only = yes;
     }
-    long n;
-    const char *item = ej__console_query_arg(req, "item");
-    if (item != NULL) {
-        if (!ej__console_parse_long(item, 0, ITEM_MAX, &n)) {
-            ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "item: expected 0..%d, got \"%s\"",
-                                    ITEM_MAX, item);
-            return false;
-        }
-        q->item = (int)n;
-    }
-    const char *limit = ej__console_query_arg(req, "limit");
-    if (limit != NULL) {
-        if (!ej__console_parse_long(limit, 1, LIST_LIMIT_MAX, &n)) {
-            ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "limit: expected 1..%d, got \"%s\"",
-                                    LIST_LIMIT_MAX, limit);
-            return false;
-        }
-        q->limit = (size_t)n;
-    }
+    long n = -1;
+    if (!ej__console_parse_arg_long(req, "item", 0, ITEM_MAX, &n))
+        return false;
+    q->item = (int)n;
+    n = LIST_LIMIT_DEFAULT;
+    if (!ej__console_parse_arg_long(req, "limit", 1, LIST_LIMIT_MAX, &n))
+        return false;
+    q->limit = (size_t)n;
     q->instance_id = ej__console_query_arg(req, "instance");
     return true;
 }

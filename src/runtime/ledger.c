@@ -36,7 +36,8 @@ static ej_event_bus *ledger_bus(struct ej_job *job)
 }
 
 static void post_row(struct ej_job *job, int64_t fire_ms, int item, const char *outcome,
-                     const char *kind, const char *execution_id, bool only_after_last)
+                     const char *kind, const char *execution_id, bool only_after_last,
+                     const char *instance)
 {
     ej_event_bus *bus = ledger_bus(job);
     if (bus == NULL)
@@ -47,7 +48,7 @@ static void post_row(struct ej_job *job, int64_t fire_ms, int item, const char *
         .sharding_item = item,
         .outcome = outcome,
         .kind = kind,
-        .instance_id = job->me,
+        .instance_id = instance,
         .only_after_last = only_after_last,
         .recorded_time_ms = ej__now_ms(),
     };
@@ -68,13 +69,13 @@ const char *ej__rt_ledger_kind(ej_execution_source source, bool cron)
 void ej__rt_ledger_ran(struct ej_job *job, int64_t fire_ms, const char *kind, int item,
                        const char *execution_id)
 {
-    post_row(job, fire_ms, item, EJ_FIRE_RAN, kind, execution_id, false);
+    post_row(job, fire_ms, item, EJ_FIRE_RAN, kind, execution_id, false, job->me);
 }
 
 void ej__rt_ledger_not_run(struct ej_job *job, const char *reason, const char *kind,
                            int64_t first_ms, int64_t last_ms, uint32_t count)
 {
-    post_row(job, first_ms, -1, reason, kind, NULL, false);
+    post_row(job, first_ms, -1, reason, kind, NULL, false, job->me);
     if (count <= 1 || strcmp(kind, "CRON") != 0)
         return;
     /* The range's other fire times, from the cron in force (read under
@@ -91,13 +92,14 @@ void ej__rt_ledger_not_run(struct ej_job *job, const char *reason, const char *k
         times[k++] = t;
     pthread_mutex_unlock(&job->mu);
     for (uint32_t i = 0; i < k; i++)
-        post_row(job, times[i], -1, reason, kind, NULL, false);
+        post_row(job, times[i], -1, reason, kind, NULL, false, job->me);
     free(times);
 }
 
 void ej__rt_ledger_missed(struct ej_job *job, int64_t fire_ms, int item, bool only_after_last)
 {
-    post_row(job, fire_ms, item, EJ_FIRE_MISSED, "CRON", NULL, only_after_last);
+    /* No instance to name: none owned the item then. */
+    post_row(job, fire_ms, item, EJ_FIRE_MISSED, "CRON", NULL, only_after_last, "");
 }
 
 /* The newest (at most cap) fire times t of cron with from <= t < to into
@@ -190,8 +192,8 @@ void ej__rt_ledger_scan_down(struct ej_job *job, const char *cron_expr, const ch
         goto out;
     /* The newest EJ__LEDGER_SCAN_MAX fire times before the registration,
      * after the ledger's last one, within the window: look back 1 minute,
-     * then 4 times as far, until the cap, the last row or the window (a 1 s cron costs a few thousand
-     * cron steps, not the window's 86,400). */
+     * then 4 times as far, until the cap, the last row or the window (a 1 s cron costs a few
+     * thousand cron steps, not the window's 86,400). */
     size_t n = 0;
     bool more = false;
     int64_t oldest = reg - EJ__LEDGER_WINDOW_MS > last + 1 ? reg - EJ__LEDGER_WINDOW_MS : last + 1;
