@@ -72,10 +72,20 @@ void ej__rt_ledger_ran(struct ej_job *job, int64_t fire_ms, const char *kind, in
     post_row(job, fire_ms, item, EJ_FIRE_RAN, kind, execution_id, false, job->me);
 }
 
+/* One fire time not run: "missed" goes through the one place that records
+ * missed fires. */
+static void not_run_row(struct ej_job *job, int64_t fire_ms, const char *reason, const char *kind)
+{
+    if (strcmp(reason, EJ_FIRE_MISSED) == 0)
+        ej__rt_ledger_missed(job, fire_ms, -1, false);
+    else
+        post_row(job, fire_ms, -1, reason, kind, NULL, false, job->me);
+}
+
 void ej__rt_ledger_not_run(struct ej_job *job, const char *reason, const char *kind,
                            int64_t first_ms, int64_t last_ms, uint32_t count)
 {
-    post_row(job, first_ms, -1, reason, kind, NULL, false, job->me);
+    not_run_row(job, first_ms, reason, kind);
     if (count <= 1 || strcmp(kind, "CRON") != 0)
         return;
     /* The range's other fire times, from the cron in force (read under
@@ -92,7 +102,7 @@ void ej__rt_ledger_not_run(struct ej_job *job, const char *reason, const char *k
         times[k++] = t;
     pthread_mutex_unlock(&job->mu);
     for (uint32_t i = 0; i < k; i++)
-        post_row(job, times[i], -1, reason, kind, NULL, false, job->me);
+        not_run_row(job, times[i], reason, kind);
     free(times);
 }
 
