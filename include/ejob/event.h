@@ -92,9 +92,41 @@ typedef struct ej_status_event {
     int64_t creation_time_ms;
 } ej_status_event;
 
+/* The outcome of a fire that ran (ej_fire_event.outcome); any other
+ * outcome is the reason it did not run ("paused", "leader-wait", "missed"
+ * ...: docs/execution.md "Fires that did not run"). */
+#define EJ_FIRE_RAN "ran"
+/* Not run because no live instance owned the item at the fire time. */
+#define EJ_FIRE_MISSED "missed"
+
+/*
+ * ejob's own (no 2.1.5 table): what became of one item at one fire time,
+ * a row of the fire ledger (EJOB_FIRE_LEDGER, docs/tracing.md). Stores keep
+ * one row per job, fire time and item for the whole cluster: a ran row
+ * replaces a not-run one, a not-run one replaces "missed", anything else is
+ * ignored.
+ */
+typedef struct ej_fire_event {
+    const char *job_name;
+    int64_t fire_time_ms;    /* the cron fire time (epoch ms); for runs off the
+                                schedule (kind not CRON) the time they started */
+    int sharding_item;       /* -1: every item (of the job, or of the reporting
+                                instance: the fire did not get as far as items) */
+    const char *outcome;     /* EJ_FIRE_RAN, or the reason it did not run */
+    const char *kind;        /* "CRON", "TRIGGER", "FAILOVER" or "MISFIRE"; NULL: "CRON" */
+    const char *instance_id; /* that ran or reported it; "" / NULL: none */
+    char execution_id[EJ_EVENT_ID_LEN]; /* ran: the JOB_EXECUTION_LOG id; else "" */
+    /* Record the row only when the ledger holds no later fire time of the
+     * job (the start-up scan for fires missed while every instance was
+     * down: the ledger's last row bounds what was missed). */
+    bool only_after_last;
+    int64_t recorded_time_ms; /* when it was known (epoch ms) */
+} ej_fire_event;
+
 typedef enum ej_event_type {
     EJ_EVENT_EXECUTION = 1,
     EJ_EVENT_STATUS = 2,
+    EJ_EVENT_FIRE = 3, /* ejob's fire ledger; sinks that do not know it skip it */
 } ej_event_type;
 
 typedef struct ej_event {
@@ -102,8 +134,13 @@ typedef struct ej_event {
     union {
         ej_execution_event execution; /* EJ_EVENT_EXECUTION */
         ej_status_event status;       /* EJ_EVENT_STATUS */
+        ej_fire_event fire;           /* EJ_EVENT_FIRE */
     } u;
 } ej_event;
+
+/* The fire member does not change ej_event's size or layout (docs/abi.md). */
+_Static_assert(sizeof(ej_fire_event) <= sizeof(ej_execution_event),
+               "ej_fire_event must fit in the union without growing ej_event");
 
 /* Fills out with a new random (version 4) UUID string. Thread-safe. */
 EJ_EXTERN void ej_event_new_id(char out[EJ_EVENT_ID_LEN]);
@@ -180,6 +217,7 @@ EJ_EXTERN int ej_event_bus_post(ej_event_bus *bus, const ej_event *ev);
 /* Shorthands for ej_event_bus_post() with the type set. */
 EJ_EXTERN int ej_event_bus_post_execution(ej_event_bus *bus, const ej_execution_event *ev);
 EJ_EXTERN int ej_event_bus_post_status(ej_event_bus *bus, const ej_status_event *ev);
+EJ_EXTERN int ej_event_bus_post_fire(ej_event_bus *bus, const ej_fire_event *ev);
 
 /*
  * Waits until every event posted before the call has been delivered, at

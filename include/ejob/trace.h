@@ -292,4 +292,46 @@ EJ_EXTERN int ej_trace_get_execution(ej_trace_reader *reader, const char *id,
 EJ_EXTERN void ej_trace_execution_list_fini(struct ej_trace_execution_list *list);
 EJ_EXTERN void ej_trace_execution_detail_fini(struct ej_trace_execution_detail *detail);
 
+/* ---------------------------------------------------------- fire ledger */
+
+/* Filters of a fire-ledger query; zero-initialise, then set what you need. */
+struct ej_trace_fire_query {
+    const char *job_name; /* NULL: every job */
+    int64_t since_ms;     /* fire_time >= this (epoch ms); 0: no bound */
+    int64_t until_ms;     /* fire_time < this; 0: no bound */
+    int item;             /* -1: every item; else this item and the job-wide rows (-1) */
+    size_t limit;         /* rows at most, the newest fire times kept; 0: 10000 */
+};
+
+/* One EJOB_FIRE_LEDGER row (event.h, ej_fire_event), with the result of
+ * its run. Strings are owned by the list. */
+struct ej_trace_fire {
+    char *job_name;
+    int64_t fire_time_ms;
+    int sharding_item;  /* -1: every item (of the job, or of the reporting instance) */
+    char *outcome;      /* "ran", or the reason it did not run ("missed", "paused" ...) */
+    char *kind;         /* CRON, TRIGGER, FAILOVER, MISFIRE */
+    char *execution_id; /* "" when it did not run */
+    char *instance_id;  /* that ran or reported it; "" for missed */
+    int64_t recorded_ms;
+    /* ran: "running", "succeeded", "failed", or "unknown" (its
+     * JOB_EXECUTION_LOG row is gone); "" otherwise. */
+    char *result;
+};
+
+struct ej_trace_fire_list {
+    struct ej_trace_fire *rows; /* oldest fire time first, then by item */
+    size_t count;
+};
+
+/*
+ * The ledger rows matching q (NULL: the newest 10000). out is filled on
+ * success (caller finalises with ej_trace_fire_list_fini).
+ * Returns 0; EJ_ENOTFOUND (the store has no ledger yet: written by an
+ * older ejob); EJ_EDB (reader errmsg says why); EJ_EINVAL; EJ_ENOMEM.
+ */
+EJ_EXTERN int ej_trace_query_fires(ej_trace_reader *reader, const struct ej_trace_fire_query *q,
+                                   struct ej_trace_fire_list *out);
+EJ_EXTERN void ej_trace_fire_list_fini(struct ej_trace_fire_list *list);
+
 #endif

@@ -13,7 +13,7 @@
 #include "ejob/trace.h"
 #include "cli/cli.h"
 #include "cli/cli_util.h"
-#include "cli/daemon_events.h"
+#include "cli/history_store.h"
 #include "cli/embedded.h"
 #include "trace/json.h"
 
@@ -64,70 +64,6 @@ static const char usage[] =
     "\n"
     "Exit codes: 0 shown (also when nothing matched), 1 the store cannot be\n"
     "read or the run is not found, 2 usage error.\n";
-
-/* ------------------------------------------------------------ opening */
-
-struct store_args {
-    const char *store;
-    const char *config;
-    const char *state_dir;
-};
-
-static int open_reader(const struct store_args *a, ej_trace_reader **out)
-{
-    char err[512] = "";
-    struct ejd_trace_where where;
-    memset(&where, 0, sizeof where);
-    struct ej_trace_target target;
-    int rc = 0;
-    if (a->store != NULL) {
-        if (ej_trace_target_parse(a->store, &target, err, sizeof err) != 0)
-            return ej_cli_usage_error(CMD, "--store: %s", err);
-    } else {
-        char *dir = ejcli_state_dir(a->state_dir);
-        struct ej_daemon_config cfg;
-        bool loaded = false;
-        if (a->config != NULL) {
-            struct ej_config_errors errs;
-            ej_config_errors_init(&errs);
-            rc = ej_daemon_config_load_file(a->config, &cfg, &errs);
-            if (rc != 0) {
-                for (size_t i = 0; i < errs.count; i++)
-                    fprintf(stderr, "%s\n", errs.messages[i]);
-                ej_config_errors_fini(&errs);
-                free(dir);
-                return ejcli_fail(CMD, "%s: %s", a->config, ej_strerror(rc));
-            }
-            ej_config_errors_fini(&errs);
-            loaded = true;
-        }
-        rc = dir == NULL ? EJ_ENOMEM
-                         : ejd_trace_where(loaded ? &cfg.tracing : NULL, a->config, dir, &where,
-                                           err, sizeof err);
-        if (loaded)
-            ej_daemon_config_fini(&cfg);
-        free(dir);
-        if (rc != 0)
-            return ejcli_fail(CMD, "%s", err[0] ? err : ej_strerror(rc));
-        if (where.off) {
-            ejd_trace_where_fini(&where);
-            return ejcli_fail(CMD, "%s has tracing type NONE: no history is kept", a->config);
-        }
-        target = where.target;
-    }
-    rc = ej_trace_reader_open(&target, out, err, sizeof err);
-    /* target.url points into where: the messages come before its fini. */
-    if (rc == EJ_ENOTFOUND) {
-        /* Shown without a secret (a daemon file's url may carry one). */
-        char *shown = target.kind == EJ_TRACE_SQLITE ? NULL : ej_trace_target_display(&target);
-        ejcli_fail(CMD, "no history in %s (%s)", shown != NULL ? shown : target.url, err);
-        free(shown);
-    }
-    else if (rc != 0)
-        ejcli_fail(CMD, "cannot read the history: %s", err[0] ? err : ej_strerror(rc));
-    ejd_trace_where_fini(&where);
-    return rc == 0 ? 0 : 1;
-}
 
 /* ------------------------------------------------------------- output */
 
@@ -308,19 +244,19 @@ static int show(ej_trace_reader *r, const char *id, bool as_json)
 
 static int run_history(int argc, char **argv)
 {
-    struct store_args a = {NULL, NULL, NULL};
-    const char *since = NULL, *until = NULL, *instance = NULL;
-    long item = -1, limit = 50;
+    struct ejcli_store_args a = {NULL, NULL, NULL};
+    struct ejcli_window w = {.since = NULL, .until = NULL, .item = -1, .limit = 50};
+    const char *instance = NULL;
     bool failed = false, as_json = false;
     struct ejcli_flag flags[] = {{"store", 0, EJCLI_STR, &a.store},
                                  {"config", 'c', EJCLI_STR, &a.config},
                                  {"state-dir", 0, EJCLI_STR, &a.state_dir},
-                                 {"since", 0, EJCLI_STR, &since},
-                                 {"until", 0, EJCLI_STR, &until},
+                                 {"since", 0, EJCLI_STR, &w.since},
+                                 {"until", 0, EJCLI_STR, &w.until},
                                  {"failed", 0, EJCLI_BOOL, &failed},
-                                 {"item", 0, EJCLI_INT, &item},
+                                 {"item", 0, EJCLI_INT, &w.item},
                                  {"instance", 0, EJCLI_STR, &instance},
-                                 {"limit", 0, EJCLI_INT, &limit},
+                                 {"limit", 0, EJCLI_INT, &w.limit},
                                  {"json", 0, EJCLI_BOOL, &as_json},
                                  EJCLI_FLAGS_END};
     char *pos[2];
@@ -340,23 +276,15 @@ static int run_history(int argc, char **argv)
         if (npos == 1 && ejcli_check_job_name(CMD, pos[0]) != 0)
             return EJ_EXIT_USAGE;
         q.job_name = npos == 1 ? pos[0] : NULL;
-        if (since != NULL && (q.since_ms = ej__trace_parse_when(since)) < 0)
-            return ej_cli_usage_error(CMD, "--since: \"%s\" is neither a duration (2h) nor a time",
-                                      since);
-        if (until != NULL && (q.until_ms = ej__trace_parse_when(until)) < 0)
-            return ej_cli_usage_error(CMD, "--until: \"%s\" is neither a duration (2h) nor a time",
-                                      until);
-        if (item < -1 || item > 1000000)
-            return ej_cli_usage_error(CMD, "--item must be 0..1000000");
-        if (limit < 1 || limit > 1000000)
-            return ej_cli_usage_error(CMD, "--limit must be 1..1000000");
-        q.item = (int)item;
+        if ((rc = ejcli_window_check(CMD, &w, &q.since_ms, &q.until_ms)) != 0)
+            return rc;
+        q.item = (int)w.item;
         q.failed_only = failed;
         q.instance_id = instance;
-        q.limit = (size_t)limit;
+        q.limit = (size_t)w.limit;
     }
     ej_trace_reader *r = NULL;
-    if ((rc = open_reader(&a, &r)) != 0)
+    if ((rc = ejcli_history_open(CMD, &a, &r)) != 0)
         return rc;
     rc = showing ? show(r, pos[1], as_json) : list(r, &q, as_json);
     ej_trace_reader_close(r);

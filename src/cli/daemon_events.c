@@ -124,6 +124,8 @@ int ejd_events_create(struct ej_event_bus **out, const struct ejd_trace_where *w
             pthread_mutex_unlock(&store_mu);
             rc = ej_event_bus_add_sink(*out, ej_trace_sink, s);
         }
+        if (rc == 0)
+            rc = ejd_ledger_install(&where->target);
         if (rc != 0)
             snprintf(err, errlen, "cannot start the history store: %s", ej_strerror(rc));
         else
@@ -145,6 +147,7 @@ void ejd_events_destroy(struct ej_event_bus *bus)
 {
     /* The bus first: what it still holds goes into the store's queue. */
     ej_event_bus_destroy(bus);
+    ejd_ledger_uninstall();
     pthread_mutex_lock(&store_mu);
     ej_trace_store *s = store;
     store = NULL;

@@ -54,4 +54,10 @@ void ejd_events_destroy(struct ej_event_bus *bus);
  */
 bool ejd_events_history_stats(struct ej_trace_stats *out);
 
+/* daemon_ledger.c: lets the fire ledger's start-up scan read where the
+ * ledger of a job ends in the history store at t (copied). Returns 0 or
+ * EJ_ENOMEM. Uninstall waits for a read in flight. */
+int ejd_ledger_install(const struct ej_trace_target *t);
+void ejd_ledger_uninstall(void);
+
 #endif

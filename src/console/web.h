@@ -170,6 +170,30 @@ const struct ej__console_route *ej__console_routes(size_t *count);
 int ej__console_history_init(ej_console_web *web, char *err, size_t errlen);
 void ej__console_history_fini(ej_console_web *web);
 void ej__console_api_history(struct ej__console_request *req, const char *job, const char *id);
+/* Shared with web_fires.c. False, with a 404 reply, when no store is
+ * configured. */
+bool ej__console_history_configured(struct ej__console_request *req);
+/* With history.mu held: the reader, opened when it is not. NULL with the
+ * reply set when the store cannot be read. */
+ej_trace_reader *ej__console_history_reader_locked(struct ej__console_request *req);
+/* With history.mu held: a failed query, said as the database said it; the
+ * reader is reopened by the next request (a lost connection, a new file). */
+void ej__console_history_failed_locked(struct ej__console_request *req, int rc);
+/* A URL query argument, NULL when absent or empty. */
+const char *ej__console_query_arg(const struct ej__console_request *req, const char *name);
+/* s as a decimal in min..max into *out; false otherwise. */
+bool ej__console_parse_long(const char *s, long min, long max, long *out);
+/* since / until from the URL (a duration back from now or a local time;
+ * since_default when since is absent, NULL: none) as epoch ms (0: no
+ * bound); false with a 400 reply naming the bad one. */
+bool ej__console_parse_window(struct ej__console_request *req, const char *since_default,
+                              int64_t *since_ms, int64_t *until_ms);
+/* The URL argument name in min..max into *out (left as it is when absent);
+ * false with a 400 reply. */
+bool ej__console_parse_arg_long(struct ej__console_request *req, const char *name, long min,
+                                long max, long *out);
+/* web_fires.c: GET /api/registries/R/jobs/J/fires, the job's fire ledger. */
+void ej__console_api_fires(struct ej__console_request *req, const char *job);
 /* web_config.c: GET / PUT of a job's config. */
 void ej__console_api_config(struct ej__console_request *req, ej_console *con, const char *job);
 /* Set an error reply. */

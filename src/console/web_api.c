@@ -8,6 +8,7 @@
  *   POST   /api/registries/R/jobs/J/{trigger,shutdown,disable,enable}
  *   POST   /api/registries/R/jobs/J/items/N/{disable,enable}
  *   GET    /api/registries/R/jobs/J/history         its runs (web_history.c)
+ *   GET    /api/registries/R/jobs/J/fires           its fire ledger (web_fires.c)
  *   GET    /api/history[/ID]                        runs of every job / one run
  *   GET    /api/registries/R/servers                servers with their jobs
  *   POST   /api/registries/R/servers/IP/{disable,enable,shutdown}
@@ -298,6 +299,12 @@ static void job_history(struct ej__console_request *req, ej_console *con, char *
     ej__console_api_history(req, args[1], NULL);
 }
 
+static void job_fires(struct ej__console_request *req, ej_console *con, char **args)
+{
+    (void)con;
+    ej__console_api_fires(req, args[1]);
+}
+
 static void history(struct ej__console_request *req, ej_console *con, char **args)
 {
     (void)con;
@@ -320,6 +327,7 @@ static const struct ej__console_route routes[] = {
     {"GET", "registries/:r/jobs/:j/config", VIEWER, config},
     {"PUT", "registries/:r/jobs/:j/config", ADMIN, config},
     {"GET", "registries/:r/jobs/:j/history", VIEWER, job_history},
+    {"GET", "registries/:r/jobs/:j/fires", VIEWER, job_fires},
     {"POST", "registries/:r/jobs/:j/trigger", OPERATOR, job_action},
     {"POST", "registries/:r/jobs/:j/shutdown", OPERATOR, job_action},
     {"POST", "registries/:r/jobs/:j/disable", OPERATOR, job_action},

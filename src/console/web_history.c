@@ -56,9 +56,7 @@ void ej__console_history_fini(ej_console_web *web)
     pthread_mutex_destroy(&h->mu);
 }
 
-/* With h->mu held: the reader, opened when it is not. NULL with the reply
- * set when the store cannot be read. */
-static ej_trace_reader *reader_locked(struct ej__console_request *req)
+ej_trace_reader *ej__console_history_reader_locked(struct ej__console_request *req)
 {
     struct ej__console_history *h = &req->web->history;
     if (h->reader != NULL)
@@ -81,9 +79,7 @@ static ej_trace_reader *reader_locked(struct ej__console_request *req)
     return h->reader;
 }
 
-/* A failed query: said as the database said it; the reader is reopened by
- * the next request (a lost PostgreSQL connection, a replaced file). */
-static void query_failed_locked(struct ej__console_request *req, int rc)
+void ej__console_history_failed_locked(struct ej__console_request *req, int rc)
 {
     struct ej__console_history *h = &req->web->history;
     if (rc == EJ_ENOTFOUND) {
@@ -103,13 +99,13 @@ static void query_failed_locked(struct ej__console_request *req, int rc)
     }
 }
 
-static const char *arg(const struct ej__console_request *req, const char *name)
+const char *ej__console_query_arg(const struct ej__console_request *req, const char *name)
 {
     const char *v = MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
     return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
-static bool parse_long(const char *s, long min, long max, long *out)
+bool ej__console_parse_long(const char *s, long min, long max, long *out)
 {
     char *end = NULL;
     long n = strtol(s, &end, 10);
@@ -119,22 +115,14 @@ static bool parse_long(const char *s, long min, long max, long *out)
     return true;
 }
 
-/* The query's filters from the URL; false with a 400 reply naming the bad
- * one. */
-static bool parse_query(struct ej__console_request *req, const char *job, struct ej_trace_query *q)
+bool ej__console_parse_window(struct ej__console_request *req, const char *since_default,
+                              int64_t *since_ms, int64_t *until_ms)
 {
-    memset(q, 0, sizeof *q);
-    q->item = -1;
-    q->limit = LIST_LIMIT_DEFAULT;
-    q->job_name = job != NULL ? job : arg(req, "job");
-    if (q->job_name != NULL && !ej_console_is_segment(q->job_name)) {
-        ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "job: \"%s\" is not a job name",
-                                q->job_name);
-        return false;
-    }
     static const char *const bounds[] = {"since", "until"};
     for (int i = 0; i < 2; i++) {
-        const char *v = arg(req, bounds[i]);
+        const char *v = ej__console_query_arg(req, bounds[i]);
+        if (i == 0 && v == NULL)
+            v = since_default;
         int64_t ms = v != NULL ? ej__trace_parse_when(v) : 0;
         if (ms < 0) {
             ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST,
@@ -143,9 +131,38 @@ static bool parse_query(struct ej__console_request *req, const char *job, struct
                                     bounds[i], v);
             return false;
         }
-        *(i == 0 ? &q->since_ms : &q->until_ms) = ms;
+        *(i == 0 ? since_ms : until_ms) = ms;
     }
-    const char *failed = arg(req, "failed");
+    return true;
+}
+
+bool ej__console_parse_arg_long(struct ej__console_request *req, const char *name, long min,
+                                long max, long *out)
+{
+    const char *v = ej__console_query_arg(req, name);
+    if (v == NULL || ej__console_parse_long(v, min, max, out))
+        return true;
+    ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "%s: expected %ld..%ld, got \"%s\"", name,
+                            min, max, v);
+    return false;
+}
+
+/* The query's filters from the URL; false with a 400 reply naming the bad
+ * one. */
+static bool parse_query(struct ej__console_request *req, const char *job, struct ej_trace_query *q)
+{
+    memset(q, 0, sizeof *q);
+    q->item = -1;
+    q->limit = LIST_LIMIT_DEFAULT;
+    q->job_name = job != NULL ? job : ej__console_query_arg(req, "job");
+    if (q->job_name != NULL && !ej_console_is_segment(q->job_name)) {
+        ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "job: \"%s\" is not a job name",
+                                q->job_name);
+        return false;
+    }
+    if (!ej__console_parse_window(req, NULL, &q->since_ms, &q->until_ms))
+        return false;
+    const char *failed = ej__console_query_arg(req, "failed");
     if (failed != NULL) {
         bool yes = strcmp(failed, "true") == 0 || strcmp(failed, "1") == 0;
         if (!yes && strcmp(failed, "false") != 0 && strcmp(failed, "0") != 0) {
@@ -154,26 +171,15 @@ static bool parse_query(struct ej__console_request *req, const char *job, struct
         }
         q->failed_only = yes;
     }
-    long n;
-    const char *item = arg(req, "item");
-    if (item != NULL) {
-        if (!parse_long(item, 0, ITEM_MAX, &n)) {
-            ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "item: expected 0..%d, got \"%s\"",
-                                    ITEM_MAX, item);
-            return false;
-        }
-        q->item = (int)n;
-    }
-    const char *limit = arg(req, "limit");
-    if (limit != NULL) {
-        if (!parse_long(limit, 1, LIST_LIMIT_MAX, &n)) {
-            ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "limit: expected 1..%d, got \"%s\"",
-                                    LIST_LIMIT_MAX, limit);
-            return false;
-        }
-        q->limit = (size_t)n;
-    }
-    q->instance_id = arg(req, "instance");
+    long n = -1;
+    if (!ej__console_parse_arg_long(req, "item", 0, ITEM_MAX, &n))
+        return false;
+    q->item = (int)n;
+    n = LIST_LIMIT_DEFAULT;
+    if (!ej__console_parse_arg_long(req, "limit", 1, LIST_LIMIT_MAX, &n))
+        return false;
+    q->limit = (size_t)n;
+    q->instance_id = ej__console_query_arg(req, "instance");
     return true;
 }
 
@@ -183,7 +189,7 @@ static void list_locked(struct ej__console_request *req, ej_trace_reader *r,
     struct ej_trace_execution_list l;
     int rc = ej_trace_query_executions(r, q, &l);
     if (rc != 0)
-        return query_failed_locked(req, rc);
+        return ej__console_history_failed_locked(req, rc);
     json_t *rows = json_array();
     for (size_t i = 0; i < l.count; i++)
         json_array_append_new(rows, ej__trace_execution_json(&l.rows[i]));
@@ -201,28 +207,34 @@ static void show_locked(struct ej__console_request *req, ej_trace_reader *r, con
     struct ej_trace_execution_detail d;
     int rc = ej_trace_get_execution(r, id, &d);
     if (rc != 0)
-        return query_failed_locked(req, rc);
+        return ej__console_history_failed_locked(req, rc);
     req->status = MHD_HTTP_OK;
     req->reply = ej__trace_detail_json(&d);
     ej_trace_execution_detail_fini(&d);
 }
 
+bool ej__console_history_configured(struct ej__console_request *req)
+{
+    if (req->web->history.configured)
+        return true;
+    ej__console_reply_error(req, MHD_HTTP_NOT_FOUND,
+                            "no history store is configured: start the console with --store "
+                            "sqlite:PATH|postgresql://USER@HOST/DB, or set history.store in "
+                            "its settings file");
+    json_object_set_new(req->reply, "configured", json_false());
+    return false;
+}
+
 void ej__console_api_history(struct ej__console_request *req, const char *job, const char *id)
 {
     struct ej__console_history *h = &req->web->history;
-    if (!h->configured) {
-        ej__console_reply_error(req, MHD_HTTP_NOT_FOUND,
-                                "no history store is configured: start the console with --store "
-                                "sqlite:PATH|postgresql://USER@HOST/DB, or set history.store in "
-                                "its settings file");
-        json_object_set_new(req->reply, "configured", json_false());
+    if (!ej__console_history_configured(req))
         return;
-    }
     struct ej_trace_query q;
     if (id == NULL && !parse_query(req, job, &q))
         return;
     pthread_mutex_lock(&h->mu);
-    ej_trace_reader *r = reader_locked(req);
+    ej_trace_reader *r = ej__console_history_reader_locked(req);
     if (r != NULL && id != NULL)
         show_locked(req, r, id);
     else if (r != NULL)

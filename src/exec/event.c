@@ -163,6 +163,11 @@ size_t ej_event_output_bytes(const ej_event *ev)
     return (a ? a - 1 : 0) + (b ? b - 1 : 0);
 }
 
+static bool known_type(ej_event_type t)
+{
+    return t == EJ_EVENT_EXECUTION || t == EJ_EVENT_STATUS || t == EJ_EVENT_FIRE;
+}
+
 /* One allocation holding the event and all of its strings. */
 static ej_event *event_copy(const ej_event *ev, bool strip)
 {
@@ -173,6 +178,9 @@ static ej_event *event_copy(const ej_event *ev, bool strip)
                 slen(e->failure_cause);
         if (!strip)
             extra += blen(e->output, e->output_len) + blen(e->error_output, e->error_output_len);
+    } else if (ev->type == EJ_EVENT_FIRE) {
+        const ej_fire_event *e = &ev->u.fire;
+        extra = slen(e->job_name) + slen(e->outcome) + slen(e->kind) + slen(e->instance_id);
     } else {
         const ej_status_event *e = &ev->u.status;
         extra = slen(e->job_name) + slen(e->original_task_id ? e->original_task_id : "") +
@@ -205,6 +213,13 @@ static ej_event *event_copy(const ej_event *ev, bool strip)
             d->error_output =
                 put_bytes(&pos, e->error_output, e->error_output_len, &d->error_output_len);
         }
+    } else if (ev->type == EJ_EVENT_FIRE) {
+        ej_fire_event *d = &c->u.fire;
+        const ej_fire_event *e = &ev->u.fire;
+        d->job_name = put(&pos, e->job_name);
+        d->outcome = put(&pos, e->outcome);
+        d->kind = put(&pos, e->kind);
+        d->instance_id = put(&pos, e->instance_id);
     } else {
         ej_status_event *d = &c->u.status;
         const ej_status_event *e = &ev->u.status;
@@ -222,7 +237,7 @@ static ej_event *event_copy(const ej_event *ev, bool strip)
 
 ej_event *ej_event_dup(const ej_event *ev, bool without_output)
 {
-    if (ev == NULL || (ev->type != EJ_EVENT_EXECUTION && ev->type != EJ_EVENT_STATUS))
+    if (ev == NULL || !known_type(ev->type))
         return NULL;
     return event_copy(ev, without_output);
 }
@@ -362,8 +377,7 @@ static void note_drop(ej_event_bus *bus, const char *why)
 
 int ej_event_bus_post(ej_event_bus *bus, const ej_event *ev)
 {
-    if (bus == NULL || ev == NULL ||
-        (ev->type != EJ_EVENT_EXECUTION && ev->type != EJ_EVENT_STATUS))
+    if (bus == NULL || ev == NULL || !known_type(ev->type))
         return EJ_EINVAL;
     /* Copy before locking: a full queue costs an allocation, never a wait. */
     ej_event *c = event_copy(ev, false);
@@ -405,6 +419,15 @@ int ej_event_bus_post_status(ej_event_bus *bus, const ej_status_event *ev)
         return EJ_EINVAL;
     ej_event e = {.type = EJ_EVENT_STATUS};
     e.u.status = *ev;
+    return ej_event_bus_post(bus, &e);
+}
+
+int ej_event_bus_post_fire(ej_event_bus *bus, const ej_fire_event *ev)
+{
+    if (ev == NULL)
+        return EJ_EINVAL;
+    ej_event e = {.type = EJ_EVENT_FIRE};
+    e.u.fire = *ev;
     return ej_event_bus_post(bus, &e);
 }
 

@@ -326,6 +326,10 @@ int ej_job_start(ej_job *job)
     /* The cron trigger (or, for a manual job, a trigger that fires only
      * when asked). */
     struct ej__rt_settings *s = ej__job_settings(job);
+    /* Fires missed while no instance was alive: posted before the first
+     * fire's rows can be (the bus keeps the order). */
+    if (!job->manual)
+        ej__rt_ledger_scan_down(job, s->cfg.cron, s->cfg.time_zone);
     rc = ej__rt_schedule(job, s, false);
     ej__rt_settings_unref(s);
     if (rc != 0) {

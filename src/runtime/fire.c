@@ -210,8 +210,9 @@ const char *ej__not_run_reason_name(enum ej__not_run_reason r)
 /* The one place fires not run are counted and posted: on_miss and
  * not_run. */
 static void count_not_run(struct ej_job *job, const char *reason, uint32_t count, int64_t first_ms,
-                          int64_t last_ms)
+                          int64_t last_ms, const char *kind)
 {
+    ej__rt_ledger_not_run(job, reason, kind, first_ms, last_ms, count);
     pthread_mutex_lock(&job->mu);
     job->fires_missed += count;
     pthread_mutex_unlock(&job->mu);
@@ -222,7 +223,8 @@ static void count_not_run(struct ej_job *job, const char *reason, uint32_t count
 
 /* A fire the scheduler delivered, as far as counting it goes. */
 struct fire_ref {
-    int64_t at; /* its cron fire time, or when the fire-now request was made */
+    int64_t at;        /* its cron fire time, or when the fire-now request was made */
+    bool off_schedule; /* a fire-now request only (no cron fire time) */
     enum {
         FIRE_PENDING,  /* not counted yet */
         FIRE_REPORTED, /* counted: by not_run, or by the miss hook for a misfired
@@ -234,7 +236,8 @@ struct fire_ref {
 
 static struct fire_ref fire_ref_of(const struct ej__fire *f)
 {
-    struct fire_ref fr = {.at = f->scheduled_ms, .state = FIRE_PENDING};
+    struct fire_ref fr = {
+        .at = f->scheduled_ms, .off_schedule = !f->cron_due, .state = FIRE_PENDING};
     if ((f->now_reasons & EJ__FIRE_TRIGGER) == 0) {
         if (f->cron_due && f->misfired)
             fr.state = FIRE_REPORTED;
@@ -258,7 +261,8 @@ static void not_run(struct ej_job *job, struct fire_ref *fr, enum ej__not_run_re
     const char *note = "";
     if (fr->state == FIRE_PENDING) {
         fr->state = FIRE_REPORTED;
-        count_not_run(job, not_run_kinds[r].name, 1, fr->at, fr->at);
+        count_not_run(job, not_run_kinds[r].name, 1, fr->at, fr->at,
+                      fr->off_schedule ? "TRIGGER" : "CRON");
     } else {
         level = EJ_LOG_DEBUG;
         note = fr->state == FIRE_FAILOVER ? " [a failover fire: the items wait for the next fire]"
@@ -323,7 +327,9 @@ struct item_run {
     char event_id[EJ_EVENT_ID_LEN];
     int64_t start_ms;
     int64_t fire_session; /* the session the fire began in */
-    bool not_started;     /* fenced before it could start */
+    int64_t fire_ms;      /* the cron fire time (ledger); 0: off the schedule */
+    const char *fire_kind;
+    bool not_started; /* fenced before it could start */
 };
 
 static bool keep_going(void *arg)
@@ -446,6 +452,8 @@ static void item_task(void *arg)
     ej_event_new_id(r->event_id);
     r->start_ms = ej__now_ms();
     post_exec(r, false);
+    ej__rt_ledger_ran(r->job, r->fire_ms ? r->fire_ms : r->start_ms, r->fire_kind,
+                      r->ctx.sharding_item, r->event_id);
     ej__exec_run_item(r->def, &r->ctx, &r->xo, &r->res);
     /* The running node goes as soon as this item is done (ElasticJob keeps
      * it until the whole batch is: a crash would then fail over items that
@@ -564,6 +572,8 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         r->job = job;
         r->def = &bounded;
         r->fire_session = fire_session;
+        r->fire_ms = fr && !fr->off_schedule ? fr->at : 0;
+        r->fire_kind = ej__rt_ledger_kind(source, r->fire_ms != 0);
         ej__exec_context_init(&r->ctx, &job->cancel);
         r->ctx.job_name = s->cfg.job_name;
         r->ctx.task_id = task_id;
@@ -997,7 +1007,7 @@ bool ej__rt_wait_idle(struct ej_job *job, int64_t ms)
 static void on_miss(const ej__miss *miss, void *arg)
 {
     count_not_run(arg, ej__miss_reason_name(miss->reason), miss->count, miss->first_ms,
-                  miss->last_ms);
+                  miss->last_ms, "CRON");
 }
 
 int ej__rt_schedule(struct ej_job *job, const struct ej__rt_settings *s, bool reschedule)
@@ -1074,7 +1084,7 @@ void ej__rt_on_trigger(void *user)
     bool firing = job->firing;
     bool ok = job->state == EJ__JOB_STARTED && !job->stopped;
     pthread_mutex_unlock(&job->mu);
-    struct fire_ref fr = {.at = ej__now_ms(), .state = FIRE_PENDING};
+    struct fire_ref fr = {.at = ej__now_ms(), .off_schedule = true, .state = FIRE_PENDING};
     if (!ok) {
         not_run(job, &fr, EJ__NOT_RUN_STOPPED, "a console trigger after the job stopped");
         return;

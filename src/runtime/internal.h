@@ -192,6 +192,37 @@ struct ej__trigger *ej__rt_trigger_detach(struct ej_job *job);
 extern void (*ej__rt_trigger_use_hook)(struct ej_job *job);
 /* Wait for the current fire to end, at most ms; false on timeout. */
 bool ej__rt_wait_idle(struct ej_job *job, int64_t ms);
+/* The fire ledger (ledger.c): rows posted on the job's bus. */
+/* The start-up scan looks this far back, and records at most this many. */
+#define EJ__LEDGER_WINDOW_MS (24 * 3600 * 1000LL)
+#define EJ__LEDGER_SCAN_MAX 1000
+/* "CRON", "TRIGGER", "FAILOVER" or "MISFIRE": the ledger kind of a run. */
+const char *ej__rt_ledger_kind(ej_execution_source source, bool cron);
+/* An item started: fire_ms is its cron fire time (kind CRON) or when it
+ * started (the others). */
+void ej__rt_ledger_ran(struct ej_job *job, int64_t fire_ms, const char *kind, int item,
+                       const char *execution_id);
+/* A fire not run, for reason (any name): a row per fire time from first_ms
+ * to last_ms (count of them, at most EJ__LEDGER_SCAN_MAX; the times from
+ * the job's cron), item -1. */
+void ej__rt_ledger_not_run(struct ej_job *job, const char *reason, const char *kind,
+                           int64_t first_ms, int64_t last_ms, uint32_t count);
+/* THE place a missed fire is recorded: item (-1: every item) of the job
+ * was due at fire_ms and no live instance owned it. only_after_last: only
+ * when the ledger holds no later fire time of the job (the start-up scan). */
+void ej__rt_ledger_missed(struct ej_job *job, int64_t fire_ms, int item, bool only_after_last);
+/* At start, by the leader when it is the only live instance: the fire
+ * times before this registration that no instance recorded (after the
+ * ledger's last row of the job, within EJ__LEDGER_WINDOW_MS, the newest
+ * EJ__LEDGER_SCAN_MAX) become missed. Needs the last-fire function below;
+ * without one (no history store) it does nothing. */
+void ej__rt_ledger_scan_down(struct ej_job *job, const char *cron, const char *time_zone);
+/* Sets *last_ms to the ledger's newest fire time of job (0: no row).
+ * Returns 0, or non-zero when the store cannot tell. */
+typedef int (*ej__ledger_last_fire_fn)(const char *job, int64_t *last_ms, void *arg);
+/* Installs fn (NULL: none) for every job of the process; the daemon
+ * installs one over its history store. Any thread. */
+void ej__rt_ledger_set_last_fire_fn(ej__ledger_last_fire_fn fn, void *arg);
 /* Private bus creation and sinks. */
 int ej__rt_subscribe(struct ej_job *job, void (*fn)(const struct ej_event *ev, void *user),
                      void *user);

@@ -216,3 +216,57 @@ json_t *ej__trace_detail_json(const struct ej_trace_execution_detail *d)
     json_object_set_new(o, "statusTrail", trail);
     return o;
 }
+
+/* ---------------------------------------------------------- fire ledger */
+
+/* The reasons of docs/execution.md (the scheduler's and the fire flow's)
+ * and "missed", in words. */
+static const struct {
+    const char *reason, *text;
+} fire_reasons[] = {
+    {"missed", "no live instance owned the item: every instance was down, or its owner had died "
+               "and its session had not expired yet"},
+    {"fenced", "the instance was cut off from ZooKeeper (or its session changed)"},
+    {"before-registration", "the fire was due before the instance (re)registered"},
+    {"leader-wait", "the leader did not reshard in time"},
+    {"sharding-failed", "resharding failed"},
+    {"time-diff", "the instance's clock differs from ZooKeeper's"},
+    {"disabled", "the server is disabled"},
+    {"stopped", "the job was stopping, or was stopped by an operator"},
+    {"running", "its previous run was still going"},
+    {"start-failed", "the start of its items could not be written to ZooKeeper"},
+    {"queued", "the fire waited for a pool thread"},
+    {"paused", "the instance was disconnected from ZooKeeper, its trigger paused"},
+    {"timer-late", "the instance's timer woke late"},
+    {"clock-step", "the instance's clock was stepped"},
+    {"late-start", "the fire started too late"},
+};
+
+const char *ej__trace_fire_reason_text(const char *reason)
+{
+    for (size_t i = 0; i < sizeof fire_reasons / sizeof fire_reasons[0]; i++)
+        if (strcmp(fire_reasons[i].reason, reason) == 0)
+            return fire_reasons[i].text;
+    return "not run";
+}
+
+json_t *ej__trace_fire_json(const struct ej_trace_fire *f)
+{
+    json_t *o = json_object();
+    bool ran = strcmp(f->outcome, EJ_FIRE_RAN) == 0;
+    json_object_set_new(o, "job", json_text(f->job_name));
+    json_object_set_new(o, "fireTimeMs", json_integer(f->fire_time_ms));
+    json_object_set_new(o, "fireTime", json_time(f->fire_time_ms));
+    json_object_set_new(o, "item", json_integer(f->sharding_item));
+    json_object_set_new(o, "kind", json_text(f->kind));
+    json_object_set_new(o, "ran", json_boolean(ran));
+    json_object_set_new(o, "result", ran ? json_text(f->result) : json_null());
+    json_object_set_new(o, "reason", ran ? json_null() : json_text(f->outcome));
+    json_object_set_new(o, "why",
+                        ran ? json_null() : json_text(ej__trace_fire_reason_text(f->outcome)));
+    json_object_set_new(o, "instance", json_text(f->instance_id));
+    json_object_set_new(o, "executionId",
+                        f->execution_id[0] ? json_text(f->execution_id) : json_null());
+    json_object_set_new(o, "recorded", json_time(f->recorded_ms));
+    return o;
+}

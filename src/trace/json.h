@@ -32,4 +32,14 @@ json_t *ej__trace_execution_json(const struct ej_trace_execution *e);
  * flags, and statusTrail. New reference. */
 json_t *ej__trace_detail_json(const struct ej_trace_execution_detail *d);
 
+/* A fire-ledger reason ("paused", "missed" ...) in words; "not run" for
+ * a name it does not know. Static string. */
+const char *ej__trace_fire_reason_text(const char *reason);
+
+/* One fire-ledger row: job, fireTimeMs, fireTime, item (-1: every item),
+ * kind, ran, result (ran: succeeded, failed, running, unknown; else null),
+ * reason and why (not run; else null), instance, executionId, recorded.
+ * New reference. */
+json_t *ej__trace_fire_json(const struct ej_trace_fire *f);
+
 #endif

@@ -595,3 +595,136 @@ void ej_trace_execution_detail_fini(struct ej_trace_execution_detail *d)
     d->trail = NULL;
     d->trail_count = 0;
 }
+
+/* ---------------------------------------------------------- fire ledger */
+
+#define FIRE_DEFAULT_LIMIT 10000
+
+static void fire_fini(struct ej_trace_fire *f)
+{
+    free(f->job_name);
+    free(f->outcome);
+    free(f->kind);
+    free(f->execution_id);
+    free(f->instance_id);
+    free(f->result);
+    memset(f, 0, sizeof *f);
+}
+
+/* The result of a ran row from its execution's columns (7: id, 8:
+ * is_success, 9: complete_time). */
+static const char *fire_result(const struct ej__row *row, const char *outcome)
+{
+    if (strcmp(outcome, EJ_FIRE_RAN) != 0)
+        return "";
+    if (row->is_null(row, 7))
+        return "unknown";
+    if (row->is_null(row, 9))
+        return "running";
+    return row->int64(row, 8) != 0 ? "succeeded" : "failed";
+}
+
+static int add_fire(const struct ej__row *row, void *arg)
+{
+    struct ej_trace_fire_list *l = arg;
+    struct ej_trace_fire *n = realloc(l->rows, (l->count + 1) * sizeof *n);
+    if (n == NULL)
+        return EJ_ENOMEM;
+    l->rows = n;
+    struct ej_trace_fire *f = &l->rows[l->count];
+    bool oom = false;
+    memset(f, 0, sizeof *f);
+    f->job_name = dup_col0(row, 0, &oom);
+    f->fire_time_ms = row->int64(row, 1);
+    f->sharding_item = (int)row->int64(row, 2);
+    f->outcome = dup_col0(row, 3, &oom);
+    f->kind = dup_col0(row, 4, &oom);
+    f->execution_id = dup_col0(row, 5, &oom);
+    f->instance_id = dup_col0(row, 6, &oom);
+    f->recorded_ms = row->int64(row, 10);
+    f->result = strdup(fire_result(row, row->text(row, 3)));
+    if (oom || f->result == NULL) {
+        fire_fini(f);
+        return EJ_ENOMEM;
+    }
+    l->count++;
+    return 0;
+}
+
+/* Newest first from the database (the limit keeps the newest): turned
+ * around here. */
+static void fires_reverse(struct ej_trace_fire_list *l)
+{
+    for (size_t i = 0, j = l->count; i + 1 < j; i++, j--) {
+        struct ej_trace_fire t = l->rows[i];
+        l->rows[i] = l->rows[j - 1];
+        l->rows[j - 1] = t;
+    }
+}
+
+int ej_trace_query_fires(ej_trace_reader *r, const struct ej_trace_fire_query *q,
+                         struct ej_trace_fire_list *out)
+{
+    if (r == NULL || out == NULL)
+        return EJ_EINVAL;
+    memset(out, 0, sizeof *out);
+    static const struct ej_trace_fire_query none = {.item = -1};
+    if (q == NULL)
+        q = &none;
+    ej_buf sql;
+    ej__buf_init(&sql);
+    ej__buf_puts(&sql, "SELECT f.job_name, f.fire_time_ms, f.sharding_item, f.outcome, f.kind, "
+                       "f.execution_id, f.instance_id, e.id, e.is_success, e.complete_time, "
+                       "f.recorded_time_ms FROM EJOB_FIRE_LEDGER f LEFT JOIN JOB_EXECUTION_LOG "
+                       "e ON e.id = f.execution_id WHERE 1 = 1");
+    struct ej__tp p[5];
+    int n = 0;
+    if (q->job_name) {
+        p[n++] = text_param(q->job_name);
+        ej__buf_printf(&sql, " AND f.job_name = $%d", n);
+    }
+    if (q->since_ms) {
+        p[n++] = (struct ej__tp){.type = EJ__TP_INT, .i = q->since_ms};
+        ej__buf_printf(&sql, " AND f.fire_time_ms >= $%d", n);
+    }
+    if (q->until_ms) {
+        p[n++] = (struct ej__tp){.type = EJ__TP_INT, .i = q->until_ms};
+        ej__buf_printf(&sql, " AND f.fire_time_ms < $%d", n);
+    }
+    if (q->item >= 0) {
+        p[n++] = (struct ej__tp){.type = EJ__TP_INT, .i = q->item};
+        ej__buf_printf(&sql, " AND (f.sharding_item = $%d OR f.sharding_item = -1)", n);
+    }
+    ej__buf_printf(&sql,
+                   " ORDER BY f.fire_time_ms DESC, f.job_name DESC, f.sharding_item DESC "
+                   "LIMIT %zu",
+                   q->limit ? q->limit : FIRE_DEFAULT_LIMIT);
+    int rc = EJ_ENOMEM;
+    if (!sql.failed) {
+        rc = r->ops->select(r->conn, sql.data, p, n, add_fire, out);
+        if (rc == EJ_EAGAIN || rc == EJ_EDB) {
+            snprintf(r->err, sizeof r->err, "%s", r->ops->errmsg(r->conn));
+            /* SQLite "no such table", PostgreSQL "does not exist". */
+            bool missing =
+                strstr(r->err, "no such table") != NULL || strstr(r->err, "does not exist") != NULL;
+            rc = missing ? EJ_ENOTFOUND : EJ_EDB;
+        }
+    }
+    ej__buf_fini(&sql);
+    if (rc != 0)
+        ej_trace_fire_list_fini(out);
+    else
+        fires_reverse(out);
+    return rc;
+}
+
+void ej_trace_fire_list_fini(struct ej_trace_fire_list *l)
+{
+    if (l == NULL)
+        return;
+    for (size_t i = 0; i < l->count; i++)
+        fire_fini(&l->rows[i]);
+    free(l->rows);
+    l->rows = NULL;
+    l->count = 0;
+}

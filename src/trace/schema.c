@@ -56,6 +56,21 @@ static const char ddl_detail_fmt[] = "CREATE TABLE IF NOT EXISTS EJOB_EXECUTION_
                                      "failure_cause_truncated INT NOT NULL, "
                                      "PRIMARY KEY (id))";
 
+/* ejob's fire ledger: one row per job, cron fire time and item for the
+ * whole cluster (the key), whoever writes it first or best (sql_fire).
+ * Times are epoch ms: a local-time text would give two fire times of a
+ * repeated daylight-saving hour the same key. */
+static const char ddl_ledger[] = "CREATE TABLE IF NOT EXISTS EJOB_FIRE_LEDGER ("
+                                 "job_name VARCHAR(100) NOT NULL, "
+                                 "fire_time_ms BIGINT NOT NULL, "
+                                 "sharding_item INT NOT NULL, "
+                                 "outcome VARCHAR(40) NOT NULL, "
+                                 "kind VARCHAR(20) NOT NULL, "
+                                 "execution_id VARCHAR(40) NULL, "
+                                 "instance_id VARCHAR(255) NOT NULL, "
+                                 "recorded_time_ms BIGINT NOT NULL, "
+                                 "PRIMARY KEY (job_name, fire_time_ms, sharding_item))";
+
 static const char *const ddl_indexes[] = {
     /* ElasticJob's own. */
     "CREATE INDEX IF NOT EXISTS TASK_ID_STATE_INDEX ON JOB_STATUS_TRACE_LOG (task_id, state)",
@@ -64,6 +79,8 @@ static const char *const ddl_indexes[] = {
     ("CREATE INDEX IF NOT EXISTS EJOB_STATUS_CREATION_INDEX ON JOB_STATUS_TRACE_LOG "
      "(creation_time)"),
     "CREATE INDEX IF NOT EXISTS EJOB_DETAIL_START_INDEX ON EJOB_EXECUTION_DETAIL (start_time)",
+    /* Retention, and `ejob fires` over every job. */
+    "CREATE INDEX IF NOT EXISTS EJOB_LEDGER_FIRE_INDEX ON EJOB_FIRE_LEDGER (fire_time_ms)",
 };
 
 int ej__trace_create_schema(const struct ej__trace_ops *ops, struct ej__trace_conn *c)
@@ -75,6 +92,8 @@ int ej__trace_create_schema(const struct ej__trace_ops *ops, struct ej__trace_co
         rc = ops->run(c, ddl_status, NULL, 0, NULL);
     if (rc == 0)
         rc = ops->run(c, detail, NULL, 0, NULL);
+    if (rc == 0)
+        rc = ops->run(c, ddl_ledger, NULL, 0, NULL);
     for (size_t i = 0; rc == 0 && i < sizeof ddl_indexes / sizeof ddl_indexes[0]; i++)
         rc = ops->run(c, ddl_indexes[i], NULL, 0, NULL);
     return rc;
@@ -374,6 +393,56 @@ static int write_status(const struct ej__trace_ops *ops, struct ej__trace_conn *
     return rc;
 }
 
+/* A row replaces another only when it says more: ran (2) over a reason it
+ * did not run (1) over missed (0), so that the cluster keeps one row per
+ * fire time and item whatever order the instances write in. */
+#define FIRE_RANK(t) "(CASE " t ".outcome WHEN 'ran' THEN 2 WHEN 'missed' THEN 0 ELSE 1 END)"
+static const char sql_fire[] =
+    "INSERT INTO EJOB_FIRE_LEDGER (job_name, fire_time_ms, sharding_item, outcome, kind, "
+    "execution_id, instance_id, recorded_time_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+    "ON CONFLICT (job_name, fire_time_ms, sharding_item) DO UPDATE SET outcome = "
+    "excluded.outcome, kind = excluded.kind, execution_id = excluded.execution_id, instance_id "
+    "= excluded.instance_id, recorded_time_ms = excluded.recorded_time_ms WHERE " FIRE_RANK(
+        "EJOB_FIRE_LEDGER") " < " FIRE_RANK("excluded");
+/* The start-up scan's rows: only after the job's last row (none: nothing,
+ * the job has no ledger to extend), and never over another row. */
+static const char sql_fire_after_last[] =
+    "INSERT INTO EJOB_FIRE_LEDGER (job_name, fire_time_ms, sharding_item, outcome, kind, "
+    "execution_id, instance_id, recorded_time_ms) SELECT CAST($1 AS VARCHAR(100)), CAST($2 AS "
+    "BIGINT), CAST($3 AS INT), CAST($4 AS VARCHAR(40)), CAST($5 AS VARCHAR(20)), CAST($6 AS "
+    "VARCHAR(40)), CAST($7 AS VARCHAR(255)), CAST($8 AS BIGINT) WHERE CAST($2 AS BIGINT) > "
+    "(SELECT MAX(fire_time_ms) FROM EJOB_FIRE_LEDGER WHERE job_name = CAST($1 AS VARCHAR(100))) "
+    "ON CONFLICT (job_name, fire_time_ms, sharding_item) DO NOTHING";
+
+static int write_fire(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
+                      const ej_fire_event *e)
+{
+    bool oom = false;
+    char *job = ej__trace_clean_text(e->job_name ? e->job_name : "", 100, NULL, &oom);
+    char *outcome = ej__trace_clean_text(e->outcome ? e->outcome : "", 40, NULL, &oom);
+    char *kind = ej__trace_clean_text(e->kind ? e->kind : "CRON", 20, NULL, &oom);
+    char *inst = ej__trace_clean_text(e->instance_id ? e->instance_id : "", 255, NULL, &oom);
+    int rc = EJ_ENOMEM;
+    if (!oom) {
+        struct ej__tp p[8] = {
+            tp_text(job),
+            tp_int(e->fire_time_ms),
+            tp_int(e->sharding_item),
+            tp_text(outcome),
+            tp_text(kind),
+            tp_text(e->execution_id[0] ? e->execution_id : NULL),
+            tp_text(inst),
+            tp_int(e->recorded_time_ms),
+        };
+        rc = ops->run(c, e->only_after_last ? sql_fire_after_last : sql_fire, p, 8, NULL);
+    }
+    free(job);
+    free(outcome);
+    free(kind);
+    free(inst);
+    return rc;
+}
+
 int ej__trace_write_event(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
                           const ej_event *ev)
 {
@@ -381,6 +450,8 @@ int ej__trace_write_event(const struct ej__trace_ops *ops, struct ej__trace_conn
         return write_execution(ops, c, &ev->u.execution);
     if (ev->type == EJ_EVENT_STATUS)
         return write_status(ops, c, &ev->u.status);
+    if (ev->type == EJ_EVENT_FIRE)
+        return write_fire(ops, c, &ev->u.fire);
     return EJ_EDB;
 }
 
@@ -397,6 +468,11 @@ int ej__trace_purge_chunk(const struct ej__trace_ops *ops, struct ej__trace_conn
         "DELETE FROM EJOB_EXECUTION_DETAIL WHERE id IN (SELECT id FROM EJOB_EXECUTION_DETAIL "
         "WHERE start_time < $1 LIMIT $2)",
     };
+    /* The ledger keys by epoch ms (the others by local-time text). */
+    static const char sql_ledger[] =
+        "DELETE FROM EJOB_FIRE_LEDGER WHERE (job_name, fire_time_ms, sharding_item) IN (SELECT "
+        "job_name, fire_time_ms, sharding_item FROM EJOB_FIRE_LEDGER WHERE fire_time_ms < $1 "
+        "LIMIT $2)";
     char cutoff[32];
     ej__trace_format_time(cutoff_ms, cutoff);
     struct ej__tp p[2] = {tp_text(cutoff), tp_int(chunk)};
@@ -408,7 +484,12 @@ int ej__trace_purge_chunk(const struct ej__trace_ops *ops, struct ej__trace_conn
             return rc;
         *deleted += n;
     }
-    return 0;
+    struct ej__tp lp[2] = {tp_int(cutoff_ms), tp_int(chunk)};
+    int64_t n = 0;
+    int rc = ops->run(c, sql_ledger, lp, 2, &n);
+    if (rc == 0)
+        *deleted += n;
+    return rc;
 }
 
 const struct ej__trace_ops *ej__trace_ops_of(ej_trace_kind kind)

@@ -181,9 +181,12 @@ static int write_batch(struct writer *w, ej_event *const *evs, size_t n)
 
 static void log_rejected(ej_trace_store *s, const ej_event *ev, const char *why)
 {
-    const char *id = ev->type == EJ_EVENT_EXECUTION ? ev->u.execution.id : ev->u.status.id;
-    const char *job =
-        ev->type == EJ_EVENT_EXECUTION ? ev->u.execution.job_name : ev->u.status.job_name;
+    const char *id = ev->type == EJ_EVENT_EXECUTION ? ev->u.execution.id
+                     : ev->type == EJ_EVENT_FIRE    ? "(fire ledger row)"
+                                                    : ev->u.status.id;
+    const char *job = ev->type == EJ_EVENT_EXECUTION ? ev->u.execution.job_name
+                      : ev->type == EJ_EVENT_FIRE    ? ev->u.fire.job_name
+                                                     : ev->u.status.job_name;
     EJ_LOG(EJ_LOG_ERROR, MOD, EJ_EDB, "%s store refused event %s of job %s: %s", s->ops->name, id,
            job ? job : "?", why);
 }
@@ -412,7 +415,9 @@ static void note_drop(ej_trace_store *s, const char *why)
 
 int ej_trace_store_post(ej_trace_store *s, const ej_event *ev)
 {
-    if (s == NULL || ev == NULL || (ev->type != EJ_EVENT_EXECUTION && ev->type != EJ_EVENT_STATUS))
+    if (s == NULL || ev == NULL ||
+        (ev->type != EJ_EVENT_EXECUTION && ev->type != EJ_EVENT_STATUS &&
+         ev->type != EJ_EVENT_FIRE))
         return EJ_EINVAL;
     /* Decide about the output under the lock, copy outside it. */
     size_t need = ej_event_output_bytes(ev);

@@ -1,7 +1,7 @@
 // The console page end to end in Debian's chromium, driven by playwright-core:
 // log in, filter the job list, watch items move after a daemon is killed,
 // trigger, disable and enable, edit a config and see the validator's errors
-// next to the fields, read history (a failed run's output as text), the server view, a guest without buttons.
+// next to the fields, read history (a failed run's output as text), a job's fires, the server view, a guest without buttons.
 // Environment: CONSOLE_URL, KILL_PID (a daemon to kill -9), KEEP_IP (the
 // survivor's IP), ARTIFACTS (screenshot directory), USER_DATA_DIR.
 'use strict';
@@ -170,6 +170,23 @@ async function main() {
   check(/TASK_ERROR/.test(await page.textContent('#run-trail')), 'status trail shown, ending in TASK_ERROR');
   check(await page.textContent('#run-result') === 'FAILED exit 4', 'run result FAILED exit 4');
   await shot(page, '7-run');
+  // The fire ledger of outJob: every run failed (exit 4), so each ran cell
+  // is an instance marked "!" that links to its run; "gaps only" keeps the
+  // fire times with an item not run and nothing else.
+  await page.goto(url + '/#/job/outJob/fires');
+  await waitFor(page, () => {
+    const cells = [...document.querySelectorAll('#fires tbody tr td:nth-child(2)')].filter(td => td.querySelector('a'));
+    return cells.length >= 2 && cells.every(td => /^127\.0\.0\.6[12]!$/.test(td.textContent) && td.classList.contains('failed'));
+  }, null, 'fires view: outJob\'s fire times, each run a failed one on an instance', 30000);
+  check(/^Item 0$/.test(await page.textContent('#fires thead th:nth-child(2)')), 'fires view: a column per item');
+  await page.check('#fires-gaps');
+  await waitFor(page, () => [...document.querySelectorAll('#fires tbody tr')].every(r =>
+    r.querySelector('td.not-run')), null, 'fires view: gaps only shows only fire times with an item not run');
+  await page.uncheck('#fires-gaps');
+  await shot(page, '7b-fires');
+  await page.click('#fires tbody tr td a.run-link');
+  await waitFor(page, () => (document.querySelector('#run-result') || {}).textContent === 'FAILED exit 4',
+    null, 'a fire\'s cell links to its run');
   await page.click('#nav-servers');
   await waitFor(page, () => document.querySelectorAll('#servers-list section').length === 2, null, 'server view shows both IPs');
   check(await page.textContent('#flash') === '', 'a notice of another page (config saved) is not shown on the server view');

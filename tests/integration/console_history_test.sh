@@ -108,6 +108,7 @@ URL=$CENV_URL
 grep -q "history from sqlite:$D/history.db" "$D/console.log" && pass "start-up line names the store" || fail "start-up: $(cat "$D/console.log")"
 req /api/history; expect_code 401 "no session: history"
 req /api/history/abc; expect_code 401 "no session: one run"
+req /api/registries/chist/jobs/okJob/fires; expect_code 401 "no session: fires"
 CODE=$(curl -s -o "$D/body" -w '%{http_code}' -c "$JAR" -H 'Content-Type: application/json' --data '{"user":"gus","password":"guest-pass"}' "$URL/api/login")
 BODY=$(cat "$D/body"); expect_code 200 "guest login"
 req /api/history; expect_code 503 "no history file yet"
@@ -136,6 +137,16 @@ for bad in 'limit=0' 'limit=x' 'item=-1' 'failed=maybe' 'since=yesterday' 'job=a
   req "/api/history?$bad"; expect_code 400 "bad filter $bad"
 done
 req '/api/history?since=yesterday'; expect_json 'd["error"].startswith("since: \"yesterday\" is neither a duration")' True "a bad filter is named"
+
+# ---------------------------------------------------------------- the fire ledger
+wait_json 60 '/api/registries/chist/jobs/failJob/fires' 'any(f["ran"] and f["result"] == "failed" and f["item"] == 0 and f["kind"] == "CRON" for f in d["fires"])' True "fires: failJob's fire times, its runs failed"
+expect_json 'all(f["fireTimeMs"] % 2000 == 0 for f in d["fires"] if f["kind"] == "CRON") and {f["job"] for f in d["fires"]} == {"failJob"}' True "fires: cron fire times of that job only"
+expect_json 'sorted(d["fires"][0].keys())' "['executionId', 'fireTime', 'fireTimeMs', 'instance', 'item', 'job', 'kind', 'ran', 'reason', 'recorded', 'result', 'why']" "fires: the row's fields"
+req '/api/registries/chist/jobs/okJob/fires?item=1&since=10m'; expect_json '{f["item"] for f in d["fires"]} <= {1, -1} and len(d["fires"]) > 0' True "fires: item filter"
+req '/api/registries/chist/jobs/okJob/fires?gaps=true'; expect_json 'all(not f["ran"] and f["why"] for f in d["fires"])' True "fires: gaps=true, only rows not run, with why"
+for bad in 'gaps=maybe' 'item=x' 'limit=0' 'since=yesterday'; do
+  req "/api/registries/chist/jobs/okJob/fires?$bad"; expect_code 400 "fires: bad filter $bad"
+done
 
 # ---------------------------------------------------------------- one run
 req "/api/history/$FAIL_ID"; expect_code 200 "one failed run"

@@ -273,6 +273,7 @@ DELETE /api/registries/R/jobs/noSuchJob admin
 GET /api/registries/R/jobs/J/config viewer
 PUT /api/registries/R/jobs/noSuchJob/config admin
 GET /api/registries/R/jobs/J/history viewer
+GET /api/registries/R/jobs/J/fires viewer
 POST /api/registries/R/jobs/noSuchJob/trigger operator
 POST /api/registries/R/jobs/noSuchJob/shutdown operator
 POST /api/registries/R/jobs/noSuchJob/disable operator

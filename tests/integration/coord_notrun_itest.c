@@ -75,6 +75,10 @@ struct seen {
     atomic_int unknown;   /* a "fire not run" event of a reason not listed */
     atomic_int not_error; /* one not posted as TASK_ERROR */
     atomic_int bad_times; /* one whose times are not "from A to A" with A > 0 */
+    /* Fire-ledger rows (EJ_EVENT_FIRE) not run, by reason; and bad ones
+     * (an unknown reason, no fire time, not item -1). */
+    atomic_int ledger_by_reason[NREASONS];
+    atomic_int ledger_bad;
     atomic_int item_ms;   /* how long an item runs */
     atomic_int started;   /* items entered */
 };
@@ -87,9 +91,25 @@ static int reason_index(const char *r)
     return -1;
 }
 
+/* A ledger row: a fire not run lands there under the reason it was
+ * counted under (src/runtime/ledger.c). */
+static void on_fire_event(struct seen *s, const ej_fire_event *f)
+{
+    if (strcmp(f->outcome, EJ_FIRE_RAN) == 0)
+        return;
+    int i = reason_index(f->outcome);
+    if (i < 0 || f->fire_time_ms <= 0 || f->sharding_item != -1) {
+        atomic_fetch_add(&s->ledger_bad, 1);
+        return;
+    }
+    atomic_fetch_add(&s->ledger_by_reason[i], 1);
+}
+
 static void on_event(const struct ej_event *ev, void *user)
 {
     struct seen *s = user;
+    if (ev->type == EJ_EVENT_FIRE)
+        return on_fire_event(s, &ev->u.fire);
     if (ev->type != EJ_EVENT_STATUS || ev->u.status.message == NULL)
         return;
     const char *m = strstr(ev->u.status.message, "fire not run (");
@@ -252,6 +272,17 @@ static void finish(ej_job *job, struct seen *s)
           atomic_load(&s->not_error));
     CHECK(atomic_load(&s->bad_times) == 0, "%s: %d not-run events without 'from A to A'", s->job,
           atomic_load(&s->bad_times));
+    /* Every fire time counted not run is a ledger row with its reason (the
+     * scheduler's ranges expanded from the cron: at most as many). */
+    CHECK(atomic_load(&s->ledger_bad) == 0, "%s: %d ledger rows of an unknown reason or shape",
+          s->job, atomic_load(&s->ledger_bad));
+    for (size_t i = 0; i < NREASONS; i++) {
+        int events = atomic_load(&s->by_reason[i]), rows = atomic_load(&s->ledger_by_reason[i]);
+        bool scheduler = (int)i >= reason_index("paused") && (int)i <= reason_index("late-start");
+        CHECK(scheduler ? (rows >= (events > 0) && rows <= events) : rows == events,
+              "%s: %d fire time(s) not run (%s), %d ledger row(s)", s->job, events, reasons[i],
+              rows);
+    }
     uint64_t seen = (uint64_t)seen_total(s);
     CHECK(seen >= missed && seen - missed <= (uint64_t)seen_count(s, "paused"),
           "%s: fires_missed %" PRIu64 ", events say %" PRIu64 " (%d paused)", s->job, missed, seen,

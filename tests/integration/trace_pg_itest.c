@@ -275,6 +275,61 @@ static void test_pg_full_buffer_counted(void **state)
     assert_pg("SELECT count(*) FROM job_execution_log WHERE job_name = 'overflow'", "50");
 }
 
+static void post_fire(ej_trace_store *s, int64_t at, int item, const char *outcome,
+                      const char *exec_id, bool only_after_last)
+{
+    ej_event ev = {.type = EJ_EVENT_FIRE};
+    ej_fire_event *f = &ev.u.fire;
+    f->job_name = "ledger";
+    f->fire_time_ms = at;
+    f->sharding_item = item;
+    f->outcome = outcome;
+    f->instance_id = "10.0.0.7@-@77";
+    f->only_after_last = only_after_last;
+    f->recorded_time_ms = at;
+    if (exec_id)
+        snprintf(f->execution_id, sizeof f->execution_id, "%s", exec_id);
+    assert_int_equal(ej_trace_store_post(s, &ev), 0);
+}
+
+/* The ledger's ranked upsert and the scan's only-after-last insert are
+ * PostgreSQL SQL too (one pipelined transaction). */
+static void test_pg_fire_ledger(void **state)
+{
+    (void)state;
+    ej_trace_store *s = open_store(0);
+    ej_execution_event e = exec_event("ledger", 0, 1000, 1400);
+    assert_int_equal(post(s, &e), 0);
+    post_fire(s, 1000, 0, "missed", NULL, false);
+    post_fire(s, 1000, 0, "paused", NULL, false);
+    post_fire(s, 1000, 0, "ran", e.id, false);
+    post_fire(s, 1000, 0, "fenced", NULL, false);
+    post_fire(s, 3000, -1, "missed", NULL, true);
+    post_fire(s, 500, -1, "missed", NULL, true);
+    post_fire(s, 3000, -1, "missed", NULL, true);
+    assert_int_equal(ej_trace_store_flush(s, 10000), 0);
+    struct ej_trace_stats st;
+    ej_trace_store_stats(s, &st);
+    assert_int_equal(st.rejected, 0);
+    ej_trace_store_destroy(s);
+    assert_pg("SELECT string_agg(fire_time_ms || '/' || sharding_item || '/' || outcome, ' ' "
+              "ORDER BY fire_time_ms) FROM ejob_fire_ledger WHERE job_name = 'ledger'",
+              "1000/0/ran 3000/-1/missed");
+    struct ej_trace_target t = {.kind = EJ_TRACE_POSTGRESQL, .url = pg.url,
+                                .password = PGF_PASSWORD};
+    ej_trace_reader *r = NULL;
+    char err[256] = "";
+    assert_int_equal(ej_trace_reader_open(&t, &r, err, sizeof err), 0);
+    struct ej_trace_fire_query q = {.job_name = "ledger", .item = 0};
+    struct ej_trace_fire_list l;
+    assert_int_equal(ej_trace_query_fires(r, &q, &l), 0);
+    assert_int_equal(l.count, 2);
+    assert_string_equal(l.rows[0].result, "succeeded");
+    assert_string_equal(l.rows[1].outcome, "missed");
+    ej_trace_fire_list_fini(&l);
+    ej_trace_reader_close(r);
+}
+
 int main(void)
 {
     if (pgf_init(&pg) != 0) {
@@ -287,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_pg_round_trip),
         cmocka_unit_test(test_pg_killed_during_run),
         cmocka_unit_test(test_pg_full_buffer_counted),
+        cmocka_unit_test(test_pg_fire_ledger),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     pgf_fini(&pg);

@@ -209,7 +209,8 @@ function jobView(job) {
       opButton('Shut down', 'op-shutdown', 'Shut down every instance of ' + job + '?', 'POST', regPath(jp + '/shutdown'), {}, refresh, true),
       opButton('Remove', 'op-remove', 'Remove ' + job + ' from the registry?', 'DELETE', regPath(jp), undefined, refresh, true, 'admin'),
       el('a', { href: '#/job/' + enc(job) + '/config', id: 'op-config' }, isAdmin() ? 'Edit config' : 'Config'), ' ',
-      el('a', { href: '#/job/' + enc(job) + '/history', id: 'op-history' }, 'History'));
+      el('a', { href: '#/job/' + enc(job) + '/history', id: 'op-history' }, 'History'), ' ',
+      el('a', { href: '#/job/' + enc(job) + '/fires', id: 'op-fires' }, 'Fires'));
     put(servers, ...j.servers.map(s => el('tr', { 'data-ip': s.ip },
       el('td', {}, s.ip), el('td', {}, statusBadge(s.disabled ? 'DISABLED' : 'ENABLED')), el('td', {}, s.instanceCount),
       el('td', { class: 'ops' }, s.disabled
@@ -391,6 +392,77 @@ async function runView(id) {
     el('a', { href: '#/history' }, 'All history'));
 }
 
+// ------------------------------------------------------------ fires
+// The job's fire ledger (GET .../jobs/J/fires) as `ejob fires` prints it: a
+// row per fire time, a column per item, who ran it or a code for why not.
+
+const RESULT_MARK = { failed: '!', running: '~', unknown: '?' };
+
+function firesGrid(rows) {
+  const items = [...new Set(rows.filter(r => r.item >= 0).map(r => r.item))].sort((a, b) => a - b);
+  if (!items.length) items.push(-1);
+  const lines = [];
+  for (const r of rows) {
+    const last = lines[lines.length - 1];
+    if (last && last.at === r.fireTimeMs && last.kind === r.kind) last.rows.push(r);
+    else lines.push({ at: r.fireTimeMs, kind: r.kind, time: r.fireTime, rows: [r] });
+  }
+  const legend = [];
+  const code = r => {
+    let i = legend.findIndex(x => x.reason === r.reason);
+    if (i < 0) { legend.push({ reason: r.reason, why: r.why, who: new Set() }); i = legend.length - 1; }
+    if (r.instance) legend[i].who.add(r.instance);
+    return '-' + String.fromCharCode(97 + (i % 26));
+  };
+  for (const ln of lines) {
+    ln.cells = items.map(it => {
+      const r = ln.rows.find(x => x.item === it) || ln.rows.find(x => x.item === -1);
+      if (!r) return { text: ln.kind === 'CRON' ? '?' : '', gap: ln.kind === 'CRON' };
+      if (r.ran) return { text: r.instance.split('@-@')[0] + (RESULT_MARK[r.result] || ''), run: r.executionId,
+        failed: r.result === 'failed' };
+      return { text: code(r), gap: true, reason: r.reason };
+    });
+    ln.gap = ln.cells.some(c => c.gap);
+  }
+  return { items, lines, legend };
+}
+
+function firesView(job) {
+  const since = el('input', { id: 'fires-since', placeholder: 'since (2h, 2026-01-01 10:00)', value: '2h' });
+  const until = el('input', { id: 'fires-until', placeholder: 'until' });
+  const gaps = el('input', { type: 'checkbox', id: 'fires-gaps' });
+  const out = el('div', { id: 'fires-out' });
+  const refresh = async () => {
+    const q = new URLSearchParams();
+    if (since.value.trim()) q.set('since', since.value.trim());
+    if (until.value.trim()) q.set('until', until.value.trim());
+    const r = await api('GET', regPath('/jobs/' + enc(job) + '/fires?' + q.toString()));
+    if (r.status !== 200) { put(out, historyMessage(r)); return; }
+    const g = firesGrid(r.data.fires);
+    const shown = g.lines.filter(ln => !gaps.checked || ln.gap);
+    const time = ln => runTime(ln.time).replace(/\.\d+$/, '') + (ln.kind === 'CRON' ? '' : ' ' + ln.kind);
+    put(out, el('p', { class: 'muted', id: 'fires-count' }, shown.length + ' fire times from ' + r.data.store),
+      el('table', { id: 'fires' },
+        el('thead', {}, el('tr', {}, el('th', {}, 'Fire'), g.items.map(i => el('th', {}, i < 0 ? 'Items' : 'Item ' + i)))),
+        el('tbody', {}, shown.map(ln => el('tr', { 'data-fire': ln.at, class: ln.gap ? 'gap' : null }, el('td', {}, time(ln)),
+          ln.cells.map(c => el('td', { class: c.gap ? 'not-run' : (c.failed ? 'failed' : null), 'data-reason': c.reason || null },
+            c.run ? el('a', { href: '#/run/' + enc(c.run), class: 'run-link' }, c.text) : c.text)))))),
+      g.legend.length === 0 && !g.lines.some(ln => ln.cells.some(c => c.text === '?')) ? null :
+      el('dl', { class: 'run', id: 'fires-legend' }, g.legend.map((x, i) => [
+        el('dt', {}, '-' + String.fromCharCode(97 + (i % 26))),
+        el('dd', {}, x.reason + ': ' + x.why + (x.who.size ? ' (' + [...x.who].join(', ') + ')' : ''))]),
+      g.lines.some(ln => ln.cells.some(c => c.text === '?')) ? [el('dt', {}, '?'), el('dd', {}, 'no record: no instance ran or reported it (its owner may have died before its session expired)')] : null),
+      el('p', { class: 'muted' }, 'After an instance: ! failed, ~ still running (or its instance died in it), ? result gone.'));
+  };
+  const form = el('form', { class: 'filters', id: 'fires-filters' }, since, until,
+    el('label', {}, gaps, ' only fire times with an item not run'), el('button', { type: 'submit', id: 'fires-search' }, 'Show'));
+  form.onsubmit = ev => { ev.preventDefault(); poll(refresh); };
+  gaps.onchange = () => poll(refresh);
+  put(document.getElementById('view'), el('h1', {}, 'Fires of ' + job), form, out,
+    el('a', { href: '#/job/' + enc(job) }, 'Back to the job'));
+  poll(refresh);
+}
+
 // ------------------------------------------------------------ servers
 
 function serversView() {
@@ -425,6 +497,7 @@ function route() {
   if (parts[0] === 'job' && parts[1]) {
     if (parts[2] === 'config') return configView(parts[1]);
     if (parts[2] === 'history') return historyView(parts[1]);
+    if (parts[2] === 'fires') return firesView(parts[1]);
     return jobView(parts[1]);
   }
   if (parts[0] === 'run' && parts[1]) return runView(parts[1]);
