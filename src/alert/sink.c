@@ -1,6 +1,6 @@
 /*
- * Events into facts: the event bus delivers every job's execution and
- * status events here (ej_alert_event_sink), on the bus thread.
+ * Events into facts: the event bus delivers every job's execution, status
+ * and fire-ledger events here (ej_alert_event_sink), on the bus thread.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -78,6 +78,8 @@ static void from_status(const ej_status_event *s)
         return;
     char reason[72];
     snprintf(reason, sizeof reason, "%.*s", (int)(end - p), p);
+    if (strcmp(reason, EJ_FIRE_MISSED) == 0)
+        return; /* its ledger rows (from_fire) tell it, as missed */
     unsigned count = 1;
     long long first = 0, last = 0;
     if (sscanf(end, "): %u fire time(s) from %lld to %lld", &count, &first, &last) < 1)
@@ -94,6 +96,24 @@ static void from_status(const ej_status_event *s)
     ej__alert_post(&f);
 }
 
+/* A fire time no live instance owned (the fire ledger's "missed" row):
+ * posted by the instance that records it, so once for the cluster. */
+static void from_fire(const ej_fire_event *f)
+{
+    if (f->job_name == NULL || f->outcome == NULL || strcmp(f->outcome, EJ_FIRE_MISSED) != 0)
+        return;
+    struct ej_alert_fact fact = {
+        .kind = EJ_ALERT_MISSED,
+        .job = f->job_name,
+        .item = f->sharding_item,
+        .fire_ms = f->fire_time_ms,
+        .fire_count = 1,
+        .instance = NULL,
+        .reason = "no live instance owned the item at its fire time",
+    };
+    ej__alert_post(&fact);
+}
+
 void ej_alert_event_sink(const struct ej_event *ev, void *user)
 {
     (void)user;
@@ -103,4 +123,6 @@ void ej_alert_event_sink(const struct ej_event *ev, void *user)
         from_execution(&ev->u.execution);
     else if (ev->type == EJ_EVENT_STATUS)
         from_status(&ev->u.status);
+    else if (ev->type == EJ_EVENT_FIRE)
+        from_fire(&ev->u.fire);
 }

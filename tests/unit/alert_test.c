@@ -620,6 +620,44 @@ static void sink_reads_events(void **state)
     receiver_stop(&r);
 }
 
+/* The fire ledger's "missed" rows become missed alerts, once: the
+ * "fire not run (missed)" status line of the same fire adds none, and a
+ * ledger row of another outcome is not an alert. */
+static void sink_reads_missed_fires(void **state)
+{
+    (void)state;
+    struct receiver r;
+    receiver_start(&r);
+    start_alerts(&r, 0, "    - {on: [missed, not-run], channels: [hook]}\n");
+    ej_event fev = {.type = EJ_EVENT_FIRE};
+    ej_fire_event *f = &fev.u.fire;
+    f->job_name = "j";
+    f->fire_time_ms = 1795748400000LL;
+    f->sharding_item = 2;
+    f->outcome = EJ_FIRE_RAN;
+    ej_alert_event_sink(&fev, NULL);
+    f->outcome = EJ_FIRE_MISSED;
+    ej_alert_event_sink(&fev, NULL);
+    ej_event sev = {.type = EJ_EVENT_STATUS};
+    sev.u.status.job_name = "j";
+    sev.u.status.task_id = "";
+    sev.u.status.state = EJ_TASK_ERROR;
+    sev.u.status.message = "Job 'j' fire not run (missed): 1 fire time(s) from "
+                           "1795748400000 to 1795748400000";
+    ej_alert_event_sink(&sev, NULL);
+    json_t *all = wait_received(&r, 1);
+    usleep(300000); /* nothing else comes */
+    json_decref(all);
+    all = wait_received(&r, 1);
+    assert_int_equal(json_array_size(all), 1);
+    json_t *m = json_array_get(all, 0);
+    assert_string_equal(field(m, "kind"), "missed");
+    assert_int_equal(ifield(m, "item"), 2);
+    json_decref(all);
+    ej_alert_stop(1000);
+    receiver_stop(&r);
+}
+
 /* A failed assertion leaves the module running: stop it, so the next test
  * starts clean. */
 static int stop_alerts(void **state)
@@ -642,6 +680,7 @@ int main(void)
         cmocka_unit_test_teardown(after_throttle_and_recovery, stop_alerts),
         cmocka_unit_test_teardown(refused_and_dropped_are_counted, stop_alerts),
         cmocka_unit_test_teardown(sink_reads_events, stop_alerts),
+        cmocka_unit_test_teardown(sink_reads_missed_fires, stop_alerts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
