@@ -350,6 +350,18 @@ bool ej__coord_wait_locked(ej__coord *c, int64_t deadline_ms);
 void ej__coord_broadcast(ej__coord *c);
 /* Post fn(arg) as a control task holding a coordinator reference. */
 int ej__coord_post(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg);
+/* The same on the shared pool instead of the job's serial queue: for work
+ * that may wait long (a leader's resharding waits, bounded, for items
+ * running elsewhere) and must hold up neither elections nor crash
+ * handling. */
+int ej__coord_post_pool(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg);
+/* One leader resharding at a time (shard.c). */
+void ej__coord_shard_lock(ej__coord *c);
+void ej__coord_shard_unlock(ej__coord *c);
+/* Claims the one queued resharding task of a busy leader: true when none
+ * was queued (the caller posts it); ej__coord_shard_unclaim when it runs. */
+bool ej__coord_shard_claim(ej__coord *c);
+void ej__coord_shard_unclaim(ej__coord *c);
 /* Flags read from the caches (locked). */
 bool ej__coord_necessary_locked(ej__coord *c);
 bool ej__coord_processing_locked(ej__coord *c);
@@ -369,6 +381,16 @@ char *ej__coord_strategy_name(ej__coord *c);
  * (waited in vain: the caller skips this fire); registry errors.
  */
 int ej__shard_if_necessary(ej__coord *c);
+
+/*
+ * A leader whose trigger is busy (its own items, a failover run) reshards
+ * now, on a pool thread, instead of at its next fire: followers wait for
+ * the resharding at their fires, bounded, and would skip them
+ * (leader-wait) behind a long run. Does nothing unless this instance is
+ * the leader, busy, and leader/sharding/necessary is set. Any thread
+ * (dispatch included: it only posts).
+ */
+void ej__shard_when_busy(ej__coord *c);
 
 /*
  * The leader's writer: reset sharding/ for count items and store owners

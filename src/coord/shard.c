@@ -345,9 +345,22 @@ out:
 /* How long a leader naming no live instance is given to register it. */
 #define STALE_LEADER_MS 1000
 
+/* A leader that is a live instance: its own resharding, bounded by
+ * twice the wait bound (items running elsewhere) plus the view's catching
+ * up, is still to come. */
+static bool leader_live(ej__coord *c)
+{
+    char *id = ej__coord_leader(c);
+    bool live = id != NULL && ej__coord_instance_session(c, id) != 0;
+    free(id);
+    return live;
+}
+
 /* Wait (locked) until neither necessary nor processing exists or this
- * instance becomes the leader. Returns 0, 1 (now leader) or EJ_ETIMEDOUT. */
-static int wait_for_leader_sharding(ej__coord *c, int64_t deadline)
+ * instance becomes the leader: until deadline, and while the leader is a
+ * live instance until live_deadline. Returns 0, 1 (now leader) or
+ * EJ_ETIMEDOUT. */
+static int wait_for_leader_sharding(ej__coord *c, int64_t deadline, int64_t live_deadline)
 {
     bool logged = false;
     int64_t start = ej__mono_ms();
@@ -388,6 +401,13 @@ static int wait_for_leader_sharding(ej__coord *c, int64_t deadline)
             ej__coord_unlock(c);
             if (!still)
                 return 0;
+            if (deadline < live_deadline && leader_live(c)) {
+                /* The leader is there and reshards (a busy one on a pool
+                 * thread, ej__shard_when_busy); it may first wait, bounded,
+                 * for items running elsewhere. */
+                deadline = live_deadline;
+                continue;
+            }
             /* The fire does not run: the runtime counts and reports it
              * (reason leader-wait) with a rate-limited warning, so this
              * line, one per fire, is for debugging. */
@@ -544,15 +564,47 @@ int ej__shard_if_necessary(ej__coord *c)
     int bound = ej__coord_wait_bound(c);
     int64_t deadline = ej__mono_ms() + bound;
     if (!ej__coord_is_leader_until_block(c, bound)) {
-        rc = wait_for_leader_sharding(c, deadline);
+        rc = wait_for_leader_sharding(c, deadline, deadline + 3 * (int64_t)bound);
         if (rc != 1)
             return rc;
     }
-    /* Leader: check the flag again (another fire may have sharded). */
+    /* Leader: one resharding at a time (a fire's, a busy leader's task);
+     * check the flag again under it (the other may have sharded). */
+    ej__coord_shard_lock(c);
     ej__coord_lock(c);
     need = ej__coord_necessary_locked(c);
     ej__coord_unlock(c);
-    if (!need)
-        return 0;
-    return leader_shard(c, deadline + bound);
+    rc = need ? leader_shard(c, deadline + bound) : 0;
+    ej__coord_shard_unlock(c);
+    return rc;
+}
+
+static void busy_shard_task(ej__coord *c, void *arg)
+{
+    (void)arg;
+    /* Unclaimed first: a flag set again while this one shards gets a task
+     * of its own (the lock above keeps them apart). */
+    ej__coord_shard_unclaim(c);
+    if (!ej__coord_is_leader(c) || ej__coord_stopped(c))
+        return;
+    int rc = ej__shard_if_necessary(c);
+    if (rc != 0)
+        EJ_LOG(EJ_LOG_WARN, MOD, rc,
+               "job %s: resharding while the job runs failed (%s); the next fire tries again",
+               ej__coord_job_name(c), ej_strerror(rc));
+}
+
+void ej__shard_when_busy(ej__coord *c)
+{
+    if (c == NULL || !ej__coord_busy(c) || !ej__coord_is_leader(c))
+        return;
+    ej__coord_lock(c);
+    bool need = ej__coord_necessary_locked(c);
+    ej__coord_unlock(c);
+    if (!need || !ej__coord_shard_claim(c))
+        return;
+    EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: resharding now, while this leader's job runs",
+           ej__coord_job_name(c));
+    if (ej__coord_post_pool(c, busy_shard_task, NULL) != 0)
+        ej__coord_shard_unclaim(c);
 }
