@@ -467,8 +467,21 @@ void ej__failover_state_free(struct ej__failover_state *s);
  * (the fencing token). Returns 0 (some items may be skipped) or an error
  * (no item may run: e.g. connection loss).
  */
-int ej__exec_begin(ej__coord *c, const int *items, size_t n, bool *ok, int64_t *tokens,
-                   int64_t *session_out);
+int ej__exec_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, bool *ok,
+                   int64_t *tokens, int64_t *session_out);
+/* fired_ms > 0: the same transaction sets each started item's sharding/{n}
+ * to "fired MS by ID" (the latest cron fire time the run covers, this
+ * instance): the fire record a takeover reads. */
+/* The fire record of an item: 0 with *fired_ms and by (its writer's id);
+ * EJ_ENOTFOUND when sharding/{n} holds none (never run by ejob with
+ * monitorExecution, or Java's ""); registry errors. One read. */
+int ej__exec_read_fired(ej__coord *c, int item, int64_t *fired_ms, char *by, size_t bylen);
+/* An instance node other than ours was removed (dispatch thread): kept
+ * (24 h, the latest 64) so that a takeover of its items can tell fire
+ * times it lost from those a live owner had to account for. */
+void ej__exec_note_departed(ej__coord *c, const char *id);
+bool ej__exec_departed(ej__coord *c, const char *id);
+bool ej__exec_any_departed(ej__coord *c);
 /* After running: delete the running nodes created by ej__exec_begin in
  * session (nothing when the session has changed since: the nodes went with
  * it, and a delete by path could hit the node of an instance that took the
