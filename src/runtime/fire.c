@@ -221,8 +221,8 @@ static void count_not_run(struct ej_job *job, const char *reason, const int *ite
                        reason, (unsigned)count, (long long)first_ms, (long long)last_ms);
 }
 
-void ej__rt_count_not_run(struct ej_job *job, enum ej__not_run_reason r, const int *items,
-                          size_t n, uint32_t count, int64_t first_ms, int64_t last_ms)
+void ej__rt_count_not_run(struct ej_job *job, enum ej__not_run_reason r, const int *items, size_t n,
+                          uint32_t count, int64_t first_ms, int64_t last_ms)
 {
     count_not_run(job, ej__not_run_reason_name(r), items, n, count, first_ms, last_ms);
 }
@@ -898,6 +898,15 @@ static void count_lateness(struct ej_job *job, int64_t late_ms)
     job->fire_lateness_sum += late;
 }
 
+/* The latest cron fire time f covers (the last of collapsed ones); a
+ * trigger's time; 0 for a fire that only runs failover items. */
+static int64_t fire_covers(const struct ej__fire *f)
+{
+    if (f->cron_due)
+        return f->last_scheduled_ms > f->scheduled_ms ? f->last_scheduled_ms : f->scheduled_ms;
+    return (f->now_reasons & EJ__FIRE_TRIGGER) ? f->scheduled_ms : 0;
+}
+
 void ej__fire_cb(const struct ej__fire *f, void *arg)
 {
     struct ej_job *job = arg;
@@ -937,10 +946,7 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
     if (cron)
         count_lateness(job, f->started_ms - f->scheduled_ms);
     pthread_mutex_unlock(&job->mu);
-    job->fire_covers_ms = cron ? (f->last_scheduled_ms > f->scheduled_ms ? f->last_scheduled_ms
-                                                                         : f->scheduled_ms)
-                        : (reasons & EJ__FIRE_TRIGGER) ? f->scheduled_ms
-                                                       : 0;
+    job->fire_covers_ms = fire_covers(f);
     int64_t session = ej__coord_session(job->coord);
     atomic_store(&job->fire_session, session);
     if (ej__coord_may_start(job->coord, session))

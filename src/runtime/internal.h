@@ -128,13 +128,6 @@ struct ej_job {
     uint64_t misfire_marks;        /* fire times marked misfire so far */
     int64_t misfire_handled_until; /* cron fire times up to this were marked misfire */
     int marker_inflight;           /* misfire markers working on the current fire */
-    /* The latest cron fire time the current fire covers (its trigger's
-     * time for a console trigger; 0: a failover run), written with its
-     * running nodes as the items' fire record (takeover.c). Fire thread. */
-    int64_t fire_covers_ms;
-    int *owned_items; /* the items of the previous fire (takeover.c); fire thread */
-    size_t nowned;
-    int64_t owned_session; /* the session they were this instance's in */
     struct ej_cron *cron;          /* the cron in force (parsed), for misfire markers */
     const struct ej_tz *tz;
     uint64_t fires, items_run, items_failed;
@@ -147,6 +140,13 @@ struct ej_job {
     uint64_t fire_lateness[EJ_FIRE_LATENESS_BUCKETS + 1]; /* cron fires, see ej_job_status */
     double fire_lateness_sum;
     int64_t last_fire_ms;
+    /* The latest cron fire time the current fire covers (its trigger's
+     * time for a console trigger; 0: a failover run), written with its
+     * running nodes as the items' fire record (takeover.c). Fire thread. */
+    int64_t fire_covers_ms;
+    int *owned_items; /* the items of the previous fire (takeover.c); fire thread */
+    size_t nowned;
+    int64_t owned_session; /* the session they were this instance's in */
     char last_error[1024];
 };
 
@@ -173,8 +173,8 @@ void ej__fire_cb(const struct ej__fire *fire, void *arg); /* an ej__fire_fn */
  * (items: those they were of, or NULL): the one place fires not run are
  * counted (ej_job_status().fires_missed, the "fire not run (REASON)" status
  * event the daemon's /metrics counts). Any thread. */
-void ej__rt_count_not_run(struct ej_job *job, enum ej__not_run_reason r, const int *items,
-                          size_t n, uint32_t count, int64_t first_ms, int64_t last_ms);
+void ej__rt_count_not_run(struct ej_job *job, enum ej__not_run_reason r, const int *items, size_t n,
+                          uint32_t count, int64_t first_ms, int64_t last_ms);
 
 /*
  * takeover.c: items this fire has that the previous one did not (a

@@ -72,9 +72,9 @@ static int round_run(zkf_server *zk, int round)
     const char *ips[] = {"127.0.1.41", "127.0.1.42", "127.0.1.43"};
     int n[3];
     for (int i = 0; i < 3; i++) {
-        n[i] = node_start(servers, ns, JOB, log, ips[i], "--count", "3", "--cron",
-                          "0/10 * * * * ?", "--item-ms", "8000", "--long-item", "2:6000",
-                          "--failover", "--session-ms", "3000", "--wait-bound-ms", "3000", NULL);
+        n[i] = node_start(servers, ns, JOB, log, ips[i], "--count", "3", "--cron", "0/10 * * * * ?",
+                          "--item-ms", "8000", "--long-item", "2:6000", "--failover",
+                          "--session-ms", "3000", "--wait-bound-ms", "3000", NULL);
         REQUIRE(n[i] >= 0, "node %d", i);
     }
     REQUIRE(wait_sharded(reg, JOB, 3, 15000), "initial sharding");

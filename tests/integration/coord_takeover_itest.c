@@ -94,9 +94,9 @@ static int round_run(zkf_server *zk, int round, int *lost_total, int *caught, in
     const char *ips[] = {"127.0.1.51", "127.0.1.52", "127.0.1.53"};
     int n[3];
     for (int i = 0; i < 3; i++) {
-        n[i] = node_start(servers, ns, JOB, log, ips[i], "--count", "4", "--cron",
-                          "0/10 * * * * ?", "--item-ms", "1500", "--failover", "--session-ms",
-                          "3000", misfire ? NULL : "--no-misfire", NULL);
+        n[i] = node_start(servers, ns, JOB, log, ips[i], "--count", "4", "--cron", "0/10 * * * * ?",
+                          "--item-ms", "1500", "--failover", "--session-ms", "3000",
+                          misfire ? NULL : "--no-misfire", NULL);
         REQUIRE(n[i] >= 0, "node %d", i);
     }
     REQUIRE(wait_sharded(reg, JOB, COUNT, 15000), "initial sharding");
@@ -143,8 +143,9 @@ static int round_run(zkf_server *zk, int round, int *lost_total, int *caught, in
                 "'missed' report(s)",
                 round, item, t - killed, rep);
             if (!misfire)
-                CHECK(rep == 1, "round %d: item %d's fire at +%" PRId64 " ms after the kill: %d "
-                                "'missed' reports (want 1)",
+                CHECK(rep == 1,
+                      "round %d: item %d's fire at +%" PRId64 " ms after the kill: %d "
+                      "'missed' reports (want 1)",
                       round, item, t - killed, rep);
             *reported += rep;
         }
@@ -158,8 +159,8 @@ static int round_run(zkf_server *zk, int round, int *lost_total, int *caught, in
                   "round %d: item %d: %d MISFIRE runs for %d lost fire time(s) (want one)", round,
                   item, catchups, lost);
         else
-            CHECK(catchups == 0, "round %d: item %d: %d MISFIRE runs with misfire off", round,
-                  item, catchups);
+            CHECK(catchups == 0, "round %d: item %d: %d MISFIRE runs with misfire off", round, item,
+                  catchups);
         *lost_total += lost;
         *caught += catchups;
     }
