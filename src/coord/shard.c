@@ -345,22 +345,9 @@ out:
 /* How long a leader naming no live instance is given to register it. */
 #define STALE_LEADER_MS 1000
 
-/* A leader that is a live instance: its own resharding, bounded by
- * twice the wait bound (items running elsewhere) plus the view's catching
- * up, is still to come. */
-static bool leader_live(ej__coord *c)
-{
-    char *id = ej__coord_leader(c);
-    bool live = id != NULL && ej__coord_instance_session(c, id) != 0;
-    free(id);
-    return live;
-}
-
 /* Wait (locked) until neither necessary nor processing exists or this
- * instance becomes the leader: until deadline, and while the leader is a
- * live instance until live_deadline. Returns 0, 1 (now leader) or
- * EJ_ETIMEDOUT. */
-static int wait_for_leader_sharding(ej__coord *c, int64_t deadline, int64_t live_deadline)
+ * instance becomes the leader. Returns 0, 1 (now leader) or EJ_ETIMEDOUT. */
+static int wait_for_leader_sharding(ej__coord *c, int64_t deadline)
 {
     bool logged = false;
     int64_t start = ej__mono_ms();
@@ -401,13 +388,6 @@ static int wait_for_leader_sharding(ej__coord *c, int64_t deadline, int64_t live
             ej__coord_unlock(c);
             if (!still)
                 return 0;
-            if (deadline < live_deadline && leader_live(c)) {
-                /* The leader is there and reshards (a busy one on a pool
-                 * thread, ej__shard_when_busy); it may first wait, bounded,
-                 * for items running elsewhere. */
-                deadline = live_deadline;
-                continue;
-            }
             /* The fire does not run: the runtime counts and reports it
              * (reason leader-wait) with a rate-limited warning, so this
              * line, one per fire, is for debugging. */
@@ -440,18 +420,27 @@ static int leader_shard(ej__coord *c, int64_t deadline)
         goto out;
     }
 
-    /* Wait (bounded) for items other instances are running: resharding
-     * under them would only make their new owners skip them. */
+    /* Wait for items other instances are running: resharding under them
+     * makes their new owners skip them (their running nodes stay until they
+     * end: never twice at once) and run them as misfires later. At most
+     * half the wait bound: the followers wait for this resharding, from
+     * the same fire time, for the bound, and must not give their fires up
+     * (leader-wait) while this leader works. The leader stops waiting when
+     * it leaves. */
     int64_t wstart = ej__mono_ms();
+    int64_t run_deadline = wstart + ej__coord_wait_bound(c) / 2;
+    if (run_deadline > deadline)
+        run_deadline = deadline;
     bool logged = false;
-    while (ej__view_running_count(v, sess) > 0 && ej__mono_ms() < deadline) {
+    while (ej__view_running_count(v, sess) > 0 && ej__mono_ms() < run_deadline &&
+           ej__coord_is_leader(c)) {
         if (!logged && ej__mono_ms() - wstart > 1000) {
             logged = true;
             EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: waiting for %zu running items before resharding",
                    cfg.job_name, ej__view_running_count(v, sess));
         }
         ej__coord_lock(c);
-        ej__coord_wait_locked(c, deadline);
+        ej__coord_wait_locked(c, run_deadline);
         ej__coord_unlock(c);
     }
     if (ej__view_running_count(v, sess) > 0)
@@ -564,7 +553,7 @@ int ej__shard_if_necessary(ej__coord *c)
     int bound = ej__coord_wait_bound(c);
     int64_t deadline = ej__mono_ms() + bound;
     if (!ej__coord_is_leader_until_block(c, bound)) {
-        rc = wait_for_leader_sharding(c, deadline, deadline + 3 * (int64_t)bound);
+        rc = wait_for_leader_sharding(c, deadline);
         if (rc != 1)
             return rc;
     }
