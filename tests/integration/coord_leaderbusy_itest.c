@@ -22,50 +22,18 @@ static const char *JOB = "busyJob";
 #define SESSION_MS 3000
 #define PERIOD_MS 10000
 
-/* Wall ms of the next multiple of PERIOD_MS after t, plus offset. */
 static int64_t next_period(int64_t t, int64_t offset)
 {
-    return (t / PERIOD_MS + 1) * PERIOD_MS + offset;
+    return next_multiple(t, PERIOD_MS, offset);
 }
 
-static void sleep_until(int64_t wall_ms)
+static int round_run(zkf_server *zk, int round, void *user)
 {
-    int64_t d = wall_ms - ej__now_ms();
-    if (d > 0)
-        ej__sleep_ms(d);
-}
-
-/* NOTRUN lines of reason in the log (see testnode.c). */
-static int notrun_count(const char *log, const char *reason, int64_t from)
-{
-    FILE *f = fopen(log, "r");
-    if (f == NULL)
-        return 0;
-    char line[1024];
-    int k = 0;
-    while (fgets(line, sizeof line, f)) {
-        char inst[128], r[32];
-        long long t = 0;
-        if (sscanf(line, "NOTRUN %lld %127s %31s", &t, inst, r) == 3 && strcmp(r, reason) == 0 &&
-            t >= from) {
-            say("NOTRUN %s at +%lld ms: %s", inst, t - from, line);
-            k++;
-        }
-    }
-    fclose(f);
-    return k;
-}
-
-static int round_run(zkf_server *zk, int round)
-{
-    const char *servers = zkf_connect_string(zk);
-    char tag[32];
-    snprintf(tag, sizeof tag, "busy%d", round);
-    char *ns = zkf_unique_namespace(tag);
-    char *log = tmp_log(tag);
-    ej_registry *reg = zk_connect(servers, ns);
-    int before = failures;
-    nnodes = 0;
+    (void)user;
+    struct round_env e;
+    round_begin(zk, "busy", round, &e);
+    const char *servers = e.servers, *ns = e.ns, *log = e.log;
+    ej_registry *reg = e.reg;
 
     /* Node 0 starts first and leads; ids sort in reverse, so the node of
      * the highest IP gets item 0, the lowest (the leader) item 2. */
@@ -81,6 +49,7 @@ static int round_run(zkf_server *zk, int round)
     char *leader = leader_of(reg, JOB);
     REQUIRE(leader && node_index(leader) == n[0], "leader %s is not node 0",
             leader ? leader : "(none)");
+    free(leader);
     char *owners[3] = {0};
     zk_owners(reg, JOB, 3, owners);
     REQUIRE(owners[2] && strcmp(owners[2], nodes[n[0]].id) == 0, "item 2 is not the leader's");
@@ -89,13 +58,13 @@ static int round_run(zkf_server *zk, int round)
 
     /* Let one full period run, then kill node 1 2 s into the next one,
      * while its item 1 runs. */
-    sleep_until(next_period(next_period(ej__now_ms(), 0), 2000));
+    sleep_until_wall(next_period(next_period(ej__now_ms(), 0), 2000));
     node_kill9(n[1]);
     int64_t killed = nodes[n[1]].killed_at;
     int64_t end = next_period(killed, 0) + 3 * PERIOD_MS + 9000;
-    sleep_until(end);
+    sleep_until_wall(end);
 
-    CHECK(notrun_count(log, "leader-wait", killed) == 0,
+    CHECK(notrun_lines(log, "leader-wait", killed, -1, 0) == 0,
           "round %d: fires not run for leader-wait after the kill", round);
     struct xlog xl;
     xlog_read(log, &xl);
@@ -114,40 +83,10 @@ static int round_run(zkf_server *zk, int round)
     say("round %d: %d failover run(s) of item 1", round, fo);
     CHECK(fo == 1, "round %d: %d failover runs of item 1 (want 1)", round, fo);
     xlog_free(&xl);
-
-    for (int i = 0; i < 3; i++)
-        node_stop(n[i]);
-    free(leader);
-    ej_registry_destroy(reg);
-    if (failures == before)
-        unlink(log);
-    else
-        say("round %d failed: log kept in %s", round, log);
-    free(log);
-    free(ns);
-    return failures == before ? 0 : 1;
+    return round_end(&e, round);
 }
 
 int main(int argc, char **argv)
 {
-    harness_init();
-    int rounds = getenv("EJ_TAKEOVER_ROUNDS") ? atoi(getenv("EJ_TAKEOVER_ROUNDS")) : 1;
-    if (argc == 3 && strcmp(argv[1], "--rounds") == 0)
-        rounds = atoi(argv[2]);
-    if (rounds < 1)
-        rounds = 1;
-    zkf_server *zk = zkf_shared();
-    REQUIRE(zk != NULL, "zookeeper");
-    int bad = 0;
-    for (int r = 1; r <= rounds; r++) {
-        int rc = round_run(zk, r);
-        bad += rc;
-        say("round %d of %d: %s", r, rounds, rc ? "FAILED" : "passed");
-    }
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed in %d of %d round(s)\n", failures, bad, rounds);
-        return 1;
-    }
-    fprintf(stderr, "coord_leaderbusy: all checks passed in %d round(s)\n", rounds);
-    return 0;
+    return run_rounds(argc, argv, 1, "coord_leaderbusy", round_run, NULL);
 }

@@ -23,71 +23,21 @@ static const char *JOB = "takeJob";
 
 static int64_t next_period(int64_t t, int64_t offset)
 {
-    return (t / PERIOD_MS + 1) * PERIOD_MS + offset;
+    return next_multiple(t, PERIOD_MS, offset);
 }
 
-static void sleep_until(int64_t wall_ms)
-{
-    int64_t d = wall_ms - ej__now_ms();
-    if (d > 0)
-        ej__sleep_ms(d);
-}
+struct totals {
+    int lost, caught, reported;
+};
 
-/* A NOTRUN line (testnode.c) of reason missed naming item and holding t. */
-static int missed_reports(const char *log, int item, int64_t t)
+static int round_run(zkf_server *zk, int round, void *user)
 {
-    FILE *f = fopen(log, "r");
-    if (f == NULL)
-        return 0;
-    char line[1024];
-    int k = 0;
-    while (fgets(line, sizeof line, f)) {
-        char inst[128], r[32], items[256];
-        long long at = 0, first = 0, last = 0;
-        unsigned count = 0;
-        if (sscanf(line, "NOTRUN %lld %127s %31s %u %lld %lld %255s", &at, inst, r, &count, &first,
-                   &last, items) != 7 ||
-            strcmp(r, "missed") != 0 || t < first || t > last)
-            continue;
-        char want[16];
-        snprintf(want, sizeof want, "%d", item);
-        /* items as "[0,3]" */
-        for (char *p = strtok(items, "[],"); p; p = strtok(NULL, "[],"))
-            if (strcmp(p, want) == 0)
-                k++;
-    }
-    fclose(f);
-    return k;
-}
-
-static int notrun_lines(const char *log, const char *reason)
-{
-    FILE *f = fopen(log, "r");
-    if (f == NULL)
-        return 0;
-    char line[1024];
-    int k = 0;
-    while (fgets(line, sizeof line, f)) {
-        char inst[128], r[32];
-        long long at = 0;
-        if (sscanf(line, "NOTRUN %lld %127s %31s", &at, inst, r) == 3 && strcmp(r, reason) == 0)
-            k++;
-    }
-    fclose(f);
-    return k;
-}
-
-static int round_run(zkf_server *zk, int round, int *lost_total, int *caught, int *reported)
-{
+    struct totals *tot = user;
     bool misfire = round % 2 == 1;
-    const char *servers = zkf_connect_string(zk);
-    char tag[32];
-    snprintf(tag, sizeof tag, "take%d", round);
-    char *ns = zkf_unique_namespace(tag);
-    char *log = tmp_log(tag);
-    ej_registry *reg = zk_connect(servers, ns);
-    int before = failures;
-    nnodes = 0;
+    struct round_env e;
+    round_begin(zk, "take", round, &e);
+    const char *servers = e.servers, *ns = e.ns, *log = e.log;
+    ej_registry *reg = e.reg;
 
     /* Node 0 starts first and leads; ids sort in reverse: node 2 gets items
      * 0 and 3, node 1 item 1, node 0 (the leader) item 2. */
@@ -119,12 +69,12 @@ static int round_run(zkf_server *zk, int round, int *lost_total, int *caught, in
 
     /* A full period first, then the kill 8 s into the next one (its
      * items of 1.5 s are done by then: nothing to fail over). */
-    sleep_until(next_period(next_period(ej__now_ms(), 0), 8000));
+    sleep_until_wall(next_period(next_period(ej__now_ms(), 0), 8000));
     node_kill9(victim);
     int64_t killed = nodes[victim].killed_at;
     int64_t first_fire = next_period(killed, 0);
     int64_t end = first_fire + 3 * PERIOD_MS + 4000;
-    sleep_until(end);
+    sleep_until_wall(end);
 
     struct xlog xl;
     xlog_read(log, &xl);
@@ -138,7 +88,7 @@ static int round_run(zkf_server *zk, int round, int *lost_total, int *caught, in
             if (runs_of(&xl, item, t, t + PERIOD_MS, "NORMAL_TRIGGER") > 0)
                 continue;
             lost++;
-            int rep = missed_reports(log, item, t);
+            int rep = notrun_lines(log, "missed", killed, item, t);
             say("round %d: item %d, fire +%" PRId64 " ms after the kill: not started; %d "
                 "'missed' report(s)",
                 round, item, t - killed, rep);
@@ -147,7 +97,7 @@ static int round_run(zkf_server *zk, int round, int *lost_total, int *caught, in
                       "round %d: item %d's fire at +%" PRId64 " ms after the kill: %d "
                       "'missed' reports (want 1)",
                       round, item, t - killed, rep);
-            *reported += rep;
+            tot->reported += rep;
         }
         int catchups = runs_of(&xl, item, killed, end, "MISFIRE");
         say("round %d: item %d: %d fire time(s) lost, %d MISFIRE run(s)", round, item, lost,
@@ -161,49 +111,21 @@ static int round_run(zkf_server *zk, int round, int *lost_total, int *caught, in
         else
             CHECK(catchups == 0, "round %d: item %d: %d MISFIRE runs with misfire off", round, item,
                   catchups);
-        *lost_total += lost;
-        *caught += catchups;
+        tot->lost += lost;
+        tot->caught += catchups;
     }
     if (misfire)
-        CHECK(notrun_lines(log, "missed") == 0, "round %d: 'missed' reported with misfire on",
-              round);
+        CHECK(notrun_lines(log, "missed", 0, -1, 0) == 0,
+              "round %d: 'missed' reported with misfire on", round);
     xlog_free(&xl);
-
-    for (int i = 0; i < 3; i++)
-        node_stop(n[i]);
-    ej_registry_destroy(reg);
-    if (failures == before)
-        unlink(log);
-    else
-        say("round %d failed: log kept in %s", round, log);
-    free(log);
-    free(ns);
-    return failures == before ? 0 : 1;
+    return round_end(&e, round);
 }
 
 int main(int argc, char **argv)
 {
-    harness_init();
-    int rounds = getenv("EJ_TAKEOVER_ROUNDS") ? atoi(getenv("EJ_TAKEOVER_ROUNDS")) : 2;
-    if (argc == 3 && strcmp(argv[1], "--rounds") == 0)
-        rounds = atoi(argv[2]);
-    if (rounds < 1)
-        rounds = 1;
-    zkf_server *zk = zkf_shared();
-    REQUIRE(zk != NULL, "zookeeper");
-    int bad = 0, lost = 0, caught = 0, reported = 0;
-    for (int r = 1; r <= rounds; r++) {
-        int rc = round_run(zk, r, &lost, &caught, &reported);
-        bad += rc;
-        say("round %d of %d (misfire %s): %s", r, rounds, r % 2 ? "on" : "off",
-            rc ? "FAILED" : "passed");
-    }
-    say("%d round(s): %d fire time(s) lost, %d caught up (MISFIRE), %d reported missed", rounds,
-        lost, caught, reported);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed in %d of %d round(s)\n", failures, bad, rounds);
-        return 1;
-    }
-    fprintf(stderr, "coord_takeover: all checks passed in %d round(s)\n", rounds);
-    return 0;
+    struct totals tot = {0};
+    int rc = run_rounds(argc, argv, 2, "coord_takeover", round_run, &tot);
+    say("fire times lost: %d, caught up (MISFIRE): %d, reported missed: %d", tot.lost, tot.caught,
+        tot.reported);
+    return rc;
 }
