@@ -62,6 +62,10 @@ struct ej__coord {
     bool fence_added; /* our fence listener is on the registry */
     int64_t last_reconcile_ms;
     uint64_t reshards; /* assignments written as leader (shard.c) */
+    /* One leader resharding at a time: a fire's and a busy leader's
+     * (shard.c, ej__shard_when_busy). */
+    pthread_mutex_t shard_mu;
+    atomic_bool shard_posted; /* a busy leader's resharding task is queued */
     char err[1024];
     bool err_is_config;
     struct ej_job_config cfg;

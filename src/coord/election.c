@@ -296,8 +296,11 @@ static void on_leader_event_body(ej_tree_cache *cache, const struct ej_tree_even
         return;
     if (strcmp(ev->path, c->p_leader_inst) == 0 && ev->type != EJ_TREE_NODE_REMOVED) {
         ej__failover_leader_seen(c, ev->data);
+        ej__shard_when_busy(c); /* a new leader busy with its own run */
         return;
     }
+    if (strcmp(ev->path, c->p_necessary) == 0 && ev->type == EJ_TREE_NODE_ADDED)
+        ej__shard_when_busy(c);
     if (strcmp(ev->path, c->p_leader_inst) == 0 && ev->type == EJ_TREE_NODE_REMOVED) {
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: leader %s left; electing", c->job, ev->data);
         if (!ej__coord_server_disabled(c))

@@ -350,6 +350,18 @@ bool ej__coord_wait_locked(ej__coord *c, int64_t deadline_ms);
 void ej__coord_broadcast(ej__coord *c);
 /* Post fn(arg) as a control task holding a coordinator reference. */
 int ej__coord_post(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg);
+/* The same on the shared pool instead of the job's serial queue: for work
+ * that may wait long (a leader's resharding waits, bounded, for items
+ * running elsewhere) and must hold up neither elections nor crash
+ * handling. */
+int ej__coord_post_pool(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg);
+/* One leader resharding at a time (shard.c). */
+void ej__coord_shard_lock(ej__coord *c);
+void ej__coord_shard_unlock(ej__coord *c);
+/* Claims the one queued resharding task of a busy leader: true when none
+ * was queued (the caller posts it); ej__coord_shard_unclaim when it runs. */
+bool ej__coord_shard_claim(ej__coord *c);
+void ej__coord_shard_unclaim(ej__coord *c);
 /* Flags read from the caches (locked). */
 bool ej__coord_necessary_locked(ej__coord *c);
 bool ej__coord_processing_locked(ej__coord *c);
@@ -369,6 +381,16 @@ char *ej__coord_strategy_name(ej__coord *c);
  * (waited in vain: the caller skips this fire); registry errors.
  */
 int ej__shard_if_necessary(ej__coord *c);
+
+/*
+ * A leader whose trigger is busy (its own items, a failover run) reshards
+ * now, on a pool thread, instead of at its next fire: followers wait for
+ * the resharding at their fires, bounded, and would skip them
+ * (leader-wait) behind a long run. Does nothing unless this instance is
+ * the leader, busy, and leader/sharding/necessary is set. Any thread
+ * (dispatch included: it only posts).
+ */
+void ej__shard_when_busy(ej__coord *c);
 
 /*
  * The leader's writer: reset sharding/ for count items and store owners
@@ -445,8 +467,21 @@ void ej__failover_state_free(struct ej__failover_state *s);
  * (the fencing token). Returns 0 (some items may be skipped) or an error
  * (no item may run: e.g. connection loss).
  */
-int ej__exec_begin(ej__coord *c, const int *items, size_t n, bool *ok, int64_t *tokens,
-                   int64_t *session_out);
+int ej__exec_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, bool *ok,
+                   int64_t *tokens, int64_t *session_out);
+/* fired_ms > 0: the same transaction sets each started item's sharding/{n}
+ * to "fired MS by ID" (the latest cron fire time the run covers, this
+ * instance): the fire record a takeover reads. */
+/* The fire record of an item: 0 with *fired_ms and by (its writer's id);
+ * EJ_ENOTFOUND when sharding/{n} holds none (never run by ejob with
+ * monitorExecution, or Java's ""); registry errors. One read. */
+int ej__exec_read_fired(ej__coord *c, int item, int64_t *fired_ms, char *by, size_t bylen);
+/* An instance node other than ours was removed (dispatch thread): kept
+ * (24 h, the latest 64) so that a takeover of its items can tell fire
+ * times it lost from those a live owner had to account for. */
+void ej__exec_note_departed(ej__coord *c, const char *id);
+bool ej__exec_departed(ej__coord *c, const char *id);
+bool ej__exec_any_departed(ej__coord *c);
 /* After running: delete the running nodes created by ej__exec_begin in
  * session (nothing when the session has changed since: the nodes went with
  * it, and a delete by path could hit the node of an instance that took the

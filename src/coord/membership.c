@@ -172,6 +172,7 @@ static void on_instances_event_body(ej_tree_cache *cache, const struct ej_tree_e
         }
         if (init)
             ej__coord_leader_set_necessary(c);
+        ej__exec_note_departed(c, id);
         if (ev->stat && ev->stat->ephemeral_owner != 0)
             ej__failover_on_instance_removed(c, id, ev->stat->ephemeral_owner);
         return;

@@ -195,6 +195,7 @@ static const struct {
     [EJ__NOT_RUN_SHARDING_FAILED] = {"sharding-failed", EJ_LOG_WARN},
     [EJ__NOT_RUN_TIME_DIFF] = {"time-diff", EJ_LOG_WARN},
     [EJ__NOT_RUN_START_FAILED] = {"start-failed", EJ_LOG_WARN},
+    [EJ__NOT_RUN_MISSED] = {"missed", EJ_LOG_WARN},
     /* An operator's decisions, expected: each fire at debug level. */
     [EJ__NOT_RUN_DISABLED] = {"disabled", EJ_LOG_DEBUG},
     [EJ__NOT_RUN_STOPPED] = {"stopped", EJ_LOG_DEBUG},
@@ -207,18 +208,24 @@ const char *ej__not_run_reason_name(enum ej__not_run_reason r)
     return (unsigned)r < EJ__NOT_RUN_REASONS ? not_run_kinds[r].name : "unknown";
 }
 
-/* The one place fires not run are counted and posted: on_miss and
- * not_run. */
-static void count_not_run(struct ej_job *job, const char *reason, uint32_t count, int64_t first_ms,
-                          int64_t last_ms, const char *kind)
+/* The one place fires not run are counted and posted: on_miss, not_run
+ * and ej__rt_count_not_run. */
+static void count_not_run(struct ej_job *job, const char *reason, const int *items, size_t n,
+                          uint32_t count, int64_t first_ms, int64_t last_ms, const char *kind)
 {
-    ej__rt_ledger_not_run(job, reason, kind, first_ms, last_ms, count);
+    ej__rt_ledger_not_run(job, reason, kind, items, n, first_ms, last_ms, count);
     pthread_mutex_lock(&job->mu);
     job->fires_missed += count;
     pthread_mutex_unlock(&job->mu);
-    ej__rt_post_status(job, "", NULL, 0, EJ_TASK_ERROR,
+    ej__rt_post_status(job, "", items, n, EJ_TASK_ERROR,
                        "Job '%s' fire not run (%s): %u fire time(s) from %lld to %lld", job->name,
                        reason, (unsigned)count, (long long)first_ms, (long long)last_ms);
+}
+
+void ej__rt_count_not_run(struct ej_job *job, enum ej__not_run_reason r, const int *items, size_t n,
+                          uint32_t count, int64_t first_ms, int64_t last_ms)
+{
+    count_not_run(job, ej__not_run_reason_name(r), items, n, count, first_ms, last_ms, "CRON");
 }
 
 /* A fire the scheduler delivered, as far as counting it goes. */
@@ -261,7 +268,7 @@ static void not_run(struct ej_job *job, struct fire_ref *fr, enum ej__not_run_re
     const char *note = "";
     if (fr->state == FIRE_PENDING) {
         fr->state = FIRE_REPORTED;
-        count_not_run(job, not_run_kinds[r].name, 1, fr->at, fr->at,
+        count_not_run(job, not_run_kinds[r].name, NULL, 0, 1, fr->at, fr->at,
                       fr->off_schedule ? "TRIGGER" : "CRON");
     } else {
         level = EJ_LOG_DEBUG;
@@ -481,6 +488,23 @@ static void bound_kill_grace(struct ej_job *job, struct ej_job_def *def)
     def->script.kill_grace_ms = grace < cap ? grace : cap;
 }
 
+/* The fire record of a run (docs/coordination.md "Takeover"): the latest
+ * cron fire time it covers. A failover run re-runs its dead owner's fire
+ * (recorded by that owner): none. */
+static int64_t fire_record_ms(struct ej_job *job, ej_execution_source source)
+{
+    if (source == EJ_EXEC_FAILOVER)
+        return 0;
+    int64_t at = job->fire_covers_ms;
+    if (source == EJ_EXEC_MISFIRE) {
+        pthread_mutex_lock(&job->mu);
+        if (job->misfire_handled_until > at)
+            at = job->misfire_handled_until;
+        pthread_mutex_unlock(&job->mu);
+    }
+    return at;
+}
+
 /*
  * Run items once with source. fr: the fire, when these are its items (not
  * a misfire re-run or failover): counted as not run when none can start.
@@ -530,7 +554,7 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         goto out;
     }
     if (s->cfg.monitor_execution) {
-        rc = ej__exec_begin(c, items, n, ok, tokens, &session);
+        rc = ej__exec_begin(c, items, n, fire_record_ms(job, source), ok, tokens, &session);
     } else {
         /* Without running nodes nothing else proves this instance still
          * holds its session: ask (a zombie starts nothing). */
@@ -851,6 +875,7 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
             int *items = NULL;
             size_t n = 0;
             ej__exec_local_items(c, &items, &n);
+            ej__takeover_check(job, s, items, n, cron ? scheduled_ms : ej__now_ms());
             if (n == 0) {
                 ej__rt_post_status(job, "", NULL, 0, EJ_TASK_FINISHED,
                                    "Sharding item for job '%s' is empty.", s->cfg.job_name);
@@ -881,6 +906,15 @@ static void count_lateness(struct ej_job *job, int64_t late_ms)
         i++;
     job->fire_lateness[i]++;
     job->fire_lateness_sum += late;
+}
+
+/* The latest cron fire time f covers (the last of collapsed ones); a
+ * trigger's time; 0 for a fire that only runs failover items. */
+static int64_t fire_covers(const struct ej__fire *f)
+{
+    if (f->cron_due)
+        return f->last_scheduled_ms > f->scheduled_ms ? f->last_scheduled_ms : f->scheduled_ms;
+    return (f->now_reasons & EJ__FIRE_TRIGGER) ? f->scheduled_ms : 0;
 }
 
 void ej__fire_cb(const struct ej__fire *f, void *arg)
@@ -922,6 +956,7 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
     if (cron)
         count_lateness(job, f->started_ms - f->scheduled_ms);
     pthread_mutex_unlock(&job->mu);
+    job->fire_covers_ms = fire_covers(f);
     int64_t session = ej__coord_session(job->coord);
     atomic_store(&job->fire_session, session);
     if (ej__coord_may_start(job->coord, session))
@@ -1006,7 +1041,7 @@ bool ej__rt_wait_idle(struct ej_job *job, int64_t ms)
  * logs a rate-limited warning). Runs on a pool thread. */
 static void on_miss(const ej__miss *miss, void *arg)
 {
-    count_not_run(arg, ej__miss_reason_name(miss->reason), miss->count, miss->first_ms,
+    count_not_run(arg, ej__miss_reason_name(miss->reason), NULL, 0, miss->count, miss->first_ms,
                   miss->last_ms, "CRON");
 }
 
