@@ -326,6 +326,11 @@ char *ej__coord_leader(ej__coord *c);
 bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms);
 /* Run an election now (blocks, bounded). */
 int ej__coord_elect(ej__coord *c);
+/* Tests only (NULL in production, where it costs one atomic load per
+ * election): called by an election right after it acquired the latch,
+ * before it reads or writes the leader node. */
+typedef void (*ej__election_hook_fn)(ej__coord *c);
+extern _Atomic(ej__election_hook_fn) ej__election_after_latch_hook;
 /* True when the cache shows a leader node whose data names no live instance
  * (no node under instances/). */
 bool ej__coord_leader_stale(ej__coord *c);
