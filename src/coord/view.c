@@ -156,17 +156,44 @@ static uint8_t want_of(const struct ej__view *v, const struct vitem *it)
     return w;
 }
 
-/* Forget the tracked value of kinds no longer wanted (locked). */
+/* Forget the tracked value of one kind (locked). */
+static void forget(struct vitem *it, int kind)
+{
+    switch (kind) {
+    case EJ__VK_RUNNING:
+        it->run_owner = -1;
+        break;
+    case EJ__VK_FAILOVER:
+        it->fo_owner = -1;
+        break;
+    case EJ__VK_MISFIRE:
+        it->misfire = -1;
+        break;
+    case EJ__VK_DISABLED:
+        it->disabled = -1;
+        break;
+    }
+}
+
+/* Kinds whose value is kept while their watch is pending, even when no
+ * longer wanted: the own-item kinds. */
+#define KEPT_WHILE_ARMED ((1u << EJ__VK_MISFIRE) | (1u << EJ__VK_DISABLED))
+
+/* Forget the tracked value of kinds no longer wanted (locked), except an
+ * own-item kind whose watch is still pending: its value stays exact (any
+ * change fires the watch, which forgets it then), and an item that is ours
+ * again has it at once. Java 2.1.5's leader deletes every
+ * sharding/N/instance and writes them again when it reshards: an item of
+ * ours is briefly no one's, and its misfire mark (a fact in ZooKeeper)
+ * must not be lost from the view on the way; the watch set for it then
+ * still stands, so it would not have been read again. */
 static void drop_unwanted(struct vitem *it, uint8_t want)
 {
-    if (!(want & (1u << EJ__VK_RUNNING)))
-        it->run_owner = -1;
-    if (!(want & (1u << EJ__VK_FAILOVER)))
-        it->fo_owner = -1;
-    if (!(want & (1u << EJ__VK_MISFIRE)))
-        it->misfire = -1;
-    if (!(want & (1u << EJ__VK_DISABLED)))
-        it->disabled = -1;
+    for (int k = 0; k < EJ__VK_COUNT; k++) {
+        unsigned bit = 1u << k;
+        if (k != EJ__VK_INSTANCE && !(want & bit) && !(it->armed & bit & KEPT_WHILE_ARMED))
+            forget(it, k);
+    }
 }
 
 static void schedule_repair(struct ej__view *v);
@@ -273,6 +300,11 @@ static void refresh_item(struct ej__view *v, int item, int kind)
     pthread_mutex_lock(&v->mu);
     if (v->closed || (size_t)item >= v->cap || !v->items[item].present ||
         !(v->items[item].want & (1u << kind)) || (v->items[item].armed & (1u << kind))) {
+        /* A watch of a kind no longer wanted fired: its value is no more
+         * known. */
+        if (!v->closed && (size_t)item < v->cap && !(v->items[item].want & (1u << kind)) &&
+            !(v->items[item].armed & (1u << kind)))
+            forget(&v->items[item], kind);
         pthread_mutex_unlock(&v->mu);
         return;
     }

@@ -32,8 +32,41 @@ struct marker {
     int64_t due;
 };
 
-/* The local items, and those of the run if the view lost some: the union,
- * without repeats. */
+/* Whose the view says an item is: 1 this instance's, 0 no one's (a leader
+ * rewriting the instance nodes, as Java 2.1.5's does), -1 another's or
+ * gone. */
+static int owned_here(struct ej_job *job, int item)
+{
+    struct ej__view_item it;
+    if (ej__view_get(ej__coord_view(job->coord), item, &it) != 0)
+        return -1;
+    int r = it.owner == NULL                                           ? 0
+            : strcmp(it.owner, ej__coord_instance_id(job->coord)) == 0 ? 1
+                                                                       : -1;
+    ej__view_item_fini(&it);
+    return r;
+}
+
+bool ej__misfire_run_unowned(struct ej_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    size_t n = job->run_nitems;
+    int *run = n ? malloc(n * sizeof *run) : NULL;
+    if (run)
+        memcpy(run, job->run_items, n * sizeof *run);
+    pthread_mutex_unlock(&job->mu);
+    bool any = false;
+    for (size_t i = 0; run && i < n && !any; i++)
+        any = owned_here(job, run[i]) == 0;
+    free(run);
+    return any;
+}
+
+/* The local items, and those of the run the view shows as no one's (a
+ * leader rewriting the instance nodes): the union, without repeats. An
+ * item of the run that another instance owns now is not marked: its fire
+ * times are its new owner's, who would re-run a mark of ours after every
+ * one of its own runs. */
 static int *items_to_mark(struct ej_job *job, const int *run, size_t nrun, size_t *n)
 {
     int *local = NULL;
@@ -49,6 +82,8 @@ static int *items_to_mark(struct ej_job *job, const int *run, size_t nrun, size_
     size_t k = 0;
     for (size_t i = 0; i < nlocal + nrun; i++) {
         int it = i < nlocal ? local[i] : run[i - nlocal];
+        if (i >= nlocal && owned_here(job, it) < 0)
+            continue;
         bool seen = false;
         for (size_t j = 0; j < k && !seen; j++)
             seen = all[j] == it;
