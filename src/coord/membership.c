@@ -262,6 +262,32 @@ int ej__coord_persist_server(ej__coord *c, bool cfg_disabled, bool overwrite)
     return rc;
 }
 
+/* The marker that tells this instance apart from a Java one (console.h,
+ * ej_console_ejob_marker_path_dup): ephemeral, of this session. Best
+ * effort: without it the console takes the instance for a Java one. */
+static void register_marker(ej__coord *c, int64_t sess)
+{
+    char *p = ej_console_ejob_marker_path_dup(c->job, c->me);
+    if (p == NULL)
+        return;
+    int rc =
+        ej_registry_create_node(c->reg, p, NULL, 0, EJ_REG_EPHEMERAL, EJ_REG_CREATE_PARENTS, NULL);
+    if (rc == EJ_ENODEEXISTS) {
+        struct ej_node_stat st;
+        bool exists = false;
+        rc = ej_registry_exists(c->reg, p, &exists, &st);
+        if (rc == 0 && exists && st.ephemeral_owner != sess) {
+            ej_registry_delete(c->reg, p, st.version);
+            rc = ej_registry_create_node(c->reg, p, NULL, 0, EJ_REG_EPHEMERAL,
+                                         EJ_REG_CREATE_PARENTS, NULL);
+        }
+    }
+    if (rc != 0)
+        EJ_LOG(EJ_LOG_DEBUG, MOD, rc, "job %s: cannot create %s: %s", c->job, p,
+               ej_registry_errmsg(c->reg));
+    free(p);
+}
+
 /* Create our ephemeral instance node (same id after a new session). */
 int ej__coord_register_instance(ej__coord *c)
 {
@@ -282,6 +308,8 @@ int ej__coord_register_instance(ej__coord *c)
                                          EJ_REG_CREATE_PARENTS, NULL);
         }
     }
+    if (rc == 0)
+        register_marker(c, sess);
     if (rc == 0) {
         pthread_mutex_lock(&c->mu);
         c->reg_session = sess;

@@ -25,11 +25,20 @@
  *    the resharding) and the misfire nodes must go with them. (The view
  *    forgot the marks of items that were briefly no one's: nothing ran as
  *    MISFIRE and the nodes stayed for good.)
+ *
+ * 4. A BALANCED job under a Java leader. 2.1.5 loads the strategy from
+ *    jobShardingStrategyClass and throws on a class it cannot load, after
+ *    it deleted every instance node and with processing still held: no
+ *    instance of either kind ran anything. ejob keeps a strategy Java
+ *    cannot load out of that key (Java's default "" there, ejob's choice in
+ *    jobShardingStrategyType), so the Java leader shards with
+ *    AverageAllocation and the job runs.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "coord_harness_itest.c"
+#include "ejob/console.h"
 
 #define SESSION_MS 2000
 
@@ -100,7 +109,42 @@ struct java_leader {
     atomic_int shardings;
     atomic_int pause_ms; /* between the deletes and the transaction */
     atomic_llong last_done_ms;
+    atomic_int strategy_errors;
 };
+
+/* jobShardingStrategyClass of the config node, the one key of it Java's
+ * reader takes the strategy from. NULL when there is none. Caller frees. */
+static char *java_strategy_class(struct java_leader *f)
+{
+    char *cfg = zk_get(f->reg, "/%s/config", f->job);
+    const char *key = "\"jobShardingStrategyClass\":\"";
+    char *at = cfg ? strstr(cfg, key) : NULL;
+    char *cls = NULL;
+    if (at) {
+        at += strlen(key);
+        char *end = strchr(at, '"');
+        cls = end ? strndup(at, (size_t)(end - at)) : NULL;
+    }
+    free(cfg);
+    return cls;
+}
+
+/* What 2.1.5's JobShardingStrategyFactory loads: "" (AverageAllocation)
+ * or one of its strategy classes (no other is on a plain Java instance's
+ * class path). */
+static bool java_loads_strategy(const char *cls)
+{
+    static const char *const classes[] = {"AverageAllocationJobShardingStrategy",
+                                          "OdevitySortByNameJobShardingStrategy",
+                                          "RotateServerByNameJobShardingStrategy"};
+    const char *pkg = "com.dangdang.ddframe.job.lite.api.strategy.impl.";
+    if (cls[0] == '\0')
+        return true;
+    for (size_t i = 0; i < 3; i++)
+        if (strncmp(cls, pkg, strlen(pkg)) == 0 && strcmp(cls + strlen(pkg), classes[i]) == 0)
+            return true;
+    return false;
+}
 
 /* ShardingService.shardingIfNecessary of 2.1.5, as leader: wait for no
  * running item, processing (ephemeral), resetShardingInfo (delete every
@@ -128,6 +172,18 @@ static void java_reshard(struct java_leader *f)
         ej_registry_create_node(f->reg, path, NULL, 0, EJ_REG_PERSISTENT, EJ_REG_CREATE_PARENTS,
                                 NULL);
     }
+    /* JobShardingStrategyFactory.getStrategy: a class it cannot load throws,
+     * leaving processing and necessary as they are (the job stalls). */
+    char *cls = java_strategy_class(f);
+    bool loads = cls && java_loads_strategy(cls);
+    if (!loads) {
+        say("java leader: JobConfigurationException: Sharding strategy class '%s' config error",
+            cls ? cls : "(no config)");
+        atomic_fetch_add(&f->strategy_errors, 1);
+        free(cls);
+        return;
+    }
+    free(cls);
     char **ids = NULL;
     size_t n = zk_children(f->reg, &ids, "/%s/instances", f->job);
     const char *others[64];
@@ -287,6 +343,64 @@ static void test_misfire_survives_java_reshard(const char *servers, const char *
     free(log);
 }
 
+static void test_balanced_under_java_leader(const char *servers, const char *ns)
+{
+    const char *J = "balancedJavaJob";
+    char *log = tmp_log("baljava");
+    struct java_leader f = {.job = J, .self = "127.0.12.1@-@1", .count = 2};
+    f.reg = fake_peer(servers, ns, J, "127.0.12.1", f.self, true);
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, java_leader_main, &f) == 0, "thread");
+    char sess[16];
+    snprintf(sess, sizeof sess, "%d", SESSION_MS);
+    int a = node_start(servers, ns, J, log, "127.0.12.2", "--count", "2", "--cron", "* * * * * ?",
+                       "--item-ms", "50", "--strategy", "BALANCED", "--session-ms", sess, NULL);
+    REQUIRE(a >= 0, "node");
+    bool sharded = wait_sharded(f.reg, J, 2, 10000);
+    CHECK(sharded, "the java leader never sharded the BALANCED job (%d strategy errors)",
+          atomic_load(&f.strategy_errors));
+    char *cls = java_strategy_class(&f);
+    char *cfg = zk_get(f.reg, "/%s/config", J);
+    CHECK(cls && cls[0] == '\0', "jobShardingStrategyClass is \"%s\", not Java's default",
+          cls ? cls : "(none)");
+    CHECK(cfg && strstr(cfg, "\"jobShardingStrategyType\":\"BALANCED\""),
+          "ejob's choice is not in jobShardingStrategyType: %s", cfg ? cfg : "(no config)");
+    free(cls);
+    free(cfg);
+    /* `ejob status` and the console flag the Java instance, which ignores
+     * the strategy: the fake (no ejob marker), not the ejob instance. */
+    ej_console *con = NULL;
+    REQUIRE(ej_console_create(f.reg, NULL, &con) == 0, "console");
+    struct ej_console_job cj;
+    REQUIRE(ej_console_job_load(con, J, true, &cj) == 0, "job load");
+    const char *keys[4];
+    size_t nkeys = ej_job_config_java_ignored(&cj.cfg, keys, 4);
+    CHECK(nkeys == 1 && strcmp(keys[0], "jobShardingStrategyType") == 0,
+          "%zu settings Java ignores, first %s", nkeys, nkeys ? keys[0] : "(none)");
+    char **java = NULL;
+    size_t njava = 0;
+    CHECK(ej_console_job_java_instances(con, J, &java, &njava) == 0, "java instances");
+    CHECK(njava == 1 && strcmp(java[0], f.self) == 0, "%zu java instances, first %s", njava,
+          njava ? java[0] : "(none)");
+    ej_registry_free_names(java);
+    ej_console_job_fini(&cj);
+    ej_console_destroy(con);
+    if (sharded) {
+        ej__sleep_ms(2500);
+        int64_t t1 = ej__now_ms();
+        struct xlog xl;
+        xlog_read(log, &xl);
+        CHECK(check_all_ran(&xl, 2, t1 - 2000, t1) == 0, "items under the java leader");
+        xlog_free(&xl);
+    }
+    atomic_store(&f.stop, true);
+    pthread_join(th, NULL);
+    node_stop(a);
+    ej_registry_destroy(f.reg);
+    unlink(log);
+    free(log);
+}
+
 static void test_stale_leader_healed(const char *servers, const char *ns, ej_registry *reg)
 {
     const char *J = "healJob";
@@ -422,6 +536,7 @@ int main(void)
     test_stale_leader_healed(servers, ns, reg);
     test_fake_leader_failover(servers, ns);
     test_misfire_survives_java_reshard(servers, ns);
+    test_balanced_under_java_leader(servers, ns);
     ej_registry_destroy(reg);
     free(ns);
     if (failures) {
