@@ -368,6 +368,8 @@ int ej__exec_check_alive(ej__coord *c)
 
 int ej__exec_set_misfire(ej__coord *c, const int *items, size_t n)
 {
+    for (size_t i = 0; i < n; i++)
+        ej__view_claim_misfire(ej__coord_view(c), items[i]);
     int rc = batch(c, items, n, EJ_CONSOLE_NODE_ITEM_MISFIRE, true);
     for (size_t i = 0; i < n && rc == 0; i++)
         ej__view_note_misfire(ej__coord_view(c), items[i], true);

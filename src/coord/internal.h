@@ -158,6 +158,7 @@ struct ej__view_item {
     int64_t running_czxid;  /* czxid of running when tracked */
     int64_t failover_czxid; /* czxid of failover when tracked */
     int misfire;            /* 1 / 0; -1 not tracked */
+    bool misfire_mine;      /* the mark is this instance's (ej__view_claim_misfire) */
     int disabled;           /* 1 / 0; -1 not tracked */
 };
 
@@ -206,6 +207,9 @@ size_t ej__view_unarmed(ej__view *v);
 bool ej__view_matches(ej__view *v, const char *const *owners, int count);
 /* Apply a locally known change without waiting for the watch (own writes). */
 void ej__view_note_misfire(ej__view *v, int item, bool set);
+/* This instance is about to mark item misfire (before the write, so that
+ * the watch seeing the node never finds it someone else's). */
+void ej__view_claim_misfire(ej__view *v, int item);
 
 /* ------------------------------------------------------------------------ */
 /* coord.c: the per-job coordinator                                          */

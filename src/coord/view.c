@@ -44,9 +44,14 @@ struct vitem {
     int64_t run_gone_owner, run_gone_at; /* last removed running (tombstone) */
     int64_t fo_gone_owner, fo_gone_at;
     int8_t misfire, disabled; /* -1 untracked */
-    uint8_t armed;            /* a watch is pending (bit per kind) */
-    uint8_t want;             /* kinds tracked now */
-    uint8_t broken;           /* arming failed; repair later */
+    /* The misfire mark is this instance's own (ej__view_claim_misfire):
+     * it stands for a fire time of ours. Dropped when the node goes or
+     * the item becomes another instance's (a mark found on an item that
+     * became ours is its previous owner's). */
+    bool misfire_mine;
+    uint8_t armed;  /* a watch is pending (bit per kind) */
+    uint8_t want;   /* kinds tracked now */
+    uint8_t broken; /* arming failed; repair later */
 };
 
 struct ej__view {
@@ -366,6 +371,8 @@ static void refresh_item(struct ej__view *v, int item, int kind)
         const char *nv = exists ? (data ? data : "") : NULL;
         if ((nv == NULL) != (it->owner == NULL) || (nv && strcmp(nv, it->owner) != 0)) {
             changed = true;
+            if (nv != NULL && strcmp(nv, v->me) != 0)
+                it->misfire_mine = false;
             free(it->owner);
             it->owner = nv ? strdup(nv) : NULL;
             uint8_t w = want_of(v, it);
@@ -404,6 +411,8 @@ static void refresh_item(struct ej__view *v, int item, int kind)
         break;
     }
     case EJ__VK_MISFIRE:
+        if (!exists)
+            it->misfire_mine = false;
         if (it->misfire != (int8_t)exists) {
             changed = true;
             it->misfire = (int8_t)exists;
@@ -601,6 +610,7 @@ static void refresh_sharding(struct ej__view *v)
         it->owner = NULL;
         it->run_owner = it->fo_owner = -1;
         it->misfire = it->disabled = -1;
+        it->misfire_mine = false;
         it->want = 0;
         removed_any = true;
     }
@@ -893,6 +903,7 @@ int ej__view_get(ej__view *v, int item, struct ej__view_item *out)
     out->running_czxid = it->run_czxid;
     out->failover_czxid = it->fo_czxid;
     out->misfire = it->misfire;
+    out->misfire_mine = it->misfire_mine;
     out->disabled = it->disabled;
     pthread_mutex_unlock(&v->mu);
     return 0;
@@ -990,5 +1001,17 @@ void ej__view_note_misfire(ej__view *v, int item, bool set)
     pthread_mutex_lock(&v->mu);
     if ((size_t)item < v->cap && v->items[item].present && v->items[item].misfire >= 0)
         v->items[item].misfire = set;
+    if ((size_t)item < v->cap && !set)
+        v->items[item].misfire_mine = false;
+    pthread_mutex_unlock(&v->mu);
+}
+
+void ej__view_claim_misfire(ej__view *v, int item)
+{
+    if (v == NULL || item < 0)
+        return;
+    pthread_mutex_lock(&v->mu);
+    if ((size_t)item < v->cap && v->items[item].present)
+        v->items[item].misfire_mine = true;
     pthread_mutex_unlock(&v->mu);
 }

@@ -33,6 +33,12 @@
  *    cannot load out of that key (Java's default "" there, ejob's choice in
  *    jobShardingStrategyType), so the Java leader shards with
  *    AverageAllocation and the job runs.
+ *
+ * 5. A mark inherited with an item. A Java instance marks its item
+ *    misfire and stops; the Java leader gives the item to an ejob
+ *    instance. The mark stood for the Java instance's fire time: the new
+ *    owner clears it (saying why) and runs the item at its fire, instead
+ *    of re-running it as MISFIRE right after that run.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -401,6 +407,69 @@ static void test_balanced_under_java_leader(const char *servers, const char *ns)
     free(log);
 }
 
+static void test_inherited_mark_cleared(const char *servers, const char *ns)
+{
+    const char *J = "inheritJob";
+    char *log = tmp_log("inherit");
+    struct java_leader f = {.job = J, .self = "127.0.13.1@-@1", .count = 2};
+    f.reg = fake_peer(servers, ns, J, "127.0.13.1", f.self, true);
+    /* A Java instance that sorts before A: item 0 is its. */
+    const char *java = "127.0.13.9@-@1";
+    ej_registry *jreg = fake_peer(servers, ns, J, "127.0.13.9", java, false);
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, java_leader_main, &f) == 0, "thread");
+    char sess[16];
+    snprintf(sess, sizeof sess, "%d", SESSION_MS);
+    int a = node_start(servers, ns, J, log, "127.0.13.2", "--count", "2", "--cron", "* * * * * ?",
+                       "--item-ms", "50", "--session-ms", sess, NULL);
+    REQUIRE(a >= 0, "node");
+    char *o0 = NULL;
+    for (int k = 0; k < 200; k++) {
+        free(o0);
+        o0 = zk_get(f.reg, "/%s/sharding/0/instance", J);
+        if (o0 && strcmp(o0, java) == 0 && !zk_exists(f.reg, "/%s/leader/sharding/necessary", J))
+            break;
+        ej__sleep_ms(50);
+    }
+    REQUIRE(o0 && strcmp(o0, java) == 0, "item 0 is %s's, not the java instance's",
+            o0 ? o0 : "(none)");
+    free(o0);
+    /* The Java instance's run overran a fire time (its triggerMisfired
+     * marked item 0), then it stopped; any 2.1.5 instance sets necessary
+     * when one leaves, and the leader gives item 0 to A. */
+    char path[256];
+    snprintf(path, sizeof path, "/%s/sharding/0/misfire", J);
+    REQUIRE(ej_registry_persist(jreg, path, "", 0) == 0, "java's mark");
+    ej_registry_destroy(jreg);
+    int before = atomic_load(&f.shardings);
+    snprintf(path, sizeof path, "/%s/leader/sharding/necessary", J);
+    REQUIRE(ej_registry_create_node(f.reg, path, NULL, 0, EJ_REG_PERSISTENT, EJ_REG_CREATE_PARENTS,
+                                    NULL) == 0,
+            "necessary");
+    for (int k = 0; k < 200 && atomic_load(&f.shardings) == before; k++)
+        ej__sleep_ms(50);
+    REQUIRE(atomic_load(&f.shardings) > before, "the java leader did not reshard");
+    int64_t resharded = atomic_load(&f.last_done_ms);
+    ej__sleep_ms(3000);
+    CHECK(!zk_exists(f.reg, "/%s/sharding/0/misfire", J),
+          "the java instance's mark on item 0 outlives the run it stood for");
+    struct xlog xl;
+    xlog_read(log, &xl);
+    int normal = runs_of(&xl, 0, resharded, INT64_MAX, "NORMAL_TRIGGER");
+    int misfire = runs_of(&xl, 0, resharded, INT64_MAX, "MISFIRE");
+    say("item 0 after it became A's: %d normal, %d misfire runs", normal, misfire);
+    CHECK(normal >= 1, "A never ran item 0");
+    CHECK(misfire == 0, "A re-ran the previous owner's mark as MISFIRE %d time(s)", misfire);
+    CHECK(check_no_overlap(&xl) == 0, "overlap");
+    xlog_free(&xl);
+    atomic_store(&f.stop, true);
+    pthread_join(th, NULL);
+    node_stop(a);
+    ej_registry_destroy(f.reg);
+    unlink(log);
+    free(log);
+}
+
 static void test_stale_leader_healed(const char *servers, const char *ns, ej_registry *reg)
 {
     const char *J = "healJob";
@@ -537,6 +606,7 @@ int main(void)
     test_fake_leader_failover(servers, ns);
     test_misfire_survives_java_reshard(servers, ns);
     test_balanced_under_java_leader(servers, ns);
+    test_inherited_mark_cleared(servers, ns);
     ej_registry_destroy(reg);
     free(ns);
     if (failures) {
