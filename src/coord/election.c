@@ -128,16 +128,38 @@ static int elect(ej__coord *c, bool heal);
 
 _Atomic(ej__election_hook_fn) ej__election_after_latch_hook;
 
-/* Is our server DISABLED in ZooKeeper (read, not the cache: an election
- * must see a disable written just before it)? An error reads as disabled:
- * an instance that cannot tell does not lead. */
-static bool server_disabled_now(ej__coord *c)
+/* Create the leader node only while our server is as the servers cache
+ * shows it, enabled: one transaction checks servers/{ip}'s version and
+ * creates the node, so that a disable written meanwhile (while this
+ * election waited for the latch, or between the latch and this write)
+ * leaves the node unwritten, at no request more than the create. A missing
+ * servers/{ip} counts as enabled (as in Java) and is not checked. Returns
+ * 0 (created), EJ_EBUSY (disabled), or the registry's error. */
+static int create_leader_if_enabled(ej__coord *c)
 {
     char *data = NULL;
-    int rc = ej_registry_get(c->reg, c->p_my_server, &data, NULL, NULL);
-    bool dis = rc != 0 ? rc != EJ_ENONODE : strcmp(data, EJ_CONSOLE_SERVER_DISABLED) == 0;
+    struct ej_node_stat st;
+    bool known = ej_tree_cache_get(c->c_servers, c->p_my_server, &data, NULL, &st) == 0;
+    bool disabled = known && strcmp(data, EJ_CONSOLE_SERVER_DISABLED) == 0;
     free(data);
-    return dis;
+    if (disabled)
+        return EJ_EBUSY;
+    if (!known)
+        return ej_registry_create_node(c->reg, c->p_leader_inst, c->me, strlen(c->me),
+                                       EJ_REG_EPHEMERAL, EJ_REG_CREATE_PARENTS, NULL);
+    struct ej_reg_op ops[2] = {
+        {.type = EJ_REG_OP_CHECK, .path = c->p_my_server, .version = st.version},
+        {.type = EJ_REG_OP_CREATE,
+         .path = c->p_leader_inst,
+         .data = c->me,
+         .len = strlen(c->me),
+         .mode = EJ_REG_EPHEMERAL},
+    };
+    size_t failed = 0;
+    int rc = ej_registry_multi(c->reg, ops, 2, &failed);
+    if (rc != 0 && failed == 0)
+        return EJ_EBUSY; /* servers/{ip} changed since the cache saw it */
+    return rc;
 }
 
 /* Delete the leader node if ZooKeeper shows it is this instance's, in this
@@ -213,28 +235,19 @@ static int elect(ej__coord *c, bool heal)
     rc = ej_registry_exists(c->reg, c->p_leader_inst, &exists, NULL);
     if (rc == 0 && exists && heal && remove_stale_leader_latched(c))
         exists = false;
-    if (rc == 0 && !exists && server_disabled_now(c)) {
-        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: server %s disabled while electing: not leading",
-               c->job, c->ip);
-        rc = EJ_EBUSY;
-    } else if (rc == 0 && !exists) {
-        rc = ej_registry_create_node(c->reg, c->p_leader_inst, c->me, strlen(c->me),
-                                     EJ_REG_EPHEMERAL, EJ_REG_CREATE_PARENTS, NULL);
-        if (rc == 0)
+    if (rc == 0 && !exists) {
+        rc = create_leader_if_enabled(c);
+        if (rc == 0) {
             won = true;
-        else if (rc == EJ_ENODEEXISTS)
+            pthread_mutex_lock(&c->mu);
+            c->won_session = ej_registry_session_id(c->reg);
+            pthread_mutex_unlock(&c->mu);
+        } else if (rc == EJ_ENODEEXISTS) {
             rc = 0;
-    }
-    /* A disable written between the read above and the create was seen by
-     * the servers listener before the leader cache showed this instance
-     * leading; abdication reads ZooKeeper, but ask once more here, so that
-     * no order of the two leaves a disabled leader. */
-    if (won && server_disabled_now(c) && drop_own_leader_node(c)) {
-        EJ_LOG(EJ_LOG_INFO, MOD, 0,
-               "job %s: server %s disabled while electing: gave up the leadership just taken",
-               c->job, c->ip);
-        won = false;
-        rc = EJ_EBUSY;
+        } else if (rc == EJ_EBUSY) {
+            EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: server %s disabled while electing: not leading",
+                   c->job, c->ip);
+        }
     }
     ej__latch_release(latch);
 out:
@@ -327,6 +340,13 @@ bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms)
  * being disabled), and it must go all the same. */
 void ej__coord_abdicate(ej__coord *c)
 {
+    /* Asked only of an instance that may lead: the cache says so, or it won
+     * an election in this session (the cache may not show it yet). */
+    pthread_mutex_lock(&c->mu);
+    bool won = c->won_session != 0 && c->won_session == ej_registry_session_id(c->reg);
+    pthread_mutex_unlock(&c->mu);
+    if (!won && !ej__coord_is_leader(c))
+        return;
     if (drop_own_leader_node(c))
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: %s gave up leadership", c->job, c->me);
 }
