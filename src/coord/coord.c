@@ -716,6 +716,11 @@ void ej__coord_leave(ej__coord *c)
         if (rc != 0 && rc != EJ_ENONODE)
             EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot delete %s: %s", c->job, c->p_my_instance,
                    ej_registry_errmsg(c->reg));
+        /* The marker goes with the instance node (membership.c). */
+        char *marker = ej_console_ejob_marker_path_dup(c->job, c->me);
+        if (marker)
+            ej_registry_delete(c->reg, marker, -1);
+        free(marker);
     }
     EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: instance %s left", c->job, c->me);
 }

@@ -49,6 +49,7 @@ struct ej__coord {
     bool stopped; /* operator shutdown or job removed */
     bool connected;
     bool electing;
+    int64_t won_session; /* session in which this instance last won an election */
     bool busy;
     bool reconcile_posted;
     int64_t reg_session; /* session that created our instance node; 0 none */

@@ -488,6 +488,8 @@ int ej__exec_check_alive(ej__coord *c)
 
 int ej__exec_set_misfire(ej__coord *c, const int *items, size_t n)
 {
+    for (size_t i = 0; i < n; i++)
+        ej__view_claim_misfire(ej__coord_view(c), items[i]);
     int rc = batch(c, items, n, EJ_CONSOLE_NODE_ITEM_MISFIRE, true);
     for (size_t i = 0; i < n && rc == 0; i++)
         ej__view_note_misfire(ej__coord_view(c), items[i], true);
@@ -500,6 +502,16 @@ int ej__exec_clear_misfire(ej__coord *c, const int *items, size_t n)
     for (size_t i = 0; i < n && rc == 0; i++)
         ej__view_note_misfire(ej__coord_view(c), items[i], false);
     return rc;
+}
+
+static bool misfire_now(ej__coord *c, int item)
+{
+    char *p = item_path(c, item, EJ_CONSOLE_NODE_ITEM_MISFIRE);
+    bool exists = false;
+    if (p == NULL || ej_registry_exists(ej__coord_registry(c), p, &exists, NULL) != 0)
+        exists = false;
+    free(p);
+    return exists;
 }
 
 int ej__exec_misfired(ej__coord *c, const int *items, size_t n, int **out, size_t *nout)
@@ -516,7 +528,9 @@ int ej__exec_misfired(ej__coord *c, const int *items, size_t n, int **out, size_
         struct ej__view_item it;
         if (ej__view_get(ej__coord_view(c), items[i], &it) != 0)
             continue;
-        if (it.misfire > 0)
+        /* Not loaded yet (an item just ours): the mark is a fact in
+         * ZooKeeper, ask it rather than drop a promised re-run. */
+        if (it.misfire > 0 || (it.misfire < 0 && misfire_now(c, items[i])))
             r[k++] = items[i];
         ej__view_item_fini(&it);
     }

@@ -158,6 +158,7 @@ struct ej__view_item {
     int64_t running_czxid;  /* czxid of running when tracked */
     int64_t failover_czxid; /* czxid of failover when tracked */
     int misfire;            /* 1 / 0; -1 not tracked */
+    bool misfire_mine;      /* the mark is this instance's (ej__view_claim_misfire) */
     int disabled;           /* 1 / 0; -1 not tracked */
 };
 
@@ -206,6 +207,9 @@ size_t ej__view_unarmed(ej__view *v);
 bool ej__view_matches(ej__view *v, const char *const *owners, int count);
 /* Apply a locally known change without waiting for the watch (own writes). */
 void ej__view_note_misfire(ej__view *v, int item, bool set);
+/* This instance is about to mark item misfire (before the write, so that
+ * the watch seeing the node never finds it someone else's). */
+void ej__view_claim_misfire(ej__view *v, int item);
 
 /* ------------------------------------------------------------------------ */
 /* coord.c: the per-job coordinator                                          */
@@ -326,6 +330,11 @@ char *ej__coord_leader(ej__coord *c);
 bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms);
 /* Run an election now (blocks, bounded). */
 int ej__coord_elect(ej__coord *c);
+/* Tests only (NULL in production, where it costs one atomic load per
+ * election): called by an election right after it acquired the latch,
+ * before it reads or writes the leader node. */
+typedef void (*ej__election_hook_fn)(ej__coord *c);
+extern _Atomic(ej__election_hook_fn) ej__election_after_latch_hook;
 /* True when the cache shows a leader node whose data names no live instance
  * (no node under instances/). */
 bool ej__coord_leader_stale(ej__coord *c);

@@ -721,6 +721,15 @@ static void misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s
         uint64_t seen = ej__misfire_marks(job);
         int *mis = NULL;
         size_t k = own_misfired(c, &mis);
+        if (k == 0 && ej__coord_necessary_locked(c) && ej__misfire_run_unowned(job) &&
+            ++reshards <= 3) {
+            /* A leader is rewriting the instance nodes (Java 2.1.5's
+             * deletes every one first): the marks of items briefly no
+             * one's are looked at again once it is done. */
+            if (ej__shard_if_necessary(c) != 0)
+                break;
+            continue;
+        }
         if (k == 0) {
             if (ej__misfire_close(job, seen, false))
                 return;

@@ -159,6 +159,10 @@ void ej__misfire_arm(struct ej_job *job, uint64_t gen, int64_t after);
 void ej__misfire_open(struct ej_job *job, const int *items, size_t n);
 uint64_t ej__misfire_marks(struct ej_job *job);
 bool ej__misfire_close(struct ej_job *job, uint64_t marks_seen, bool force);
+/* True when an item of the current normal run is no one's in the view now
+ * (a leader is rewriting the instance nodes): its marks are still to be
+ * seen once the leader is done. */
+bool ej__misfire_run_unowned(struct ej_job *job);
 
 void ej__job_ref(struct ej_job *job);
 void ej__job_unref(struct ej_job *job);

@@ -201,7 +201,10 @@ function jobView(job) {
     const j = r.data;
     put(head, el('p', {}, 'Status ', statusBadge(j.status), '  cron ', j.cron || '?',
       '  type ', j.jobType || '?', '  leader ', j.leader ? j.leader + (j.leaderLive ? '' : ' (gone)') : '-'),
-      j.configError ? el('p', { class: 'error', id: 'job-config-error' }, 'Config error: ' + j.configError) : null);
+      j.configError ? el('p', { class: 'error', id: 'job-config-error' }, 'Config error: ' + j.configError) : null,
+      (j.javaInstances || []).length ? el('p', { class: 'error', id: 'job-java-note' },
+        'Java instances ' + j.javaInstances.join(', ') + ' ignore ' + j.javaIgnores.join(', ') +
+        ' (a Java leader shards with AverageAllocation, fires in its own time zone)') : null);
     put(ops, 
       opButton('Trigger', 'op-trigger', 'Trigger ' + job + ' on every live instance?', 'POST', regPath(jp + '/trigger'), {}, refresh),
       opButton('Disable', 'op-disable', 'Disable ' + job + ' on every server?', 'POST', regPath(jp + '/disable'), {}, refresh),
