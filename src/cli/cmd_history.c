@@ -196,8 +196,8 @@ static int list(ej_trace_reader *r, const struct ej_trace_query *q, bool as_json
     static const char *const headers[] = {"TIME",   "JOB",    "ITEM",     "INSTANCE",
                                           "SOURCE", "RESULT", "DURATION", "ID"};
     ejcli_table *t = ejcli_table_new(8, headers);
-    /* Oldest first on screen: the query gives the newest N. */
-    for (size_t k = l.count; k-- > 0;) {
+    /* Newest first, as the query gives them and --json prints them. */
+    for (size_t k = 0; k < l.count; k++) {
         const struct ej_trace_execution *e = &l.rows[k];
         char when[40], item[16], result[48], dur[32], id[9];
         format_local(e->start_ms, when, sizeof when);
