@@ -55,8 +55,9 @@ static const char usage[] =
     "  -c, --config FILE the daemon file: its tracing section, as `ejob run`\n"
     "                    reads it (passwordFile included)\n"
     "  otherwise         STATE_DIR/history.db, the default of a local `ejob run`\n"
-    "      --state-dir DIR  (env EJOB_STATE_DIR, else $XDG_RUNTIME_DIR/ejob, else\n"
-    "                    /tmp/ejob-$UID)\n"
+    "      --state-dir DIR  (env EJOB_STATE_DIR; else for -c /etc/ejob/NAME.yaml the\n"
+    "                    unit's /var/lib/ejob[/NAME] when it exists; else\n"
+    "                    $XDG_RUNTIME_DIR/ejob, else /tmp/ejob-$UID)\n"
     "\n"
     "Times are local, as ElasticJob writes them. A run the instance did not\n"
     "finish (it died, or is still running) shows RESULT \"unfinished\".\n"
@@ -83,7 +84,7 @@ static int open_reader(const struct store_args *a, ej_trace_reader **out)
         if (ej_trace_target_parse(a->store, &target, err, sizeof err) != 0)
             return ej_cli_usage_error(CMD, "--store: %s", err);
     } else {
-        char *dir = ejcli_state_dir(a->state_dir);
+        char *dir = ejcli_daemon_state_dir(a->state_dir, a->config);
         struct ej_daemon_config cfg;
         bool loaded = false;
         if (a->config != NULL) {
