@@ -41,10 +41,9 @@ struct ejcli_common {
 
 /* The flags of struct ejcli_common, to put in a command's flag table. */
 #define EJCLI_COMMON_FLAGS(c)                                                                      \
-    {"config", 'c', EJCLI_STR, &(c)->config},                                                      \
-        {"registry", 'r', EJCLI_STR, &(c)->registry},                                              \
-        {"namespace", 'n', EJCLI_STR, &(c)->namespace_},                                           \
-        {"digest", 0, EJCLI_STR, &(c)->digest}, {"digest-file", 0, EJCLI_STR, &(c)->digest_file},  \
+    {"config", 'c', EJCLI_STR, &(c)->config}, {"registry", 'r', EJCLI_STR, &(c)->registry},        \
+        {"namespace", 'n', EJCLI_STR, &(c)->namespace_}, {"digest", 0, EJCLI_STR, &(c)->digest},   \
+        {"digest-file", 0, EJCLI_STR, &(c)->digest_file},                                          \
         {"state-dir", 0, EJCLI_STR, &(c)->state_dir},                                              \
         {"timeout-ms", 0, EJCLI_INT, &(c)->timeout_ms},                                            \
     {                                                                                              \

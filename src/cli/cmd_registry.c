@@ -102,12 +102,10 @@ static int run_registry(int argc, char **argv)
     const char *state_dir = NULL, *config = NULL;
     bool json = false, force = false;
     long ready_fd = -1;
-    struct ejcli_flag flags[] = {{"state-dir", 0, EJCLI_STR, &state_dir},
-                                 {"config", 'c', EJCLI_STR, &config},
-                                 {"json", 0, EJCLI_BOOL, &json},
-                                 {"force", 0, EJCLI_BOOL, &force},
-                                 {"ready-fd", 0, EJCLI_INT, &ready_fd},
-                                 EJCLI_FLAGS_END};
+    struct ejcli_flag flags[] = {
+        {"state-dir", 0, EJCLI_STR, &state_dir}, {"config", 'c', EJCLI_STR, &config},
+        {"json", 0, EJCLI_BOOL, &json},          {"force", 0, EJCLI_BOOL, &force},
+        {"ready-fd", 0, EJCLI_INT, &ready_fd},   EJCLI_FLAGS_END};
     char *pos[1];
     int npos;
     int rc = ejcli_parse(CMD, argc, argv, flags, pos, 1, &npos);
