@@ -165,10 +165,10 @@ start_daemon() {
   local i=$1
   if [ "$i" = 1 ] && [ -n "$NS" ]; then
     ip netns exec "$NS" env EJOB_IP="$(ip_of "$i")" setpriv --pdeathsig KILL \
-      "$E" run -c "$D/chaos.yaml" --drain-timeout-ms 1000 2>>"$D/daemon$i.log" &
+      "$E" run -c "$D/chaos.yaml" --state-dir "$D/state$i" --drain-timeout-ms 1000 2>>"$D/daemon$i.log" &
   else
     EJOB_IP=$(ip_of "$i") setpriv --pdeathsig KILL \
-      "$E" run -c "$D/chaos.yaml" --drain-timeout-ms 1000 2>>"$D/daemon$i.log" &
+      "$E" run -c "$D/chaos.yaml" --state-dir "$D/state$i" --drain-timeout-ms 1000 2>>"$D/daemon$i.log" &
   fi
   DPID[$i]=$!
 }
