@@ -336,7 +336,8 @@ struct item_run {
     int64_t fire_session; /* the session the fire began in */
     int64_t fire_ms;      /* the cron fire time (ledger); 0: off the schedule */
     const char *fire_kind;
-    bool not_started; /* fenced before it could start */
+    struct ej__catchup catchup; /* count 0: the run catches up no lost fire time */
+    bool not_started;           /* fenced before it could start */
 };
 
 static bool keep_going(void *arg)
@@ -461,6 +462,9 @@ static void item_task(void *arg)
     post_exec(r, false);
     ej__rt_ledger_ran(r->job, r->fire_ms ? r->fire_ms : r->start_ms, r->fire_kind,
                       r->ctx.sharding_item, r->event_id);
+    if (r->catchup.count > 0)
+        ej__rt_ledger_caught_up(r->job, r->ctx.sharding_item, r->catchup.first_ms,
+                                r->catchup.last_ms, r->catchup.count, r->event_id);
     ej__exec_run_item(r->def, &r->ctx, &r->xo, &r->res);
     /* The running node goes as soon as this item is done (ElasticJob keeps
      * it until the whole batch is: a crash would then fail over items that
@@ -598,6 +602,8 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         r->fire_session = fire_session;
         r->fire_ms = fr && !fr->off_schedule ? fr->at : 0;
         r->fire_kind = ej__rt_ledger_kind(source, r->fire_ms != 0);
+        if (source != EJ_EXEC_MISFIRE || !ej__takeover_take_catchup(job, items[i], &r->catchup))
+            r->catchup.count = 0;
         ej__exec_context_init(&r->ctx, &job->cancel);
         r->ctx.job_name = s->cfg.job_name;
         r->ctx.task_id = task_id;

@@ -145,6 +145,15 @@ struct ej_job {
      * running nodes as the items' fire record (takeover.c). Fire thread. */
     int64_t fire_covers_ms;
     int *owned_items; /* the items of the previous fire (takeover.c); fire thread */
+    /* Items marked misfire to catch up fire times lost while their owner
+     * was gone (takeover.c), until their MISFIRE run starts: that run is
+     * recorded in the ledger at each of those fire times. Fire thread. */
+    struct ej__catchup {
+        int item;
+        int64_t first_ms, last_ms;
+        uint32_t count;
+    } *catchups;
+    size_t ncatchups;
     size_t nowned;
     int64_t owned_session; /* the session they were this instance's in */
     char last_error[1024];
@@ -242,6 +251,14 @@ void ej__rt_ledger_not_run(struct ej_job *job, const char *reason, const char *k
 /* THE place a missed fire is recorded: item (-1: every item) of the job
  * was due at fire_ms and no live instance owned it. only_after_last: only
  * when the ledger holds no later fire time of the job (the start-up scan). */
+/* A MISFIRE run (execution_id) of item that catches up count fire times
+ * from first_ms to last_ms lost while the item's owner was gone: a ran row
+ * of kind CATCHUP at each (at most EJ__LEDGER_SCAN_MAX). */
+void ej__rt_ledger_caught_up(struct ej_job *job, int item, int64_t first_ms, int64_t last_ms,
+                             uint32_t count, const char *execution_id);
+/* The catch-up waiting for item's MISFIRE run (takeover.c), taken off the
+ * job's list into out; false when none. Fire thread. */
+bool ej__takeover_take_catchup(struct ej_job *job, int item, struct ej__catchup *out);
 void ej__rt_ledger_missed(struct ej_job *job, int64_t fire_ms, int item, bool only_after_last);
 /* At start, by the leader when it is the only live instance: the fire
  * times before this registration that no instance recorded (after the

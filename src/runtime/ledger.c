@@ -112,6 +112,22 @@ void ej__rt_ledger_not_run(struct ej_job *job, const char *reason, const char *k
     free(times);
 }
 
+void ej__rt_ledger_caught_up(struct ej_job *job, int item, int64_t first_ms, int64_t last_ms,
+                             uint32_t count, const char *execution_id)
+{
+    uint32_t k = 0;
+    int64_t t = first_ms;
+    while (k < count && k < EJ__LEDGER_SCAN_MAX && t <= last_ms) {
+        post_row(job, t, item, EJ_FIRE_RAN, "CATCHUP", execution_id, false, job->me);
+        k++;
+        pthread_mutex_lock(&job->mu);
+        int rc = job->cron != NULL ? ej_cron_next(job->cron, job->tz, t, &t) : -1;
+        pthread_mutex_unlock(&job->mu);
+        if (rc != 0)
+            break;
+    }
+}
+
 void ej__rt_ledger_missed(struct ej_job *job, int64_t fire_ms, int item, bool only_after_last)
 {
     /* No instance to name: none owned the item then. */
@@ -187,9 +203,12 @@ static int64_t ledger_last_fire(struct ej_job *job)
 void ej__rt_ledger_scan_down(struct ej_job *job, const char *cron_expr, const char *time_zone)
 {
     int64_t reg = ej__coord_registered_at(job->coord);
-    /* The leader does it, and only when it is the only instance: the
-     * first one up after every instance was down. */
-    if (reg <= 0 || !ej__coord_is_leader(job->coord) || !alone(job))
+    /* Only the instance that is alone does it: the first one up after
+     * every instance was down. Not "the leader": the election may end
+     * after this start returns, and the scan must come before this
+     * instance's first rows. Two instances starting together, each alone
+     * in its own view, write the same rows; the store keeps them once. */
+    if (reg <= 0 || !alone(job))
         return;
     int64_t last = ledger_last_fire(job);
     if (last <= 0 || last >= reg)

@@ -59,6 +59,35 @@ static uint32_t lost_times(struct ej_job *job, int64_t after, int64_t before, in
     return k;
 }
 
+/* The range a MISFIRE run of item will catch up (one entry an item). */
+static void remember_catchup(struct ej_job *job, int item, int64_t first, int64_t last, uint32_t k)
+{
+    size_t i = 0;
+    while (i < job->ncatchups && job->catchups[i].item != item)
+        i++;
+    if (i == job->ncatchups) {
+        struct ej__catchup *more = realloc(job->catchups, (i + 1) * sizeof *more);
+        if (more == NULL)
+            return; /* the run still happens; the ledger shows it at its start only */
+        job->catchups = more;
+        job->ncatchups++;
+    }
+    job->catchups[i] = (struct ej__catchup){.item = item, .first_ms = first, .last_ms = last,
+                                            .count = k};
+}
+
+bool ej__takeover_take_catchup(struct ej_job *job, int item, struct ej__catchup *out)
+{
+    for (size_t i = 0; i < job->ncatchups; i++) {
+        if (job->catchups[i].item != item)
+            continue;
+        *out = job->catchups[i];
+        job->catchups[i] = job->catchups[--job->ncatchups];
+        return true;
+    }
+    return false;
+}
+
 /* The item's owner was gone: its fire times after its record, up to
  * before_ms, are caught up once or reported missed. */
 static void take_over(struct ej_job *job, const struct ej__rt_settings *s, int item,
@@ -75,6 +104,7 @@ static void take_over(struct ej_job *job, const struct ej__rt_settings *s, int i
     if (k == 0)
         return;
     if (s->cfg.misfire && ej__exec_set_misfire(c, &item, 1) == 0) {
+        remember_catchup(job, item, first, last, k);
         EJ_LOG(EJ_LOG_INFO, MOD, 0,
                "job %s: item %d taken over from %s, gone since its fire of %" PRId64
                ": %u fire time(s) from %" PRId64 " to %" PRId64

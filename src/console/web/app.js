@@ -407,8 +407,10 @@ function firesGrid(rows) {
   const lines = [];
   for (const r of rows) {
     const last = lines[lines.length - 1];
-    if (last && last.at === r.fireTimeMs && last.kind === r.kind) last.rows.push(r);
-    else lines.push({ at: r.fireTimeMs, kind: r.kind, time: r.fireTime, rows: [r] });
+    // A fire time caught up after a takeover (CATCHUP) stays on its cron line.
+    const kind = r.kind === 'CATCHUP' ? 'CRON' : r.kind;
+    if (last && last.at === r.fireTimeMs && last.kind === kind) last.rows.push(r);
+    else lines.push({ at: r.fireTimeMs, kind, time: r.fireTime, rows: [r] });
   }
   const legend = [];
   const code = r => {
@@ -421,7 +423,7 @@ function firesGrid(rows) {
     ln.cells = items.map(it => {
       const r = ln.rows.find(x => x.item === it) || ln.rows.find(x => x.item === -1);
       if (!r) return { text: ln.kind === 'CRON' ? '?' : '', gap: ln.kind === 'CRON' };
-      if (r.ran) return { text: r.instance.split('@-@')[0] + (RESULT_MARK[r.result] || ''), run: r.executionId,
+      if (r.ran) return { text: r.instance.split('@-@')[0] + (r.kind === 'CATCHUP' ? '^' : '') + (RESULT_MARK[r.result] || ''), run: r.executionId,
         failed: r.result === 'failed' };
       return { text: code(r), gap: true, reason: r.reason };
     });
