@@ -5,6 +5,10 @@
 #   zkrestart  the (standalone) ZooKeeper server killed and restarted
 #   leaderkill kill -9 of the leader of a 3-server ensemble (restarted after)
 #   partition  one daemon in its own network namespace, its veth link cut
+#   spawnerkill kill -9 of a daemon's zygote (the process that starts its
+#              script items) while its items, longer than the period, run
+#   spawnerpartition the same, then 1 s later that daemon's link cut (as
+#              partition)
 #
 # Three `ejob run` daemons share one job (6 script items of 2..PERIOD-2 s,
 # cron every PERIOD s, failover on) on a real ZooKeeper. The partition fault
@@ -34,12 +38,13 @@ MARGIN=${EJ_CHAOS_MARGIN_MS:-4000}
 NDAEMONS=3
 SKIP=77
 IFS=, read -r -a FAULT_LIST <<<"$FAULTS_ARG"
-ENSEMBLE="" PARTITION=""
+ENSEMBLE="" PARTITION="" LONG_ITEMS=""
 for f in "${FAULT_LIST[@]}"; do
   case "$f" in
   kill9 | sigstop | zkrestart) ;;
+  spawnerkill) LONG_ITEMS=1 ;;
   leaderkill) ENSEMBLE=1 ;;
-  partition) PARTITION=1 ;;
+  partition | spawnerpartition) PARTITION=1 ;;
   *)
     echo "unknown fault '$f'" >&2
     exit 2
@@ -50,8 +55,15 @@ if [ -n "$ENSEMBLE" ] && [[ " ${FAULT_LIST[*]} " == *" zkrestart "* ]]; then
   echo "zkrestart needs the standalone server, leaderkill the ensemble: run them apart" >&2
   exit 2
 fi
-if [ -n "$PARTITION" ]; then
+if [ -n "$PARTITION" ] && [ -n "$LONG_ITEMS" ]; then
+  echo "spawnerkill runs items longer than the period, partition faults shorter: run them apart" >&2
+  exit 2
+elif [ -n "$PARTITION" ]; then
   ITEMS=${EJ_CHAOS_ITEMS:-1} ITEM_MIN=$((PERIOD - 2)) ITEM_MAX=$((PERIOD - 1))
+elif [ -n "$LONG_ITEMS" ]; then
+  # Each item outlives its period: a fire that comes while it runs is
+  # folded into a misfire re-run that starts as soon as it ends.
+  ITEMS=${EJ_CHAOS_ITEMS:-3} ITEM_MIN=$((PERIOD + 2)) ITEM_MAX=$((PERIOD + 4))
 else
   ITEMS=${EJ_CHAOS_ITEMS:-6} ITEM_MIN=2 ITEM_MAX=$((PERIOD - 2))
 fi
@@ -194,6 +206,26 @@ sys.exit(0 if any(runs.values()) else 1)
 PY
 }
 
+# The zygote of daemon I: the parent of one of its running items.
+zygote_of() {
+  local pid pp
+  pid=$(python3 - "$LOG" "$(inst_of "$1")" <<'PY'
+import sys
+runs = {}
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) >= 7 and p[3] == sys.argv[2]:
+        runs[p[4]] = p[0] == "START"
+print(" ".join(pid for pid, on in runs.items() if on))
+PY
+)
+  for p in $pid; do
+    pp=$(awk '{ sub(/.*\) /, ""); print $2 }' "/proc/$p/stat" 2>/dev/null)
+    [ -n "$pp" ] && [ "$pp" != 1 ] && [ "$pp" != "${DPID[$1]}" ] && { echo "$pp"; return 0; }
+  done
+  return 1
+}
+
 for i in $(seq 1 $NDAEMONS); do start_daemon "$i"; done
 python3 "$HERE/chaos_check.py" watch "$LOG" "$GONE" "$D/stop-watch" &
 WATCH_PID=$!
@@ -269,6 +301,22 @@ inject() {
     zkf_ensemble_wait 3 || return 1
     t1=$(now_ms)
     fault leaderkill "zk$l" "$t0" "$t1"
+    ;;
+  spawnerkill | spawnerpartition)
+    local z
+    z=$(zygote_of $target) || { echo "FAIL: no zygote found for daemon $target" >&2; return 1; }
+    t0=$(now_ms)
+    kill -KILL "$z"
+    say "killed daemon $target's zygote (pid $z)"
+    t1=$t0
+    if [ "$FAULT" = spawnerpartition ]; then
+      sleep 1
+      ip netns exec "$NS" ip link set "$NS_LINK" down
+      sleep 10
+      ip netns exec "$NS" ip link set "$NS_LINK" up
+      t1=$(now_ms)
+    fi
+    fault "$FAULT" "$inst" "$t0" "$t1"
     ;;
   partition)
     t0=$(now_ms)
