@@ -29,6 +29,7 @@
 #include "common/util.h"
 #include "cli/daemon_events.h"
 #include "cli/daemon_metrics.h"
+#include "cli/daemon_retry.h"
 
 #ifndef EJOB_VERSION
 #define EJOB_VERSION "unknown"
@@ -420,7 +421,12 @@ static bool healthz(char *why, size_t len, void *user)
 static bool jobs_ready(char *why, size_t len)
 {
     if (st.started_total < st.expected) {
-        snprintf(why, len, "starting jobs: %zu of %zu registered", st.started_total, st.expected);
+        int w = snprintf(why, len, "starting jobs: %zu of %zu registered", st.started_total,
+                         st.expected);
+        if (w > 0 && (size_t)w + 20 < len && ejd_retry_pending() > 0) {
+            w += snprintf(why + w, len - (size_t)w, "; waiting to start again: ");
+            ejd_retry_describe(why + w, len - (size_t)w);
+        }
         return false;
     }
     for (size_t i = 0; i < st.njobs; i++) {
