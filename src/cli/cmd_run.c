@@ -22,6 +22,7 @@
 #include "cli/cli.h"
 #include "cli/cli_util.h"
 #include "cli/daemon.h"
+#include "cli/daemon_clock.h"
 #include "cli/daemon_metrics.h"
 #include "cli/daemon_notify.h"
 #include "cli/daemon_run.h"
@@ -454,6 +455,8 @@ static int run(struct daemon *d, const struct run_opts *o, const char *secret, i
         rc = EJ_EXIT_FAILED;
         goto out_jobs;
     }
+    if (d->cfg.job_count > 0 && ejd_clock_start(d->reg, d->cfg.jobs[0].job_name) != 0)
+        EJ_LOG(EJ_LOG_WARN, "daemon", 0, "the clock offset to ZooKeeper will not be measured");
     EJ_LOG(EJ_LOG_INFO, "daemon", 0,
            "running %zu job(s) of %s; registry %s/%s; pid %d (SIGTERM stops, SIGHUP reloads)",
            d->njobs, o->file, servers, ns, (int)getpid());
@@ -461,6 +464,7 @@ static int run(struct daemon *d, const struct run_opts *o, const char *secret, i
     serve(d, sfd);
     rc = EJ_EXIT_OK;
 out_jobs:
+    ejd_clock_stop();
     /* A reload being applied stops at its next step (a removed job it
      * stops drains within the same bound as the others); one still being
      * read is abandoned. */

@@ -27,6 +27,7 @@
 #include "ejob/log.h"
 #include "ejob/metrics.h"
 #include "common/util.h"
+#include "cli/daemon_clock.h"
 #include "cli/daemon_events.h"
 #include "cli/daemon_metrics.h"
 #include "cli/daemon_retry.h"
@@ -63,6 +64,7 @@ enum {
     M_ZK_RECONNECTS,
     M_ZK_LOST,
     M_ZK_TIMEOUT,
+    M_CLOCK_OFFSET,
     M_EV_DEPTH,
     M_EV_POSTED,
     M_EV_DROPPED,
@@ -176,6 +178,12 @@ static const struct ej_metric_desc table[M_COUNT] = {
                       {NULL},
                       NULL,
                       0},
+    [M_CLOCK_OFFSET] = {"ejob_clock_offset_seconds",
+                        G,
+                        "This host's clock minus ZooKeeper's, last measured (0 until then).",
+                        {NULL},
+                        NULL,
+                        0},
     [M_EV_DEPTH] =
         {"ejob_event_queue_depth", G, "Job events waiting in the event bus.", {NULL}, NULL, 0},
     [M_EV_POSTED] =
@@ -393,6 +401,9 @@ static void collect(ej_metrics *m, void *user)
         collect_jobs();
         collect_registry();
         collect_history();
+        int64_t clock_off = 0;
+        ejd_clock_offset(&clock_off);
+        ej_metric_set(ej_metric_get0(st.f[M_CLOCK_OFFSET]), (double)clock_off / 1000.0);
         if (st.bus != NULL) {
             struct ej_event_bus_stats bs;
             ej_event_bus_stats(st.bus, &bs);
