@@ -9,6 +9,10 @@
 #              script items) while its items, longer than the period, run
 #   spawnerpartition the same, then 1 s later that daemon's link cut (as
 #              partition)
+#   starved    as partition, but the cut-off daemon (its zygote and items
+#              with it) is starved first: a cgroup v1 cpu group with a 1 s
+#              CFS period and 5% of a core, and a busy loop in the group
+#              (skipped, exit 77, without /sys/fs/cgroup/cpu)
 #
 # Three `ejob run` daemons share one job (6 script items of 2..PERIOD-2 s,
 # cron every PERIOD s, failover on) on a real ZooKeeper. The partition fault
@@ -38,13 +42,14 @@ MARGIN=${EJ_CHAOS_MARGIN_MS:-4000}
 NDAEMONS=3
 SKIP=77
 IFS=, read -r -a FAULT_LIST <<<"$FAULTS_ARG"
-ENSEMBLE="" PARTITION="" LONG_ITEMS=""
+ENSEMBLE="" PARTITION="" LONG_ITEMS="" STARVE=""
 for f in "${FAULT_LIST[@]}"; do
   case "$f" in
   kill9 | sigstop | zkrestart) ;;
   spawnerkill) LONG_ITEMS=1 ;;
   leaderkill) ENSEMBLE=1 ;;
   partition | spawnerpartition) PARTITION=1 ;;
+  starved) PARTITION=1 STARVE=1 ;;
   *)
     echo "unknown fault '$f'" >&2
     exit 2
@@ -124,12 +129,44 @@ if [ -n "$PARTITION" ]; then
   fi
 fi
 
+# The starved fault's cpu group (cgroup v1), made once: daemon 1 starts in
+# it, unlimited until the fault sets the quota and starts the busy loop.
+CG="" CGMNT="" BUSY_PID=""
+if [ -n "$STARVE" ]; then
+  # `ip netns exec` mounts a sysfs of its own, without the host's cgroups:
+  # the cpu hierarchy is mounted again (the same one) in a directory here.
+  CGROOT=/sys/fs/cgroup/cpu CGMNT=""
+  if [ ! -e "$CGROOT/cgroup.procs" ]; then
+    CGMNT=$(mktemp -d "${TMPDIR:-/tmp}/ejchaos-cg-XXXXXX")
+    mount -t cgroup -o cpu cgroup "$CGMNT" 2>/dev/null && CGROOT=$CGMNT
+  fi
+  CG=$CGROOT/ejchaos$$
+  if ! mkdir "$CG" 2>/dev/null || ! echo 1000000 >"$CG/cpu.cfs_period_us"; then
+    rmdir "$CG" 2>/dev/null
+    [ -n "$CGMNT" ] && { umount "$CGMNT" 2>/dev/null; rmdir "$CGMNT"; }
+    netns_cleanup
+    echo "SKIP: no cgroup v1 cpu controller at /sys/fs/cgroup/cpu (need root); the starved fault was not run"
+    exit $SKIP
+  fi
+fi
+cg_cleanup() {
+  [ -n "$BUSY_PID" ] && { kill -KILL "$BUSY_PID" 2>/dev/null; wait "$BUSY_PID" 2>/dev/null; }
+  BUSY_PID=""
+  [ -z "$CG" ] && return 0
+  local p
+  for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do echo "$p" >"$CGROOT/cgroup.procs" 2>/dev/null; done
+  rmdir "$CG" 2>/dev/null
+  [ -n "$CGMNT" ] && { umount "$CGMNT" 2>/dev/null; rmdir "$CGMNT" 2>/dev/null; }
+  return 0
+}
+
 source "$SRC/tests/support/zkfixture.sh"
 WATCH_PID=""
 chaos_cleanup() {
   local p
   for p in "${DPID[@]}"; do kill -KILL "$p" 2>/dev/null; done
   [ -n "$WATCH_PID" ] && { kill -KILL "$WATCH_PID" 2>/dev/null; wait "$WATCH_PID" 2>/dev/null; }
+  cg_cleanup
   netns_cleanup
   zkf_cleanup
 }
@@ -175,7 +212,10 @@ EOF
 ip_of() { echo "127.0.0.$((90 - $1))"; }
 start_daemon() {
   local i=$1
-  if [ "$i" = 1 ] && [ -n "$NS" ]; then
+  if [ "$i" = 1 ] && [ -n "$NS" ] && [ -n "$CG" ]; then
+    bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" ip netns exec "$NS" env EJOB_IP="$(ip_of "$i")" \
+      setpriv --pdeathsig KILL "$E" run -c "$D/chaos.yaml" --drain-timeout-ms 1000 2>>"$D/daemon$i.log" &
+  elif [ "$i" = 1 ] && [ -n "$NS" ]; then
     ip netns exec "$NS" env EJOB_IP="$(ip_of "$i")" setpriv --pdeathsig KILL \
       "$E" run -c "$D/chaos.yaml" --drain-timeout-ms 1000 2>>"$D/daemon$i.log" &
   else
@@ -317,6 +357,22 @@ inject() {
       t1=$(now_ms)
     fi
     fault "$FAULT" "$inst" "$t0" "$t1"
+    ;;
+  starved)
+    echo 50000 >"$CG/cpu.cfs_quota_us"
+    bash -c 'echo $$ >"$0/cgroup.procs" && while :; do :; done' "$CG" &
+    BUSY_PID=$!
+    sleep 1
+    t0=$(now_ms)
+    ip netns exec "$NS" ip link set "$NS_LINK" down
+    sleep 10
+    ip netns exec "$NS" ip link set "$NS_LINK" up
+    kill -KILL "$BUSY_PID" 2>/dev/null
+    wait "$BUSY_PID" 2>/dev/null
+    BUSY_PID=""
+    echo -1 >"$CG/cpu.cfs_quota_us"
+    t1=$(now_ms)
+    fault starved "$inst" "$t0" "$t1"
     ;;
   partition)
     t0=$(now_ms)
