@@ -63,6 +63,9 @@ fi
 if [ -n "$PARTITION" ] && [ -n "$LONG_ITEMS" ]; then
   echo "spawnerkill runs items longer than the period, partition faults shorter: run them apart" >&2
   exit 2
+elif [ -n "$STARVE" ]; then
+  # The item outlives the earliest takeover (about a session after the cut).
+  ITEMS=${EJ_CHAOS_ITEMS:-1} ITEM_MIN=$((PERIOD - 1)) ITEM_MAX=$((PERIOD - 1))
 elif [ -n "$PARTITION" ]; then
   ITEMS=${EJ_CHAOS_ITEMS:-1} ITEM_MIN=$((PERIOD - 2)) ITEM_MAX=$((PERIOD - 1))
 elif [ -n "$LONG_ITEMS" ]; then
@@ -362,7 +365,6 @@ inject() {
     echo 50000 >"$CG/cpu.cfs_quota_us"
     bash -c 'echo $$ >"$0/cgroup.procs" && while :; do :; done' "$CG" &
     BUSY_PID=$!
-    sleep 1
     t0=$(now_ms)
     ip netns exec "$NS" ip link set "$NS_LINK" down
     sleep 10
