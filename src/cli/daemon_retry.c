@@ -38,9 +38,11 @@ static int inflight_attempts;
 
 bool ejd_retry_is_transient(int rc)
 {
+    /* Not EJ_ENOAUTH nor EJ_EAUTHFAILED: a digest that ZooKeeper's ACLs
+     * refuse stays refused. */
     return rc == EJ_ETIMEDOUT || rc == EJ_EAGAIN || rc == EJ_EBUSY || rc == EJ_ECONNLOSS ||
-           rc == EJ_ESESSIONEXPIRED || rc == EJ_EZOOKEEPER || rc == EJ_ENOAUTH ||
-           rc == EJ_ENODEEXISTS || rc == EJ_EBADVERSION || rc == EJ_ENONODE;
+           rc == EJ_ESESSIONEXPIRED || rc == EJ_EZOOKEEPER || rc == EJ_ENODEEXISTS ||
+           rc == EJ_EBADVERSION || rc == EJ_ENONODE;
 }
 
 static int64_t backoff_ms(int attempts)

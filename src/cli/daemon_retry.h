@@ -1,10 +1,10 @@
 /*
  * Jobs of `ejob run` whose start failed for a reason that can pass (a cache
- * that did not load in time under start-up load, a lost connection, an ACL
- * not yet granted): each is started again on a thread of its own, with
+ * that did not load in time under start-up load, a lost connection or
+ * session): each is started again on a thread of its own, with
  * back-off, while the other jobs run. /readyz names them until they run.
- * Errors a retry cannot fix (a bad config, failed authentication) are not
- * retried: the daemon stops on them at start-up as before.
+ * Errors a retry cannot fix (a bad config, a digest ZooKeeper's ACLs
+ * refuse) are not retried: the daemon stops on them at start-up as before.
  */
 #ifndef EJ_CLI_DAEMON_RETRY_H
 #define EJ_CLI_DAEMON_RETRY_H
