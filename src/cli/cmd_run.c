@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 
@@ -21,6 +22,7 @@
 #include "cli/cli.h"
 #include "cli/cli_util.h"
 #include "cli/daemon.h"
+#include "cli/daemon_clock.h"
 #include "cli/daemon_metrics.h"
 #include "cli/daemon_notify.h"
 #include "cli/daemon_run.h"
@@ -385,11 +387,50 @@ static void serve(struct daemon *d, int sfd)
     }
 }
 
+/* Descriptors the daemon holds apart from its items (ZooKeeper, signals,
+ * the metrics endpoint, the history store, logs), and per script item
+ * running at once (its output and error pipes, its socket and pidfd, and
+ * the descriptors it is started with). */
+#define NOFILE_BASE 64
+#define NOFILE_PER_ITEM 8
+
+/* Every item of every job may run at once: the open-file limit must hold
+ * that many, or runs fail with "Too many open files" one by one. The soft
+ * limit is raised towards the hard one when it is lower; what is still
+ * short is warned about at start-up, not found out from failed runs. */
+static void check_nofile(const struct ej_daemon_config *cfg)
+{
+    unsigned long long need = NOFILE_BASE;
+    for (size_t i = 0; i < cfg->job_count; i++)
+        need += (unsigned long long)cfg->jobs[i].sharding_total_count * NOFILE_PER_ITEM;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return;
+    unsigned long long was = rl.rlim_cur;
+    rlim_t want = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+    if (want > rl.rlim_cur) {
+        rl.rlim_cur = want;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            EJ_LOG(EJ_LOG_INFO, "daemon", 0, "open-file limit raised from %llu to %llu", was,
+                   (unsigned long long)want);
+        else if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+            return;
+    }
+    if (rl.rlim_cur < need)
+        EJ_LOG(EJ_LOG_WARN, "daemon", 0,
+               "the open-file limit is %llu (hard limit %llu), but %zu job(s) of %llu item(s) "
+               "may need about %llu descriptors when their items run at once: items will fail "
+               "with \"Too many open files\"; raise it (ulimit -n, systemd LimitNOFILE=)",
+               (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, cfg->job_count,
+               (need - NOFILE_BASE) / NOFILE_PER_ITEM, need);
+}
+
 /* Registry, history, jobs, then the main loop; everything is undone in
  * reverse order. Returns the exit code. */
 static int run(struct daemon *d, const struct run_opts *o, const char *secret, int sfd)
 {
     char servers[1024];
+    check_nofile(&d->cfg);
     int rc = start_metrics(d, o);
     if (rc == 0)
         rc = find_servers(d, o, servers, sizeof servers);
@@ -422,6 +463,8 @@ static int run(struct daemon *d, const struct run_opts *o, const char *secret, i
         rc = EJ_EXIT_FAILED;
         goto out_jobs;
     }
+    if (d->cfg.job_count > 0 && ejd_clock_start(d->reg, d->cfg.jobs[0].job_name) != 0)
+        EJ_LOG(EJ_LOG_WARN, "daemon", 0, "the clock offset to ZooKeeper will not be measured");
     EJ_LOG(EJ_LOG_INFO, "daemon", 0,
            "running %zu job(s) of %s; registry %s/%s; pid %d (SIGTERM stops, SIGHUP reloads)",
            d->njobs, o->file, servers, ns, (int)getpid());
@@ -429,6 +472,7 @@ static int run(struct daemon *d, const struct run_opts *o, const char *secret, i
     serve(d, sfd);
     rc = EJ_EXIT_OK;
 out_jobs:
+    ejd_clock_stop();
     /* A reload being applied stops at its next step (a removed job it
      * stops drains within the same bound as the others); one still being
      * read is abandoned. */

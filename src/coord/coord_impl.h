@@ -60,6 +60,10 @@ struct ej__coord {
      * done. */
     int64_t necessary_session;
     int fence_told;   /* fence level last told to the runtime; -1 none */
+    /* Mono ms before which no item starts here: another instance's session
+     * expired (its node removed) less than the takeover margin ago, and a
+     * starved owner may still be ending the copy it ran (membership.c). */
+    int64_t takeover_hold_until;
     bool fence_added; /* our fence listener is on the registry */
     int64_t last_reconcile_ms;
     uint64_t reshards; /* assignments written as leader (shard.c) */

@@ -315,6 +315,20 @@ void ej__coord_count_reshard(ej__coord *c);
  * (contact with the server within half the session timeout). Asked before
  * every item starts. */
 bool ej__coord_may_start(ej__coord *c, int64_t session);
+
+/* The takeover margin: after another instance's session expired, items of
+ * this instance start only this long after its node was seen removed. The
+ * expired owner fences itself at 0.6 of the session timeout after its last
+ * answer when its threads run on time; a scheduling stall (a CPU quota, a
+ * noisy neighbour) delays that by up to the stall, and the margin covers
+ * it (docs/coordination.md). EJOB_TAKEOVER_MARGIN_MS overrides it; 0 off. */
+#define EJ__TAKEOVER_MARGIN_MS_DEFAULT 1000
+int64_t ej__coord_takeover_margin_ms(void);
+
+/* Blocks until the takeover margin of the last expiry seen is over (at
+ * once when there is none). Called before each item starts, off the
+ * dispatch thread. */
+void ej__coord_takeover_wait(ej__coord *c);
 /* Live instances on enabled servers, in ElasticJob order (reverse
  * lexicographic). Caller frees with ej_registry_free_names. */
 int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n);

@@ -173,8 +173,14 @@ static void on_instances_event_body(ej_tree_cache *cache, const struct ej_tree_e
         if (init)
             ej__coord_leader_set_necessary(c);
         ej__exec_note_departed(c, id);
-        if (ev->stat && ev->stat->ephemeral_owner != 0)
+        if (ev->stat && ev->stat->ephemeral_owner != 0) {
+            int64_t hold = ej__mono_ms() + ej__coord_takeover_margin_ms();
+            pthread_mutex_lock(&c->mu);
+            if (hold > c->takeover_hold_until)
+                c->takeover_hold_until = hold;
+            pthread_mutex_unlock(&c->mu);
             ej__failover_on_instance_removed(c, id, ev->stat->ephemeral_owner);
+        }
         return;
     }
     if (ev->type == EJ_TREE_NODE_ADDED && !mine && init)
@@ -470,6 +476,36 @@ bool ej__coord_may_start(ej__coord *c, int64_t session)
               !c->closed && c->connected;
     pthread_mutex_unlock(&c->mu);
     return ok && ej_registry_fence(c->reg, session) == EJ_REG_FENCE_OPEN;
+}
+
+int64_t ej__coord_takeover_margin_ms(void)
+{
+    static atomic_llong margin = -1;
+    long long m = atomic_load(&margin);
+    if (m < 0) {
+        const char *env = getenv("EJOB_TAKEOVER_MARGIN_MS");
+        char *end = NULL;
+        long long v = env != NULL ? strtoll(env, &end, 10) : -1;
+        m = env != NULL && end != env && *end == '\0' && v >= 0 ? v
+                                                                 : EJ__TAKEOVER_MARGIN_MS_DEFAULT;
+        atomic_store(&margin, m);
+    }
+    return m;
+}
+
+void ej__coord_takeover_wait(ej__coord *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int64_t until = c->takeover_hold_until;
+    pthread_mutex_unlock(&c->mu);
+    int64_t left = until - ej__mono_ms();
+    if (left <= 0)
+        return;
+    EJ_LOG(EJ_LOG_DEBUG, MOD, 0,
+           "job %s: an instance's session expired: items start after the takeover margin "
+           "(%lld ms left)",
+           c->job, (long long)left);
+    ej__sleep_ms(left);
 }
 
 /* The registry's fence changed. What counts is the fence of the session we

@@ -445,7 +445,9 @@ static void finish_running(struct item_run *r)
 static void item_task(void *arg)
 {
     struct item_run *r = arg;
-    /* Items wait for a pool thread: the fence is asked again right here. */
+    /* Items wait for a pool thread: the fence is asked again right here,
+     * after the takeover margin of an expiry just seen. */
+    ej__coord_takeover_wait(r->job->coord);
     if (!ej__coord_may_start(r->job->coord, r->fire_session)) {
         r->not_started = true;
         r->res.rc = EJ_ESTOPPED;
