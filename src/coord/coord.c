@@ -203,6 +203,21 @@ bool ej__coord_necessary_locked(ej__coord *c)
     return ej_tree_cache_exists(c->c_leader, c->p_necessary, NULL);
 }
 
+bool ej__coord_shard_flag_new(ej__coord *c, int64_t *czxid)
+{
+    struct ej_node_stat st;
+    ej__coord_lock(c);
+    bool there = ej_tree_cache_exists(c->c_leader, c->p_necessary, &st);
+    ej__coord_unlock(c);
+    *czxid = there ? st.czxid : 0;
+    return there && st.czxid != c->shard_consumed_czxid;
+}
+
+void ej__coord_shard_flag_consumed(ej__coord *c, int64_t czxid)
+{
+    c->shard_consumed_czxid = czxid;
+}
+
 bool ej__coord_processing_locked(ej__coord *c)
 {
     return ej_tree_cache_exists(c->c_leader, c->p_processing, NULL);

@@ -70,6 +70,12 @@ struct ej__coord {
     /* One leader resharding at a time: a fire's and a busy leader's
      * (shard.c, ej__shard_when_busy). */
     pthread_mutex_t shard_mu;
+    /* The czxid of the leader/sharding/necessary flag this leader last
+     * resharded for: the cache may still show that flag for a moment after
+     * the resharding deleted it, and a second resharding (a fire's and a
+     * busy leader's task, one after the other) must not take it for a new
+     * one. Under shard_mu. */
+    int64_t shard_consumed_czxid;
     atomic_bool shard_posted; /* a busy leader's resharding task is queued */
     char err[1024];
     bool err_is_config;

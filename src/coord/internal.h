@@ -381,6 +381,11 @@ int ej__coord_post_pool(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void 
 /* One leader resharding at a time (shard.c). */
 void ej__coord_shard_lock(ej__coord *c);
 void ej__coord_shard_unlock(ej__coord *c);
+/* Is leader/sharding/necessary in the cache and not the flag this leader
+ * last resharded for (ej__coord_shard_flag_consumed)? *czxid: the flag's
+ * czxid (0: none). Both with the shard lock held. */
+bool ej__coord_shard_flag_new(ej__coord *c, int64_t *czxid);
+void ej__coord_shard_flag_consumed(ej__coord *c, int64_t czxid);
 /* Claims the one queued resharding task of a busy leader: true when none
  * was queued (the caller posts it); ej__coord_shard_unclaim when it runs. */
 bool ej__coord_shard_claim(ej__coord *c);

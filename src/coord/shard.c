@@ -535,6 +535,20 @@ out:
     return rc;
 }
 
+/* Reshard when the flag is one this leader has not resharded for yet: the
+ * other resharding (a fire's, a busy leader's task) may just have done it
+ * while the cache still shows the flag. Shard lock held. */
+static int shard_if_flag_new(ej__coord *c, int64_t deadline)
+{
+    int64_t flag = 0;
+    if (!ej__coord_shard_flag_new(c, &flag))
+        return 0;
+    int rc = leader_shard(c, deadline);
+    if (rc == 0)
+        ej__coord_shard_flag_consumed(c, flag);
+    return rc;
+}
+
 int ej__shard_if_necessary(ej__coord *c)
 {
     if (c == NULL)
@@ -560,10 +574,7 @@ int ej__shard_if_necessary(ej__coord *c)
     /* Leader: one resharding at a time (a fire's, a busy leader's task);
      * check the flag again under it (the other may have sharded). */
     ej__coord_shard_lock(c);
-    ej__coord_lock(c);
-    need = ej__coord_necessary_locked(c);
-    ej__coord_unlock(c);
-    rc = need ? leader_shard(c, deadline + bound) : 0;
+    rc = shard_if_flag_new(c, deadline + bound);
     ej__coord_shard_unlock(c);
     return rc;
 }
