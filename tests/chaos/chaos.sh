@@ -217,7 +217,7 @@ start_daemon() {
   local i=$1
   if [ "$i" = 1 ] && [ -n "$NS" ] && [ -n "$CG" ]; then
     bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" ip netns exec "$NS" env EJOB_IP="$(ip_of "$i")" \
-      setpriv --pdeathsig KILL "$E" run -c "$D/chaos.yaml" --drain-timeout-ms 1000 2>>"$D/daemon$i.log" &
+      setpriv --pdeathsig KILL "$E" run -c "$D/chaos.yaml" --state-dir "$D/state$i" --drain-timeout-ms 1000 2>>"$D/daemon$i.log" &
   elif [ "$i" = 1 ] && [ -n "$NS" ]; then
     ip netns exec "$NS" env EJOB_IP="$(ip_of "$i")" setpriv --pdeathsig KILL \
       "$E" run -c "$D/chaos.yaml" --state-dir "$D/state$i" --drain-timeout-ms 1000 2>>"$D/daemon$i.log" &
