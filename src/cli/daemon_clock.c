@@ -27,7 +27,7 @@ static atomic_bool measured;
  * compared with the middle of the round trip here. */
 static int measure(int64_t *out)
 {
-    char *p = ej_console_path_dup(clock_job, EJ_CONSOLE_NODE_SYSTEM_TIME, 0, NULL);
+    char *p = ej_layout_path_dup(clock_job, EJ_LAYOUT_NODE_SYSTEM_TIME, 0, NULL);
     if (p == NULL)
         return EJ_ENOMEM;
     struct ej_node_stat st = {0};

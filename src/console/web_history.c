@@ -155,7 +155,7 @@ static bool parse_query(struct ej__console_request *req, const char *job, struct
     q->item = -1;
     q->limit = LIST_LIMIT_DEFAULT;
     q->job_name = job != NULL ? job : ej__console_query_arg(req, "job");
-    if (q->job_name != NULL && !ej_console_is_segment(q->job_name)) {
+    if (q->job_name != NULL && !ej_layout_is_segment(q->job_name)) {
         ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "job: \"%s\" is not a job name",
                                 q->job_name);
         return false;

@@ -43,7 +43,7 @@ int ej__coord_config_sync(ej__coord *c, const struct ej_job_config *local, char 
     if (json == NULL)
         return EJ_ENOMEM;
     size_t jl = strlen(json);
-    const char *srv = local->disabled ? EJ_CONSOLE_SERVER_DISABLED : EJ_CONSOLE_SERVER_ENABLED;
+    const char *srv = local->disabled ? EJ_LAYOUT_SERVER_DISABLED : EJ_LAYOUT_SERVER_ENABLED;
     struct ej_reg_op ops[5] = {
         {.type = EJ_REG_OP_CREATE, .path = c->p_root, .mode = EJ_REG_PERSISTENT},
         {.type = EJ_REG_OP_CREATE,

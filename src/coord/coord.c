@@ -261,11 +261,11 @@ bool ej__coord_is_leader(ej__coord *c)
 
 static bool server_disabled_ip(ej__coord *c, const char *ip)
 {
-    char *p = ej_console_path_dup(c->job, EJ_CONSOLE_NODE_SERVER, 0, ip);
+    char *p = ej_layout_path_dup(c->job, EJ_LAYOUT_NODE_SERVER, 0, ip);
     char *data = NULL;
     bool dis = false;
     if (p && c->c_servers && ej_tree_cache_get(c->c_servers, p, &data, NULL, NULL) == 0)
-        dis = strcmp(data, EJ_CONSOLE_SERVER_DISABLED) == 0;
+        dis = strcmp(data, EJ_LAYOUT_SERVER_DISABLED) == 0;
     free(data);
     free(p);
     return dis;
@@ -375,7 +375,7 @@ int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n)
     size_t j = 0;
     for (size_t i = 0; i < k; i++) {
         char ip[EJ__IP_MAX];
-        if (ej__coord_instance_ip(names[i], ip, sizeof ip) != 0 || server_disabled_ip(c, ip)) {
+        if (ej_layout_instance_ip(names[i], ip, sizeof ip) != 0 || server_disabled_ip(c, ip)) {
             free(names[i]);
             continue;
         }
@@ -390,7 +390,7 @@ int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n)
 
 int64_t ej__coord_instance_session(ej__coord *c, const char *id)
 {
-    char *p = ej_console_path_dup(c->job, EJ_CONSOLE_NODE_INSTANCE, 0, id);
+    char *p = ej_layout_path_dup(c->job, EJ_LAYOUT_NODE_INSTANCE, 0, id);
     struct ej_node_stat st;
     int64_t s = 0;
     if (p && ej_tree_cache_exists(c->c_instances, p, &st))
@@ -512,8 +512,8 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
         o->instance_id == NULL || o->ip == NULL)
         return EJ_EINVAL;
     /* What the path table refuses (so a NULL path below is no memory). */
-    if (!ej_console_is_job_name(o->job_name) || !ej_console_is_segment(o->ip) ||
-        !ej_console_is_segment(o->instance_id))
+    if (!ej_layout_is_job_name(o->job_name) || !ej_layout_is_segment(o->ip) ||
+        !ej_layout_is_segment(o->instance_id))
         return EJ_EINVAL;
     ej__coord *c = calloc(1, sizeof *c);
     if (c == NULL)
@@ -538,19 +538,19 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     c->fence_told = -1;
     c->connected = ej_registry_is_connected(o->reg);
     const char *j = o->job_name;
-    c->p_root = ej_console_path_dup(j, EJ_CONSOLE_NODE_JOB, 0, NULL);
-    c->p_config = ej_console_path_dup(j, EJ_CONSOLE_NODE_CONFIG, 0, NULL);
-    c->p_servers = ej_console_path_dup(j, EJ_CONSOLE_NODE_SERVERS, 0, NULL);
-    c->p_instances = ej_console_path_dup(j, EJ_CONSOLE_NODE_INSTANCES, 0, NULL);
-    c->p_leader = ej_console_path_dup(j, EJ_CONSOLE_NODE_LEADER, 0, NULL);
-    c->p_leader_inst = ej_console_path_dup(j, EJ_CONSOLE_NODE_ELECTION_INSTANCE, 0, NULL);
-    c->p_el_latch = ej_console_path_dup(j, EJ_CONSOLE_NODE_ELECTION_LATCH, 0, NULL);
-    c->p_necessary = ej_console_path_dup(j, EJ_CONSOLE_NODE_SHARDING_NECESSARY, 0, NULL);
-    c->p_processing = ej_console_path_dup(j, EJ_CONSOLE_NODE_SHARDING_PROCESSING, 0, NULL);
-    c->p_fo_items = ej_console_path_dup(j, EJ_CONSOLE_NODE_FAILOVER_ITEMS, 0, NULL);
-    c->p_fo_latch = ej_console_path_dup(j, EJ_CONSOLE_NODE_FAILOVER_LATCH, 0, NULL);
-    c->p_my_server = ej_console_path_dup(j, EJ_CONSOLE_NODE_SERVER, 0, o->ip);
-    c->p_my_instance = ej_console_path_dup(j, EJ_CONSOLE_NODE_INSTANCE, 0, o->instance_id);
+    c->p_root = ej_layout_path_dup(j, EJ_LAYOUT_NODE_JOB, 0, NULL);
+    c->p_config = ej_layout_path_dup(j, EJ_LAYOUT_NODE_CONFIG, 0, NULL);
+    c->p_servers = ej_layout_path_dup(j, EJ_LAYOUT_NODE_SERVERS, 0, NULL);
+    c->p_instances = ej_layout_path_dup(j, EJ_LAYOUT_NODE_INSTANCES, 0, NULL);
+    c->p_leader = ej_layout_path_dup(j, EJ_LAYOUT_NODE_LEADER, 0, NULL);
+    c->p_leader_inst = ej_layout_path_dup(j, EJ_LAYOUT_NODE_ELECTION_INSTANCE, 0, NULL);
+    c->p_el_latch = ej_layout_path_dup(j, EJ_LAYOUT_NODE_ELECTION_LATCH, 0, NULL);
+    c->p_necessary = ej_layout_path_dup(j, EJ_LAYOUT_NODE_SHARDING_NECESSARY, 0, NULL);
+    c->p_processing = ej_layout_path_dup(j, EJ_LAYOUT_NODE_SHARDING_PROCESSING, 0, NULL);
+    c->p_fo_items = ej_layout_path_dup(j, EJ_LAYOUT_NODE_FAILOVER_ITEMS, 0, NULL);
+    c->p_fo_latch = ej_layout_path_dup(j, EJ_LAYOUT_NODE_FAILOVER_LATCH, 0, NULL);
+    c->p_my_server = ej_layout_path_dup(j, EJ_LAYOUT_NODE_SERVER, 0, o->ip);
+    c->p_my_instance = ej_layout_path_dup(j, EJ_LAYOUT_NODE_INSTANCE, 0, o->instance_id);
     if (!c->job || !c->me || !c->ip || !c->p_root || !c->p_config || !c->p_servers ||
         !c->p_instances || !c->p_leader || !c->p_leader_inst || !c->p_el_latch || !c->p_necessary ||
         !c->p_processing || !c->p_fo_items || !c->p_fo_latch || !c->p_my_server ||
@@ -732,7 +732,7 @@ void ej__coord_leave(ej__coord *c)
             EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot delete %s: %s", c->job, c->p_my_instance,
                    ej_registry_errmsg(c->reg));
         /* The marker goes with the instance node (membership.c). */
-        char *marker = ej_console_ejob_marker_path_dup(c->job, c->me);
+        char *marker = ej_layout_marker_path_dup(c->job, c->me);
         if (marker)
             ej_registry_delete(c->reg, marker, -1);
         free(marker);

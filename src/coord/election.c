@@ -108,7 +108,7 @@ static bool remove_stale_leader_latched(ej__coord *c)
     if (ej_registry_get(c->reg, c->p_leader_inst, &id, NULL, &st) != 0)
         return false;
     bool live = false;
-    char *p = ej_console_path_dup(c->job, EJ_CONSOLE_NODE_INSTANCE, 0, id); /* NULL: not an id */
+    char *p = ej_layout_path_dup(c->job, EJ_LAYOUT_NODE_INSTANCE, 0, id); /* NULL: not an id */
     if (p && ej_registry_exists(c->reg, p, &live, NULL) != 0)
         live = true; /* cannot tell: leave it */
     free(p);
@@ -140,7 +140,7 @@ static int create_leader_if_enabled(ej__coord *c)
     char *data = NULL;
     struct ej_node_stat st;
     bool known = ej_tree_cache_get(c->c_servers, c->p_my_server, &data, NULL, &st) == 0;
-    bool disabled = known && strcmp(data, EJ_CONSOLE_SERVER_DISABLED) == 0;
+    bool disabled = known && strcmp(data, EJ_LAYOUT_SERVER_DISABLED) == 0;
     free(data);
     if (disabled)
         return EJ_EBUSY;

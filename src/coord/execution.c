@@ -19,9 +19,9 @@
 
 #define MOD "coord"
 
-static char *item_path(ej__coord *c, int item, ej_console_node leaf)
+static char *item_path(ej__coord *c, int item, ej_layout_node leaf)
 {
-    return ej_console_path_dup(ej__coord_job_name(c), leaf, item, NULL);
+    return ej_layout_path_dup(ej__coord_job_name(c), leaf, item, NULL);
 }
 
 /* Running nodes this instance may have left behind: a create whose answer
@@ -112,7 +112,7 @@ void ej__exec_cleanup(ej__coord *c)
     for (size_t i = 0; i < n; i++) {
         if (v[i].session != cur)
             continue; /* gone with its session */
-        char *p = item_path(c, v[i].item, EJ_CONSOLE_NODE_ITEM_RUNNING);
+        char *p = item_path(c, v[i].item, EJ_LAYOUT_NODE_ITEM_RUNNING);
         struct ej_node_stat st;
         bool ex = false;
         int rc = p ? ej_registry_exists(reg, p, &ex, &st) : EJ_ENOMEM;
@@ -139,7 +139,7 @@ void ej__exec_cleanup(ej__coord *c)
 
 int ej__exec_read_fired(ej__coord *c, int item, int64_t *fired_ms, char *by, size_t bylen)
 {
-    char *p = item_path(c, item, EJ_CONSOLE_NODE_ITEM);
+    char *p = item_path(c, item, EJ_LAYOUT_NODE_ITEM);
     char *data = NULL;
     size_t len = 0;
     int rc = p ? ej_registry_get(ej__coord_registry(c), p, &data, &len, NULL) : EJ_ENOMEM;
@@ -357,9 +357,9 @@ int ej__exec_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, b
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        b.paths[i] = item_path(c, items[i], EJ_CONSOLE_NODE_ITEM_RUNNING);
+        b.paths[i] = item_path(c, items[i], EJ_LAYOUT_NODE_ITEM_RUNNING);
         if (b.item_paths)
-            b.item_paths[i] = item_path(c, items[i], EJ_CONSOLE_NODE_ITEM);
+            b.item_paths[i] = item_path(c, items[i], EJ_LAYOUT_NODE_ITEM);
         if (b.paths[i] == NULL || (b.item_paths && b.item_paths[i] == NULL)) {
             rc = EJ_ENOMEM;
             for (size_t j = 0; j < n; j++)
@@ -390,7 +390,7 @@ out:
 /* Delete (or create) one leaf for items in one transaction; fall back to
  * one call each when the transaction fails on a node that is not in the
  * expected state. */
-static int batch(ej__coord *c, const int *items, size_t n, ej_console_node leaf, bool create)
+static int batch(ej__coord *c, const int *items, size_t n, ej_layout_node leaf, bool create)
 {
     if (n == 0)
         return 0;
@@ -428,7 +428,7 @@ static int batch(ej__coord *c, const int *items, size_t n, ej_console_node leaf,
         const char *leaf_name = strrchr(paths[0], '/') + 1;
         EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot %s %s nodes: %s", ej__coord_job_name(c),
                create ? "create" : "delete", leaf_name, ej_registry_errmsg(reg));
-        if (!create && leaf == EJ_CONSOLE_NODE_ITEM_RUNNING)
+        if (!create && leaf == EJ_LAYOUT_NODE_ITEM_RUNNING)
             suspect_add(c, items, n, ej_registry_session_id(reg));
     }
 out:
@@ -448,14 +448,14 @@ void ej__exec_complete(ej__coord *c, const int *items, size_t n, int64_t session
      * could remove the node of the instance that took the item over. */
     if (ej_registry_session_id(ej__coord_registry(c)) != session)
         return;
-    batch(c, items, n, EJ_CONSOLE_NODE_ITEM_RUNNING, false);
+    batch(c, items, n, EJ_LAYOUT_NODE_ITEM_RUNNING, false);
 }
 
 void ej__exec_complete_one(ej__coord *c, int item, int64_t session)
 {
     if (session == 0 || ej_registry_session_id(ej__coord_registry(c)) != session)
         return;
-    char *p = item_path(c, item, EJ_CONSOLE_NODE_ITEM_RUNNING);
+    char *p = item_path(c, item, EJ_LAYOUT_NODE_ITEM_RUNNING);
     if (p == NULL)
         return;
     int rc = ej_registry_delete(ej__coord_registry(c), p, -1);
@@ -471,7 +471,7 @@ int ej__exec_check_alive(ej__coord *c)
 {
     ej_registry *reg = ej__coord_registry(c);
     int64_t sess = ej_registry_session_id(reg);
-    char *p = ej_console_path_dup(ej__coord_job_name(c), EJ_CONSOLE_NODE_INSTANCE, 0,
+    char *p = ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_INSTANCE, 0,
                                   ej__coord_instance_id(c));
     if (p == NULL)
         return EJ_ENOMEM;
@@ -490,7 +490,7 @@ int ej__exec_set_misfire(ej__coord *c, const int *items, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         ej__view_claim_misfire(ej__coord_view(c), items[i]);
-    int rc = batch(c, items, n, EJ_CONSOLE_NODE_ITEM_MISFIRE, true);
+    int rc = batch(c, items, n, EJ_LAYOUT_NODE_ITEM_MISFIRE, true);
     for (size_t i = 0; i < n && rc == 0; i++)
         ej__view_note_misfire(ej__coord_view(c), items[i], true);
     return rc;
@@ -498,7 +498,7 @@ int ej__exec_set_misfire(ej__coord *c, const int *items, size_t n)
 
 int ej__exec_clear_misfire(ej__coord *c, const int *items, size_t n)
 {
-    int rc = batch(c, items, n, EJ_CONSOLE_NODE_ITEM_MISFIRE, false);
+    int rc = batch(c, items, n, EJ_LAYOUT_NODE_ITEM_MISFIRE, false);
     for (size_t i = 0; i < n && rc == 0; i++)
         ej__view_note_misfire(ej__coord_view(c), items[i], false);
     return rc;
@@ -506,7 +506,7 @@ int ej__exec_clear_misfire(ej__coord *c, const int *items, size_t n)
 
 static bool misfire_now(ej__coord *c, int item)
 {
-    char *p = item_path(c, item, EJ_CONSOLE_NODE_ITEM_MISFIRE);
+    char *p = item_path(c, item, EJ_LAYOUT_NODE_ITEM_MISFIRE);
     bool exists = false;
     if (p == NULL || ej_registry_exists(ej__coord_registry(c), p, &exists, NULL) != 0)
         exists = false;
@@ -546,7 +546,7 @@ int ej__exec_misfired(ej__coord *c, const int *items, size_t n, int **out, size_
 int ej__exec_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t msglen)
 {
     ej_registry *reg = ej__coord_registry(c);
-    char *p = ej_console_path_dup(ej__coord_job_name(c), EJ_CONSOLE_NODE_SYSTEM_TIME, 0, NULL);
+    char *p = ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_SYSTEM_TIME, 0, NULL);
     if (p == NULL)
         return EJ_ENOMEM;
     struct ej_node_stat st;
@@ -580,7 +580,7 @@ int ej__exec_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t ms
  * item; an error reads as disabled, for this fire. */
 static bool disabled_now(ej__coord *c, int item)
 {
-    char *p = item_path(c, item, EJ_CONSOLE_NODE_ITEM_DISABLED);
+    char *p = item_path(c, item, EJ_LAYOUT_NODE_ITEM_DISABLED);
     bool exists = true;
     if (p == NULL || ej_registry_exists(ej__coord_registry(c), p, &exists, NULL) != 0)
         exists = true;

@@ -2,7 +2,6 @@
  * The coordination module: what makes an ejob instance an ElasticJob-Lite
  * 2.1.5 peer in ZooKeeper. Internal API used by the runtime module.
  *
- *   paths.c      node names, instance ids, Curator latch names (pure)
  *   waiter.c     waiting, bounded, for a one-shot watch (latch, guarantee)
  *   latch.c      a Curator-LeaderLatch-compatible mutex (bounded waits)
  *   view.c       a watch-based view of /{job}/sharding that costs no reads
@@ -37,58 +36,10 @@
 #include <stdint.h>
 
 #include "ejob/common.h"
-#include "ejob/console.h"
 #include "ejob/registry.h"
+#include "layout/internal.h"
 
 struct ej_job_config; /* ejob/config.h */
-
-/* ------------------------------------------------------------------------ */
-/* paths.c: names (pure functions, unit-tested)                              */
-
-/* Every path of SPEC §2 comes from the console library's table
- * (ej_console_path_dup with EJ_CONSOLE_NODE_*), and the markers too:
- * EJ_CONSOLE_ID_SEP, EJ_CONSOLE_SERVER_DISABLED, EJ_CONSOLE_INSTANCE_TRIGGER. */
-/* Longest instance id / IP accepted (bytes with the NUL). */
-#define EJ__ID_MAX 256
-#define EJ__IP_MAX 64
-
-/* Writes "{ip}@-@{pid}" into out. Returns 0, or EJ_EINVAL when it does not
- * fit or ip is empty or contains '/' or the separator. */
-int ej__coord_make_instance_id(const char *ip, long pid, char *out, size_t len);
-
-/* The IP part of an instance id (before the first "@-@"; the whole id when
- * there is none). Returns 0 or EJ_EINVAL when it does not fit. */
-int ej__coord_instance_ip(const char *id, char *out, size_t len);
-
-/* Parses a shard item node name: decimal digits only, no sign, no leading
- * zeros (except "0"), at most INT_MAX. Returns 0 or EJ_EINVAL. */
-int ej__coord_parse_item(const char *name, int *item);
-
-/* Curator's protected latch node prefix for a UUID:
- * "_c_{uuid}-latch-" (uuid is 36 characters). */
-#define EJ__LATCH_PREFIX_LEN (3 + 36 + 7)
-int ej__latch_node_prefix(const char *uuid, char *out, size_t len);
-
-/* The sort key of a latch node name: what follows the LAST "latch-" (the
- * sequence number), or the whole name when it has none (Curator's
- * standardFixForSorting). Points into name. */
-const char *ej__latch_sort_key(const char *name);
-
-/* strcmp of the sort keys; ties broken by the whole name. */
-int ej__latch_name_cmp(const char *a, const char *b);
-
-/* Sorts latch node names in place by ej__latch_name_cmp. */
-void ej__latch_sort(char **names, size_t n);
-
-/* Index of the name protected by uuid ("_c_{uuid}-" prefix), or -1. */
-long ej__latch_find(char *const *names, size_t n, const char *uuid);
-
-/* A random version 4 UUID, lower case, 36 characters plus NUL. */
-void ej__uuid4(char out[37]);
-
-/* Reverse-sorts item numbers as strings (ElasticJob takes the greatest item
- * STRING first when picking a failover item: "9" before "10"). */
-void ej__items_sort_desc_as_strings(int *items, size_t n);
 
 /* ------------------------------------------------------------------------ */
 /* waiter.c: wait, bounded, for a one-shot watch                              */

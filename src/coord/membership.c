@@ -105,7 +105,7 @@ static void on_servers_event_body(ej_tree_cache *cache, const struct ej_tree_eve
     if (strcmp(ev->path, c->p_my_server) != 0)
         return;
     bool disabled =
-        ev->type != EJ_TREE_NODE_REMOVED && strcmp(ev->data, EJ_CONSOLE_SERVER_DISABLED) == 0;
+        ev->type != EJ_TREE_NODE_REMOVED && strcmp(ev->data, EJ_LAYOUT_SERVER_DISABLED) == 0;
     if (disabled) {
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: server %s disabled", c->job, c->ip);
         ej__coord_abdicate(c);
@@ -185,8 +185,8 @@ static void on_instances_event_body(ej_tree_cache *cache, const struct ej_tree_e
     }
     if (ev->type == EJ_TREE_NODE_ADDED && !mine && init)
         ej__coord_leader_set_necessary(c);
-    if (mine && ev->len == strlen(EJ_CONSOLE_INSTANCE_TRIGGER) &&
-        strcmp(ev->data, EJ_CONSOLE_INSTANCE_TRIGGER) == 0) {
+    if (mine && ev->len == strlen(EJ_LAYOUT_INSTANCE_TRIGGER) &&
+        strcmp(ev->data, EJ_LAYOUT_INSTANCE_TRIGGER) == 0) {
         /* The console's trigger: reset the node, run once now. */
         ej_registry_set(c->reg, c->p_my_instance, "", 0, -1, NULL);
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: triggered by the console", c->job);
@@ -223,7 +223,7 @@ static int create_fresh(ej__coord *c, const char *val)
         return EJ_EAGAIN;
     /* With the parents of the instance's ejob marker (membership's
      * register_instance), so that it costs no request of its own. */
-    char *marker = ej_console_ejob_marker_path_dup(c->job, c->me);
+    char *marker = ej_layout_marker_path_dup(c->job, c->me);
     if (marker == NULL)
         return EJ_ENOMEM;
     char *markers = ej__asprintf("%.*s", (int)(strrchr(marker, '/') - marker), marker);
@@ -256,17 +256,17 @@ static int create_fresh(ej__coord *c, const char *val)
  * what the node holds; on a new session ZooKeeper is asked. */
 int ej__coord_persist_server(ej__coord *c, bool cfg_disabled, bool overwrite)
 {
-    const char *val = EJ_CONSOLE_SERVER_ENABLED;
+    const char *val = EJ_LAYOUT_SERVER_ENABLED;
     bool at_start = !c->started;
     char *cur = NULL;
     int grc = at_start ? ej_tree_cache_get(c->c_servers, c->p_my_server, &cur, NULL, NULL)
                        : ej_registry_get(c->reg, c->p_my_server, &cur, NULL, NULL);
     if (cfg_disabled) {
-        val = EJ_CONSOLE_SERVER_DISABLED;
-    } else if (grc == 0 && strcmp(cur, EJ_CONSOLE_SERVER_DISABLED) == 0 && !overwrite) {
+        val = EJ_LAYOUT_SERVER_DISABLED;
+    } else if (grc == 0 && strcmp(cur, EJ_LAYOUT_SERVER_DISABLED) == 0 && !overwrite) {
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: server %s stays DISABLED (set by an operator)", c->job,
                c->ip);
-        val = EJ_CONSOLE_SERVER_DISABLED;
+        val = EJ_LAYOUT_SERVER_DISABLED;
     }
     bool same = grc == 0 && strcmp(cur, val) == 0;
     free(cur);
@@ -287,11 +287,11 @@ int ej__coord_persist_server(ej__coord *c, bool cfg_disabled, bool overwrite)
 }
 
 /* The marker that tells this instance apart from a Java one (console.h,
- * ej_console_ejob_marker_path_dup): ephemeral, of this session. Best
+ * ej_layout_marker_path_dup): ephemeral, of this session. Best
  * effort: without it the console takes the instance for a Java one. */
 static void register_marker(ej__coord *c, int64_t sess)
 {
-    char *p = ej_console_ejob_marker_path_dup(c->job, c->me);
+    char *p = ej_layout_marker_path_dup(c->job, c->me);
     if (p == NULL)
         return;
     int rc =
@@ -318,7 +318,7 @@ int ej__coord_register_instance(ej__coord *c)
     int64_t sess = ej_registry_session_id(c->reg);
     /* The instance node and the marker in one request (its parents exist
      * unless the job is new to ejob); anything else goes the long way. */
-    char *marker = ej_console_ejob_marker_path_dup(c->job, c->me);
+    char *marker = ej_layout_marker_path_dup(c->job, c->me);
     int rc = EJ_ENOMEM;
     if (marker != NULL) {
         struct ej_reg_op ops[2] = {

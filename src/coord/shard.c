@@ -206,7 +206,7 @@ int ej__shard_write(ej__coord *c, int count, const char *const *owners, size_t m
     if (npresent == 0) {
         /* The first sharding of the job: sharding/ itself may be missing
          * (a transaction cannot create parents). */
-        char *dir = ej_console_path_dup(jobname, EJ_CONSOLE_NODE_SHARDING, 0, NULL);
+        char *dir = ej_layout_path_dup(jobname, EJ_LAYOUT_NODE_SHARDING, 0, NULL);
         rc = dir ? ej_registry_create_node(reg, dir, NULL, 0, EJ_REG_PERSISTENT,
                                            EJ_REG_CREATE_PARENTS, NULL)
                  : EJ_ENOMEM;
@@ -244,19 +244,19 @@ int ej__shard_write(ej__coord *c, int count, const char *const *owners, size_t m
         ej__view_item_fini(&it);
         if (has_inst)
             rc = op_add(&b, EJ_REG_OP_DELETE,
-                        ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM_INSTANCE, item, NULL),
+                        ej_layout_path_dup(jobname, EJ_LAYOUT_NODE_ITEM_INSTANCE, item, NULL),
                         NULL, 0);
         if (rc == 0 && has_mis)
             rc = op_add(&b, EJ_REG_OP_DELETE,
-                        ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM_MISFIRE, item, NULL),
+                        ej_layout_path_dup(jobname, EJ_LAYOUT_NODE_ITEM_MISFIRE, item, NULL),
                         NULL, 0);
         if (rc == 0 && has_dis)
             rc = op_add(&b, EJ_REG_OP_DELETE,
-                        ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM_DISABLED, item, NULL),
+                        ej_layout_path_dup(jobname, EJ_LAYOUT_NODE_ITEM_DISABLED, item, NULL),
                         NULL, 0);
         if (rc == 0)
             rc = op_add(&b, EJ_REG_OP_DELETE,
-                        ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM, item, NULL), NULL, 0);
+                        ej_layout_path_dup(jobname, EJ_LAYOUT_NODE_ITEM, item, NULL), NULL, 0);
         if (rc != 0)
             goto out;
         FLUSH_IF_FULL();
@@ -269,24 +269,24 @@ int ej__shard_write(ej__coord *c, int count, const char *const *owners, size_t m
         const char *want = owners[item];
         if (!present_now) {
             rc = op_add(&b, EJ_REG_OP_CREATE,
-                        ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM, item, NULL), "",
+                        ej_layout_path_dup(jobname, EJ_LAYOUT_NODE_ITEM, item, NULL), "",
                         EJ_REG_PERSISTENT);
             if (rc == 0 && want)
                 rc = op_add(&b, EJ_REG_OP_CREATE,
-                            ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM_INSTANCE, item, NULL),
+                            ej_layout_path_dup(jobname, EJ_LAYOUT_NODE_ITEM_INSTANCE, item, NULL),
                             want, EJ_REG_PERSISTENT);
         } else {
             if (want && it.owner == NULL)
                 rc = op_add(&b, EJ_REG_OP_CREATE,
-                            ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM_INSTANCE, item, NULL),
+                            ej_layout_path_dup(jobname, EJ_LAYOUT_NODE_ITEM_INSTANCE, item, NULL),
                             want, EJ_REG_PERSISTENT);
             else if (want && strcmp(want, it.owner) != 0)
                 rc = op_add(&b, EJ_REG_OP_SET,
-                            ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM_INSTANCE, item, NULL),
+                            ej_layout_path_dup(jobname, EJ_LAYOUT_NODE_ITEM_INSTANCE, item, NULL),
                             want, 0);
             else if (!want && it.owner != NULL)
                 rc = op_add(&b, EJ_REG_OP_DELETE,
-                            ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM_INSTANCE, item, NULL),
+                            ej_layout_path_dup(jobname, EJ_LAYOUT_NODE_ITEM_INSTANCE, item, NULL),
                             NULL, 0);
             ej__view_item_fini(&it);
         }
@@ -302,11 +302,11 @@ int ej__shard_write(ej__coord *c, int count, const char *const *owners, size_t m
     rc = op_add(&b, EJ_REG_OP_CHECK, strdup("/"), NULL, 0);
     if (rc == 0)
         rc = op_add(&b, EJ_REG_OP_DELETE,
-                    ej_console_path_dup(jobname, EJ_CONSOLE_NODE_SHARDING_NECESSARY, 0, NULL), NULL,
+                    ej_layout_path_dup(jobname, EJ_LAYOUT_NODE_SHARDING_NECESSARY, 0, NULL), NULL,
                     0);
     if (rc == 0)
         rc = op_add(&b, EJ_REG_OP_DELETE,
-                    ej_console_path_dup(jobname, EJ_CONSOLE_NODE_SHARDING_PROCESSING, 0, NULL),
+                    ej_layout_path_dup(jobname, EJ_LAYOUT_NODE_SHARDING_PROCESSING, 0, NULL),
                     NULL, 0);
     if (rc != 0)
         goto out;
@@ -409,7 +409,7 @@ static int leader_shard(ej__coord *c, int64_t deadline)
     int rc = ej__coord_config(c, &cfg);
     if (rc != 0)
         return rc;
-    char *p_proc = ej_console_path_dup(cfg.job_name, EJ_CONSOLE_NODE_SHARDING_PROCESSING, 0, NULL);
+    char *p_proc = ej_layout_path_dup(cfg.job_name, EJ_LAYOUT_NODE_SHARDING_PROCESSING, 0, NULL);
     char **ids = NULL;
     size_t n = 0;
     const char **owners = NULL;

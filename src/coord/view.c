@@ -103,21 +103,21 @@ static void view_unref(struct ej__view *v)
     free(v);
 }
 
-static ej_console_node kind_node(int kind)
+static ej_layout_node kind_node(int kind)
 {
     switch (kind) {
     case EJ__VK_INSTANCE:
-        return EJ_CONSOLE_NODE_ITEM_INSTANCE;
+        return EJ_LAYOUT_NODE_ITEM_INSTANCE;
     case EJ__VK_RUNNING:
-        return EJ_CONSOLE_NODE_ITEM_RUNNING;
+        return EJ_LAYOUT_NODE_ITEM_RUNNING;
     case EJ__VK_FAILOVER:
-        return EJ_CONSOLE_NODE_ITEM_FAILOVER;
+        return EJ_LAYOUT_NODE_ITEM_FAILOVER;
     case EJ__VK_MISFIRE:
-        return EJ_CONSOLE_NODE_ITEM_MISFIRE;
+        return EJ_LAYOUT_NODE_ITEM_MISFIRE;
     case EJ__VK_DISABLED:
-        return EJ_CONSOLE_NODE_ITEM_DISABLED;
+        return EJ_LAYOUT_NODE_ITEM_DISABLED;
     default:
-        return EJ_CONSOLE_NODE_COUNT_; /* no path */
+        return EJ_LAYOUT_NODE_COUNT_; /* no path */
     }
 }
 
@@ -317,7 +317,7 @@ static void refresh_item(struct ej__view *v, int item, int kind)
     uint64_t gen = v->gen;
     pthread_mutex_unlock(&v->mu);
 
-    char *path = ej_console_path_dup(v->job, kind_node(kind), item, NULL);
+    char *path = ej_layout_path_dup(v->job, kind_node(kind), item, NULL);
     struct vtoken *t = token_new(v, gen, item, kind);
     int rc = (path && t) ? 0 : EJ_ENOMEM;
     bool exists = false;
@@ -570,7 +570,7 @@ static void refresh_sharding(struct ej__view *v)
         added = malloc(n * sizeof *added);
     for (size_t i = 0; i < n; i++) {
         int item;
-        if (ej__coord_parse_item(names[i], &item) != 0)
+        if (ej__layout_parse_item(names[i], &item) != 0)
             continue; /* not an item: ignore it as ElasticJob would fail on it */
         if (item > MAX_ITEM) {
             EJ_LOG(EJ_LOG_WARN, MOD, 0, "view: ignoring item %d of job %s (above %d)", item, v->job,
@@ -689,7 +689,7 @@ int ej__view_create(ej_registry *reg, const char *job, const char *instance_id,
     v->reg = reg;
     v->job = strdup(job);
     v->me = strdup(instance_id);
-    v->sharding_path = ej_console_path_dup(job, EJ_CONSOLE_NODE_SHARDING, 0, NULL);
+    v->sharding_path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_SHARDING, 0, NULL);
     v->fn = fn;
     v->user = user;
     pthread_mutex_init(&v->mu, NULL);

@@ -234,9 +234,9 @@ int ej_job_create(ej_registry *reg, const struct ej_job_config *cfg, const struc
     if (opts->instance_id && opts->instance_id[0]) {
         snprintf(job->me, sizeof job->me, "%s", opts->instance_id);
         char ip[EJ__IP_MAX];
-        if (ej__coord_instance_ip(job->me, ip, sizeof ip) == 0 && (!opts->ip || !opts->ip[0]))
+        if (ej_layout_instance_ip(job->me, ip, sizeof ip) == 0 && (!opts->ip || !opts->ip[0]))
             snprintf(job->ip, sizeof job->ip, "%s", ip);
-    } else if (ej__coord_make_instance_id(job->ip, (long)getpid(), job->me, sizeof job->me) != 0) {
+    } else if (ej__layout_make_instance_id(job->ip, (long)getpid(), job->me, sizeof job->me) != 0) {
         EJ_LOG(EJ_LOG_ERROR, MOD, EJ_EINVAL, "job %s: cannot make an instance id from IP \"%s\"",
                cfg->job_name, job->ip);
         ej__job_unref(job);
@@ -388,7 +388,7 @@ int ej_job_trigger_all(ej_job *job)
          * instances node at all (EJ_ENONODE, as a listing of it says). */
         char dir[EJ_REG_MAX_PATH_LEN + 1];
         bool exists = false;
-        rc = ej_console_path(dir, sizeof dir, job->name, EJ_CONSOLE_NODE_INSTANCES, 0, NULL);
+        rc = ej_layout_path(dir, sizeof dir, job->name, EJ_LAYOUT_NODE_INSTANCES, 0, NULL);
         if (rc >= 0)
             rc = ej_registry_exists(job->reg, dir, &exists, NULL);
         if (rc == 0 && !exists)
@@ -449,7 +449,7 @@ int ej_job_update_config(ej_job *job, const struct ej_job_config *cfg)
         return EJ_ECONFIG;
     }
     char *json = ej_job_config_to_json(cfg);
-    char *path = ej_console_path_dup(job->name, EJ_CONSOLE_NODE_CONFIG, 0, NULL);
+    char *path = ej_layout_path_dup(job->name, EJ_LAYOUT_NODE_CONFIG, 0, NULL);
     if (json == NULL || path == NULL) {
         free(json);
         free(path);
