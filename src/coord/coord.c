@@ -159,7 +159,7 @@ struct ej__failover_state *ej__coord_failover_state(ej__coord *c)
     return c->fo;
 }
 
-struct ej__exec_state *ej__coord_exec_state(ej__coord *c)
+struct ej__running_state *ej__coord_exec_state(ej__coord *c)
 {
     return c->ex;
 }
@@ -575,7 +575,7 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
         rc = ej__view_create(c->reg, j, c->me, ej__coord_on_view_change, c, &c->view);
     if (rc == 0) {
         c->fo = ej__failover_state_new();
-        c->ex = ej__exec_state_new();
+        c->ex = ej__running_state_new();
         if (c->fo == NULL || c->ex == NULL)
             rc = EJ_ENOMEM;
     }
@@ -747,7 +747,7 @@ void ej__coord_unref(ej__coord *c)
     if (c->have_cfg)
         ej_job_config_fini(&c->cfg);
     ej__failover_state_free(c->fo);
-    ej__exec_state_free(c->ex);
+    ej__running_state_free(c->ex);
     char *paths[] = {
         c->p_root,        c->p_config,      c->p_servers,   c->p_instances,  c->p_leader,
         c->p_leader_inst, c->p_el_latch,    c->p_necessary, c->p_processing, c->p_fo_items,

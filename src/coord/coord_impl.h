@@ -87,7 +87,7 @@ struct ej__coord {
     ej__view *view;
     bool listener_added;
     struct ej__failover_state *fo;
-    struct ej__exec_state *ex;
+    struct ej__running_state *ex;
 };
 
 /* Listeners and tasks run between ej__coord_enter() (false: closed, do

@@ -16,7 +16,7 @@
  *   shard.c      the sharding service (lazy resharding by the leader, in
  *                chunked transactions)
  *   failover.c   crash detection, failover items, taking them over
- *   execution.c  running / misfire / failover nodes around item runs,
+ *   running.c    running / misfire / failover nodes around item runs,
  *                clock-skew check
  *   guarantee.c  distribute-once listener bookkeeping (guarantee/ nodes)
  *
@@ -436,7 +436,7 @@ struct ej__failover_state *ej__failover_state_new(void);
 void ej__failover_state_free(struct ej__failover_state *s);
 
 /* ------------------------------------------------------------------------ */
-/* execution.c                                                                */
+/* running.c: running, misfire and failover nodes around item runs          */
 
 /*
  * Before running items (monitorExecution): create sharding/{item}/running
@@ -446,7 +446,7 @@ void ej__failover_state_free(struct ej__failover_state *s);
  * (the fencing token). Returns 0 (some items may be skipped) or an error
  * (no item may run: e.g. connection loss).
  */
-int ej__exec_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, bool *ok,
+int ej__running_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, bool *ok,
                    int64_t *tokens, int64_t *session_out);
 /* fired_ms > 0: the same transaction sets each started item's sharding/{n}
  * to "fired MS by ID" (the latest cron fire time the run covers, this
@@ -454,43 +454,43 @@ int ej__exec_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, b
 /* The fire record of an item: 0 with *fired_ms and by (its writer's id);
  * EJ_ENOTFOUND when sharding/{n} holds none (never run by ejob with
  * monitorExecution, or Java's ""); registry errors. One read. */
-int ej__exec_read_fired(ej__coord *c, int item, int64_t *fired_ms, char *by, size_t bylen);
+int ej__running_read_fired(ej__coord *c, int item, int64_t *fired_ms, char *by, size_t bylen);
 /* An instance node other than ours was removed (dispatch thread): kept
  * (24 h, the latest 64) so that a takeover of its items can tell fire
  * times it lost from those a live owner had to account for. */
-void ej__exec_note_departed(ej__coord *c, const char *id);
-bool ej__exec_departed(ej__coord *c, const char *id);
-bool ej__exec_any_departed(ej__coord *c);
-/* After running: delete the running nodes created by ej__exec_begin in
+void ej__running_note_departed(ej__coord *c, const char *id);
+bool ej__running_departed(ej__coord *c, const char *id);
+bool ej__running_any_departed(ej__coord *c);
+/* After running: delete the running nodes created by ej__running_begin in
  * session (nothing when the session has changed since: the nodes went with
  * it, and a delete by path could hit the node of an instance that took the
  * item over). */
-void ej__exec_complete(ej__coord *c, const int *items, size_t n, int64_t session);
+void ej__running_complete(ej__coord *c, const int *items, size_t n, int64_t session);
 /* The same for one item (deleted as soon as that item is done, so that a
  * crash fails over only the items really running). */
-void ej__exec_complete_one(ej__coord *c, int item, int64_t session);
-/* Delete running nodes a lost request may have left (see execution.c);
+void ej__running_complete_one(ej__coord *c, int item, int64_t session);
+/* Delete running nodes a lost request may have left (see running.c);
  * cheap when there are none. Call at the start of a fire. */
-void ej__exec_cleanup(ej__coord *c);
-struct ej__exec_state;
-struct ej__exec_state *ej__coord_exec_state(ej__coord *c);
-struct ej__exec_state *ej__exec_state_new(void);
-void ej__exec_state_free(struct ej__exec_state *s);
+void ej__running_cleanup(ej__coord *c);
+struct ej__running_state;
+struct ej__running_state *ej__coord_exec_state(ej__coord *c);
+struct ej__running_state *ej__running_state_new(void);
+void ej__running_state_free(struct ej__running_state *s);
 /* When monitorExecution is off: prove the session is alive and the instance
  * registered (one request) before starting items. 0 or an error. */
-int ej__exec_check_alive(ej__coord *c);
+int ej__running_check_alive(ej__coord *c);
 /* Create / delete misfire nodes of items. */
-int ej__exec_set_misfire(ej__coord *c, const int *items, size_t n);
-int ej__exec_clear_misfire(ej__coord *c, const int *items, size_t n);
+int ej__running_set_misfire(ej__coord *c, const int *items, size_t n);
+int ej__running_clear_misfire(ej__coord *c, const int *items, size_t n);
 /* Items among items whose misfire node exists (from the view). */
-int ej__exec_misfired(ej__coord *c, const int *items, size_t n, int **out, size_t *nout);
+int ej__running_misfired(ej__coord *c, const int *items, size_t n, int **out, size_t *nout);
 /* Clock skew (maxTimeDiffSeconds >= 0): touches systemTime/current and
  * compares its mtime with the local clock. Returns 0, EJ_ECONFIG with msg
  * when the skew exceeds max_seconds, or a registry error. */
-int ej__exec_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t msglen);
+int ej__running_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t msglen);
 /* The own items of the next run: owned, minus failed over away (when
  * failover is on), minus disabled. Ascending. */
-int ej__exec_local_items(ej__coord *c, int **items, size_t *n);
+int ej__running_local_items(ej__coord *c, int **items, size_t *n);
 
 /* ------------------------------------------------------------------------ */
 /* guarantee.c: distribute-once listeners                                     */

@@ -172,7 +172,7 @@ static void on_instances_event_body(ej_tree_cache *cache, const struct ej_tree_e
         }
         if (init)
             ej__coord_leader_set_necessary(c);
-        ej__exec_note_departed(c, id);
+        ej__running_note_departed(c, id);
         if (ev->stat && ev->stat->ephemeral_owner != 0) {
             int64_t hold = ej__mono_ms() + ej__coord_takeover_margin_ms();
             pthread_mutex_lock(&c->mu);

@@ -432,13 +432,13 @@ static void finish_running(struct item_run *r)
     pthread_cond_broadcast(&b->cv);
     pthread_mutex_unlock(&b->mu);
     if (items == NULL) {
-        ej__exec_complete_one(r->job->coord, item, r->session);
+        ej__running_complete_one(r->job->coord, item, r->session);
         return;
     }
     if (n == 1)
-        ej__exec_complete_one(r->job->coord, items[0], r->session);
+        ej__running_complete_one(r->job->coord, items[0], r->session);
     else
-        ej__exec_complete(r->job->coord, items, n, r->session);
+        ej__running_complete(r->job->coord, items, n, r->session);
     free(items);
 }
 
@@ -560,11 +560,11 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         goto out;
     }
     if (s->cfg.monitor_execution) {
-        rc = ej__exec_begin(c, items, n, fire_record_ms(job, source), ok, tokens, &session);
+        rc = ej__running_begin(c, items, n, fire_record_ms(job, source), ok, tokens, &session);
     } else {
         /* Without running nodes nothing else proves this instance still
          * holds its session: ask (a zombie starts nothing). */
-        rc = ej__exec_check_alive(c);
+        rc = ej__running_check_alive(c);
         for (size_t i = 0; i < n; i++)
             ok[i] = rc == 0;
     }
@@ -584,7 +584,7 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         for (size_t i = 0; i < n; i++)
             if (ok[i])
                 ran[nok++] = items[i];
-        ej__exec_complete(c, ran, nok, session);
+        ej__running_complete(c, ran, nok, session);
         if (fr)
             not_run(job, fr, EJ__NOT_RUN_FENCED, "the session changed during this fire");
         else
@@ -710,8 +710,8 @@ static size_t own_misfired(struct ej__coord *c, int **mis)
     size_t nown = 0;
     size_t nmis = 0;
     *mis = NULL;
-    if (ej__exec_local_items(c, &own, &nown) == 0 && nown > 0 &&
-        ej__exec_misfired(c, own, nown, mis, &nmis) != 0)
+    if (ej__running_local_items(c, &own, &nown) == 0 && nown > 0 &&
+        ej__running_misfired(c, own, nown, mis, &nmis) != 0)
         nmis = 0;
     free(own);
     return nmis;
@@ -765,7 +765,7 @@ static void misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s
                 break;
             continue;
         }
-        ej__exec_clear_misfire(c, mis, k);
+        ej__running_clear_misfire(c, mis, k);
         size_t started = 0;
         stop = run_batch(job, s, mis, k, EJ_EXEC_MISFIRE, NULL, &started);
         free(mis);
@@ -843,10 +843,10 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
                 ej__coord_registered_at(c));
         return;
     }
-    ej__exec_cleanup(c);
+    ej__running_cleanup(c);
     if (s->cfg.max_time_diff_seconds >= 0) {
         char msg[256] = "";
-        int rc = ej__exec_check_time_diff(c, s->cfg.max_time_diff_seconds, msg, sizeof msg);
+        int rc = ej__running_check_time_diff(c, s->cfg.max_time_diff_seconds, msg, sizeof msg);
         if (rc == EJ_ECONFIG) {
             /* Logged by not_run (rate-limited) and by the error handler. */
             ej__job_set_error(job, "%s", msg);
@@ -891,7 +891,7 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
         if (rc == 0 || rc == EJ_EBUSY) {
             int *items = NULL;
             size_t n = 0;
-            ej__exec_local_items(c, &items, &n);
+            ej__running_local_items(c, &items, &n);
             ej__takeover_check(job, s, items, n, cron ? scheduled_ms : ej__now_ms());
             if (n == 0) {
                 ej__rt_post_status(job, "", NULL, 0, EJ_TASK_FINISHED,

@@ -27,7 +27,7 @@ static char *item_path(ej__coord *c, int item, ej_layout_node leaf)
 /* Running nodes this instance may have left behind: a create whose answer
  * was lost (it may have been applied) or a delete that failed. Left alone
  * they would make every other instance skip the item until our session
- * ends; ej__exec_cleanup deletes them (only ours: same session). */
+ * ends; ej__running_cleanup deletes them (only ours: same session). */
 struct suspect {
     int item;
     int64_t session;
@@ -35,7 +35,7 @@ struct suspect {
 
 /* Instances this one saw leave (their instance node removed) while it
  * was registered: a fire record naming one of them is a takeover's to
- * catch up (ej__exec_departed). The oldest go first. */
+ * catch up (ej__running_departed). The oldest go first. */
 #define DEPARTED_MAX 64
 #define DEPARTED_KEEP_MS (24 * 3600 * 1000LL)
 
@@ -44,7 +44,7 @@ struct departed {
     int64_t at_ms; /* wall ms the removal was seen */
 };
 
-struct ej__exec_state {
+struct ej__running_state {
     pthread_mutex_t mu;
     struct suspect *v;
     size_t n, cap;
@@ -52,15 +52,15 @@ struct ej__exec_state {
     size_t ngone; /* entries used; once full, the oldest is replaced */
 };
 
-struct ej__exec_state *ej__exec_state_new(void)
+struct ej__running_state *ej__running_state_new(void)
 {
-    struct ej__exec_state *s = calloc(1, sizeof *s);
+    struct ej__running_state *s = calloc(1, sizeof *s);
     if (s)
         pthread_mutex_init(&s->mu, NULL);
     return s;
 }
 
-void ej__exec_state_free(struct ej__exec_state *s)
+void ej__running_state_free(struct ej__running_state *s)
 {
     if (s == NULL)
         return;
@@ -71,7 +71,7 @@ void ej__exec_state_free(struct ej__exec_state *s)
 
 static void suspect_add(ej__coord *c, const int *items, size_t n, int64_t session)
 {
-    struct ej__exec_state *s = ej__coord_exec_state(c);
+    struct ej__running_state *s = ej__coord_exec_state(c);
     if (s == NULL || session == 0)
         return;
     pthread_mutex_lock(&s->mu);
@@ -94,9 +94,9 @@ static void suspect_add(ej__coord *c, const int *items, size_t n, int64_t sessio
     pthread_mutex_unlock(&s->mu);
 }
 
-void ej__exec_cleanup(ej__coord *c)
+void ej__running_cleanup(ej__coord *c)
 {
-    struct ej__exec_state *s = ej__coord_exec_state(c);
+    struct ej__running_state *s = ej__coord_exec_state(c);
     if (s == NULL)
         return;
     pthread_mutex_lock(&s->mu);
@@ -137,7 +137,7 @@ void ej__exec_cleanup(ej__coord *c)
 /* The data of sharding/{n} an ejob run writes: "fired MS by ID". */
 #define FIRED_FMT "fired %" PRId64 " by %s"
 
-int ej__exec_read_fired(ej__coord *c, int item, int64_t *fired_ms, char *by, size_t bylen)
+int ej__running_read_fired(ej__coord *c, int item, int64_t *fired_ms, char *by, size_t bylen)
 {
     char *p = item_path(c, item, EJ_LAYOUT_NODE_ITEM);
     char *data = NULL;
@@ -159,9 +159,9 @@ int ej__exec_read_fired(ej__coord *c, int item, int64_t *fired_ms, char *by, siz
     return rc;
 }
 
-void ej__exec_note_departed(ej__coord *c, const char *id)
+void ej__running_note_departed(ej__coord *c, const char *id)
 {
-    struct ej__exec_state *s = ej__coord_exec_state(c);
+    struct ej__running_state *s = ej__coord_exec_state(c);
     if (s == NULL || id == NULL || strlen(id) >= EJ__ID_MAX)
         return;
     int64_t now = ej__now_ms();
@@ -183,9 +183,9 @@ void ej__exec_note_departed(ej__coord *c, const char *id)
     pthread_mutex_unlock(&s->mu);
 }
 
-bool ej__exec_departed(ej__coord *c, const char *id)
+bool ej__running_departed(ej__coord *c, const char *id)
 {
-    struct ej__exec_state *s = ej__coord_exec_state(c);
+    struct ej__running_state *s = ej__coord_exec_state(c);
     if (s == NULL || id == NULL)
         return false;
     int64_t now = ej__now_ms();
@@ -197,9 +197,9 @@ bool ej__exec_departed(ej__coord *c, const char *id)
     return found;
 }
 
-bool ej__exec_any_departed(ej__coord *c)
+bool ej__running_any_departed(ej__coord *c)
 {
-    struct ej__exec_state *s = ej__coord_exec_state(c);
+    struct ej__running_state *s = ej__coord_exec_state(c);
     if (s == NULL)
         return false;
     pthread_mutex_lock(&s->mu);
@@ -211,7 +211,7 @@ bool ej__exec_any_departed(ej__coord *c)
 /* ------------------------------------------------------------------------ */
 /* Running nodes                                                              */
 
-/* The state of one ej__exec_begin: items[i] is to be started while ok[i];
+/* The state of one ej__running_begin: items[i] is to be started while ok[i];
  * mine[i] marks a running node found to be ours already (created by an
  * earlier request whose answer was lost), not to be created again. */
 struct begin {
@@ -256,7 +256,7 @@ static bool begin_item_failed(struct begin *b, size_t i, int rc)
          * never twice at once; run it again later. */
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: item %d is still running elsewhere; marked misfire",
                ej__coord_job_name(b->c), b->items[i]);
-        ej__exec_set_misfire(b->c, &b->items[i], 1);
+        ej__running_set_misfire(b->c, &b->items[i], 1);
     } else {
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: item %d no longer exists; skipped",
                ej__coord_job_name(b->c), b->items[i]);
@@ -326,7 +326,7 @@ static int begin_attempt(struct begin *b)
     return rc;
 }
 
-int ej__exec_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, bool *ok,
+int ej__running_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, bool *ok,
                    int64_t *tokens, int64_t *session_out)
 {
     ej_registry *reg = ej__coord_registry(c);
@@ -440,7 +440,7 @@ out:
     return rc;
 }
 
-void ej__exec_complete(ej__coord *c, const int *items, size_t n, int64_t session)
+void ej__running_complete(ej__coord *c, const int *items, size_t n, int64_t session)
 {
     if (n == 0 || session == 0)
         return;
@@ -451,7 +451,7 @@ void ej__exec_complete(ej__coord *c, const int *items, size_t n, int64_t session
     batch(c, items, n, EJ_LAYOUT_NODE_ITEM_RUNNING, false);
 }
 
-void ej__exec_complete_one(ej__coord *c, int item, int64_t session)
+void ej__running_complete_one(ej__coord *c, int item, int64_t session)
 {
     if (session == 0 || ej_registry_session_id(ej__coord_registry(c)) != session)
         return;
@@ -467,7 +467,7 @@ void ej__exec_complete_one(ej__coord *c, int item, int64_t session)
     free(p);
 }
 
-int ej__exec_check_alive(ej__coord *c)
+int ej__running_check_alive(ej__coord *c)
 {
     ej_registry *reg = ej__coord_registry(c);
     int64_t sess = ej_registry_session_id(reg);
@@ -486,7 +486,7 @@ int ej__exec_check_alive(ej__coord *c)
     return 0;
 }
 
-int ej__exec_set_misfire(ej__coord *c, const int *items, size_t n)
+int ej__running_set_misfire(ej__coord *c, const int *items, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         ej__view_claim_misfire(ej__coord_view(c), items[i]);
@@ -496,7 +496,7 @@ int ej__exec_set_misfire(ej__coord *c, const int *items, size_t n)
     return rc;
 }
 
-int ej__exec_clear_misfire(ej__coord *c, const int *items, size_t n)
+int ej__running_clear_misfire(ej__coord *c, const int *items, size_t n)
 {
     int rc = batch(c, items, n, EJ_LAYOUT_NODE_ITEM_MISFIRE, false);
     for (size_t i = 0; i < n && rc == 0; i++)
@@ -514,7 +514,7 @@ static bool misfire_now(ej__coord *c, int item)
     return exists;
 }
 
-int ej__exec_misfired(ej__coord *c, const int *items, size_t n, int **out, size_t *nout)
+int ej__running_misfired(ej__coord *c, const int *items, size_t n, int **out, size_t *nout)
 {
     *out = NULL;
     *nout = 0;
@@ -543,7 +543,7 @@ int ej__exec_misfired(ej__coord *c, const int *items, size_t n, int **out, size_
     return 0;
 }
 
-int ej__exec_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t msglen)
+int ej__running_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t msglen)
 {
     ej_registry *reg = ej__coord_registry(c);
     char *p = ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_SYSTEM_TIME, 0, NULL);
@@ -588,7 +588,7 @@ static bool disabled_now(ej__coord *c, int item)
     return exists;
 }
 
-int ej__exec_local_items(ej__coord *c, int **items, size_t *n)
+int ej__running_local_items(ej__coord *c, int **items, size_t *n)
 {
     int rc = ej__view_items_of(ej__coord_view(c), ej__coord_instance_id(c), items, n);
     if (rc != 0 || *n == 0)
