@@ -36,20 +36,20 @@
  * is closed. */
 bool ej__coord_enter(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool ok = !c->closed;
     if (ok)
         c->inflight++;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return ok;
 }
 
 void ej__coord_done(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     c->inflight--;
     pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -57,23 +57,24 @@ void ej__coord_done(ej__coord *c)
 
 void ej__coord_lock(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
 }
 
 void ej__coord_unlock(ej__coord *c)
 {
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
 }
 
 void ej__coord_broadcast(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
 }
 
 bool ej__coord_wait_locked(ej__coord *c, int64_t deadline_ms)
 {
+    EJ_ASSERT_HELD(&c->mu);
     int64_t left = deadline_ms - ej__mono_ms();
     if (left <= 0)
         return false;
@@ -87,7 +88,7 @@ bool ej__coord_wait_locked(ej__coord *c, int64_t deadline_ms)
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
     }
-    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    ej__mutex_timedwait(&c->mu, &c->cv, &ts);
     return ej__mono_ms() < deadline_ms;
 }
 
@@ -95,10 +96,10 @@ void ej__coord_set_error(ej__coord *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     vsnprintf(c->err, sizeof c->err, fmt, ap);
     c->err_is_config = false;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     va_end(ap);
 }
 
@@ -106,9 +107,9 @@ void ej__coord_last_error(ej__coord *c, char *buf, size_t len)
 {
     if (len == 0)
         return;
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     snprintf(buf, len, "%s", c->err);
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
 }
 
 const char *ej__coord_instance_id(const ej__coord *c)
@@ -166,45 +167,55 @@ struct ej__running_state *ej__coord_exec_state(ej__coord *c)
 
 int ej__coord_config(ej__coord *c, struct ej_job_config *out)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     int rc = c->have_cfg ? ej_job_config_copy(out, &c->cfg) : EJ_ENOTFOUND;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return rc;
 }
 
 bool ej__coord_failover_on(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool on = c->have_cfg && c->cfg.failover;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return on;
 }
 
 int ej__coord_total_count(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     int n = c->have_cfg ? c->cfg.sharding_total_count : 0;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return n;
 }
 
 char *ej__coord_strategy_name(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     char *s = strdup(c->have_cfg && c->cfg.job_sharding_strategy_class
                          ? c->cfg.job_sharding_strategy_class
                          : "");
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return s;
 }
 
 bool ej__coord_necessary_locked(ej__coord *c)
 {
+    EJ_ASSERT_HELD(&c->mu);
     return ej_tree_cache_exists(c->c_leader, c->p_necessary, NULL);
+}
+
+bool ej__coord_necessary(ej__coord *c)
+{
+    ej__coord_lock(c);
+    bool need = ej__coord_necessary_locked(c);
+    ej__coord_unlock(c);
+    return need;
 }
 
 bool ej__coord_shard_flag_new(ej__coord *c, int64_t *czxid)
 {
+    EJ_ASSERT_HELD(&c->shard_mu);
     struct ej_node_stat st;
     ej__coord_lock(c);
     bool there = ej_tree_cache_exists(c->c_leader, c->p_necessary, &st);
@@ -215,11 +226,13 @@ bool ej__coord_shard_flag_new(ej__coord *c, int64_t *czxid)
 
 void ej__coord_shard_flag_consumed(ej__coord *c, int64_t czxid)
 {
+    EJ_ASSERT_HELD(&c->shard_mu);
     c->shard_consumed_czxid = czxid;
 }
 
 bool ej__coord_processing_locked(ej__coord *c)
 {
+    EJ_ASSERT_HELD(&c->mu);
     return ej_tree_cache_exists(c->c_leader, c->p_processing, NULL);
 }
 
@@ -278,25 +291,25 @@ bool ej__coord_server_disabled(ej__coord *c)
 
 bool ej__coord_registered(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool r = c->reg_session != 0 && c->reg_session == ej_registry_session_id(c->reg) && !c->stopped;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return r;
 }
 
 bool ej__coord_connected(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool r = c->connected;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return r;
 }
 
 bool ej__coord_stopped(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool r = c->stopped || c->closed;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return r;
 }
 
@@ -308,10 +321,10 @@ void ej__coord_notify_failover_taken(ej__coord *c)
 
 void ej__coord_set_busy(ej__coord *c, bool busy)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     c->busy = busy;
     pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     /* A fire that runs no resharding (a failover run) must not keep one
      * waiting for its end. */
     if (busy)
@@ -320,12 +333,12 @@ void ej__coord_set_busy(ej__coord *c, bool busy)
 
 void ej__coord_shard_lock(ej__coord *c)
 {
-    pthread_mutex_lock(&c->shard_mu);
+    ej__mutex_lock(&c->shard_mu);
 }
 
 void ej__coord_shard_unlock(ej__coord *c)
 {
-    pthread_mutex_unlock(&c->shard_mu);
+    ej__mutex_unlock(&c->shard_mu);
 }
 
 bool ej__coord_shard_claim(ej__coord *c)
@@ -340,24 +353,24 @@ void ej__coord_shard_unclaim(ej__coord *c)
 
 void ej__coord_count_reshard(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     c->reshards++;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
 }
 
 uint64_t ej__coord_reshards(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     uint64_t n = c->reshards;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return n;
 }
 
 bool ej__coord_busy(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool b = c->busy;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return b;
 }
 
@@ -436,6 +449,16 @@ static int post_to(ej__coord *c, ej__sched_job *queue, void (*fn)(ej__coord *c, 
         EJ_LOG(EJ_LOG_ERROR, MOD, rc, "job %s: cannot queue a coordination task", c->job);
     }
     return rc;
+}
+
+bool ej__coord_on_serial(ej__coord *c)
+{
+    return ej__sched_job_is_current(c->serial);
+}
+
+bool ej__coord_on_dispatch(ej__coord *c)
+{
+    return ej_registry_on_dispatch_thread(c->reg);
 }
 
 int ej__coord_post(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg)
@@ -527,8 +550,8 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     c->reconcile_override_ms = o->reconcile_ms;
     int sess = ej_registry_negotiated_timeout_ms(o->reg);
     c->bound_ms = o->wait_bound_ms > 0 ? o->wait_bound_ms : (sess > 0 ? 2 * sess + 2000 : 20000);
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_mutex_init(&c->shard_mu, NULL);
+    ej__mutex_init(&c->mu);
+    ej__mutex_init(&c->shard_mu);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -630,13 +653,13 @@ int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
         ej_job_config_fini(&zk);
         return rc;
     }
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     if (c->have_cfg)
         ej_job_config_fini(&c->cfg);
     c->cfg = zk;
     c->have_cfg = true;
     bool failover = zk.failover, disabled = zk.disabled, overwrite = local->overwrite;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
 
     /* 2. Caches, view and listeners. */
     rc = ej_registry_add_listener(reg, ej__coord_on_state, c);
@@ -678,17 +701,17 @@ int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
     rc = ej__coord_register_instance(c);
     if (rc != 0)
         goto reg_error;
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     c->started = true;
     c->last_reconcile_ms = ej__mono_ms();
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     if (!ej__coord_server_disabled(c) && !ej__coord_leader_known(c))
         ej__coord_elect(c);
     /* 6. Unless this instance, just elected, set the flag already in this
      * session (a second create would only fail on the server). */
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool flagged = c->necessary_session != 0 && c->necessary_session == c->reg_session;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     rc = flagged ? 0 : ej__coord_set_necessary(c);
     if (rc != 0)
         goto reg_error;
@@ -707,12 +730,12 @@ void ej__coord_leave(ej__coord *c)
 {
     if (c == NULL)
         return;
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool was = c->closed;
     c->closed = true;
     int64_t sess = c->reg_session;
     pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     if (was)
         return;
     if (c->listener_added) {
@@ -755,8 +778,8 @@ void ej__coord_unref(ej__coord *c)
         c->p_fo_latch};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         free(paths[i]);
-    pthread_mutex_destroy(&c->mu);
-    pthread_mutex_destroy(&c->shard_mu);
+    ej__mutex_destroy(&c->mu);
+    ej__mutex_destroy(&c->shard_mu);
     pthread_cond_destroy(&c->cv);
     free(c);
 }
@@ -765,14 +788,14 @@ void ej__coord_destroy(ej__coord *c)
 {
     if (c == NULL)
         return;
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     c->closed = true;
     pthread_cond_broadcast(&c->cv);
     /* Wait for listeners and tasks already inside (bounded by their own
      * bounded waits). */
     while (c->inflight > 0)
-        pthread_cond_wait(&c->cv, &c->mu);
-    pthread_mutex_unlock(&c->mu);
+        ej__mutex_wait(&c->mu, &c->cv);
+    ej__mutex_unlock(&c->mu);
     if (c->listener_added) {
         ej_registry_remove_listener(c->reg, ej__coord_on_state, c);
         c->listener_added = false;

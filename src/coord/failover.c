@@ -79,6 +79,7 @@ void ej__failover_state_free(struct ej__failover_state *s)
 
 static void crash_task(ej__coord *c, void *arg)
 {
+    EJ_ASSERT_SERIAL(c);
     (void)arg;
     ej__failover_process_pending(c);
 }

@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "ejob/common.h"
+#include "common/check.h"
 #include "ejob/registry.h"
 #include "layout/internal.h"
 
@@ -315,10 +316,19 @@ void ej__coord_notify_failover_taken(ej__coord *c);
 void ej__coord_set_busy(ej__coord *c, bool busy);
 bool ej__coord_busy(ej__coord *c);
 
+/* The thread checks of the coordinator: a control task runs on the job's
+ * serial queue (ej__coord_post); a cache or connection listener on the
+ * registry's dispatch thread. */
+bool ej__coord_on_serial(ej__coord *c);
+bool ej__coord_on_dispatch(ej__coord *c);
+#define EJ_ASSERT_SERIAL(c) EJ_ASSERT_MSG(ej__coord_on_serial(c), "not on the job's serial queue")
+#define EJ_ASSERT_DISPATCH(c) EJ_ASSERT_MSG(ej__coord_on_dispatch(c), "not on the dispatch thread")
+
 /* Internal to the module (coord.c <-> shard.c / failover.c). */
 void ej__coord_lock(ej__coord *c);
 void ej__coord_unlock(ej__coord *c);
-/* Wait on the coordinator's condition (locked), until deadline (mono ms).
+/* Wait on the coordinator's condition with c->mu held (checked), until
+ * deadline (mono ms).
  * Returns false on timeout. */
 bool ej__coord_wait_locked(ej__coord *c, int64_t deadline_ms);
 void ej__coord_broadcast(ej__coord *c);
@@ -334,15 +344,17 @@ void ej__coord_shard_lock(ej__coord *c);
 void ej__coord_shard_unlock(ej__coord *c);
 /* Is leader/sharding/necessary in the cache and not the flag this leader
  * last resharded for (ej__coord_shard_flag_consumed)? *czxid: the flag's
- * czxid (0: none). Both with the shard lock held. */
+ * czxid (0: none). Both with the shard lock held (checked). */
 bool ej__coord_shard_flag_new(ej__coord *c, int64_t *czxid);
 void ej__coord_shard_flag_consumed(ej__coord *c, int64_t czxid);
 /* Claims the one queued resharding task of a busy leader: true when none
  * was queued (the caller posts it); ej__coord_shard_unclaim when it runs. */
 bool ej__coord_shard_claim(ej__coord *c);
 void ej__coord_shard_unclaim(ej__coord *c);
-/* Flags read from the caches (locked). */
+/* Flags read from the caches; c->mu held (checked). */
 bool ej__coord_necessary_locked(ej__coord *c);
+/* The resharding flag, for a caller that does not hold c->mu. */
+bool ej__coord_necessary(ej__coord *c);
 bool ej__coord_processing_locked(ej__coord *c);
 bool ej__coord_failover_on(ej__coord *c);
 int ej__coord_total_count(ej__coord *c);

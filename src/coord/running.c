@@ -4,7 +4,6 @@
  * batched into transactions and conditional: creating `running` fails when
  * another instance holds the item, so a stale view never runs an item twice.
  */
-#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -303,7 +302,7 @@ static int begin_attempt(struct begin *b)
     size_t failed = 0;
     int rc = ej_registry_multi(b->reg, b->ops, k + nrec + 1, &failed);
     if (rc == 0) {
-        assert(st.czxid > 0);
+        EJ_ASSERT(st.czxid > 0);
         for (size_t j = 0; j < k; j++)
             b->tokens[b->idx[j]] = st.czxid;
         return 0;

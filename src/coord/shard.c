@@ -537,7 +537,7 @@ out:
 
 /* Reshard when the flag is one this leader has not resharded for yet: the
  * other resharding (a fire's, a busy leader's task) may just have done it
- * while the cache still shows the flag. Shard lock held. */
+ * while the cache still shows the flag. Shard lock held (checked there). */
 static int shard_if_flag_new(ej__coord *c, int64_t deadline)
 {
     int64_t flag = 0;
@@ -553,9 +553,7 @@ int ej__shard_if_necessary(ej__coord *c)
 {
     if (c == NULL)
         return EJ_EINVAL;
-    ej__coord_lock(c);
-    bool need = ej__coord_necessary_locked(c);
-    ej__coord_unlock(c);
+    bool need = ej__coord_necessary(c);
     if (!need)
         return 0;
     char **ids = NULL;
@@ -598,9 +596,7 @@ void ej__shard_when_busy(ej__coord *c)
 {
     if (c == NULL || !ej__coord_busy(c) || !ej__coord_is_leader(c))
         return;
-    ej__coord_lock(c);
-    bool need = ej__coord_necessary_locked(c);
-    ej__coord_unlock(c);
+    bool need = ej__coord_necessary(c);
     if (!need || !ej__coord_shard_claim(c))
         return;
     EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: resharding now, while this leader's job runs",

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "coord/internal.h"
 #include "ejob/error.h"
@@ -62,7 +63,7 @@ struct ej__view {
     ej__view_change_fn fn;
     void *user;
 
-    pthread_mutex_t mu;
+    ej__mutex mu;
     pthread_cond_t cv;
     atomic_int refs;
     int inflight; /* callbacks and tasks working now */
@@ -98,7 +99,7 @@ static void view_unref(struct ej__view *v)
     free(v->job);
     free(v->me);
     free(v->sharding_path);
-    pthread_mutex_destroy(&v->mu);
+    ej__mutex_destroy(&v->mu);
     pthread_cond_destroy(&v->cv);
     free(v);
 }
@@ -128,9 +129,10 @@ static void item_init(struct vitem *it)
     it->misfire = it->disabled = -1;
 }
 
-/* Grow items to hold item (locked). */
+/* Grow items to hold item. */
 static int ensure_cap(struct ej__view *v, int item)
 {
+    EJ_ASSERT_HELD(&v->mu);
     if ((size_t)item < v->cap)
         return 0;
     size_t ncap = v->cap ? v->cap : 16;
@@ -146,9 +148,10 @@ static int ensure_cap(struct ej__view *v, int item)
     return 0;
 }
 
-/* Which kinds an item needs tracked (locked). */
+/* Which kinds an item needs tracked. */
 static uint8_t want_of(const struct ej__view *v, const struct vitem *it)
 {
+    EJ_ASSERT_HELD(&v->mu);
     uint8_t w = 1u << EJ__VK_INSTANCE;
     bool mine = it->owner != NULL && strcmp(it->owner, v->me) == 0;
     if (mine)
@@ -208,20 +211,20 @@ static void refresh(struct ej__view *v, int item, int kind);
  * ej__view_destroy waits for it, and none starts after. */
 static bool view_enter(struct ej__view *v)
 {
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     bool ok = !v->closed;
     if (ok)
         v->inflight++;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     return ok;
 }
 
 static void view_done(struct ej__view *v)
 {
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     v->inflight--;
     pthread_cond_broadcast(&v->cv);
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
 }
 
 static void token_cb(ej_registry *reg, ej_reg_watch_event ev, const char *path, void *user)
@@ -232,7 +235,7 @@ static void token_cb(ej_registry *reg, ej_reg_watch_event ev, const char *path, 
     struct ej__view *v = t->v;
     int item = t->item, kind = t->kind;
     bool act = false;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     if (!v->closed && t->gen == v->gen) {
         if (kind == KIND_SHARDING)
             v->sharding_armed = false;
@@ -245,7 +248,7 @@ static void token_cb(ej_registry *reg, ej_reg_watch_event ev, const char *path, 
             v->inflight++;
         }
     }
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     free(t);
     if (act) {
         refresh(v, item, kind);
@@ -295,14 +298,14 @@ static bool offline(struct ej__view *v)
 static void refresh_item(struct ej__view *v, int item, int kind)
 {
     if (offline(v)) {
-        pthread_mutex_lock(&v->mu);
+        ej__mutex_lock(&v->mu);
         if ((size_t)item < v->cap)
             v->items[item].broken |= (uint8_t)(1u << kind);
-        pthread_mutex_unlock(&v->mu);
+        ej__mutex_unlock(&v->mu);
         schedule_repair(v);
         return;
     }
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     if (v->closed || (size_t)item >= v->cap || !v->items[item].present ||
         !(v->items[item].want & (1u << kind)) || (v->items[item].armed & (1u << kind))) {
         /* A watch of a kind no longer wanted fired: its value is no more
@@ -310,12 +313,12 @@ static void refresh_item(struct ej__view *v, int item, int kind)
         if (!v->closed && (size_t)item < v->cap && !(v->items[item].want & (1u << kind)) &&
             !(v->items[item].armed & (1u << kind)))
             forget(&v->items[item], kind);
-        pthread_mutex_unlock(&v->mu);
+        ej__mutex_unlock(&v->mu);
         return;
     }
     v->items[item].armed |= (uint8_t)(1u << kind);
     uint64_t gen = v->gen;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
 
     char *path = ej_layout_path_dup(v->job, kind_node(kind), item, NULL);
     struct vtoken *t = token_new(v, gen, item, kind);
@@ -344,12 +347,12 @@ static void refresh_item(struct ej__view *v, int item, int kind)
     if (rc != 0) {
         if (t)
             token_drop(t);
-        pthread_mutex_lock(&v->mu);
+        ej__mutex_lock(&v->mu);
         if ((size_t)item < v->cap) {
             v->items[item].armed &= (uint8_t) ~(1u << kind);
             v->items[item].broken |= (uint8_t)(1u << kind);
         }
-        pthread_mutex_unlock(&v->mu);
+        ej__mutex_unlock(&v->mu);
         if (conn_error(rc))
             atomic_store(&v->offline_until, ej__mono_ms() + 1000);
         EJ_LOG(EJ_LOG_WARN, MOD, rc, "view: cannot watch %s: %s", path ? path : "?",
@@ -362,7 +365,7 @@ static void refresh_item(struct ej__view *v, int item, int kind)
 
     bool changed = false;
     uint8_t newly = 0;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     struct vitem *it = &v->items[item];
     it->broken &= (uint8_t) ~(1u << kind);
     int64_t now = ej__now_ms();
@@ -425,7 +428,7 @@ static void refresh_item(struct ej__view *v, int item, int kind)
         }
         break;
     }
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     free(data);
     for (int k = 0; k < EJ__VK_COUNT; k++)
         if (newly & (1u << k))
@@ -446,14 +449,14 @@ struct bulk {
 
 static void arm_one(struct ej__view *v, int item)
 {
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     uint8_t todo = 0;
     if ((size_t)item < v->cap && v->items[item].present && !v->closed) {
         v->items[item].want = want_of(v, &v->items[item]);
         drop_unwanted(&v->items[item], v->items[item].want);
         todo = (uint8_t)(v->items[item].want & ~v->items[item].armed);
     }
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     for (int k = 0; k < EJ__VK_COUNT; k++)
         if (todo & (1u << k))
             refresh_item(v, item, k);
@@ -490,22 +493,22 @@ static void arm_bulk(struct ej__view *v, const int *items, size_t n)
 static void refresh_sharding(struct ej__view *v)
 {
     if (offline(v)) {
-        pthread_mutex_lock(&v->mu);
+        ej__mutex_lock(&v->mu);
         v->sharding_broken = true;
-        pthread_mutex_unlock(&v->mu);
+        ej__mutex_unlock(&v->mu);
         schedule_repair(v);
         return;
     }
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     if (v->closed || v->sharding_armed) {
-        pthread_mutex_unlock(&v->mu);
+        ej__mutex_unlock(&v->mu);
         return;
     }
     v->sharding_armed = true;
     uint64_t gen = v->gen;
     bool absent_first = v->expect_absent;
     v->expect_absent = false;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
 
     char **names = NULL;
     size_t n = 0;
@@ -546,10 +549,10 @@ static void refresh_sharding(struct ej__view *v)
     if (rc != 0) {
         if (t)
             token_drop(t);
-        pthread_mutex_lock(&v->mu);
+        ej__mutex_lock(&v->mu);
         v->sharding_armed = false;
         v->sharding_broken = true;
-        pthread_mutex_unlock(&v->mu);
+        ej__mutex_unlock(&v->mu);
         if (conn_error(rc))
             atomic_store(&v->offline_until, ej__mono_ms() + 1000);
         EJ_LOG(EJ_LOG_WARN, MOD, rc, "view: cannot watch %s: %s", v->sharding_path,
@@ -562,7 +565,7 @@ static void refresh_sharding(struct ej__view *v)
     int *added = NULL;
     size_t nadded = 0;
     bool removed_any = false;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     v->sharding_broken = false;
     bool *seen = calloc(v->cap + 1, 1);
     size_t seen_cap = v->cap;
@@ -615,7 +618,7 @@ static void refresh_sharding(struct ej__view *v)
         removed_any = true;
     }
     free(seen);
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     ej_registry_free_names(names);
     arm_bulk(v, added, nadded);
     free(added);
@@ -635,9 +638,9 @@ static void refresh(struct ej__view *v, int item, int kind)
 static void rearm_all(struct ej__view *v)
 {
     refresh_sharding(v);
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     size_t cap = v->cap;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     arm_bulk(v, NULL, cap);
 }
 
@@ -645,9 +648,9 @@ static void repair_task(ej_registry *reg, void *user)
 {
     (void)reg;
     struct ej__view *v = user;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     v->repair_posted = false;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     if (view_enter(v)) {
         if (ej_registry_is_connected(v->reg))
             rearm_all(v);
@@ -660,18 +663,18 @@ static void repair_task(ej_registry *reg, void *user)
 
 static void schedule_repair(struct ej__view *v)
 {
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     bool post = !v->closed && !v->repair_posted;
     if (post)
         v->repair_posted = true;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     if (!post)
         return;
     atomic_fetch_add(&v->refs, 1);
     if (ej_registry_post_after(v->reg, 1000, repair_task, v) != 0) {
-        pthread_mutex_lock(&v->mu);
+        ej__mutex_lock(&v->mu);
         v->repair_posted = false;
-        pthread_mutex_unlock(&v->mu);
+        ej__mutex_unlock(&v->mu);
         view_unref(v);
     }
 }
@@ -692,7 +695,7 @@ int ej__view_create(ej_registry *reg, const char *job, const char *instance_id,
     v->sharding_path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_SHARDING, 0, NULL);
     v->fn = fn;
     v->user = user;
-    pthread_mutex_init(&v->mu, NULL);
+    ej__mutex_init(&v->mu);
     pthread_cond_init(&v->cv, NULL);
     atomic_init(&v->offline_until, 0);
     atomic_init(&v->refs, 1);
@@ -716,10 +719,10 @@ static void view_task(ej_registry *reg, void *user)
     struct sync_task *st = user;
     struct ej__view *v = st->v;
     if (view_enter(v)) {
-        pthread_mutex_lock(&v->mu);
+        ej__mutex_lock(&v->mu);
         if (st->what == 1 || st->what == 2)
             v->failover = st->what == 1;
-        pthread_mutex_unlock(&v->mu);
+        ej__mutex_unlock(&v->mu);
         rearm_all(v);
         view_done(v);
     }
@@ -770,18 +773,18 @@ void ej__view_expect_absent(ej__view *v)
 {
     if (v == NULL)
         return;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     v->expect_absent = true;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
 }
 
 void ej__view_set_failover(ej__view *v, bool on)
 {
     if (v == NULL)
         return;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     bool same = v->failover == on;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     if (!same)
         post_task(v, on ? 1 : 2);
 }
@@ -791,13 +794,13 @@ void ej__view_on_new_session(ej__view *v)
     if (v == NULL)
         return;
     atomic_store(&v->offline_until, 0);
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     v->gen++;
     v->sharding_armed = false;
     v->needs_reload = false;
     for (size_t i = 0; i < v->cap; i++)
         v->items[i].armed = 0;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     if (ej_registry_on_dispatch_thread(v->reg) && view_enter(v)) {
         rearm_all(v);
         view_done(v);
@@ -810,9 +813,9 @@ void ej__view_repair(ej__view *v)
 {
     if (v == NULL)
         return;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     bool reload = v->needs_reload;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     if (reload) {
         ej__view_on_new_session(v);
         return;
@@ -829,12 +832,12 @@ void ej__view_destroy(ej__view *v)
 {
     if (v == NULL)
         return;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     v->closed = true;
     if (!ej_registry_on_dispatch_thread(v->reg))
         while (v->inflight > 0)
-            pthread_cond_wait(&v->cv, &v->mu);
-    pthread_mutex_unlock(&v->mu);
+            ej__mutex_wait(&v->mu, &v->cv);
+    ej__mutex_unlock(&v->mu);
     view_unref(v);
 }
 
@@ -846,21 +849,21 @@ static int collect(ej__view *v, bool (*pred)(const struct vitem *, const void *)
 {
     *items = NULL;
     *n = 0;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     size_t k = 0;
     for (size_t i = 0; i < v->cap; i++)
         if (v->items[i].present && (pred == NULL || pred(&v->items[i], arg)))
             k++;
     int *out = k ? malloc(k * sizeof *out) : NULL;
     if (k && out == NULL) {
-        pthread_mutex_unlock(&v->mu);
+        ej__mutex_unlock(&v->mu);
         return EJ_ENOMEM;
     }
     size_t j = 0;
     for (size_t i = 0; i < v->cap && j < k; i++)
         if (v->items[i].present && (pred == NULL || pred(&v->items[i], arg)))
             out[j++] = (int)i;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     *items = out;
     *n = j;
     return 0;
@@ -890,9 +893,9 @@ int ej__view_get(ej__view *v, int item, struct ej__view_item *out)
     if (v == NULL || out == NULL || item < 0)
         return EJ_EINVAL;
     memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     if ((size_t)item >= v->cap || !v->items[item].present) {
-        pthread_mutex_unlock(&v->mu);
+        ej__mutex_unlock(&v->mu);
         return EJ_ENOTFOUND;
     }
     const struct vitem *it = &v->items[item];
@@ -905,7 +908,7 @@ int ej__view_get(ej__view *v, int item, struct ej__view_item *out)
     out->misfire = it->misfire;
     out->misfire_mine = it->misfire_mine;
     out->disabled = it->disabled;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     return 0;
 }
 
@@ -944,12 +947,12 @@ size_t ej__view_running_count(ej__view *v, int64_t own_session)
     if (v == NULL)
         return 0;
     size_t k = 0;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     for (size_t i = 0; i < v->cap; i++)
         if (v->items[i].present && v->items[i].run_owner > 0 &&
             v->items[i].run_owner != own_session)
             k++;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     return k;
 }
 
@@ -957,9 +960,9 @@ size_t ej__view_size(ej__view *v)
 {
     if (v == NULL)
         return 0;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     size_t n = v->count;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     return n;
 }
 
@@ -968,13 +971,13 @@ size_t ej__view_unarmed(ej__view *v)
     if (v == NULL)
         return 0;
     size_t k = 0;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     if (v->sharding_broken || v->needs_reload)
         k++;
     for (size_t i = 0; i < v->cap; i++)
         if (v->items[i].present && v->items[i].broken)
             k++;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     return k;
 }
 
@@ -982,7 +985,7 @@ bool ej__view_matches(ej__view *v, const char *const *owners, int count)
 {
     if (v == NULL)
         return false;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     bool ok = v->count == (size_t)count && (size_t)count <= v->cap;
     for (int i = 0; ok && i < count; i++) {
         const struct vitem *it = &v->items[i];
@@ -990,7 +993,7 @@ bool ej__view_matches(ej__view *v, const char *const *owners, int count)
         ok = it->present && ((want == NULL && it->owner == NULL) ||
                              (want && it->owner && strcmp(want, it->owner) == 0));
     }
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     return ok;
 }
 
@@ -998,20 +1001,20 @@ void ej__view_note_misfire(ej__view *v, int item, bool set)
 {
     if (v == NULL || item < 0)
         return;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     if ((size_t)item < v->cap && v->items[item].present && v->items[item].misfire >= 0)
         v->items[item].misfire = set;
     if ((size_t)item < v->cap && !set)
         v->items[item].misfire_mine = false;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
 }
 
 void ej__view_claim_misfire(ej__view *v, int item)
 {
     if (v == NULL || item < 0)
         return;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     if ((size_t)item < v->cap && v->items[item].present)
         v->items[item].misfire_mine = true;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
+#include "common/check.h"
 #include "ejob/registry.h"
 
 /* ------------------------------------------------------------------------ */
@@ -120,7 +121,7 @@ struct ej_registry {
     zhandle_t *zh;
     struct ej__reg_session *sess;
 
-    pthread_mutex_t mu;     /* everything below up to "dispatch-only" */
+    ej__mutex mu;           /* everything below up to "dispatch-only" */
     pthread_cond_t wake;    /* the dispatch thread's wake-up */
     pthread_cond_t changed; /* connection, barrier and cache progress */
     struct ej__reg_item *head, *tail;
@@ -154,9 +155,10 @@ struct ej_registry {
 
     /* Liveness (liveness.c). live_mu is a leaf lock held for moments only,
      * also on ZooKeeper's completion thread; nothing is called under it. */
-    pthread_mutex_t live_mu;
+    ej__mutex live_mu;
     pthread_cond_t live_cv;
     pthread_t live_thread;
+    ej__owner live_owner; /* the watchdog thread, while it runs */
     bool live_started, live_stop;
     int64_t contact_ms;      /* mono ms: send time of the latest answered probe */
     int64_t contact_session; /* the session of that answer; 0: none or expired */

@@ -23,13 +23,13 @@ static void wait_connected_for(ej_registry *reg, int ms)
     struct timespec ts;
     ts.tv_sec = (time_t)(deadline / 1000);
     ts.tv_nsec = (long)(deadline % 1000) * 1000000L;
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     while (!reg->closing) {
-        int err = pthread_cond_timedwait(&reg->changed, &reg->mu, &ts);
+        int err = ej__mutex_timedwait(&reg->mu, &reg->changed, &ts);
         if (reg->connected || err == ETIMEDOUT)
             break;
     }
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
 }
 
 /* Run fn until it succeeds, fails for a reason other than a lost
@@ -63,9 +63,9 @@ static int run_zk(ej_registry *reg, bool retry, attempt_fn fn, void *arg, bool *
         }
         if (attempt >= reg->max_retries)
             return zrc;
-        pthread_mutex_lock(&reg->mu);
+        ej__mutex_lock(&reg->mu);
         bool closing = reg->closing;
-        pthread_mutex_unlock(&reg->mu);
+        ej__mutex_unlock(&reg->mu);
         if (closing)
             return ZCLOSING;
         int ms = ej__reg_backoff_ms(reg->base_sleep_ms, reg->max_sleep_ms, attempt, ej__reg_rand());
@@ -152,11 +152,11 @@ static void on_fire_item(ej_registry *reg, struct ej__reg_item *item)
     struct ej__reg_watch *w = f->w;
     int type = f->type;
     free(f);
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     bool live = w->listed;
     if (live)
         watch_unlink_locked(reg, w);
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     if (!live)
         return;
     ej_reg_watch_event ev = EJ_REG_WATCH_CHANGED;
@@ -169,9 +169,9 @@ static void on_fire_item(ej_registry *reg, struct ej__reg_item *item)
     else if (type == ZOO_NOTWATCHING_EVENT)
         ev = EJ_REG_WATCH_CANCELLED;
     w->fn(reg, ev, w->path, w->user);
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     watch_unref_locked(w);
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
 }
 
 /* ZooKeeper's completion thread: copy and enqueue. Session events reach
@@ -198,7 +198,7 @@ static void oneshot_watcher(zhandle_t *zh, int type, int state, const char *path
 void ej__reg_cancel_watches(ej_registry *reg, uint64_t gen)
 {
     struct ej__reg_watch *todo = NULL;
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     struct ej__reg_watch *w = reg->watches;
     while (w) {
         struct ej__reg_watch *next = w->next;
@@ -214,13 +214,13 @@ void ej__reg_cancel_watches(ej_registry *reg, uint64_t gen)
         }
         w = next;
     }
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     while (todo) {
         struct ej__reg_watch *next = todo->next;
         todo->fn(reg, EJ_REG_WATCH_CANCELLED, todo->path, todo->user);
-        pthread_mutex_lock(&reg->mu);
+        ej__mutex_lock(&reg->mu);
         watch_unref_locked(todo);
-        pthread_mutex_unlock(&reg->mu);
+        ej__mutex_unlock(&reg->mu);
         todo = next;
     }
 }
@@ -241,13 +241,13 @@ static struct ej__reg_watch *watch_new(ej_registry *reg, ej_reg_watch_fn fn, voi
     w->user = user;
     w->gen = UINT64_MAX;
     w->refs = 2;
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     w->listed = true;
     w->next = reg->watches;
     if (reg->watches)
         reg->watches->prev = w;
     reg->watches = w;
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     return w;
 }
 
@@ -255,9 +255,9 @@ static struct ej__reg_watch *watch_new(ej_registry *reg, ej_reg_watch_fn fn, voi
 static void watch_set(zhandle_t *zh, struct ej__reg_watch *w)
 {
     const struct ej__reg_session *s = zoo_get_context(zh);
-    pthread_mutex_lock(&w->reg->mu);
+    ej__mutex_lock(&w->reg->mu);
     w->gen = s->gen;
-    pthread_mutex_unlock(&w->reg->mu);
+    ej__mutex_unlock(&w->reg->mu);
 }
 
 /* The registering call is done: it drops its reference, and the
@@ -267,7 +267,7 @@ static void watch_done(struct ej__reg_watch *w, bool set)
     if (!w)
         return;
     ej_registry *reg = w->reg;
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     int drop = 1;
     if (!set && w->listed) {
         watch_unlink_locked(reg, w);
@@ -275,7 +275,7 @@ static void watch_done(struct ej__reg_watch *w, bool set)
     }
     w->refs -= drop - 1;
     watch_unref_locked(w);
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
 }
 
 /* ------------------------------------------------------------------------ */

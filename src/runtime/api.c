@@ -3,7 +3,6 @@
  * start-up, configuration changes, shutdown, status. The fire flow is in
  * fire.c.
  */
-#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -14,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "coord/internal.h"
 #include "ejob/config.h"
@@ -33,8 +33,7 @@ void ej__rt_settings_ref(struct ej__rt_settings *s)
 {
     if (s) {
         int was = atomic_fetch_add(&s->refs, 1);
-        assert(was >= 1); /* a snapshot already freed */
-        (void)was;
+        EJ_ASSERT(was >= 1); /* a snapshot already freed */
     }
 }
 
@@ -43,7 +42,7 @@ void ej__rt_settings_unref(struct ej__rt_settings *s)
     if (s == NULL)
         return;
     int was = atomic_fetch_sub(&s->refs, 1);
-    assert(was >= 1); /* an unref without its ref */
+    EJ_ASSERT(was >= 1); /* an unref without its ref */
     if (was != 1)
         return;
     free(s->def);
@@ -107,14 +106,13 @@ static int install_settings(struct ej_job *job, const struct ej_job_config *cfg)
 void ej__job_ref(struct ej_job *job)
 {
     int was = atomic_fetch_add(&job->refs, 1);
-    assert(was >= 1); /* a job already freed */
-    (void)was;
+    EJ_ASSERT(was >= 1); /* a job already freed */
 }
 
 void ej__job_unref(struct ej_job *job)
 {
     int was = atomic_fetch_sub(&job->refs, 1);
-    assert(was >= 1);
+    EJ_ASSERT(was >= 1);
     if (was != 1)
         return;
     ej__rt_settings_unref(job->settings);

@@ -351,7 +351,7 @@ static bool keep_going(void *arg)
     if (!ok || !ej__coord_connected(job->coord))
         return false;
     /* ElasticJob's isEligibleForJobRunning: stop streaming to reshard. */
-    return !ej__coord_necessary_locked(job->coord);
+    return !ej__coord_necessary(job->coord);
 }
 
 static void post_exec(struct item_run *r, bool end)
@@ -729,7 +729,7 @@ static void misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s
         uint64_t seen = ej__misfire_marks(job);
         int *mis = NULL;
         size_t k = own_misfired(c, &mis);
-        if (k == 0 && ej__coord_necessary_locked(c) && ej__misfire_run_unowned(job) &&
+        if (k == 0 && ej__coord_necessary(c) && ej__misfire_run_unowned(job) &&
             ++reshards <= 3) {
             /* A leader is rewriting the instance nodes (Java 2.1.5's
              * deletes every one first): the marks of items briefly no
@@ -751,7 +751,7 @@ static void misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s
             free(mis);
             break;
         }
-        if (ej__coord_necessary_locked(c)) {
+        if (ej__coord_necessary(c)) {
             /* A resharding waits (an instance joined or left meanwhile):
              * do it first, as a fire's start would (the leader reshards
              * now that its items are done; a follower waits for it,

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "ejob/error.h"
 #include "ejob/log.h"
@@ -105,7 +106,7 @@ struct worker {
 };
 
 struct ej__sched {
-    pthread_mutex_t mu;
+    ej__mutex mu;
     pthread_cond_t work_cv; /* workers wait here (CLOCK_MONOTONIC) */
     pthread_cond_t done_cv; /* trigger callbacks / jobs finished; threads exited */
 
@@ -185,7 +186,7 @@ static void cond_init_mono(pthread_cond_t *cv)
     pthread_condattr_destroy(&a);
 }
 
-static void timed_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms, bool *timed_out)
+static void timed_wait_ms(pthread_cond_t *cv, ej__mutex *mu, int64_t ms, bool *timed_out)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -195,7 +196,7 @@ static void timed_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms, b
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000;
     }
-    int rc = pthread_cond_timedwait(cv, mu, &ts);
+    int rc = ej__mutex_timedwait(mu, cv, &ts);
     if (timed_out)
         *timed_out = rc == ETIMEDOUT;
 }
@@ -305,17 +306,18 @@ static void heap_update(ej__sched *s, ej__trigger *t, int64_t deadline)
 static void *worker_main(void *arg);
 
 /* Joins the last exited worker (each exiting worker joins the one before
- * it, so at most one is left unjoined). Called with s->mu held. */
+ * it, so at most one is left unjoined). Called with s->mu held (checked). */
 static void join_zombies_locked(ej__sched *s)
 {
+    EJ_ASSERT_HELD(&s->mu);
     struct worker *z = s->zombies;
     s->zombies = NULL;
     if (z == NULL)
         return;
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     pthread_join(z->th, NULL);
     free(z);
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
 }
 
 static bool has_runnable(const ej__sched *s)
@@ -468,6 +470,11 @@ static void job_free(ej__sched_job *j)
     pthread_cond_broadcast(&s->done_cv);
 }
 
+bool ej__sched_job_is_current(const ej__sched_job *j)
+{
+    return j != NULL && tls.job == j;
+}
+
 static bool job_idle(const ej__sched_job *j)
 {
     return j->queued == 0 && j->running == 0 && j->ntriggers == 0;
@@ -480,18 +487,19 @@ static void job_maybe_free(ej__sched_job *j)
         job_free(j);
 }
 
-/* Runs one job task; called and returns with s->mu held, j->running
+/* Runs one job task; called and returns with s->mu held (checked), j->running
  * already counted. */
 static void run_job_task(ej__sched *s, ej__sched_job *j, struct task *t)
 {
-    pthread_mutex_unlock(&s->mu);
+    EJ_ASSERT_HELD(&s->mu);
+    ej__mutex_unlock(&s->mu);
     struct tls_state saved = tls;
     tls.job = j;
     tls.holds_slot = true;
     tls.trigger = NULL;
     t->fn(t->arg);
     tls = saved;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     j->running--;
     if (t->group) {
         t->group->remaining--;
@@ -518,10 +526,10 @@ static void worker_run_one(ej__sched *s, struct task *ct, ej__sched_job *j)
             fire_run(s, ct->trigger);
             return;
         }
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         ct->fn(ct->arg);
         free(ct);
-        pthread_mutex_lock(&s->mu);
+        ej__mutex_lock(&s->mu);
         return;
     }
     struct task *t = job_pop(s, j);
@@ -535,7 +543,7 @@ static void worker_run_one(ej__sched *s, struct task *ct, ej__sched_job *j)
 static void *worker_main(void *arg)
 {
     ej__sched *s = arg;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     char name[16];
     snprintf(name, sizeof name, "%s-w%d", s->name, s->next_worker_id++);
     pthread_setname_np(pthread_self(), name);
@@ -583,7 +591,7 @@ static void *worker_main(void *arg)
     }
     s->threads--;
     pthread_cond_broadcast(&s->done_cv);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     if (prev) {
         pthread_join(prev->th, NULL);
         free(prev);
@@ -688,10 +696,11 @@ const char *ej__miss_reason_name(ej__miss_reason r)
 
 #define MISS_LOG_EVERY_MS 10000
 
-/* Counts a misfired callback's fire times; with s->mu held. Returns true
+/* Counts a misfired callback's fire times; with s->mu held (checked). Returns true
  * and fills line when the rate-limited warning is due. */
 static bool miss_account(ej__sched *s, const ej__fire *f, const char *job, char *line, size_t len)
 {
+    EJ_ASSERT_HELD(&s->mu);
     int64_t mono = mono_ms();
     if (s->miss_window_since == 0) {
         s->miss_window_since = mono;
@@ -727,9 +736,10 @@ static bool miss_account(ej__sched *s, const ej__fire *f, const char *job, char 
     return true;
 }
 
-/* Runs a trigger's callback; called and returns with s->mu held. */
+/* Runs a trigger's callback; called and returns with s->mu held (checked). */
 static void fire_run(ej__sched *s, ej__trigger *t)
 {
+    EJ_ASSERT_HELD(&s->mu);
     ej__fire fire = t->pend;
     t->queued = false;
     t->running = true;
@@ -751,7 +761,7 @@ static void fire_run(ej__sched *s, ej__trigger *t)
         s->misfires++;
         log_miss = miss_account(s, &fire, t->job->name, line, sizeof line);
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 
     struct tls_state saved = tls;
     tls.job = NULL;
@@ -772,7 +782,7 @@ static void fire_run(ej__sched *s, ej__trigger *t)
     t->fn(&fire, t->arg);
     tls = saved;
 
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     t->running = false;
     pthread_cond_broadcast(&s->done_cv);
     if (t->removed)
@@ -935,16 +945,16 @@ static void *timer_main(void *arg)
 
     size_t bcap = 64;
     struct batch_entry *batch = malloc(bcap * sizeof *batch);
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     s->clock_checked = mono_ms();
     s->clock_offset = sched_now(s) - s->clock_checked;
     while (!s->timer_stop) {
         if (s->stall_ms > 0) {
             int64_t ms = s->stall_ms;
             s->stall_ms = 0;
-            pthread_mutex_unlock(&s->mu);
+            ej__mutex_unlock(&s->mu);
             ej__sleep_ms(ms);
-            pthread_mutex_lock(&s->mu);
+            ej__mutex_lock(&s->mu);
         }
         int64_t now = sched_now(s);
         int64_t mono = mono_ms();
@@ -1017,17 +1027,17 @@ static void *timer_main(void *arg)
         /* Phase 2: next fire times, computed without the lock so that the
          * workers take the queued fires meanwhile. */
         if (nb > 0) {
-            pthread_mutex_unlock(&s->mu);
+            ej__mutex_unlock(&s->mu);
             for (size_t i = 0; i < nb; i++)
                 batch_compute(&batch[i], now);
-            pthread_mutex_lock(&s->mu);
+            ej__mutex_lock(&s->mu);
             for (size_t i = 0; i < nb; i++)
                 batch_finish(s, &batch[i], now);
         }
         if (s->timer_stop)
             break;
         timer_arm(s);
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
 
         struct pollfd pfd[2] = {{.fd = s->tfd, .events = POLLIN}, {.fd = s->efd, .events = POLLIN}};
         int pr = poll(pfd, 2, -1);
@@ -1043,13 +1053,13 @@ static void *timer_main(void *arg)
                 (void)r;
             }
         }
-        pthread_mutex_lock(&s->mu);
+        ej__mutex_lock(&s->mu);
         if (clock_set)
             s->clock_set = true;
         if (pr > 0 && pfd[0].revents)
             s->armed_for = -1; /* expired or cancelled: must be re-armed */
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     free(batch);
     return NULL;
 }
@@ -1099,7 +1109,7 @@ int ej__sched_create(const struct ej__sched_opts *opts, ej__sched **out)
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
-    pthread_mutex_init(&s->mu, &ma);
+    ej__mutex_init_attr(&s->mu, &ma);
     pthread_mutexattr_destroy(&ma);
     cond_init_mono(&s->work_cv);
     cond_init_mono(&s->done_cv);
@@ -1128,7 +1138,7 @@ out_fail:
         close(s->efd);
     pthread_cond_destroy(&s->work_cv);
     pthread_cond_destroy(&s->done_cv);
-    pthread_mutex_destroy(&s->mu);
+    ej__mutex_destroy(&s->mu);
     free(s);
     return rc;
 }
@@ -1137,19 +1147,19 @@ void ej__sched_destroy(ej__sched *s)
 {
     if (s == NULL)
         return;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     s->timer_stop = true;
     wake_timer(s);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     if (s->timer_started)
         pthread_join(s->timer_th, NULL);
 
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     while (s->jobs) {
         ej__sched_job *j = s->jobs;
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         ej__sched_job_destroy(j);
-        pthread_mutex_lock(&s->mu);
+        ej__mutex_lock(&s->mu);
         /* ej__sched_job_destroy returns once the job is freed (or, when
          * called from its own task, which we are not, deferred). */
     }
@@ -1167,17 +1177,17 @@ void ej__sched_destroy(ej__sched *s)
             }
             continue;
         }
-        pthread_cond_wait(&s->done_cv, &s->mu);
+        ej__mutex_wait(&s->mu, &s->done_cv);
     }
     join_zombies_locked(s);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 
     close(s->tfd);
     close(s->efd);
     free(s->heap);
     pthread_cond_destroy(&s->work_cv);
     pthread_cond_destroy(&s->done_cv);
-    pthread_mutex_destroy(&s->mu);
+    ej__mutex_destroy(&s->mu);
     free(s);
 }
 
@@ -1213,9 +1223,9 @@ int ej__sched_job_create(ej__sched *s, const char *name, int concurrency, ej__sc
     j->s = s;
     j->limit = concurrency < 1 ? 1 : concurrency;
     cond_init_mono(&j->cv);
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (s->closing || s->timer_stop) {
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         pthread_cond_destroy(&j->cv);
         free(j->name);
         free(j);
@@ -1226,7 +1236,7 @@ int ej__sched_job_create(ej__sched *s, const char *name, int concurrency, ej__sc
         s->jobs->prev = j;
     s->jobs = j;
     s->njobs++;
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     *out = j;
     return 0;
 }
@@ -1236,12 +1246,12 @@ void ej__sched_job_set_concurrency(ej__sched_job *j, int concurrency)
     if (j == NULL)
         return;
     ej__sched *s = j->s;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     j->limit = concurrency < 1 ? 1 : concurrency;
     ready_push(s, j);
     wake_worker(s);
     pthread_cond_broadcast(&j->cv);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 ej__sched *ej__sched_job_scheduler(const ej__sched_job *j)
@@ -1256,9 +1266,9 @@ void ej__sched_job_destroy(ej__sched_job *j)
     if (j == NULL)
         return;
     ej__sched *s = j->s;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (j->dead) {
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         return;
     }
     j->dead = true;
@@ -1286,12 +1296,12 @@ void ej__sched_job_destroy(ej__sched_job *j)
                 run_job_task(s, j, t);
                 continue;
             }
-            pthread_cond_wait(&s->done_cv, &s->mu);
+            ej__mutex_wait(&s->mu, &s->done_cv);
         }
     }
     j->destroy_waiters--;
     job_maybe_free(j);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 /* ------------------------------------------------------------- triggers */
@@ -1337,9 +1347,9 @@ int ej__sched_cron_add(ej__sched_job *j, ej_cron *cron, const ej_tz *tz, bool pa
         return rc;
     t->cron = cron;
     t->tz = tz;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (j->dead || s->timer_stop) {
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         free(t);
         return EJ_ECLOSED;
     }
@@ -1347,12 +1357,12 @@ int ej__sched_cron_add(ej__sched_job *j, ej_cron *cron, const ej_tz *tz, bool pa
         t->paused = true;
         t->paused_next = 0; /* nothing to report for a trigger born paused */
     } else if ((rc = heap_push(s, t, next)) != 0) {
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         free(t);
         return rc;
     }
     trigger_link(s, j, t);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     *out = t;
     return 0;
 }
@@ -1366,14 +1376,14 @@ int ej__sched_manual_add(ej__sched_job *j, ej__fire_fn fn, void *arg, ej__trigge
     int rc = trigger_new(j, fn, arg, &t);
     if (rc != 0)
         return rc;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (j->dead || s->timer_stop) {
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         free(t);
         return EJ_ECLOSED;
     }
     trigger_link(s, j, t);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     *out = t;
     return 0;
 }
@@ -1388,9 +1398,9 @@ int ej__sched_trigger_reschedule(ej__trigger *t, ej_cron *cron, const ej_tz *tz)
     int rc = ej_cron_next(cron, tz, now, &next);
     if (rc != 0)
         return rc == EJ_ENOTFOUND ? EJ_ENOTFOUND : EJ_EINVAL;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (t->removed) {
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         return EJ_ECLOSED;
     }
     /* In a timer batch the timer computes with the old expression outside
@@ -1413,7 +1423,7 @@ int ej__sched_trigger_reschedule(ej__trigger *t, ej_cron *cron, const ej_tz *tz)
     } else {
         rc = heap_push(s, t, next);
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     return rc;
 }
 
@@ -1422,7 +1432,7 @@ void ej__sched_trigger_pause(ej__trigger *t)
     if (t == NULL)
         return;
     ej__sched *s = t->s;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (!t->paused && !t->removed) {
         t->paused = true;
         t->paused_next = t->heap_idx >= 0 ? t->deadline : 0;
@@ -1447,7 +1457,7 @@ void ej__sched_trigger_pause(ej__trigger *t)
             trigger_flush(s, t, sched_now(s)); /* delivers fire-now requests only */
         }
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 void ej__sched_trigger_resume(ej__trigger *t)
@@ -1455,7 +1465,7 @@ void ej__sched_trigger_resume(ej__trigger *t)
     if (t == NULL)
         return;
     ej__sched *s = t->s;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (t->paused && !t->removed) {
         t->paused = false;
         if (t->cron && !t->in_batch) {
@@ -1476,25 +1486,25 @@ void ej__sched_trigger_resume(ej__trigger *t)
             trigger_flush(s, t, now);
         }
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 void ej__sched_trigger_set_miss_fn(ej__trigger *t, ej__miss_fn fn)
 {
     if (t == NULL)
         return;
-    pthread_mutex_lock(&t->s->mu);
+    ej__mutex_lock(&t->s->mu);
     t->miss_fn = fn;
-    pthread_mutex_unlock(&t->s->mu);
+    ej__mutex_unlock(&t->s->mu);
 }
 
 bool ej__sched_trigger_is_paused(const ej__trigger *t)
 {
     if (t == NULL)
         return false;
-    pthread_mutex_lock(&t->s->mu);
+    ej__mutex_lock(&t->s->mu);
     bool p = t->paused;
-    pthread_mutex_unlock(&t->s->mu);
+    ej__mutex_unlock(&t->s->mu);
     return p;
 }
 
@@ -1503,9 +1513,9 @@ int ej__sched_trigger_fire_now(ej__trigger *t, unsigned reasons)
     if (t == NULL || reasons == 0)
         return EJ_EINVAL;
     ej__sched *s = t->s;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (t->removed || s->timer_stop) {
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         return EJ_ECLOSED;
     }
     int64_t now = sched_now(s);
@@ -1518,7 +1528,7 @@ int ej__sched_trigger_fire_now(ej__trigger *t, unsigned reasons)
         t->now_pending |= reasons;
         trigger_flush(s, t, now);
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     return 0;
 }
 
@@ -1526,9 +1536,9 @@ int64_t ej__sched_trigger_next(const ej__trigger *t)
 {
     if (t == NULL)
         return 0;
-    pthread_mutex_lock(&t->s->mu);
+    ej__mutex_lock(&t->s->mu);
     int64_t n = (t->heap_idx >= 0 && !t->paused) ? t->deadline : 0;
-    pthread_mutex_unlock(&t->s->mu);
+    ej__mutex_unlock(&t->s->mu);
     return n;
 }
 
@@ -1536,9 +1546,9 @@ bool ej__sched_trigger_is_busy(const ej__trigger *t)
 {
     if (t == NULL)
         return false;
-    pthread_mutex_lock(&t->s->mu);
+    ej__mutex_lock(&t->s->mu);
     bool b = t->queued || t->running;
-    pthread_mutex_unlock(&t->s->mu);
+    ej__mutex_unlock(&t->s->mu);
     return b;
 }
 
@@ -1548,10 +1558,11 @@ bool ej__sched_trigger_is_busy(const ej__trigger *t)
  * reasons), those collected behind a running or paused callback, and those
  * passed since a pause. Taken out of t into out[] (one entry per reason) and
  * added to the scheduler's stats, for the remover to tell the miss hook.
- * With s->mu held; t->removed set. Returns how many entries.
+ * With s->mu held (checked); t->removed set. Returns how many entries.
  */
 static size_t take_undelivered(ej__sched *s, ej__trigger *t, ej__miss *out)
 {
+    EJ_ASSERT_HELD(&s->mu);
     if (t->queued && t->pend.cron_due) {
         int64_t last = t->missed ? t->missed_last : t->pend.last_scheduled_ms;
         if (t->pend.misfired) {
@@ -1604,16 +1615,16 @@ static void trigger_remove_locked(ej__sched *s, ej__trigger *t)
         ej__miss_fn fn = t->miss_fn;
         void *arg = t->arg;
         t->remover_waiting++;
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         for (size_t i = 0; i < nmiss; i++)
             fn(&miss[i], arg);
-        pthread_mutex_lock(&s->mu);
+        ej__mutex_lock(&s->mu);
         t->remover_waiting--;
     }
     if (t->running && !pthread_equal(t->running_thread, pthread_self())) {
         t->remover_waiting++;
         while (t->running)
-            pthread_cond_wait(&s->done_cv, &s->mu);
+            ej__mutex_wait(&s->mu, &s->done_cv);
         t->remover_waiting--;
     }
     trigger_maybe_free(t);
@@ -1624,9 +1635,9 @@ void ej__sched_trigger_remove(ej__trigger *t)
     if (t == NULL)
         return;
     ej__sched *s = t->s;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     trigger_remove_locked(s, t);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 /* ---------------------------------------------------------------- tasks */
@@ -1647,7 +1658,7 @@ int ej__sched_run_all(ej__sched_job *j, ej__task_fn fn, void *const *args, size_
         return 0;
     }
     size_t inline_from = n;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     bool lent = tls.job == j && tls.holds_slot;
     if (lent) {
         j->running--;
@@ -1677,18 +1688,18 @@ int ej__sched_run_all(ej__sched_job *j, ej__task_fn fn, void *const *args, size_
             run_job_task(s, j, t);
             continue;
         }
-        pthread_cond_wait(&j->cv, &s->mu);
+        ej__mutex_wait(&s->mu, &j->cv);
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     /* Tasks the queue could not take run here, after the rest. */
     for (size_t i = inline_from; i < n; i++)
         fn(args[i]);
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (lent) {
         j->running++;
         tls.holds_slot = true;
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     free(tasks);
     return 0;
 }
@@ -1704,7 +1715,7 @@ int ej__sched_post(ej__sched *s, ej__sched_job *j, ej__task_fn fn, void *arg)
         return EJ_ENOMEM;
     t->fn = fn;
     t->arg = arg;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     int rc = 0;
     if (s->closing || (j && j->dead)) {
         rc = EJ_ECLOSED;
@@ -1719,7 +1730,7 @@ int ej__sched_post(ej__sched *s, ej__sched_job *j, ej__task_fn fn, void *arg)
         ctl_push(s, t);
         wake_worker(s);
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     if (rc != 0)
         free(t);
     return rc;
@@ -1732,7 +1743,7 @@ void ej__sched_get_stats(ej__sched *s, struct ej__sched_stats *out)
     memset(out, 0, sizeof *out);
     if (s == NULL)
         return;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     out->threads = s->threads;
     out->idle_threads = s->idle;
     out->queued = s->nqueued;
@@ -1742,26 +1753,26 @@ void ej__sched_get_stats(ej__sched *s, struct ej__sched_stats *out)
     out->misfires = s->misfires;
     memcpy(out->missed_by, s->missed_by, sizeof out->missed_by);
     out->clock_jumps = s->clock_jumps;
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 void ej__sched_debug_stall_timer(ej__sched *s, int64_t ms)
 {
     if (s == NULL)
         return;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     s->stall_ms = ms;
     wake_timer(s);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 void ej__sched_debug_shift_clock(ej__sched *s, int64_t ms)
 {
     if (s == NULL)
         return;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     atomic_fetch_add(&s->debug_shift_ms, ms);
     s->clock_set = true; /* what a timerfd cancellation reports */
     wake_timer(s);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
