@@ -80,14 +80,7 @@ bool ej__coord_wait_locked(ej__coord *c, int64_t deadline_ms)
         return false;
     if (left > 200)
         left = 200; /* re-check periodically: some conditions have no event */
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += left / 1000;
-    ts.tv_nsec += (left % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = ej__mono_timespec_in(left);
     ej__mutex_timedwait(&c->mu, &c->cv, &ts);
     return ej__mono_ms() < deadline_ms;
 }

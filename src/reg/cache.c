@@ -981,7 +981,7 @@ int ej_tree_cache_wait_initialized(ej_tree_cache *c, int timeout_ms)
                             "tree_cache_wait_initialized %s: called on the dispatch thread",
                             c->root_path);
     int64_t deadline = ej__mono_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
-    struct timespec ts = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000L};
+    struct timespec ts = ej__mono_timespec(deadline);
     int rc = 0;
     pthread_mutex_lock(&c->mu);
     while (!c->initialized) {

@@ -10,6 +10,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "common/check.h"
+#include "common/listeners.h"
 #include "ejob/registry.h"
 
 /* ------------------------------------------------------------------------ */
@@ -82,16 +83,6 @@ struct ej__reg_cache_slot {
     ej_tree_cache *cache;
 };
 
-struct ej__reg_listener {
-    ej_reg_state_fn fn;
-    void *user;
-};
-
-struct ej__reg_fence_listener {
-    ej_reg_fence_fn fn;
-    void *user;
-};
-
 struct ej__reg_delayed {
     struct ej__reg_delayed *next;
     int64_t due_ms;
@@ -142,8 +133,7 @@ struct ej_registry {
     int64_t session_id;
     char passwd[EJ_REG_PASSWD_LEN];
     int negotiated_ms;
-    struct ej__reg_listener *listeners;
-    size_t nlisteners, caplisteners;
+    ej__listeners listeners; /* ej_reg_state_fn */
     struct ej__reg_watch *watches; /* doubly linked */
     struct ej__reg_cache_slot *caches;
     size_t ncaches, capcaches;
@@ -170,8 +160,7 @@ struct ej_registry {
     int fence_told; /* level last told to fence listeners; -1 none */
     int64_t fence_told_session;
     bool fence_telling; /* fence listeners are being called */
-    struct ej__reg_fence_listener *fence_fns;
-    size_t nfence_fns, capfence_fns;
+    ej__listeners fence_fns; /* ej_reg_fence_fn, under live_mu */
 
     /* dispatch-only */
     uint64_t cur_gen;

@@ -58,7 +58,7 @@ void ej__reg_live_init(ej_registry *reg)
 
 void ej__reg_live_fini(ej_registry *reg)
 {
-    free(reg->fence_fns);
+    ej__listeners_fini(&reg->fence_fns);
     ej__mutex_destroy(&reg->live_mu);
     pthread_cond_destroy(&reg->live_cv);
 }
@@ -173,11 +173,10 @@ static void tell_locked(ej_registry *reg, ej_reg_fence level, int64_t session)
 {
     EJ_ASSERT_HELD(&reg->live_mu);
     EJ_ASSERT_OWNER(&reg->live_owner);
-    size_t n = reg->nfence_fns;
-    struct ej__reg_fence_listener *snap = n ? malloc(n * sizeof(*snap)) : NULL;
+    struct ej__listener *snap = NULL;
+    size_t n = ej__listeners_snapshot(&reg->fence_fns, &snap);
     if (!snap)
         return;
-    memcpy(snap, reg->fence_fns, n * sizeof(*snap));
     reg->fence_telling = true;
     int64_t silence = reg->contact_ms ? ej__mono_ms() - reg->contact_ms : -1;
     int timeout = timeout_locked(reg);
@@ -187,13 +186,11 @@ static void tell_locked(ej_registry *reg, ej_reg_fence level, int64_t session)
            "fence of session 0x%llx: %s (last answer %lld ms ago, session timeout %d ms)",
            (unsigned long long)session, names[level], (long long)silence, timeout);
     for (size_t i = 0; i < n; i++) {
-        bool still = false;
         ej__mutex_lock(&reg->live_mu);
-        for (size_t j = 0; j < reg->nfence_fns; j++)
-            still |= reg->fence_fns[j].fn == snap[i].fn && reg->fence_fns[j].user == snap[i].user;
+        bool still = ej__listeners_has(&reg->fence_fns, snap[i].fn, snap[i].user);
         ej__mutex_unlock(&reg->live_mu);
         if (still)
-            snap[i].fn(reg, level, session, snap[i].user);
+            ((ej_reg_fence_fn)snap[i].fn)(reg, level, session, snap[i].user);
     }
     free(snap);
     ej__mutex_lock(&reg->live_mu);
@@ -225,7 +222,7 @@ static void wait_until_locked(ej_registry *reg, int64_t due)
         ej__mutex_wait(&reg->live_mu, &reg->live_cv);
         return;
     }
-    struct timespec ts = {.tv_sec = (time_t)(due / 1000), .tv_nsec = (long)(due % 1000) * 1000000L};
+    struct timespec ts = ej__mono_timespec(due);
     ej__mutex_timedwait(&reg->live_mu, &reg->live_cv, &ts);
 }
 
@@ -310,47 +307,22 @@ int ej_registry_add_fence_listener(ej_registry *reg, ej_reg_fence_fn fn, void *u
 {
     if (!reg || !fn)
         return ej__reg_fail(EJ_EINVAL, "add_fence_listener: registry or callback is NULL");
-    int rc = 0;
     ej__mutex_lock(&reg->live_mu);
-    for (size_t i = 0; i < reg->nfence_fns; i++) {
-        if (reg->fence_fns[i].fn == fn && reg->fence_fns[i].user == user) {
-            rc = ej__reg_fail(EJ_EINVAL, "add_fence_listener: this listener is already added");
-            goto out_unlock;
-        }
-    }
-    if (reg->nfence_fns == reg->capfence_fns) {
-        size_t cap = reg->capfence_fns ? reg->capfence_fns * 2 : 4;
-        struct ej__reg_fence_listener *n = realloc(reg->fence_fns, cap * sizeof(*n));
-        if (!n) {
-            rc = ej__reg_fail(-ENOMEM, "add_fence_listener: out of memory");
-            goto out_unlock;
-        }
-        reg->fence_fns = n;
-        reg->capfence_fns = cap;
-    }
-    reg->fence_fns[reg->nfence_fns].fn = fn;
-    reg->fence_fns[reg->nfence_fns].user = user;
-    reg->nfence_fns++;
-out_unlock:
+    int rc = ej__listeners_add(&reg->fence_fns, (ej__listener_fn)fn, user);
     ej__mutex_unlock(&reg->live_mu);
-    return rc;
+    if (rc == -EEXIST)
+        return ej__reg_fail(EJ_EINVAL, "add_fence_listener: this listener is already added");
+    if (rc != 0)
+        return ej__reg_fail(rc, "add_fence_listener: out of memory");
+    return 0;
 }
 
 int ej_registry_remove_fence_listener(ej_registry *reg, ej_reg_fence_fn fn, void *user)
 {
     if (!reg)
         return ej__reg_fail(EJ_EINVAL, "remove_fence_listener: registry is NULL");
-    bool found = false;
     ej__mutex_lock(&reg->live_mu);
-    for (size_t i = 0; i < reg->nfence_fns; i++) {
-        if (reg->fence_fns[i].fn == fn && reg->fence_fns[i].user == user) {
-            memmove(&reg->fence_fns[i], &reg->fence_fns[i + 1],
-                    (reg->nfence_fns - i - 1) * sizeof(reg->fence_fns[0]));
-            reg->nfence_fns--;
-            found = true;
-            break;
-        }
-    }
+    bool found = ej__listeners_remove(&reg->fence_fns, (ej__listener_fn)fn, user);
     /* A call being made right now may still be running it. */
     if (found && !(reg->live_started && pthread_equal(pthread_self(), reg->live_thread)))
         while (reg->fence_telling)

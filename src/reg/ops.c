@@ -20,9 +20,7 @@ typedef int (*attempt_fn)(ej_registry *reg, zhandle_t *zh, void *arg);
 static void wait_connected_for(ej_registry *reg, int ms)
 {
     int64_t deadline = ej__mono_ms() + ms;
-    struct timespec ts;
-    ts.tv_sec = (time_t)(deadline / 1000);
-    ts.tv_nsec = (long)(deadline % 1000) * 1000000L;
+    struct timespec ts = ej__mono_timespec(deadline);
     ej__mutex_lock(&reg->mu);
     while (!reg->closing) {
         int err = ej__mutex_timedwait(&reg->mu, &reg->changed, &ts);

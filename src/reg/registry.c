@@ -176,12 +176,6 @@ int ej__reg_enqueue(ej_registry *reg, struct ej__reg_item *item, bool force)
     return 0;
 }
 
-static void abs_deadline(struct timespec *ts, int64_t mono_ms)
-{
-    ts->tv_sec = (time_t)(mono_ms / 1000);
-    ts->tv_nsec = (long)(mono_ms % 1000) * 1000000L;
-}
-
 static void cond_init_mono(pthread_cond_t *c)
 {
     pthread_condattr_t a;
@@ -203,26 +197,16 @@ static void emit_state(ej_registry *reg, ej_reg_state state, bool new_session)
            state == EJ_REG_RECONNECTED ? (new_session ? " (new session)" : " (same session)") : "");
     /* Listeners may add or remove listeners: call a snapshot. */
     ej__mutex_lock(&reg->mu);
-    size_t n = reg->nlisteners;
-    struct ej__reg_listener *snap = NULL;
-    if (n) {
-        snap = malloc(n * sizeof(*snap));
-        if (snap)
-            memcpy(snap, reg->listeners, n * sizeof(*snap));
-        else
-            n = 0;
-    }
+    struct ej__listener *snap = NULL;
+    size_t n = ej__listeners_snapshot(&reg->listeners, &snap);
     ej__mutex_unlock(&reg->mu);
     for (size_t i = 0; i < n; i++) {
         /* Skip one removed by an earlier listener of this round. */
-        bool still = false;
         ej__mutex_lock(&reg->mu);
-        for (size_t j = 0; j < reg->nlisteners; j++)
-            if (reg->listeners[j].fn == snap[i].fn && reg->listeners[j].user == snap[i].user)
-                still = true;
+        bool still = ej__listeners_has(&reg->listeners, snap[i].fn, snap[i].user);
         ej__mutex_unlock(&reg->mu);
         if (still)
-            snap[i].fn(reg, state, new_session, snap[i].user);
+            ((ej_reg_state_fn)snap[i].fn)(reg, state, new_session, snap[i].user);
     }
     free(snap);
 }
@@ -231,47 +215,22 @@ int ej_registry_add_listener(ej_registry *reg, ej_reg_state_fn fn, void *user)
 {
     if (!reg || !fn)
         return ej__reg_fail(EJ_EINVAL, "add_listener: registry or callback is NULL");
-    int rc = 0;
     ej__mutex_lock(&reg->mu);
-    for (size_t i = 0; i < reg->nlisteners; i++) {
-        if (reg->listeners[i].fn == fn && reg->listeners[i].user == user) {
-            rc = ej__reg_fail(EJ_EINVAL, "add_listener: this listener is already added");
-            goto out_unlock;
-        }
-    }
-    if (reg->nlisteners == reg->caplisteners) {
-        size_t cap = reg->caplisteners ? reg->caplisteners * 2 : 4;
-        struct ej__reg_listener *n = realloc(reg->listeners, cap * sizeof(*n));
-        if (!n) {
-            rc = ej__reg_fail(-ENOMEM, "add_listener: out of memory");
-            goto out_unlock;
-        }
-        reg->listeners = n;
-        reg->caplisteners = cap;
-    }
-    reg->listeners[reg->nlisteners].fn = fn;
-    reg->listeners[reg->nlisteners].user = user;
-    reg->nlisteners++;
-out_unlock:
+    int rc = ej__listeners_add(&reg->listeners, (ej__listener_fn)fn, user);
     ej__mutex_unlock(&reg->mu);
-    return rc;
+    if (rc == -EEXIST)
+        return ej__reg_fail(EJ_EINVAL, "add_listener: this listener is already added");
+    if (rc != 0)
+        return ej__reg_fail(rc, "add_listener: out of memory");
+    return 0;
 }
 
 int ej_registry_remove_listener(ej_registry *reg, ej_reg_state_fn fn, void *user)
 {
     if (!reg)
         return ej__reg_fail(EJ_EINVAL, "remove_listener: registry is NULL");
-    bool found = false;
     ej__mutex_lock(&reg->mu);
-    for (size_t i = 0; i < reg->nlisteners; i++) {
-        if (reg->listeners[i].fn == fn && reg->listeners[i].user == user) {
-            memmove(&reg->listeners[i], &reg->listeners[i + 1],
-                    (reg->nlisteners - i - 1) * sizeof(reg->listeners[0]));
-            reg->nlisteners--;
-            found = true;
-            break;
-        }
-    }
+    bool found = ej__listeners_remove(&reg->listeners, (ej__listener_fn)fn, user);
     ej__mutex_unlock(&reg->mu);
     if (!found)
         return ej__reg_fail(EJ_ENOTFOUND, "remove_listener: no such listener");
@@ -675,7 +634,7 @@ static void quiesce(ej_registry *reg)
         if (ej__mono_ms() >= deadline)
             break;
         struct timespec ts;
-        abs_deadline(&ts, ej__mono_ms() + 5);
+        ts = ej__mono_timespec(ej__mono_ms() + 5);
         ej__mutex_timedwait(&reg->mu, &reg->wake, &ts);
     }
     ej__mutex_unlock(&reg->mu);
@@ -706,7 +665,7 @@ static void *dispatch_main(void *arg)
             ej__mutex_wait(&reg->mu, &reg->wake);
         } else {
             struct timespec ts;
-            abs_deadline(&ts, next);
+            ts = ej__mono_timespec(next);
             ej__mutex_timedwait(&reg->mu, &reg->wake, &ts);
         }
     }
@@ -786,7 +745,7 @@ int ej_registry_barrier(ej_registry *reg, int timeout_ms)
     int rc = 0;
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : ej__mono_ms() + timeout_ms;
     struct timespec ts;
-    abs_deadline(&ts, deadline == INT64_MAX ? 0 : deadline);
+    ts = ej__mono_timespec(deadline == INT64_MAX ? 0 : deadline);
     ej__mutex_lock(&reg->mu);
     uint64_t target = reg->enq_seq;
     while (reg->done_seq < target) {
@@ -817,7 +776,7 @@ static void free_registry(ej_registry *reg)
         free(d);
     }
     ej__reg_live_fini(reg);
-    free(reg->listeners);
+    ej__listeners_fini(&reg->listeners);
     free(reg->caches);
     free(reg->servers);
     free(reg->ns);
@@ -963,7 +922,7 @@ int ej_registry_create(ej_registry **out, const struct ej_registry_opts *opts)
 
     int64_t deadline = ej__mono_ms() + reg->connection_timeout_ms;
     struct timespec ts;
-    abs_deadline(&ts, deadline);
+    ts = ej__mono_timespec(deadline);
     ej__mutex_lock(&reg->mu);
     while (!reg->connected && !reg->auth_failed) {
         if (ej__mutex_timedwait(&reg->mu, &reg->changed, &ts) == ETIMEDOUT)
@@ -1066,7 +1025,7 @@ int ej_registry_wait_connected(ej_registry *reg, int timeout_ms)
 {
     int64_t deadline = ej__mono_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
     struct timespec ts;
-    abs_deadline(&ts, deadline);
+    ts = ej__mono_timespec(deadline);
     int rc = 0;
     ej__mutex_lock(&reg->mu);
     while (!reg->connected) {

@@ -188,14 +188,7 @@ static void cond_init_mono(pthread_cond_t *cv)
 
 static void timed_wait_ms(pthread_cond_t *cv, ej__mutex *mu, int64_t ms, bool *timed_out)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
+    struct timespec ts = ej__mono_timespec_in(ms);
     int rc = ej__mutex_timedwait(mu, cv, &ts);
     if (timed_out)
         *timed_out = rc == ETIMEDOUT;
