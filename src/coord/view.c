@@ -295,7 +295,10 @@ static bool offline(struct ej__view *v)
     return ej__mono_ms() < atomic_load(&v->offline_until);
 }
 
-static void refresh_item(struct ej__view *v, int item, int kind)
+/* Marks the kind's watch of an item as armed, when it is to be read now:
+ * false when offline (repair scheduled), closed, not wanted or already
+ * armed. *gen: the view's generation the watch belongs to. */
+static bool arm_item(struct ej__view *v, int item, int kind, uint64_t *gen)
 {
     if (offline(v)) {
         ej__mutex_lock(&v->mu);
@@ -303,7 +306,7 @@ static void refresh_item(struct ej__view *v, int item, int kind)
             v->items[item].broken |= (uint8_t)(1u << kind);
         ej__mutex_unlock(&v->mu);
         schedule_repair(v);
-        return;
+        return false;
     }
     ej__mutex_lock(&v->mu);
     if (v->closed || (size_t)item >= v->cap || !v->items[item].present ||
@@ -314,61 +317,63 @@ static void refresh_item(struct ej__view *v, int item, int kind)
             !(v->items[item].armed & (1u << kind)))
             forget(&v->items[item], kind);
         ej__mutex_unlock(&v->mu);
-        return;
+        return false;
     }
     v->items[item].armed |= (uint8_t)(1u << kind);
-    uint64_t gen = v->gen;
+    *gen = v->gen;
     ej__mutex_unlock(&v->mu);
+    return true;
+}
 
-    char *path = ej_layout_path_dup(v->job, kind_node(kind), item, NULL);
-    struct vtoken *t = token_new(v, gen, item, kind);
-    int rc = (path && t) ? 0 : EJ_ENOMEM;
-    bool exists = false;
-    char *data = NULL;
-    struct ej_node_stat st;
-    memset(&st, 0, sizeof st);
-    if (rc == 0 && kind == EJ__VK_INSTANCE) {
-        rc = ej_registry_get_watch(v->reg, path, token_cb, t, &data, NULL, &st);
-        if (rc == 0) {
-            exists = true;
-        } else if (rc == EJ_ENONODE) {
-            rc = ej_registry_exists_watch(v->reg, path, token_cb, t, &exists, &st);
-            if (rc == 0 && exists) {
-                /* Created in between: the exists watch now covers changes;
-                 * read the data without another watch. */
-                int grc = ej_registry_get(v->reg, path, &data, NULL, &st);
-                if (grc == EJ_ENONODE)
-                    exists = false; /* the watch reports the delete */
-            }
+/* Reads the node with a watch (token t): the instance node's data, the
+ * other kinds' existence and stat. */
+static int read_watched(struct ej__view *v, const char *path, int kind, struct vtoken *t,
+                        bool *exists, char **data, struct ej_node_stat *st)
+{
+    if (kind != EJ__VK_INSTANCE)
+        return ej_registry_exists_watch(v->reg, path, token_cb, t, exists, st);
+    int rc = ej_registry_get_watch(v->reg, path, token_cb, t, data, NULL, st);
+    if (rc == 0) {
+        *exists = true;
+    } else if (rc == EJ_ENONODE) {
+        rc = ej_registry_exists_watch(v->reg, path, token_cb, t, exists, st);
+        if (rc == 0 && *exists) {
+            /* Created in between: the exists watch now covers changes;
+             * read the data without another watch. */
+            int grc = ej_registry_get(v->reg, path, data, NULL, st);
+            if (grc == EJ_ENONODE)
+                *exists = false; /* the watch reports the delete */
         }
-    } else if (rc == 0) {
-        rc = ej_registry_exists_watch(v->reg, path, token_cb, t, &exists, &st);
     }
-    if (rc != 0) {
-        if (t)
-            token_drop(t);
-        ej__mutex_lock(&v->mu);
-        if ((size_t)item < v->cap) {
-            v->items[item].armed &= (uint8_t) ~(1u << kind);
-            v->items[item].broken |= (uint8_t)(1u << kind);
-        }
-        ej__mutex_unlock(&v->mu);
-        if (conn_error(rc))
-            atomic_store(&v->offline_until, ej__mono_ms() + 1000);
-        EJ_LOG(EJ_LOG_WARN, MOD, rc, "view: cannot watch %s: %s", path ? path : "?",
-               ej_registry_errmsg(v->reg));
-        free(path);
-        schedule_repair(v);
-        return;
-    }
-    free(path);
+    return rc;
+}
 
-    bool changed = false;
-    uint8_t newly = 0;
+/* The watch could not be set: the item's kind is broken until the repair. */
+static void watch_failed(struct ej__view *v, int item, int kind, int rc, const char *path)
+{
     ej__mutex_lock(&v->mu);
+    if ((size_t)item < v->cap) {
+        v->items[item].armed &= (uint8_t) ~(1u << kind);
+        v->items[item].broken |= (uint8_t)(1u << kind);
+    }
+    ej__mutex_unlock(&v->mu);
+    if (conn_error(rc))
+        atomic_store(&v->offline_until, ej__mono_ms() + 1000);
+    EJ_LOG(EJ_LOG_WARN, MOD, rc, "view: cannot watch %s: %s", path ? path : "?",
+           ej_registry_errmsg(v->reg));
+    schedule_repair(v);
+}
+
+/* Takes the value read into the item. Returns whether it changed; *newly:
+ * kinds the item needs tracked from now on (its owner changed). */
+static bool apply_value(struct ej__view *v, int item, int kind, bool exists, const char *data,
+                        const struct ej_node_stat *st, uint8_t *newly)
+{
+    EJ_ASSERT_HELD(&v->mu);
     struct vitem *it = &v->items[item];
     it->broken &= (uint8_t) ~(1u << kind);
     int64_t now = ej__now_ms();
+    bool changed = false;
     switch (kind) {
     case EJ__VK_INSTANCE: {
         const char *nv = exists ? (data ? data : "") : NULL;
@@ -379,14 +384,14 @@ static void refresh_item(struct ej__view *v, int item, int kind)
             free(it->owner);
             it->owner = nv ? strdup(nv) : NULL;
             uint8_t w = want_of(v, it);
-            newly = (uint8_t)(w & ~it->want);
+            *newly = (uint8_t)(w & ~it->want);
             it->want = w;
             drop_unwanted(it, w);
         }
         break;
     }
     case EJ__VK_RUNNING: {
-        int64_t o = exists ? st.ephemeral_owner : 0;
+        int64_t o = exists ? st->ephemeral_owner : 0;
         if (o != it->run_owner) {
             changed = true;
             if (it->run_owner > 0 && o == 0) {
@@ -396,12 +401,12 @@ static void refresh_item(struct ej__view *v, int item, int kind)
             EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "view %s: item %d running 0x%" PRIx64 " -> 0x%" PRIx64,
                    v->job, item, (uint64_t)it->run_owner, (uint64_t)o);
             it->run_owner = o;
-            it->run_czxid = exists ? st.czxid : 0;
+            it->run_czxid = exists ? st->czxid : 0;
         }
         break;
     }
     case EJ__VK_FAILOVER: {
-        int64_t o = exists ? st.ephemeral_owner : 0;
+        int64_t o = exists ? st->ephemeral_owner : 0;
         if (o != it->fo_owner) {
             changed = true;
             if (it->fo_owner > 0 && o == 0) {
@@ -409,7 +414,7 @@ static void refresh_item(struct ej__view *v, int item, int kind)
                 it->fo_gone_at = now;
             }
             it->fo_owner = o;
-            it->fo_czxid = exists ? st.czxid : 0;
+            it->fo_czxid = exists ? st->czxid : 0;
         }
         break;
     }
@@ -428,6 +433,34 @@ static void refresh_item(struct ej__view *v, int item, int kind)
         }
         break;
     }
+    return changed;
+}
+
+/* (Re)reads one kind of one item with a watch, and tells the listener
+ * when its value changed. */
+static void refresh_item(struct ej__view *v, int item, int kind)
+{
+    uint64_t gen = 0;
+    if (!arm_item(v, item, kind, &gen))
+        return;
+    char *path = ej_layout_path_dup(v->job, kind_node(kind), item, NULL);
+    struct vtoken *t = token_new(v, gen, item, kind);
+    bool exists = false;
+    char *data = NULL;
+    struct ej_node_stat st;
+    memset(&st, 0, sizeof st);
+    int rc = (path && t) ? read_watched(v, path, kind, t, &exists, &data, &st) : EJ_ENOMEM;
+    if (rc != 0) {
+        if (t)
+            token_drop(t);
+        watch_failed(v, item, kind, rc, path);
+        free(path);
+        return;
+    }
+    free(path);
+    uint8_t newly = 0;
+    ej__mutex_lock(&v->mu);
+    bool changed = apply_value(v, item, kind, exists, data, &st, &newly);
     ej__mutex_unlock(&v->mu);
     free(data);
     for (int k = 0; k < EJ__VK_COUNT; k++)
@@ -490,28 +523,35 @@ static void arm_bulk(struct ej__view *v, const int *items, size_t n)
 }
 
 /* Read the item set and leave a children watch. Dispatch thread. */
-static void refresh_sharding(struct ej__view *v)
+/* Marks the sharding/ watch as armed, when it is to be read now: false
+ * when offline (repair scheduled), closed or already armed. */
+static bool arm_sharding(struct ej__view *v, uint64_t *gen, bool *absent_first)
 {
     if (offline(v)) {
         ej__mutex_lock(&v->mu);
         v->sharding_broken = true;
         ej__mutex_unlock(&v->mu);
         schedule_repair(v);
-        return;
+        return false;
     }
     ej__mutex_lock(&v->mu);
     if (v->closed || v->sharding_armed) {
         ej__mutex_unlock(&v->mu);
-        return;
+        return false;
     }
     v->sharding_armed = true;
-    uint64_t gen = v->gen;
-    bool absent_first = v->expect_absent;
+    *gen = v->gen;
+    *absent_first = v->expect_absent;
     v->expect_absent = false;
     ej__mutex_unlock(&v->mu);
+    return true;
+}
 
-    char **names = NULL;
-    size_t n = 0;
+/* Lists sharding/ with a watch (children, or exists while it is missing).
+ * On success *names (caller frees; NULL when missing). */
+static int list_sharding(struct ej__view *v, uint64_t gen, bool absent_first, char ***names,
+                         size_t *n)
+{
     int rc = EJ_ECONNLOSS;
     struct vtoken *t = NULL; /* a token no watch holds yet */
     for (int attempt = 0; attempt < 5; attempt++) {
@@ -524,7 +564,7 @@ static void refresh_sharding(struct ej__view *v)
          * alone then does, without a children read failing first. */
         if (!absent_first || attempt > 0) {
             rc = ej_registry_children_watch(v->reg, v->sharding_path, token_cb, t, EJ_REG_UNSORTED,
-                                            &names, &n);
+                                            names, n);
             if (rc == 0) {
                 t = NULL;
                 break;
@@ -538,39 +578,51 @@ static void refresh_sharding(struct ej__view *v)
             break;
         t = NULL; /* the exists watch holds it */
         if (!exists) {
-            names = NULL;
-            n = 0;
+            *names = NULL;
+            *n = 0;
             break;
         }
         /* Created in between: set the children watch too (a second pending
          * watch for this path only costs one extra read when it fires). */
         rc = EJ_ECONNLOSS;
     }
-    if (rc != 0) {
-        if (t)
-            token_drop(t);
-        ej__mutex_lock(&v->mu);
-        v->sharding_armed = false;
-        v->sharding_broken = true;
-        ej__mutex_unlock(&v->mu);
-        if (conn_error(rc))
-            atomic_store(&v->offline_until, ej__mono_ms() + 1000);
-        EJ_LOG(EJ_LOG_WARN, MOD, rc, "view: cannot watch %s: %s", v->sharding_path,
-               ej_registry_errmsg(v->reg));
-        schedule_repair(v);
-        return;
-    }
+    if (t)
+        token_drop(t);
+    return rc;
+}
 
-    /* Mark the listed items; items not listed are gone. */
-    int *added = NULL;
-    size_t nadded = 0;
+/* An item no longer listed: gone with its whole subtree. Pending watches
+ * stay registered and are ignored when they fire for an absent item. */
+static void item_gone(struct ej__view *v, struct vitem *it)
+{
+    EJ_ASSERT_HELD(&v->mu);
+    if (it->run_owner > 0) {
+        it->run_gone_owner = it->run_owner;
+        it->run_gone_at = ej__now_ms();
+    }
+    if (it->fo_owner > 0) {
+        it->fo_gone_owner = it->fo_owner;
+        it->fo_gone_at = ej__now_ms();
+    }
+    it->present = false;
+    v->count--;
+    free(it->owner);
+    it->owner = NULL;
+    it->run_owner = it->fo_owner = -1;
+    it->misfire = it->disabled = -1;
+    it->misfire_mine = false;
+    it->want = 0;
+}
+
+/* Marks the listed items present (their numbers into added, which has room
+ * for n) and those not listed gone. Returns whether any went. */
+static bool apply_listing(struct ej__view *v, char **names, size_t n, int *added, size_t *nadded)
+{
+    EJ_ASSERT_HELD(&v->mu);
     bool removed_any = false;
-    ej__mutex_lock(&v->mu);
     v->sharding_broken = false;
     bool *seen = calloc(v->cap + 1, 1);
     size_t seen_cap = v->cap;
-    if (n)
-        added = malloc(n * sizeof *added);
     for (size_t i = 0; i < n; i++) {
         int item;
         if (ej__layout_parse_item(names[i], &item) != 0)
@@ -590,34 +642,46 @@ static void refresh_sharding(struct ej__view *v)
             v->count++;
             it->want = want_of(v, it);
             if (added)
-                added[nadded++] = item;
+                added[(*nadded)++] = item;
         }
     }
     for (size_t i = 0; i < seen_cap && seen; i++) {
-        struct vitem *it = &v->items[i];
-        if (!it->present || seen[i])
-            continue;
-        /* Gone with its whole subtree. Pending watches stay registered and
-         * are ignored when they fire for an absent item. */
-        if (it->run_owner > 0) {
-            it->run_gone_owner = it->run_owner;
-            it->run_gone_at = ej__now_ms();
+        if (v->items[i].present && !seen[i]) {
+            item_gone(v, &v->items[i]);
+            removed_any = true;
         }
-        if (it->fo_owner > 0) {
-            it->fo_gone_owner = it->fo_owner;
-            it->fo_gone_at = ej__now_ms();
-        }
-        it->present = false;
-        v->count--;
-        free(it->owner);
-        it->owner = NULL;
-        it->run_owner = it->fo_owner = -1;
-        it->misfire = it->disabled = -1;
-        it->misfire_mine = false;
-        it->want = 0;
-        removed_any = true;
     }
     free(seen);
+    return removed_any;
+}
+
+/* (Re)lists sharding/ with a watch, arms the new items' watches, and
+ * tells the listener when items came or went. */
+static void refresh_sharding(struct ej__view *v)
+{
+    uint64_t gen = 0;
+    bool absent_first = false;
+    if (!arm_sharding(v, &gen, &absent_first))
+        return;
+    char **names = NULL;
+    size_t n = 0;
+    int rc = list_sharding(v, gen, absent_first, &names, &n);
+    if (rc != 0) {
+        ej__mutex_lock(&v->mu);
+        v->sharding_armed = false;
+        v->sharding_broken = true;
+        ej__mutex_unlock(&v->mu);
+        if (conn_error(rc))
+            atomic_store(&v->offline_until, ej__mono_ms() + 1000);
+        EJ_LOG(EJ_LOG_WARN, MOD, rc, "view: cannot watch %s: %s", v->sharding_path,
+               ej_registry_errmsg(v->reg));
+        schedule_repair(v);
+        return;
+    }
+    int *added = n ? malloc(n * sizeof *added) : NULL;
+    size_t nadded = 0;
+    ej__mutex_lock(&v->mu);
+    bool removed_any = apply_listing(v, names, n, added, &nadded);
     ej__mutex_unlock(&v->mu);
     ej_registry_free_names(names);
     arm_bulk(v, added, nadded);

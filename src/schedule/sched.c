@@ -929,6 +929,132 @@ static void timer_arm(ej__sched *s)
     s->armed_for = at;
 }
 
+/* The due triggers of one round of the timer thread. */
+struct batch {
+    struct batch_entry *v;
+    size_t n, cap;
+};
+
+/* Whether the wall clock jumped since the last round (or was set: the
+ * timerfd said so); remembers the offset for the next round. */
+static bool timer_check_clock(ej__sched *s, int64_t now)
+{
+    EJ_ASSERT_HELD(&s->mu);
+    int64_t mono = mono_ms();
+    int64_t off = now - mono;
+    /* NTP slews the clock by at most 0.5 ms/s: allow 1 ms/s on top. */
+    int64_t allowed = CLOCK_JUMP_MS + (mono - s->clock_checked) / 1000;
+    bool jumped =
+        s->clock_set || off - s->clock_offset > allowed || s->clock_offset - off > allowed;
+    s->clock_offset = off;
+    s->clock_checked = mono;
+    if (jumped) {
+        s->clock_set = true; /* re-arm the timerfd below */
+        timer_clock_jump(s, now);
+    }
+    return jumped;
+}
+
+/* An on-time fire of t, free to run: queued for the pool now. */
+static void queue_fire(ej__sched *s, ej__trigger *t)
+{
+    EJ_ASSERT_HELD(&s->mu);
+    memset(&t->pend, 0, sizeof t->pend);
+    t->pend.trigger = t;
+    t->pend.cron_due = true;
+    t->pend.missed_count = 1;
+    t->pend.scheduled_ms = t->deadline;
+    t->pend.last_scheduled_ms = t->deadline;
+    t->pend.now_reasons = t->now_pending;
+    t->now_pending = 0;
+    t->now_first = 0;
+    t->queued = true;
+    t->fire_task = (struct task){.trigger = t};
+    ctl_push(s, &t->fire_task);
+}
+
+/* Phase 1: pops every due trigger into the batch; on-time fires go to the
+ * pool at once, before any next time is computed; the others count as
+ * missed. Returns how many fires were queued. */
+static size_t pop_due(ej__sched *s, struct batch *bt, int64_t now, bool jumped)
+{
+    EJ_ASSERT_HELD(&s->mu);
+    size_t queued = 0;
+    bt->n = 0;
+    while (s->heap_len && s->heap[0]->deadline <= now) {
+        ej__trigger *t = s->heap[0];
+        if (bt->n == bt->cap) {
+            size_t cap = bt->cap ? bt->cap * 2 : 64;
+            struct batch_entry *b = realloc(bt->v, cap * sizeof *b);
+            if (b == NULL)
+                break; /* the rest waits for the next round */
+            bt->v = b;
+            bt->cap = cap;
+        }
+        heap_remove(s, t);
+        bool on_time = now - t->deadline <= s->misfire_ms;
+        /* Fire times after this one that are already due: the timer (or
+         * the clock) was late. */
+        bt->v[bt->n++] =
+            (struct batch_entry){.t = t,
+                                 .cron = t->cron,
+                                 .tz = t->tz,
+                                 .from = t->deadline,
+                                 .reason = jumped ? EJ__MISS_CLOCK_STEP : EJ__MISS_TIMER_LATE};
+        t->in_batch = true;
+        if (on_time && !t->queued && !t->running && t->missed == 0) {
+            queue_fire(s, t);
+            queued++;
+        } else {
+            ej__miss_reason r = t->running  ? EJ__MISS_RUNNING
+                                : t->queued ? EJ__MISS_QUEUED
+                                : !on_time  ? (jumped ? EJ__MISS_CLOCK_STEP : EJ__MISS_TIMER_LATE)
+                                            : EJ__MISS_QUEUED;
+            add_missed(t, t->deadline, r);
+        }
+    }
+    return queued;
+}
+
+/* One wake-up per fire at most (idle threads, else new ones up to the
+ * limit): the woken threads wake more as they find work. */
+static void wake_for(ej__sched *s, size_t queued)
+{
+    for (size_t k = 0; k < queued && k < (size_t)s->max_threads; k++) {
+        int before = s->wakes_in_flight + s->threads;
+        wake_worker(s);
+        if (s->wakes_in_flight + s->threads == before)
+            break; /* nobody left to wake */
+    }
+}
+
+/* Sleeps until the timerfd or the wake-up eventfd says so. Called and
+ * returns with s->mu held (released meanwhile). */
+static void timer_sleep(ej__sched *s)
+{
+    EJ_ASSERT_HELD(&s->mu);
+    ej__mutex_unlock(&s->mu);
+    struct pollfd pfd[2] = {{.fd = s->tfd, .events = POLLIN}, {.fd = s->efd, .events = POLLIN}};
+    int pr = poll(pfd, 2, -1);
+    bool clock_set = false;
+    if (pr > 0) {
+        uint64_t v;
+        if (pfd[0].revents) {
+            if (read(s->tfd, &v, sizeof v) < 0 && errno == ECANCELED)
+                clock_set = true;
+        }
+        if (pfd[1].revents) {
+            ssize_t r = read(s->efd, &v, sizeof v);
+            (void)r;
+        }
+    }
+    ej__mutex_lock(&s->mu);
+    if (clock_set)
+        s->clock_set = true;
+    if (pr > 0 && pfd[0].revents)
+        s->armed_for = -1; /* expired or cancelled: must be re-armed */
+}
+
 static void *timer_main(void *arg)
 {
     ej__sched *s = arg;
@@ -936,8 +1062,10 @@ static void *timer_main(void *arg)
     snprintf(name, sizeof name, "%s-timer", s->name);
     pthread_setname_np(pthread_self(), name);
 
-    size_t bcap = 64;
-    struct batch_entry *batch = malloc(bcap * sizeof *batch);
+    struct batch bt = {.cap = 64};
+    bt.v = malloc(bt.cap * sizeof *bt.v);
+    if (bt.v == NULL)
+        bt.cap = 0;
     ej__mutex_lock(&s->mu);
     s->clock_checked = mono_ms();
     s->clock_offset = sched_now(s) - s->clock_checked;
@@ -950,110 +1078,26 @@ static void *timer_main(void *arg)
             ej__mutex_lock(&s->mu);
         }
         int64_t now = sched_now(s);
-        int64_t mono = mono_ms();
-        int64_t off = now - mono;
-        /* NTP slews the clock by at most 0.5 ms/s: allow 1 ms/s on top. */
-        int64_t allowed = CLOCK_JUMP_MS + (mono - s->clock_checked) / 1000;
-        bool jumped =
-            s->clock_set || off - s->clock_offset > allowed || s->clock_offset - off > allowed;
-        s->clock_offset = off;
-        s->clock_checked = mono;
-        if (jumped) {
-            s->clock_set = true; /* re-arm the timerfd below */
-            timer_clock_jump(s, now);
-        }
-
-        /* Phase 1: pop every due trigger; on-time fires go to the pool at
-         * once, before any next time is computed. */
-        size_t nb = 0, queued = 0;
-        while (s->heap_len && s->heap[0]->deadline <= now) {
-            ej__trigger *t = s->heap[0];
-            if (nb == bcap) {
-                struct batch_entry *b = realloc(batch, bcap * 2 * sizeof *b);
-                if (b == NULL)
-                    break; /* the rest waits for the next round */
-                batch = b;
-                bcap *= 2;
-            }
-            heap_remove(s, t);
-            bool on_time = now - t->deadline <= s->misfire_ms;
-            /* Fire times after this one that are already due: the timer
-             * (or the clock) was late. */
-            batch[nb++] =
-                (struct batch_entry){.t = t,
-                                     .cron = t->cron,
-                                     .tz = t->tz,
-                                     .from = t->deadline,
-                                     .reason = jumped ? EJ__MISS_CLOCK_STEP : EJ__MISS_TIMER_LATE};
-            t->in_batch = true;
-            if (on_time && !t->queued && !t->running && t->missed == 0) {
-                memset(&t->pend, 0, sizeof t->pend);
-                t->pend.trigger = t;
-                t->pend.cron_due = true;
-                t->pend.missed_count = 1;
-                t->pend.scheduled_ms = t->deadline;
-                t->pend.last_scheduled_ms = t->deadline;
-                t->pend.now_reasons = t->now_pending;
-                t->now_pending = 0;
-                t->now_first = 0;
-                t->queued = true;
-                t->fire_task = (struct task){.trigger = t};
-                ctl_push(s, &t->fire_task);
-                queued++;
-            } else {
-                ej__miss_reason r = t->running  ? EJ__MISS_RUNNING
-                                    : t->queued ? EJ__MISS_QUEUED
-                                    : !on_time
-                                        ? (jumped ? EJ__MISS_CLOCK_STEP : EJ__MISS_TIMER_LATE)
-                                        : EJ__MISS_QUEUED;
-                add_missed(t, t->deadline, r);
-            }
-        }
-        /* One wake-up per fire at most (idle threads, else new ones up
-         * to the limit): the woken threads wake more as they find work. */
-        for (size_t k = 0; k < queued && k < (size_t)s->max_threads; k++) {
-            int before = s->wakes_in_flight + s->threads;
-            wake_worker(s);
-            if (s->wakes_in_flight + s->threads == before)
-                break; /* nobody left to wake */
-        }
+        bool jumped = timer_check_clock(s, now);
+        size_t queued = pop_due(s, &bt, now, jumped);
+        wake_for(s, queued);
         /* Phase 2: next fire times, computed without the lock so that the
          * workers take the queued fires meanwhile. */
-        if (nb > 0) {
+        if (bt.n > 0) {
             ej__mutex_unlock(&s->mu);
-            for (size_t i = 0; i < nb; i++)
-                batch_compute(&batch[i], now);
+            for (size_t i = 0; i < bt.n; i++)
+                batch_compute(&bt.v[i], now);
             ej__mutex_lock(&s->mu);
-            for (size_t i = 0; i < nb; i++)
-                batch_finish(s, &batch[i], now);
+            for (size_t i = 0; i < bt.n; i++)
+                batch_finish(s, &bt.v[i], now);
         }
         if (s->timer_stop)
             break;
         timer_arm(s);
-        ej__mutex_unlock(&s->mu);
-
-        struct pollfd pfd[2] = {{.fd = s->tfd, .events = POLLIN}, {.fd = s->efd, .events = POLLIN}};
-        int pr = poll(pfd, 2, -1);
-        bool clock_set = false;
-        if (pr > 0) {
-            uint64_t v;
-            if (pfd[0].revents) {
-                if (read(s->tfd, &v, sizeof v) < 0 && errno == ECANCELED)
-                    clock_set = true;
-            }
-            if (pfd[1].revents) {
-                ssize_t r = read(s->efd, &v, sizeof v);
-                (void)r;
-            }
-        }
-        ej__mutex_lock(&s->mu);
-        if (clock_set)
-            s->clock_set = true;
-        if (pr > 0 && pfd[0].revents)
-            s->armed_for = -1; /* expired or cancelled: must be re-armed */
+        timer_sleep(s);
     }
     ej__mutex_unlock(&s->mu);
-    free(batch);
+    free(bt.v);
     return NULL;
 }
 
