@@ -41,6 +41,7 @@
                                                       names, timeZone, httpMethod,                 \
                                                       httpContentType */
 #define EJ_CONFIG_MAX_URI 8192                     /* httpUri */
+#define EJ_CONFIG_MAX_TIMEOUT_SECONDS 31536000     /* timeoutSeconds: a year */
 #define EJ_CONFIG_MAX_SHARDING_TOTAL_COUNT 1000000 /* shardingTotalCount */
 /* Largest `config` node ej_job_config_from_json accepts (ZooKeeper's own
  * default node limit is just under 1 MiB). */
@@ -103,7 +104,10 @@ struct ej_job_config {
     bool overwrite;                    /* overwrite (false) */
     /* ejob extensions (written to JSON only when set, after the Java keys). */
     char *time_zone;            /* timeZone ("" = host zone; IANA name) */
-    int64_t script_timeout_ms;  /* scriptTimeoutMilliseconds (0 = none; SCRIPT) */
+    int64_t script_timeout_ms;  /* scriptTimeoutMilliseconds (0 = none; SCRIPT): the
+                                   alias of timeoutSeconds kept from before it */
+    int timeout_seconds;        /* timeoutSeconds (0 = none; every job type) */
+    int timeout_grace_seconds;  /* timeoutGraceSeconds (0 = 2 s): SIGTERM to SIGKILL */
     struct ej_http_config {     /* HTTP jobs only */
         char *uri;              /* httpUri (required for HTTP) */
         char *method;           /* httpMethod ("GET") */
@@ -133,6 +137,16 @@ EJ_EXTERN void ej_job_config_fini(struct ej_job_config *cfg);
  * uninitialised or finalised memory).
  * Returns 0, or EJ_ENOMEM (dst is then safe to pass to ej_job_config_fini).
  */
+/*
+ * The run time limit of the job's items in ms (0: none): timeoutSeconds, or
+ * for a SCRIPT job without it scriptTimeoutMilliseconds, its alias.
+ */
+EJ_EXTERN int64_t ej_job_config_timeout_ms(const struct ej_job_config *cfg);
+
+/* What a timed-out or killed script gets between SIGTERM and SIGKILL to its
+ * process group, in ms: timeoutGraceSeconds, 0 read as 2 s. */
+EJ_EXTERN int64_t ej_job_config_grace_ms(const struct ej_job_config *cfg);
+
 EJ_EXTERN int ej_job_config_copy(struct ej_job_config *dst, const struct ej_job_config *src);
 
 /* True when a and b describe the same job: every common field equal (NULL

@@ -232,6 +232,12 @@ struct ej_trace_execution {
     long http_status;      /* detail: 0 none */
     int64_t fencing_token; /* detail: 0 none */
     bool failure_cause_truncated;
+    /* EJOB_EXECUTION_RESULT: "success", "failed", "timeout", "killed" ("" while
+     * running; by is_success for rows without one); the attempt (1..);
+     * who killed it (NULL: not killed or not known). */
+    char *result;
+    int attempt;
+    char *killed_by;
     /* Output (only from ej_trace_get_execution): bytes, not
      * NUL-terminated text (a NUL follows them for convenience). */
     unsigned char *out;

@@ -91,6 +91,9 @@
     X(TIME_ZONE, time_zone, STR, SET, ANY, "timeZone", "timeZone", "")                             \
     X(SCRIPT_TIMEOUT, script_timeout_ms, INT64, SET, SCRIPT,                                       \
       "scriptTimeoutMilliseconds", "props.script.timeout.milliseconds", 0)                         \
+    X(TIMEOUT_SECONDS, timeout_seconds, INT, SET, ANY, "timeoutSeconds", "timeoutSeconds", 0)      \
+    X(TIMEOUT_GRACE_SECONDS, timeout_grace_seconds, INT, SET, ANY, "timeoutGraceSeconds",          \
+      "timeoutGraceSeconds", 0)                                                                    \
     X(HTTP_URI, http.uri, STR, KEY, HTTP, "httpUri", "props.http.uri", "")                         \
     X(HTTP_METHOD, http.method, STR, KEY, HTTP, "httpMethod", "props.http.method", "GET")          \
     X(HTTP_DATA, http.data, STR, KEY, HTTP, "httpData", "props.http.data", "")                     \

@@ -346,6 +346,24 @@ static int check_params(struct vstate *v, const struct ej_job_config *cfg)
     return 0;
 }
 
+/* timeoutSeconds (every type) and scriptTimeoutMilliseconds, its alias from
+ * before it (SCRIPT): at most a year; both set must agree. */
+static void check_timeouts(struct vstate *v, const struct ej_job_config *cfg)
+{
+    if (cfg->timeout_seconds < 0 || cfg->timeout_seconds > EJ_CONFIG_MAX_TIMEOUT_SECONDS)
+        report(v, EJ_CFG_F_TIMEOUT_SECONDS, "must be 0 (none) to %d, got %d",
+               EJ_CONFIG_MAX_TIMEOUT_SECONDS, cfg->timeout_seconds);
+    else if (cfg->timeout_seconds > 0 && cfg->script_timeout_ms > 0 &&
+             cfg->job_type == EJ_JOB_TYPE_SCRIPT &&
+             cfg->script_timeout_ms != (int64_t)cfg->timeout_seconds * 1000)
+        report(v, EJ_CFG_F_TIMEOUT_SECONDS,
+               "%d s disagrees with its alias scriptTimeoutMilliseconds (%lld ms): set one",
+               cfg->timeout_seconds, (long long)cfg->script_timeout_ms);
+    if (cfg->timeout_grace_seconds < 0 || cfg->timeout_grace_seconds > 3600)
+        report(v, EJ_CFG_F_TIMEOUT_GRACE_SECONDS, "must be 0 (2 s) to 3600, got %d",
+               cfg->timeout_grace_seconds);
+}
+
 static void check_http(struct vstate *v, const struct ej_http_config *h)
 {
     static const char *const methods[] = {"GET",   "POST", "PUT",    "DELETE",
@@ -417,6 +435,7 @@ int ej__config_validate(const struct ej_job_config *cfg, ej__config_verr_fn fn, 
     if (cfg->script_timeout_ms < 0)
         report(&v, EJ_CFG_F_SCRIPT_TIMEOUT, "must be >= 0, got %lld",
                (long long)cfg->script_timeout_ms);
+    check_timeouts(&v, cfg);
     if (cfg->max_time_diff_seconds < -1)
         report(&v, EJ_CFG_F_MAX_TIME_DIFF_SECONDS, "must be -1 or >= 0, got %d",
                cfg->max_time_diff_seconds);

@@ -329,7 +329,10 @@ struct item_run {
     int64_t fire_session; /* the session the fire began in */
     int64_t fire_ms;      /* the cron fire time (ledger); 0: off the schedule */
     const char *fire_kind;
-    bool not_started; /* fenced before it could start */
+    bool not_started;    /* fenced before it could start */
+    int64_t timeout_ms;  /* the job's timeoutSeconds, in ms; 0: none */
+    atomic_bool kill;    /* this item alone must stop (ejob kill) */
+    char killed_by[128]; /* who asked (under the job's kill list lock) */
 };
 
 static bool keep_going(void *arg)
@@ -377,6 +380,12 @@ static void post_exec(struct item_run *r, bool end)
         ev.exit_code = r->res.exit_code;
         ev.term_signal = r->res.term_signal;
         ev.http_status = r->res.http_status;
+        ev.result = r->res.killed      ? EJ_RUN_KILLED
+                    : r->res.timed_out ? EJ_RUN_TIMEOUT
+                    : r->res.rc == 0   ? EJ_RUN_SUCCESS
+                                       : EJ_RUN_FAILED;
+        ev.killed_by = r->res.killed && r->killed_by[0] ? r->killed_by : NULL;
+        ev.attempt = 1;
     }
     ev.fencing_token = r->ctx.fencing_token;
     ej_event_bus_post_execution(bus, &ev);
@@ -454,6 +463,7 @@ static void item_task(void *arg)
     post_exec(r, false);
     ej__rt_ledger_ran(r->job, r->fire_ms ? r->fire_ms : r->start_ms, r->fire_kind,
                       r->ctx.sharding_item, r->event_id);
+    ej__exec_context_limit(&r->ctx, &r->kill, r->timeout_ms);
     ej__exec_run_item(r->def, &r->ctx, &r->xo, &r->res);
     /* The running node goes as soon as this item is done (ElasticJob keeps
      * it until the whole batch is: a crash would then fail over items that
@@ -563,6 +573,11 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         goto out;
     }
     struct ej_job_def bounded = *def_of(s);
+    int64_t timeout_ms = ej_job_config_timeout_ms(&s->cfg);
+    if (bounded.type == EJ_JOB_TYPE_SCRIPT && timeout_ms > 0)
+        bounded.script.timeout_ms = timeout_ms;
+    if (bounded.type == EJ_JOB_TYPE_SCRIPT && s->cfg.timeout_grace_seconds > 0)
+        bounded.script.kill_grace_ms = ej_job_config_grace_ms(&s->cfg);
     bound_kill_grace(job, &bounded);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -574,6 +589,8 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         r->fire_session = fire_session;
         r->fire_ms = fr && !fr->off_schedule ? fr->at : 0;
         r->fire_kind = ej__rt_ledger_kind(source, r->fire_ms != 0);
+        r->timeout_ms = timeout_ms;
+        atomic_init(&r->kill, false);
         ej__exec_context_init(&r->ctx, &job->cancel);
         r->ctx.job_name = s->cfg.job_name;
         r->ctx.task_id = task_id;

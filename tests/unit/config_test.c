@@ -1834,6 +1834,22 @@ static void test_yaml_job_errors(void **state)
                       "jobs.yaml:7:66: jobs.j.props.script.timeout.milliseconds: must be >= 0, "
                       "got -5");
     assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
+                                "    timeoutSeconds: -3\n"
+                                "    props: {script.command.line: x}\n",
+                      "jobs.yaml:7:21: jobs.j.timeoutSeconds: must be 0 (none) to 31536000, "
+                      "got -3");
+    assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
+                                "    timeoutSeconds: 2\n"
+                                "    props: {script.command.line: x, script.timeout.milliseconds: "
+                                "5000}\n",
+                      "jobs.yaml:7:21: jobs.j.timeoutSeconds: 2 s disagrees with its alias "
+                      "scriptTimeoutMilliseconds (5000 ms): set one");
+    assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
+                                "    timeoutGraceSeconds: 7200\n"
+                                "    props: {script.command.line: x}\n",
+                      "jobs.yaml:7:26: jobs.j.timeoutGraceSeconds: must be 0 (2 s) to 3600, "
+                      "got 7200");
+    assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
                                 "    props: {script.command.line: x, script.timeout.milliseconds: "
                                 "soon}\n",
                       "jobs.yaml:7:66: jobs.j.props.script.timeout.milliseconds: expected an "
@@ -2213,6 +2229,8 @@ static const struct {
     {"overwrite", EJ_CFG_F_OVERWRITE},
     {"props.script.command.line", EJ_CFG_F_SCRIPT_COMMAND_LINE},
     {"props.script.timeout.milliseconds", EJ_CFG_F_SCRIPT_TIMEOUT},
+    {"timeoutSeconds", EJ_CFG_F_TIMEOUT_SECONDS},
+    {"timeoutGraceSeconds", EJ_CFG_F_TIMEOUT_GRACE_SECONDS},
     {"props.http.uri", EJ_CFG_F_HTTP_URI},
     {"props.http.method", EJ_CFG_F_HTTP_METHOD},
     {"props.http.data", EJ_CFG_F_HTTP_DATA},
