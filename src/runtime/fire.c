@@ -332,7 +332,8 @@ struct item_run {
     bool not_started;    /* fenced before it could start */
     int64_t timeout_ms;  /* the job's timeoutSeconds, in ms; 0: none */
     atomic_bool kill;    /* this item alone must stop (ejob kill) */
-    char killed_by[128]; /* who asked (under the job's kill list lock) */
+    char killed_by[EJ__KILLED_BY_LEN]; /* who asked (under the job's kill_mu) */
+    struct ej__running tracked;
 };
 
 static bool keep_going(void *arg)
@@ -384,7 +385,11 @@ static void post_exec(struct item_run *r, bool end)
                     : r->res.timed_out ? EJ_RUN_TIMEOUT
                     : r->res.rc == 0   ? EJ_RUN_SUCCESS
                                        : EJ_RUN_FAILED;
-        ev.killed_by = r->res.killed && r->killed_by[0] ? r->killed_by : NULL;
+        char by[EJ__KILLED_BY_LEN];
+        pthread_mutex_lock(&r->job->kill_mu);
+        memcpy(by, r->killed_by, sizeof by);
+        pthread_mutex_unlock(&r->job->kill_mu);
+        ev.killed_by = r->res.killed && by[0] ? by : NULL;
         ev.attempt = 1;
     }
     ev.fencing_token = r->ctx.fencing_token;
@@ -464,7 +469,11 @@ static void item_task(void *arg)
     ej__rt_ledger_ran(r->job, r->fire_ms ? r->fire_ms : r->start_ms, r->fire_kind,
                       r->ctx.sharding_item, r->event_id);
     ej__exec_context_limit(&r->ctx, &r->kill, r->timeout_ms);
+    r->tracked = (struct ej__running){
+        .item = r->ctx.sharding_item, .kill = &r->kill, .killed_by = r->killed_by};
+    ej__kill_track(r->job, &r->tracked);
     ej__exec_run_item(r->def, &r->ctx, &r->xo, &r->res);
+    ej__kill_untrack(r->job, &r->tracked);
     /* The running node goes as soon as this item is done (ElasticJob keeps
      * it until the whole batch is: a crash would then fail over items that
      * had finished, and they would run twice). */

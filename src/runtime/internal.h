@@ -140,7 +140,31 @@ struct ej_job {
     double fire_lateness_sum;
     int64_t last_fire_ms;
     char last_error[1024];
+    /* Kills (kill.c): the items running now, and the cache of kills/. */
+    pthread_mutex_t kill_mu;
+    struct ej__running *running;
+    struct ej_tree_cache *kill_cache;
+    bool kill_ready;        /* the cache's first load is done */
+    int64_t kill_seen_zxid; /* requests created up to here were handled */
 };
+
+/* One item running on this instance, as kills see it (kill.c). */
+struct ej__running {
+    int item;
+    atomic_bool *kill;
+    char *killed_by; /* KILLED_BY_LEN bytes, written under kill_mu */
+    struct ej__running *next;
+};
+#define EJ__KILLED_BY_LEN 128
+
+/* Kills (kill.c): track an item from before its run to after it; watch the
+ * job's kills/ node while the job is started. */
+void ej__kill_track(struct ej_job *job, struct ej__running *r);
+void ej__kill_untrack(struct ej_job *job, struct ej__running *r);
+int ej__kill_watch_start(struct ej_job *job);
+void ej__kill_watch_stop(struct ej_job *job);
+/* Sets the kill flag of the matching items running now; the count. */
+size_t ej__kill_items(struct ej_job *job, int item, const char *by);
 
 /* Misfire marking (misfire.c). A normal run opens the window with its
  * items and arms a marker at its fire time; its misfire loop reads the
