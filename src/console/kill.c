@@ -76,8 +76,8 @@ static void drop_old(ej_registry *reg, const char *dir)
     ej_registry_free_names(names);
 }
 
-int ej_console_kill(ej_console *con, const char *job, const struct ej_console_select *sel,
-                    int item, const char *by, char **node, char *err, size_t errlen)
+int ej_console_kill(ej_console *con, const char *job, const struct ej_console_select *sel, int item,
+                    const char *by, char **node, char *err, size_t errlen)
 {
     if (node != NULL)
         *node = NULL;
@@ -106,10 +106,10 @@ int ej_console_kill(ej_console *con, const char *job, const struct ej_console_se
     char *data = ej__asprintf("item=%d\ninstance=%s\nserver=%s\nby=%s\n", item, inst, server, who);
     char *prefix = ej__asprintf("%s/kill-", dir);
     char *made = NULL;
-    rc = data && prefix ? ej_registry_create_node(reg, prefix, data, strlen(data),
-                                                  EJ_REG_PERSISTENT_SEQUENTIAL,
-                                                  EJ_REG_CREATE_PARENTS, &made)
-                        : EJ_ENOMEM;
+    rc = data && prefix
+             ? ej_registry_create_node(reg, prefix, data, strlen(data),
+                                       EJ_REG_PERSISTENT_SEQUENTIAL, EJ_REG_CREATE_PARENTS, &made)
+             : EJ_ENOMEM;
     free(data);
     free(prefix);
     if (rc != 0)

@@ -329,9 +329,9 @@ struct item_run {
     int64_t fire_session; /* the session the fire began in */
     int64_t fire_ms;      /* the cron fire time (ledger); 0: off the schedule */
     const char *fire_kind;
-    bool not_started;    /* fenced before it could start */
-    int64_t timeout_ms;  /* the job's timeoutSeconds, in ms; 0: none */
-    atomic_bool kill;    /* this item alone must stop (ejob kill) */
+    bool not_started;                  /* fenced before it could start */
+    int64_t timeout_ms;                /* the job's timeoutSeconds, in ms; 0: none */
+    atomic_bool kill;                  /* this item alone must stop (ejob kill) */
     char killed_by[EJ__KILLED_BY_LEN]; /* who asked (under the job's kill_mu) */
     struct ej__running tracked;
 };
