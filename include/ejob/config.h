@@ -103,11 +103,20 @@ struct ej_job_config {
     bool disabled;                     /* disabled (false) */
     bool overwrite;                    /* overwrite (false) */
     /* ejob extensions (written to JSON only when set, after the Java keys). */
-    char *time_zone;            /* timeZone ("" = host zone; IANA name) */
-    int64_t script_timeout_ms;  /* scriptTimeoutMilliseconds (0 = none; SCRIPT): the
-                                   alias of timeoutSeconds kept from before it */
-    int timeout_seconds;        /* timeoutSeconds (0 = none; every job type) */
-    int timeout_grace_seconds;  /* timeoutGraceSeconds (0 = 2 s): SIGTERM to SIGKILL */
+    char *time_zone;           /* timeZone ("" = host zone; IANA name) */
+    int64_t script_timeout_ms; /* scriptTimeoutMilliseconds (0 = none; SCRIPT): the
+                                  alias of timeoutSeconds kept from before it */
+    int timeout_seconds;       /* timeoutSeconds (0 = none; every job type) */
+    int timeout_grace_seconds; /* timeoutGraceSeconds (0 = 2 s): SIGTERM to SIGKILL */
+    /* retry: a failed (or timed-out) item run is run again on the instance
+     * that owns the item, after a back-off (docs/execution.md "Retries"). */
+    struct ej_retry_config {
+        int max_attempts;            /* retryMaxAttempts (0 = 1 = no retry; <= 100) */
+        int initial_backoff_seconds; /* retryInitialBackoffSeconds (1) */
+        int multiplier;              /* retryMultiplier (2; an integer >= 1) */
+        int max_backoff_seconds;     /* retryMaxBackoffSeconds (300) */
+        int jitter_percent;          /* retryJitterPercent (0): +-N% of each delay */
+    } retry;
     struct ej_http_config {     /* HTTP jobs only */
         char *uri;              /* httpUri (required for HTTP) */
         char *method;           /* httpMethod ("GET") */

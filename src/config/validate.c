@@ -359,6 +359,20 @@ static void check_timeouts(struct vstate *v, const struct ej_job_config *cfg)
         report(v, EJ_CFG_F_TIMEOUT_SECONDS,
                "%d s disagrees with its alias scriptTimeoutMilliseconds (%lld ms): set one",
                cfg->timeout_seconds, (long long)cfg->script_timeout_ms);
+    const struct ej_retry_config *r = &cfg->retry;
+    if (r->max_attempts < 0 || r->max_attempts > 100)
+        report(v, EJ_CFG_F_RETRY_MAX_ATTEMPTS, "must be 0 to 100, got %d", r->max_attempts);
+    if (r->initial_backoff_seconds < 0 || r->initial_backoff_seconds > 86400)
+        report(v, EJ_CFG_F_RETRY_INITIAL_BACKOFF_SECONDS, "must be 0 to 86400, got %d",
+               r->initial_backoff_seconds);
+    if (r->multiplier < 1 || r->multiplier > 10)
+        report(v, EJ_CFG_F_RETRY_MULTIPLIER, "must be an integer 1 to 10, got %d", r->multiplier);
+    if (r->max_backoff_seconds < 0 || r->max_backoff_seconds > 86400)
+        report(v, EJ_CFG_F_RETRY_MAX_BACKOFF_SECONDS, "must be 0 to 86400, got %d",
+               r->max_backoff_seconds);
+    if (r->jitter_percent < 0 || r->jitter_percent > 100)
+        report(v, EJ_CFG_F_RETRY_JITTER, "must be a percentage 0 to 100, got %d",
+               r->jitter_percent);
     if (cfg->timeout_grace_seconds < 0 || cfg->timeout_grace_seconds > 3600)
         report(v, EJ_CFG_F_TIMEOUT_GRACE_SECONDS, "must be 0 (2 s) to 3600, got %d",
                cfg->timeout_grace_seconds);

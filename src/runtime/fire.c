@@ -334,6 +334,8 @@ struct item_run {
     atomic_bool kill;                  /* this item alone must stop (ejob kill) */
     char killed_by[EJ__KILLED_BY_LEN]; /* who asked (under the job's kill_mu) */
     struct ej__running tracked;
+    const struct ej_retry_config *retry; /* the settings' (held by the fire) */
+    int attempt;                         /* 1, then 2.. for retries */
 };
 
 static bool keep_going(void *arg)
@@ -390,7 +392,7 @@ static void post_exec(struct item_run *r, bool end)
         memcpy(by, r->killed_by, sizeof by);
         pthread_mutex_unlock(&r->job->kill_mu);
         ev.killed_by = r->res.killed && by[0] ? by : NULL;
-        ev.attempt = 1;
+        ev.attempt = r->attempt;
     }
     ev.fencing_token = r->ctx.fencing_token;
     ej_event_bus_post_execution(bus, &ev);
@@ -448,6 +450,36 @@ static void finish_running(struct item_run *r)
     free(items);
 }
 
+/*
+ * The item's first attempt and its retries (retry.c), each its own history
+ * row with its attempt number; the running node is held throughout. True
+ * when the last attempt's end event is posted already (a retry that was
+ * then not run).
+ */
+static bool run_attempts(struct item_run *r)
+{
+    uint64_t seed = (uint64_t)ej__mono_ms() * 2654435761u + (uint64_t)r->ctx.sharding_item;
+    for (r->attempt = 1;; r->attempt++) {
+        if (r->attempt > 1) {
+            ej_event_new_id(r->event_id);
+            r->start_ms = ej__now_ms();
+            post_exec(r, false);
+        }
+        ej__exec_context_limit(&r->ctx, &r->kill, r->timeout_ms);
+        ej__exec_run_item(r->def, &r->ctx, &r->xo, &r->res);
+        bool failed = r->res.rc != 0 && !r->res.killed && !r->res.cancelled && !r->res.abort_run;
+        int64_t delay = failed ? ej__retry_delay_ms(r->retry, r->attempt, &seed) : -1;
+        if (delay < 0)
+            return false;
+        post_exec(r, true);
+        if (!ej__retry_wait(r->job, &r->kill, r->fire_session, r->ctx.sharding_item, delay,
+                            r->attempt + 1, r->ctx.task_id))
+            return true;
+        ej__exec_result_fini(&r->res);
+        ej__exec_context_fini(&r->ctx); /* the attempt's error message */
+    }
+}
+
 static void item_task(void *arg)
 {
     struct item_run *r = arg;
@@ -468,18 +500,18 @@ static void item_task(void *arg)
     post_exec(r, false);
     ej__rt_ledger_ran(r->job, r->fire_ms ? r->fire_ms : r->start_ms, r->fire_kind,
                       r->ctx.sharding_item, r->event_id);
-    ej__exec_context_limit(&r->ctx, &r->kill, r->timeout_ms);
     r->tracked = (struct ej__running){
         .item = r->ctx.sharding_item, .kill = &r->kill, .killed_by = r->killed_by};
     ej__kill_track(r->job, &r->tracked);
-    ej__exec_run_item(r->def, &r->ctx, &r->xo, &r->res);
+    bool ended = run_attempts(r);
     ej__kill_untrack(r->job, &r->tracked);
     /* The running node goes as soon as this item is done (ElasticJob keeps
      * it until the whole batch is: a crash would then fail over items that
      * had finished, and they would run twice). */
     if (r->session)
         finish_running(r);
-    post_exec(r, true);
+    if (!ended)
+        post_exec(r, true);
 }
 
 /*
@@ -599,6 +631,8 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         r->fire_ms = fr && !fr->off_schedule ? fr->at : 0;
         r->fire_kind = ej__rt_ledger_kind(source, r->fire_ms != 0);
         r->timeout_ms = timeout_ms;
+        r->retry = &s->cfg.retry;
+        r->attempt = 1;
         atomic_init(&r->kill, false);
         ej__exec_context_init(&r->ctx, &job->cancel);
         r->ctx.job_name = s->cfg.job_name;

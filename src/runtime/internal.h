@@ -163,6 +163,17 @@ void ej__kill_track(struct ej_job *job, struct ej__running *r);
 void ej__kill_untrack(struct ej_job *job, struct ej__running *r);
 int ej__kill_watch_start(struct ej_job *job);
 void ej__kill_watch_stop(struct ej_job *job);
+/* Retries (retry.c). The delay before the attempt after failed_attempt
+ * (1..), in ms, jittered with *seed; -1 when no attempt is left. */
+int64_t ej__retry_delay_ms(const struct ej_retry_config *r, int failed_attempt, uint64_t *seed);
+/* Waits delay_ms (the item's running node held), then says whether attempt
+ * next_attempt may start: not killed or stopping, still fenced-open in the
+ * fire's session, the item still this instance's, and the job's next cron
+ * fire not due before it (the next fire wins). When not, posts a status
+ * event naming why and returns false. */
+bool ej__retry_wait(struct ej_job *job, const atomic_bool *kill, int64_t fire_session, int item,
+                    int64_t delay_ms, int next_attempt, const char *task_id);
+
 /* Sets the kill flag of the matching items running now; the count. */
 size_t ej__kill_items(struct ej_job *job, int item, const char *by);
 

@@ -1845,6 +1845,14 @@ static void test_yaml_job_errors(void **state)
                       "jobs.yaml:7:21: jobs.j.timeoutSeconds: 2 s disagrees with its alias "
                       "scriptTimeoutMilliseconds (5000 ms): set one");
     assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
+                                "    retry: {maxAttempts: 3, multiplier: 0}\n"
+                                "    props: {script.command.line: x}\n",
+                      "jobs.yaml:7:41: jobs.j.retry.multiplier: must be an integer 1 to 10, got 0");
+    assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
+                                "    retry: {maxAttempts: 3, backoff: 1}\n"
+                                "    props: {script.command.line: x}\n",
+                      "jobs.yaml:7:29: jobs.j.retry: unknown key \"backoff\"");
+    assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
                                 "    timeoutGraceSeconds: 7200\n"
                                 "    props: {script.command.line: x}\n",
                       "jobs.yaml:7:26: jobs.j.timeoutGraceSeconds: must be 0 (2 s) to 3600, "
@@ -2231,6 +2239,11 @@ static const struct {
     {"props.script.timeout.milliseconds", EJ_CFG_F_SCRIPT_TIMEOUT},
     {"timeoutSeconds", EJ_CFG_F_TIMEOUT_SECONDS},
     {"timeoutGraceSeconds", EJ_CFG_F_TIMEOUT_GRACE_SECONDS},
+    {"retry.maxAttempts", EJ_CFG_F_RETRY_MAX_ATTEMPTS},
+    {"retry.initialBackoffSeconds", EJ_CFG_F_RETRY_INITIAL_BACKOFF_SECONDS},
+    {"retry.multiplier", EJ_CFG_F_RETRY_MULTIPLIER},
+    {"retry.maxBackoffSeconds", EJ_CFG_F_RETRY_MAX_BACKOFF_SECONDS},
+    {"retry.jitter", EJ_CFG_F_RETRY_JITTER},
     {"props.http.uri", EJ_CFG_F_HTTP_URI},
     {"props.http.method", EJ_CFG_F_HTTP_METHOD},
     {"props.http.data", EJ_CFG_F_HTTP_DATA},
@@ -2252,7 +2265,9 @@ static void yaml_job_with(char *buf, size_t len, ej_job_type type, const char *k
         n += snprintf(buf + n, len - (size_t)n, "    cron: 0 * * * * ?\n");
     if (strcmp(key, "shardingTotalCount") != 0)
         n += snprintf(buf + n, len - (size_t)n, "    shardingTotalCount: 2\n");
-    if (prop == NULL)
+    if (strncmp(key, "retry.", 6) == 0)
+        n += snprintf(buf + n, len - (size_t)n, "    retry:\n      %s: %s\n", key + 6, text);
+    else if (prop == NULL)
         n += snprintf(buf + n, len - (size_t)n, "    %s: %s\n", key, text);
     n += snprintf(buf + n, len - (size_t)n, "    props:\n");
     if (prop == NULL || strcmp(prop, need) != 0)
