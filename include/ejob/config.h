@@ -117,13 +117,20 @@ struct ej_job_config {
         int max_backoff_seconds;     /* retryMaxBackoffSeconds (300) */
         int jitter_percent;          /* retryJitterPercent (0): +-N% of each delay */
     } retry;
-    struct ej_http_config {     /* HTTP jobs only */
-        char *uri;              /* httpUri (required for HTTP) */
-        char *method;           /* httpMethod ("GET") */
-        char *data;             /* httpData ("") body for POST/PUT/PATCH/DELETE */
-        int connect_timeout_ms; /* httpConnectTimeoutMilliseconds (3000) */
-        int read_timeout_ms;    /* httpReadTimeoutMilliseconds (5000) */
-        char *content_type;     /* httpContentType ("" = none) */
+    /* A cron fire that comes while the same item still runs here
+     * (docs/execution.md "Overlap and deadline"): QUEUE (ElasticJob's
+     * misfire: run it right after), SKIP (not run, reason "overlap"),
+     * REPLACE (kill the running items, then run it). */
+    char *overlap_policy;          /* overlapPolicy ("QUEUE") */
+    int starting_deadline_seconds; /* startingDeadlineSeconds (0 = none): a fire not
+                                      started within it is not run ("deadline") */
+    struct ej_http_config {        /* HTTP jobs only */
+        char *uri;                 /* httpUri (required for HTTP) */
+        char *method;              /* httpMethod ("GET") */
+        char *data;                /* httpData ("") body for POST/PUT/PATCH/DELETE */
+        int connect_timeout_ms;    /* httpConnectTimeoutMilliseconds (3000) */
+        int read_timeout_ms;       /* httpReadTimeoutMilliseconds (5000) */
+        char *content_type;        /* httpContentType ("" = none) */
     } http;
     /* Unknown top-level keys of the JSON it was read from, as JSON object
      * text, written back after all known keys; NULL when none. */

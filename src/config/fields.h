@@ -102,6 +102,9 @@
     X(RETRY_MAX_BACKOFF_SECONDS, retry.max_backoff_seconds, INT, SET, ANY,                         \
       "retryMaxBackoffSeconds", "retry.maxBackoffSeconds", 300)                                    \
     X(RETRY_JITTER, retry.jitter_percent, INT, SET, ANY, "retryJitterPercent", "retry.jitter", 0)  \
+    X(OVERLAP_POLICY, overlap_policy, STR, SET, ANY, "overlapPolicy", "overlapPolicy", "QUEUE")   \
+    X(STARTING_DEADLINE_SECONDS, starting_deadline_seconds, INT, SET, ANY,                         \
+      "startingDeadlineSeconds", "startingDeadlineSeconds", 0)                                     \
     X(HTTP_URI, http.uri, STR, KEY, HTTP, "httpUri", "props.http.uri", "")                         \
     X(HTTP_METHOD, http.method, STR, KEY, HTTP, "httpMethod", "props.http.method", "GET")          \
     X(HTTP_DATA, http.data, STR, KEY, HTTP, "httpData", "props.http.data", "")                     \

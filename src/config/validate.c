@@ -373,6 +373,13 @@ static void check_timeouts(struct vstate *v, const struct ej_job_config *cfg)
     if (r->jitter_percent < 0 || r->jitter_percent > 100)
         report(v, EJ_CFG_F_RETRY_JITTER, "must be a percentage 0 to 100, got %d",
                r->jitter_percent);
+    if (strcmp(cfg->overlap_policy, "QUEUE") != 0 && strcmp(cfg->overlap_policy, "SKIP") != 0 &&
+        strcmp(cfg->overlap_policy, "REPLACE") != 0)
+        report(v, EJ_CFG_F_OVERLAP_POLICY, "must be QUEUE, SKIP or REPLACE, got \"%.64s\"",
+               cfg->overlap_policy);
+    if (cfg->starting_deadline_seconds < 0 || cfg->starting_deadline_seconds > 86400)
+        report(v, EJ_CFG_F_STARTING_DEADLINE_SECONDS, "must be 0 (none) to 86400, got %d",
+               cfg->starting_deadline_seconds);
     if (cfg->timeout_grace_seconds < 0 || cfg->timeout_grace_seconds > 3600)
         report(v, EJ_CFG_F_TIMEOUT_GRACE_SECONDS, "must be 0 (2 s) to 3600, got %d",
                cfg->timeout_grace_seconds);

@@ -195,6 +195,9 @@ static const struct {
     [EJ__NOT_RUN_SHARDING_FAILED] = {"sharding-failed", EJ_LOG_WARN},
     [EJ__NOT_RUN_TIME_DIFF] = {"time-diff", EJ_LOG_WARN},
     [EJ__NOT_RUN_START_FAILED] = {"start-failed", EJ_LOG_WARN},
+    [EJ__NOT_RUN_DEADLINE] = {"deadline", EJ_LOG_WARN},
+    /* overlapPolicy SKIP: the job's own choice. */
+    [EJ__NOT_RUN_OVERLAP] = {"overlap", EJ_LOG_INFO},
     /* An operator's decisions, expected: each fire at debug level. */
     [EJ__NOT_RUN_DISABLED] = {"disabled", EJ_LOG_DEBUG},
     [EJ__NOT_RUN_STOPPED] = {"stopped", EJ_LOG_DEBUG},
@@ -219,6 +222,15 @@ static void count_not_run(struct ej_job *job, const char *reason, uint32_t count
     ej__rt_post_status(job, "", NULL, 0, EJ_TASK_ERROR,
                        "Job '%s' fire not run (%s): %u fire time(s) from %lld to %lld", job->name,
                        reason, (unsigned)count, (long long)first_ms, (long long)last_ms);
+}
+
+void ej__rt_not_run_overlap(struct ej_job *job, int64_t due)
+{
+    EJ_LOG(EJ_LOG_INFO, MOD, 0,
+           "job %s: fire of %lld not run (overlap): the job's items still run (overlapPolicy "
+           "SKIP)",
+           job->name, (long long)due);
+    count_not_run(job, "overlap", 1, due, due, "CRON");
 }
 
 /* A fire the scheduler delivered, as far as counting it goes. */
@@ -971,6 +983,16 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
             ej__rt_settings_unref(s);
             return;
         }
+    }
+    int deadline_s = s->cfg.starting_deadline_seconds;
+    if (cron && deadline_s > 0 && f->scheduled_ms > 0 &&
+        f->started_ms - f->scheduled_ms > (int64_t)deadline_s * 1000) {
+        pthread_mutex_unlock(&job->mu);
+        not_run(job, &fr, EJ__NOT_RUN_DEADLINE,
+                "started %" PRId64 " ms after its time, past startingDeadlineSeconds %d",
+                f->started_ms - f->scheduled_ms, deadline_s);
+        ej__rt_settings_unref(s);
+        return;
     }
     EJ_LOG(EJ_LOG_DEBUG, MOD, 0,
            "job %s: fire (cron %d, misfired %d, missed %u, reasons 0x%x, late %" PRId64 " ms)",

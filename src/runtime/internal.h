@@ -50,6 +50,8 @@ enum ej__not_run_reason {
     EJ__NOT_RUN_STOPPED,             /* the job is shutting down, or stopped by an operator */
     EJ__NOT_RUN_RUNNING,             /* a console trigger while the job runs (ignored) */
     EJ__NOT_RUN_START_FAILED,        /* the running nodes could not be written */
+    EJ__NOT_RUN_DEADLINE,            /* not started within startingDeadlineSeconds */
+    EJ__NOT_RUN_OVERLAP,             /* overlapPolicy SKIP: the item still ran */
     EJ__NOT_RUN_REASONS
 };
 
@@ -173,6 +175,10 @@ int64_t ej__retry_delay_ms(const struct ej_retry_config *r, int failed_attempt, 
  * event naming why and returns false. */
 bool ej__retry_wait(struct ej_job *job, const atomic_bool *kill, int64_t fire_session, int item,
                     int64_t delay_ms, int next_attempt, const char *task_id);
+
+/* overlapPolicy SKIP: the cron fire time due came while the job's items
+ * still ran here; counted and posted as not run ("overlap"). */
+void ej__rt_not_run_overlap(struct ej_job *job, int64_t due);
 
 /* Sets the kill flag of the matching items running now; the count. */
 size_t ej__kill_items(struct ej_job *job, int item, const char *by);
