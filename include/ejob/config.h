@@ -124,13 +124,19 @@ struct ej_job_config {
     char *overlap_policy;          /* overlapPolicy ("QUEUE") */
     int starting_deadline_seconds; /* startingDeadlineSeconds (0 = none): a fire not
                                       started within it is not run ("deadline") */
-    struct ej_http_config {        /* HTTP jobs only */
-        char *uri;                 /* httpUri (required for HTTP) */
-        char *method;              /* httpMethod ("GET") */
-        char *data;                /* httpData ("") body for POST/PUT/PATCH/DELETE */
-        int connect_timeout_ms;    /* httpConnectTimeoutMilliseconds (3000) */
-        int read_timeout_ms;       /* httpReadTimeoutMilliseconds (5000) */
-        char *content_type;        /* httpContentType ("" = none) */
+    /* Fire times missed while the process could not fire (stopped, starved):
+     * "" (by misfire), ONCE (misfire true: run once now), SKIP (misfire
+     * false), CATCH_UP (each missed fire time within catchUpWindowSeconds,
+     * oldest first, at most EJ_CONFIG_CATCH_UP_MAX). */
+    char *misfire_policy;        /* misfirePolicy ("") */
+    int catch_up_window_seconds; /* catchUpWindowSeconds (0; 1..86400 for CATCH_UP) */
+    struct ej_http_config {      /* HTTP jobs only */
+        char *uri;               /* httpUri (required for HTTP) */
+        char *method;            /* httpMethod ("GET") */
+        char *data;              /* httpData ("") body for POST/PUT/PATCH/DELETE */
+        int connect_timeout_ms;  /* httpConnectTimeoutMilliseconds (3000) */
+        int read_timeout_ms;     /* httpReadTimeoutMilliseconds (5000) */
+        char *content_type;      /* httpContentType ("" = none) */
     } http;
     /* Unknown top-level keys of the JSON it was read from, as JSON object
      * text, written back after all known keys; NULL when none. */
@@ -162,6 +168,13 @@ EJ_EXTERN int64_t ej_job_config_timeout_ms(const struct ej_job_config *cfg);
 /* What a timed-out or killed script gets between SIGTERM and SIGKILL to its
  * process group, in ms: timeoutGraceSeconds, 0 read as 2 s. */
 EJ_EXTERN int64_t ej_job_config_grace_ms(const struct ej_job_config *cfg);
+
+/* At most this many missed fire times are caught up at once. */
+#define EJ_CONFIG_CATCH_UP_MAX 100
+
+/* Whether misfires run: misfirePolicy ONCE or CATCH_UP, SKIP, or when it
+ * is "" the misfire flag. */
+EJ_EXTERN bool ej_job_config_misfire(const struct ej_job_config *cfg);
 
 EJ_EXTERN int ej_job_config_copy(struct ej_job_config *dst, const struct ej_job_config *src);
 

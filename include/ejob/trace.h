@@ -321,8 +321,10 @@ struct ej_trace_fire {
     char *instance_id;  /* that ran or reported it; "" for missed */
     int64_t recorded_ms;
     /* ran: "running", "succeeded", "failed", or "unknown" (its
-     * JOB_EXECUTION_LOG row is gone); "" otherwise. */
+     * JOB_EXECUTION_LOG row is gone); "" otherwise. Of the last attempt
+     * when the item was retried. */
     char *result;
+    int attempts; /* ran: how many attempts (retries + 1); 0: not known */
 };
 
 struct ej_trace_fire_list {

@@ -105,6 +105,9 @@
     X(OVERLAP_POLICY, overlap_policy, STR, SET, ANY, "overlapPolicy", "overlapPolicy", "QUEUE")   \
     X(STARTING_DEADLINE_SECONDS, starting_deadline_seconds, INT, SET, ANY,                         \
       "startingDeadlineSeconds", "startingDeadlineSeconds", 0)                                     \
+    X(MISFIRE_POLICY, misfire_policy, STR, SET, ANY, "misfirePolicy", "misfirePolicy", "")         \
+    X(CATCH_UP_WINDOW_SECONDS, catch_up_window_seconds, INT, SET, ANY, "catchUpWindowSeconds",     \
+      "catchUpWindowSeconds", 0)                                                                   \
     X(HTTP_URI, http.uri, STR, KEY, HTTP, "httpUri", "props.http.uri", "")                         \
     X(HTTP_METHOD, http.method, STR, KEY, HTTP, "httpMethod", "props.http.method", "GET")          \
     X(HTTP_DATA, http.data, STR, KEY, HTTP, "httpData", "props.http.data", "")                     \

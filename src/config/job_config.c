@@ -262,6 +262,13 @@ int64_t ej_job_config_timeout_ms(const struct ej_job_config *cfg)
                : 0;
 }
 
+bool ej_job_config_misfire(const struct ej_job_config *cfg)
+{
+    if (cfg->misfire_policy == NULL || cfg->misfire_policy[0] == '\0')
+        return cfg->misfire;
+    return strcmp(cfg->misfire_policy, "SKIP") != 0;
+}
+
 int64_t ej_job_config_grace_ms(const struct ej_job_config *cfg)
 {
     return cfg->timeout_grace_seconds > 0 ? (int64_t)cfg->timeout_grace_seconds * 1000 : 2000;

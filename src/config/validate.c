@@ -377,6 +377,15 @@ static void check_timeouts(struct vstate *v, const struct ej_job_config *cfg)
         strcmp(cfg->overlap_policy, "REPLACE") != 0)
         report(v, EJ_CFG_F_OVERLAP_POLICY, "must be QUEUE, SKIP or REPLACE, got \"%.64s\"",
                cfg->overlap_policy);
+    const char *mp = cfg->misfire_policy;
+    bool catch_up = strcmp(mp, "CATCH_UP") == 0;
+    if (mp[0] != '\0' && strcmp(mp, "ONCE") != 0 && strcmp(mp, "SKIP") != 0 && !catch_up)
+        report(v, EJ_CFG_F_MISFIRE_POLICY, "must be ONCE, SKIP or CATCH_UP, got \"%.64s\"", mp);
+    if (cfg->catch_up_window_seconds < 0 || cfg->catch_up_window_seconds > 86400)
+        report(v, EJ_CFG_F_CATCH_UP_WINDOW_SECONDS, "must be 0 to 86400, got %d",
+               cfg->catch_up_window_seconds);
+    else if (catch_up && cfg->catch_up_window_seconds == 0)
+        report(v, EJ_CFG_F_MISFIRE_POLICY, "CATCH_UP needs catchUpWindowSeconds (1 to 86400)");
     if (cfg->starting_deadline_seconds < 0 || cfg->starting_deadline_seconds > 86400)
         report(v, EJ_CFG_F_STARTING_DEADLINE_SECONDS, "must be 0 (none) to 86400, got %d",
                cfg->starting_deadline_seconds);

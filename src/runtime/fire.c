@@ -237,6 +237,7 @@ void ej__rt_not_run_overlap(struct ej_job *job, int64_t due)
 struct fire_ref {
     int64_t at;        /* its cron fire time, or when the fire-now request was made */
     bool off_schedule; /* a fire-now request only (no cron fire time) */
+    bool catch_up;     /* a missed fire time run late (CATCH_UP): arms no misfire marker */
     enum {
         FIRE_PENDING,  /* not counted yet */
         FIRE_REPORTED, /* counted: by not_run, or by the miss hook for a misfired
@@ -348,6 +349,7 @@ struct item_run {
     struct ej__running tracked;
     const struct ej_retry_config *retry; /* the settings' (held by the fire) */
     int attempt;                         /* 1, then 2.. for retries */
+    int64_t ledger_ms;                   /* the fire time of its ledger row */
 };
 
 static bool keep_going(void *arg)
@@ -476,6 +478,9 @@ static bool run_attempts(struct item_run *r)
             ej_event_new_id(r->event_id);
             r->start_ms = ej__now_ms();
             post_exec(r, false);
+            /* The fire's ledger row points at its latest attempt. */
+            ej__rt_ledger_ran(r->job, r->ledger_ms, r->fire_kind, r->ctx.sharding_item,
+                              r->event_id);
         }
         ej__exec_context_limit(&r->ctx, &r->kill, r->timeout_ms);
         ej__exec_run_item(r->def, &r->ctx, &r->xo, &r->res);
@@ -510,8 +515,8 @@ static void item_task(void *arg)
     ej_event_new_id(r->event_id);
     r->start_ms = ej__now_ms();
     post_exec(r, false);
-    ej__rt_ledger_ran(r->job, r->fire_ms ? r->fire_ms : r->start_ms, r->fire_kind,
-                      r->ctx.sharding_item, r->event_id);
+    r->ledger_ms = r->fire_ms ? r->fire_ms : r->start_ms;
+    ej__rt_ledger_ran(r->job, r->ledger_ms, r->fire_kind, r->ctx.sharding_item, r->event_id);
     r->tracked = (struct ej__running){
         .item = r->ctx.sharding_item, .kill = &r->kill, .killed_by = r->killed_by};
     ej__kill_track(r->job, &r->tracked);
@@ -763,7 +768,7 @@ static size_t own_misfired(struct ej__coord *c, int **mis)
 static void misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s, bool abort_run)
 {
     struct ej__coord *c = job->coord;
-    bool stop = !s->cfg.misfire || abort_run;
+    bool stop = !ej_job_config_misfire(&s->cfg) || abort_run;
     int reshards = 0;
     for (int round = 0; !stop && round < 1000; round++) {
         uint64_t seen = ej__misfire_marks(job);
@@ -928,7 +933,7 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
                                    "Sharding item for job '%s' is empty.", s->cfg.job_name);
             } else {
                 ej__misfire_open(job, items, n);
-                if (cron && !job->manual)
+                if (cron && !job->manual && !(fr && fr->catch_up))
                     ej__misfire_arm(job, gen, scheduled_ms > 0 ? scheduled_ms : ej__now_ms());
                 execute(job, s, items, n, EJ_EXEC_NORMAL_TRIGGER, true, fr);
             }
@@ -978,14 +983,18 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
          * the job wants misfires. Not silent when dropped here: the
          * scheduler's miss hook (on_miss) counted and posted every one of
          * them, under its reason, right before this callback. */
-        if (f->last_scheduled_ms <= job->misfire_handled_until || !s->cfg.misfire) {
+        if (f->last_scheduled_ms <= job->misfire_handled_until || !ej_job_config_misfire(&s->cfg)) {
             pthread_mutex_unlock(&job->mu);
             ej__rt_settings_unref(s);
             return;
         }
     }
+    int64_t catch_up[EJ_CONFIG_CATCH_UP_MAX];
+    size_t ncatch = cron && f->misfired && reasons == 0
+                        ? ej__policy_catch_up_times(job, s, f, catch_up, EJ_CONFIG_CATCH_UP_MAX)
+                        : 0;
     int deadline_s = s->cfg.starting_deadline_seconds;
-    if (cron && deadline_s > 0 && f->scheduled_ms > 0 &&
+    if (cron && deadline_s > 0 && f->scheduled_ms > 0 && ncatch == 0 &&
         f->started_ms - f->scheduled_ms > (int64_t)deadline_s * 1000) {
         pthread_mutex_unlock(&job->mu);
         not_run(job, &fr, EJ__NOT_RUN_DEADLINE,
@@ -1009,7 +1018,19 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
     if (ej__coord_may_start(job->coord, session))
         atomic_store(&job->cancel, false);
     ej__coord_set_busy(job->coord, true);
-    do_fire(job, s, gen, reasons, cron, cron ? f->scheduled_ms : 0, &fr);
+    if (ncatch > 0) {
+        EJ_LOG(EJ_LOG_INFO, MOD, 0,
+               "job %s: catching up %zu missed fire time(s) within catchUpWindowSeconds %d",
+               job->name, ncatch, s->cfg.catch_up_window_seconds);
+        for (size_t i = 0; i < ncatch; i++) {
+            struct fire_ref one = fr;
+            one.at = catch_up[i];
+            one.catch_up = true;
+            do_fire(job, s, gen, reasons, cron, catch_up[i], &one);
+        }
+    } else {
+        do_fire(job, s, gen, reasons, cron, cron ? f->scheduled_ms : 0, &fr);
+    }
     ej__coord_set_busy(job->coord, false);
     pthread_mutex_lock(&job->mu);
     while (job->marker_inflight > 0)

@@ -176,6 +176,13 @@ int64_t ej__retry_delay_ms(const struct ej_retry_config *r, int failed_attempt, 
 bool ej__retry_wait(struct ej_job *job, const atomic_bool *kill, int64_t fire_session, int item,
                     int64_t delay_ms, int next_attempt, const char *task_id);
 
+/* misfirePolicy CATCH_UP (policy.c): the missed cron fire times of the
+ * misfired fire f to run, oldest first, into times (max <=
+ * EJ_CONFIG_CATCH_UP_MAX); 0 when the policy is another. Under job->mu. */
+struct ej__fire;
+size_t ej__policy_catch_up_times(struct ej_job *job, const struct ej__rt_settings *s,
+                                 const struct ej__fire *f, int64_t *times, size_t max);
+
 /* overlapPolicy SKIP: the cron fire time due came while the job's items
  * still ran here; counted and posted as not run ("overlap"). */
 void ej__rt_not_run_overlap(struct ej_job *job, int64_t due);

@@ -86,7 +86,8 @@ static void marker_work(void *user)
                 job->misfire_window;
     const char *overlap = job->settings ? job->settings->cfg.overlap_policy : "QUEUE";
     bool skip = strcmp(overlap, "SKIP") == 0, replace = strcmp(overlap, "REPLACE") == 0;
-    bool misfire = job->settings && (job->settings->cfg.misfire || replace) && !skip;
+    bool misfire =
+        job->settings && (ej_job_config_misfire(&job->settings->cfg) || replace) && !skip;
     int *run = NULL;
     size_t nrun = 0;
     if (busy) {

@@ -264,6 +264,8 @@ json_t *ej__trace_fire_json(const struct ej_trace_fire *f)
     json_object_set_new(o, "kind", json_text(f->kind));
     json_object_set_new(o, "ran", json_boolean(ran));
     json_object_set_new(o, "result", ran ? json_text(f->result) : json_null());
+    json_object_set_new(o, "attempts",
+                        ran && f->attempts > 0 ? json_integer(f->attempts) : json_null());
     json_object_set_new(o, "reason", ran ? json_null() : json_text(f->outcome));
     json_object_set_new(o, "why",
                         ran ? json_null() : json_text(ej__trace_fire_reason_text(f->outcome)));

@@ -655,6 +655,7 @@ static int add_fire(const struct ej__row *row, void *arg)
     f->instance_id = dup_col0(row, 6, &oom);
     f->recorded_ms = row->int64(row, 10);
     f->result = strdup(fire_result(row, row->text(row, 3)));
+    f->attempts = row->is_null(row, 11) ? (row->is_null(row, 7) ? 0 : 1) : (int)row->int64(row, 11);
     if (oom || f->result == NULL) {
         fire_fini(f);
         return EJ_ENOMEM;
@@ -687,8 +688,9 @@ int ej_trace_query_fires(ej_trace_reader *r, const struct ej_trace_fire_query *q
     ej__buf_init(&sql);
     ej__buf_puts(&sql, "SELECT f.job_name, f.fire_time_ms, f.sharding_item, f.outcome, f.kind, "
                        "f.execution_id, f.instance_id, e.id, e.is_success, e.complete_time, "
-                       "f.recorded_time_ms FROM EJOB_FIRE_LEDGER f LEFT JOIN JOB_EXECUTION_LOG "
-                       "e ON e.id = f.execution_id WHERE 1 = 1");
+                       "f.recorded_time_ms, r.attempt FROM EJOB_FIRE_LEDGER f LEFT JOIN "
+                       "JOB_EXECUTION_LOG e ON e.id = f.execution_id LEFT JOIN "
+                       "EJOB_EXECUTION_RESULT r ON r.id = f.execution_id WHERE 1 = 1");
     struct ej__tp p[5];
     int n = 0;
     if (q->job_name) {

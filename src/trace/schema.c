@@ -439,7 +439,12 @@ static const char sql_fire[] =
     "ON CONFLICT (job_name, fire_time_ms, sharding_item) DO UPDATE SET outcome = "
     "excluded.outcome, kind = excluded.kind, execution_id = excluded.execution_id, instance_id "
     "= excluded.instance_id, recorded_time_ms = excluded.recorded_time_ms WHERE " FIRE_RANK(
-        "EJOB_FIRE_LEDGER") " < " FIRE_RANK("excluded");
+        "EJOB_FIRE_LEDGER") " < " FIRE_RANK("excluded") " OR (EJOB_FIRE_LEDGER.outcome = 'ran' "
+                                                        "AND excluded.outcome = 'ran' AND "
+                                                        "EJOB_FIRE_LEDGER.instance_id = "
+                                                        "excluded.instance_id)";
+/* (The last clause: a retry of the item on the instance that ran it points
+ * the row at its latest attempt, so the ledger shows the final outcome.) */
 /* The start-up scan's rows: only after the job's last row (none: nothing,
  * the job has no ledger to extend), and never over another row. */
 static const char sql_fire_after_last[] =

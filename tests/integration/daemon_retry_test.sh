@@ -79,6 +79,8 @@ EOF
 hist() { "$E" history "$1" --store "sqlite:$DB" --json 2>/dev/null; }
 three() { [ "$(hist flakyJob | python3 -c 'import json,sys; print(sorted((r["attempt"], r["result"]) for r in json.load(sys.stdin)))')" = "[(1, 'failed'), (2, 'failed'), (3, 'success')]" ]; }
 wait_for 10 "history: attempts 1, 2, 3 failed, failed, success" three
+ledger() { [ "$("$E" fires flakyJob --store "sqlite:$DB" --json 2>/dev/null | python3 -c 'import json,sys; print([(r["result"], r["attempts"]) for r in json.load(sys.stdin) if r["ran"]])')" = "[('succeeded', 3)]" ]; }
+wait_for 10 "the fire ledger: one row, final outcome succeeded after 3 attempts" ledger
 wait_for 10 "onceJob ran" logged "$D/once.marks" "^end 1"
 sleep 2
 [ "$(grep -c '^start' "$D/once.marks")" = 1 ] && pass "no retry: one attempt" || fail "onceJob: $(cat "$D/once.marks")"

@@ -1845,6 +1845,11 @@ static void test_yaml_job_errors(void **state)
                       "jobs.yaml:7:21: jobs.j.timeoutSeconds: 2 s disagrees with its alias "
                       "scriptTimeoutMilliseconds (5000 ms): set one");
     assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
+                                "    misfirePolicy: CATCH_UP\n"
+                                "    props: {script.command.line: x}\n",
+                      "jobs.yaml:7:20: jobs.j.misfirePolicy: CATCH_UP needs catchUpWindowSeconds "
+                      "(1 to 86400)");
+    assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
                                 "    overlapPolicy: ALLOW\n"
                                 "    props: {script.command.line: x}\n",
                       "jobs.yaml:7:20: jobs.j.overlapPolicy: must be QUEUE, SKIP or REPLACE, got "
@@ -2251,6 +2256,8 @@ static const struct {
     {"retry.jitter", EJ_CFG_F_RETRY_JITTER},
     {"overlapPolicy", EJ_CFG_F_OVERLAP_POLICY},
     {"startingDeadlineSeconds", EJ_CFG_F_STARTING_DEADLINE_SECONDS},
+    {"misfirePolicy", EJ_CFG_F_MISFIRE_POLICY},
+    {"catchUpWindowSeconds", EJ_CFG_F_CATCH_UP_WINDOW_SECONDS},
     {"props.http.uri", EJ_CFG_F_HTTP_URI},
     {"props.http.method", EJ_CFG_F_HTTP_METHOD},
     {"props.http.data", EJ_CFG_F_HTTP_DATA},
@@ -2307,6 +2314,7 @@ static void test_yaml_field_table_keys(void **state)
         {EJ_CFG_F_HTTP_URI, "'https://example.com/a?b=c'", "https://example.com/a?b=c"},
         {EJ_CFG_F_HTTP_METHOD, "put", "PUT"},
         {EJ_CFG_F_OVERLAP_POLICY, "REPLACE", "REPLACE"},
+        {EJ_CFG_F_MISFIRE_POLICY, "ONCE", "ONCE"},
         {EJ_CFG_F_JOB_TYPE, "http", NULL},
     };
     enum { NDOC = sizeof documented_yaml_keys / sizeof documented_yaml_keys[0] };
