@@ -381,6 +381,7 @@ static void post_exec(struct item_run *r, bool end)
         .start_time_ms = r->start_ms,
     };
     memcpy(ev.id, r->event_id, sizeof ev.id);
+    char by[EJ__KILLED_BY_LEN]; /* ev.killed_by: alive until the post below */
     if (end) {
         ev.complete_time_ms = ej__now_ms();
         if (ev.complete_time_ms == 0)
@@ -401,7 +402,6 @@ static void post_exec(struct item_run *r, bool end)
                     : r->res.timed_out ? EJ_RUN_TIMEOUT
                     : r->res.rc == 0   ? EJ_RUN_SUCCESS
                                        : EJ_RUN_FAILED;
-        char by[EJ__KILLED_BY_LEN];
         pthread_mutex_lock(&r->job->kill_mu);
         memcpy(by, r->killed_by, sizeof by);
         pthread_mutex_unlock(&r->job->kill_mu);
