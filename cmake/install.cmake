@@ -111,7 +111,7 @@ endif()
 # Files other parts of the tree provide, each installed when it exists.
 # OPTIONAL checks at install time, so a file added after the configure step
 # is installed too.
-foreach(page ejob.1 ejob-run.1 ejob.yaml.5)
+foreach(page ejob.1 ejob-run.1 ejob-console.1 ejob.yaml.5)
   string(REGEX REPLACE ".*\\." "" section ${page})
   install(FILES ${PROJECT_SOURCE_DIR}/man/${page}
           DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} OPTIONAL)
@@ -121,6 +121,13 @@ install(FILES ${PROJECT_SOURCE_DIR}/dist/systemd/ejob.service
         DESTINATION ${EJ_SYSTEMD_UNIT_DIR} OPTIONAL)
 install(FILES ${PROJECT_SOURCE_DIR}/dist/ejob.yaml
         DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/ejob OPTIONAL)
+# The documentation the help texts, units and sample file point to
+# (EJ_DOC_DIR in src/cli is the same directory): README.md, LICENSE, and
+# docs/*.md under docs/ so that README's links keep working.
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE
+        DESTINATION ${CMAKE_INSTALL_DOCDIR} OPTIONAL)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
+        FILES_MATCHING PATTERN "*.md")
 # Prometheus alerting rules (docs/metrics.md), for rule_files.
 install(FILES ${PROJECT_SOURCE_DIR}/dist/prometheus/ejob-alerts.yml
         DESTINATION ${CMAKE_INSTALL_DATADIR}/ejob/prometheus OPTIONAL)

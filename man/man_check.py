@@ -2,12 +2,16 @@
 """Checks the man pages against what they describe.
 
 Each page must render with `man -l` without a single groff or mdoc warning,
-have a NAME line that whatis can index,
+have a NAME line that whatis can index, a header that names the project
+(not groff's default "BSD ... Manual"),
 and must name everything a user can type: ejob(1) every command that
-`ejob --help` lists, ejob-run(1) every option of `ejob run --help`, and
-ejob.yaml(5) every key the daemon file's reader accepts (the job keys of
-src/config/fields.h, the section keys of src/config/yaml.c and yaml_alerts.c). A command,
-option or key added without its line in the page fails here.
+`ejob --help` lists and every registry option of `ejob jobs --help`,
+ejob-run(1) every option of `ejob run --help`, ejob-console(1) every
+option of `ejob console --help` and every key of its settings file (the
+keys src/console/web_settings.c compares), and ejob.yaml(5) every key the
+daemon file's reader accepts (the job keys of src/config/fields.h, the
+section keys of src/config/yaml.c and yaml_alerts.c). A command, option or key added without
+its line in the page fails here.
 
 Usage: man_check.py SOURCE_DIR EJOB_BINARY
 """
@@ -54,13 +58,18 @@ def commands(ejob):
     return [line.split()[0] for line in block.splitlines() if line.strip()]
 
 
-def run_options(ejob):
+def run_options(ejob, command="run"):
     """Options given in the usage lines or opening a line of the option list."""
-    text = help_text(ejob, "run")
+    text = help_text(ejob, command)
     usage = text.split("\n\n", 1)[0]
     opts = set(re.findall(r"--([a-z][a-z-]+)", usage))
     opts |= set(re.findall(r"^\s+(?:-\w, )?--([a-z][a-z-]+)", text, re.M))
     return sorted(opts - {"help"})
+
+
+def settings_keys(text):
+    """The keys of the console's settings file: strcmp(key, "...")."""
+    return set(re.findall(r'strcmp\(key, "([^"]+)"\)', text))
 
 
 def c_string_arrays(text):
@@ -97,9 +106,13 @@ def page_names(src, page):
 def main():
     src, ejob = sys.argv[1], sys.argv[2]
     man = os.path.join(src, "man")
-    pages = {"ejob.1": "EJOB(1)", "ejob-run.1": "EJOB-RUN(1)", "ejob.yaml.5": "EJOB.YAML(5)"}
+    pages = {"ejob.1": "EJOB(1)", "ejob-run.1": "EJOB-RUN(1)", "ejob-console.1": "EJOB-CONSOLE(1)",
+             "ejob.yaml.5": "EJOB.YAML(5)"}
     for page, title in pages.items():
         out = render(os.path.join(man, page))
+        header = out.lstrip("\n").split("\n", 1)[0]
+        if "BSD" in header or "ejob" not in header.split(title)[1]:
+            fail(f"{page}: the header does not name the project: {header.strip()!r}")
         whatis(os.path.join(man, page), page.rsplit(".", 1)[0])
         for want in (title, "NAME", "SYNOPSIS", "DESCRIPTION", "SEE ALSO"):
             if want not in out:
@@ -112,6 +125,24 @@ def main():
     for c in cmds:
         if c not in cm:
             fail(f"ejob.1: command {c!r} of `ejob --help` is not described")
+    _, fl, _, _ = page_names(os.path.join(man, "ejob.1"), "ejob.1")
+    common = run_options(ejob, "jobs")
+    for o in common:
+        if o not in fl:
+            fail(f"ejob.1: option --{o} of `ejob jobs --help` is not described")
+
+    _, fl, ic, _ = page_names(os.path.join(man, "ejob-console.1"), "ejob-console.1")
+    console_opts = run_options(ejob, "console")
+    with open(os.path.join(src, "src/console/web_settings.c")) as f:
+        console_keys = settings_keys(f.read())
+    if len(console_keys) < 10:
+        fail(f"web_settings.c: only {sorted(console_keys)} found as settings keys")
+    for o in console_opts:
+        if o not in fl and o not in common:
+            fail(f"ejob-console.1: option --{o} of `ejob console --help` is not described")
+    for k in sorted(console_keys):
+        if k not in ic:
+            fail(f"ejob-console.1: settings key {k!r} (src/console/web_settings.c) is not described")
 
     _, fl, _, _ = page_names(os.path.join(man, "ejob-run.1"), "ejob-run.1")
     opts = run_options(ejob)
@@ -131,8 +162,9 @@ def main():
         if k not in ic and k.lower() not in sh:
             fail(f"ejob.yaml.5: key {k!r} of the daemon file is not described")
 
-    print(f"checked 3 pages: {len(cmds)} commands, {len(opts)} run options, "
-          f"{len(keys)} file keys")
+    print(f"checked {len(pages)} pages: {len(cmds)} commands, {len(common)} registry options, "
+          f"{len(opts)} run options, {len(console_opts)} console options, "
+          f"{len(console_keys)} console settings keys, {len(keys)} file keys")
     if failures:
         print(f"{len(failures)} failure(s)")
         sys.exit(1)

@@ -288,6 +288,19 @@ EJ_EXTERN int ej_config_check_time_zone(const char *name, char *err, size_t errl
 EJ_EXTERN char *ej_job_config_to_json(const struct ej_job_config *cfg);
 
 /*
+ * The ejob-only settings of cfg that a Java ElasticJob-Lite 2.1.5 instance
+ * sharing the job ignores (it reads the config node without them): their
+ * config node keys ("timeZone", "scriptTimeoutMilliseconds",
+ * "jobShardingStrategyType" for a strategy Java cannot load, "jobType" for
+ * an HTTP job, which Java cannot read at all), at most max of them into
+ * keys (static strings; keys may be NULL when max is 0). Returns how many
+ * there are (0: Java runs the job as ejob does). Thread-safe; cfg is only
+ * read.
+ */
+EJ_EXTERN size_t ej_job_config_java_ignored(const struct ej_job_config *cfg, const char **keys,
+                                            size_t max);
+
+/*
  * Parse a `config` node: the Lite adapter's shape or the console's
  * JobSettings shape, keys in any order, Java 2.1.5's defaults for missing
  * keys (notably misfire=false, shardingTotalCount=0, monitorExecution=true,

@@ -87,6 +87,13 @@ EJ_EXTERN int ej_console_path(char *buf, size_t len, const char *job, ej_console
 EJ_EXTERN char *ej_console_path_dup(const char *job, ej_console_node node, int item,
                                     const char *name);
 
+/* The ephemeral node every ejob instance holds beside instances/{id}, at
+ * /{job}/ejob/instances/{id}, so that instances can be told apart: an
+ * instance without one is not an ejob instance (a Java ElasticJob
+ * instance; Java ignores this subtree). A new string (caller frees), or
+ * NULL when job or id is not a valid name / no memory. Pure. */
+EJ_EXTERN char *ej_console_ejob_marker_path_dup(const char *job, const char *id);
+
 /* True when job is a usable job name: one path segment, no control
  * characters, not "." / "..", at most 255 bytes. */
 EJ_EXTERN bool ej_console_is_job_name(const char *job);
@@ -211,6 +218,16 @@ struct ej_console_job {
 EJ_EXTERN int ej_console_job_load(ej_console *con, const char *job, bool brief,
                                   struct ej_console_job *out);
 EJ_EXTERN void ej_console_job_fini(struct ej_console_job *job);
+
+/*
+ * The live instances of job that are not ejob instances (no
+ * ej_console_ejob_marker_path_dup node): Java ElasticJob instances, in
+ * ElasticJob's order (reverse lexicographic). *ids: free with
+ * ej_registry_free_names. Returns 0 (*n may be 0), EJ_EINVAL, EJ_ENOMEM or
+ * a registry error.
+ */
+EJ_EXTERN int ej_console_job_java_instances(ej_console *con, const char *job, char ***ids,
+                                            size_t *n);
 
 /*
  * Every job of the namespace (children of / that have a config node, as the

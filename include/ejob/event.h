@@ -130,7 +130,9 @@ typedef struct ej_fire_event {
     int sharding_item;       /* -1: every item (of the job, or of the reporting
                                 instance: the fire did not get as far as items) */
     const char *outcome;     /* EJ_FIRE_RAN, or the reason it did not run */
-    const char *kind;        /* "CRON", "TRIGGER", "FAILOVER" or "MISFIRE"; NULL: "CRON" */
+    const char *kind;        /* "CRON", "CATCHUP" (a MISFIRE run at a fire time lost
+                                while the item's owner died), "TRIGGER", "FAILOVER"
+                                or "MISFIRE"; NULL: "CRON" */
     const char *instance_id; /* that ran or reported it; "" / NULL: none */
     char execution_id[EJ_EVENT_ID_LEN]; /* ran: the JOB_EXECUTION_LOG id; else "" */
     /* Record the row only when the ledger holds no later fire time of the

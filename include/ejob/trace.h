@@ -316,7 +316,7 @@ struct ej_trace_fire {
     int64_t fire_time_ms;
     int sharding_item;  /* -1: every item (of the job, or of the reporting instance) */
     char *outcome;      /* "ran", or the reason it did not run ("missed", "paused" ...) */
-    char *kind;         /* CRON, TRIGGER, FAILOVER, MISFIRE */
+    char *kind;         /* CRON, CATCHUP, TRIGGER, FAILOVER, MISFIRE */
     char *execution_id; /* "" when it did not run */
     char *instance_id;  /* that ran or reported it; "" for missed */
     int64_t recorded_ms;

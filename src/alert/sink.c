@@ -26,6 +26,35 @@ static const char *instance_of(const char *task_id)
     return *p != '\0' ? p : NULL;
 }
 
+/* The cron fire time of the runs that started lately, from the fire
+ * ledger's "ran" rows (posted when an item starts, so before its end on
+ * the same bus). Only the bus thread, the one caller of the sink, reads
+ * and writes it. A run not found (no ledger event, or pushed out by 256
+ * later starts) is told with its start time. */
+#define RECENT_FIRES 256
+static struct {
+    char execution_id[EJ_EVENT_ID_LEN];
+    int64_t fire_ms;
+} recent[RECENT_FIRES];
+static size_t recent_next;
+
+static void remember_fire(const ej_fire_event *f)
+{
+    if (f->execution_id[0] == '\0' || f->fire_time_ms <= 0)
+        return;
+    snprintf(recent[recent_next].execution_id, EJ_EVENT_ID_LEN, "%s", f->execution_id);
+    recent[recent_next].fire_ms = f->fire_time_ms;
+    recent_next = (recent_next + 1) % RECENT_FIRES;
+}
+
+static int64_t fire_time_of(const ej_execution_event *e)
+{
+    for (size_t i = 0; i < RECENT_FIRES; i++)
+        if (strcmp(recent[i].execution_id, e->id) == 0)
+            return recent[i].fire_ms;
+    return e->start_time_ms;
+}
+
 static void from_execution(const ej_execution_event *e)
 {
     if (e->complete_time_ms == 0 || e->job_name == NULL)
@@ -36,7 +65,7 @@ static void from_execution(const ej_execution_event *e)
         .succeeded = e->is_success,
         .job = e->job_name,
         .item = e->sharding_item,
-        .fire_ms = e->start_time_ms,
+        .fire_ms = fire_time_of(e),
         .instance = instance_of(e->task_id),
         .reason = e->failure_cause,
         .execution_id = e->id,
@@ -87,6 +116,8 @@ static void from_status(const ej_status_event *s)
  * posted by the instance that records it, so once for the cluster. */
 static void from_fire(const ej_fire_event *f)
 {
+    if (f->outcome != NULL && strcmp(f->outcome, EJ_FIRE_RAN) == 0)
+        remember_fire(f);
     if (f->job_name == NULL || f->outcome == NULL || strcmp(f->outcome, EJ_FIRE_MISSED) != 0)
         return;
     struct ej_alert_fact fact = {

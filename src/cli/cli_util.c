@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ejob/config.h"
 #include "ejob/error.h"
@@ -11,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/cli_util.h"
 #include "cli/embedded.h"
+#include "config/daemon_file.h"
 
 /* ------------------------------------------------------------ options */
 
@@ -170,76 +172,166 @@ int ejcli_digest(const char *cmd, const char *arg, const char *file, char **out)
     return 0;
 }
 
+/* The unit's state directory of a daemon file in /etc/ejob (see
+ * dist/systemd: StateDirectory=ejob for ejob.yaml, ejob/%i for NAME.yaml),
+ * or NULL when config_file is elsewhere. */
+static char *unit_state_dir(const char *config_file)
+{
+    static const char etc[] = "/etc/ejob/";
+    char *real = config_file != NULL ? realpath(config_file, NULL) : NULL;
+    char *dir = NULL;
+    size_t n = real != NULL ? strlen(real) : 0;
+    if (n > sizeof etc + 4 && strncmp(real, etc, sizeof etc - 1) == 0 &&
+        strcmp(real + n - 5, ".yaml") == 0 && strchr(real + sizeof etc - 1, '/') == NULL) {
+        const char *name = real + sizeof etc - 1;
+        int len = (int)(n - 5 - (sizeof etc - 1));
+        dir = strcmp(name, "ejob.yaml") == 0 ? strdup("/var/lib/ejob")
+                                             : ej__asprintf("/var/lib/ejob/%.*s", len, name);
+    }
+    free(real);
+    return dir;
+}
+
+char *ejcli_daemon_state_dir(const char *explicit_dir, const char *config_file)
+{
+    const char *env = getenv("EJOB_STATE_DIR");
+    if ((explicit_dir == NULL || explicit_dir[0] == '\0') && (env == NULL || env[0] == '\0')) {
+        char *unit = unit_state_dir(config_file);
+        struct stat st;
+        if (unit != NULL && stat(unit, &st) == 0 && S_ISDIR(st.st_mode))
+            return unit;
+        free(unit);
+    }
+    return ejcli_state_dir(explicit_dir);
+}
+
+/* The digest: --digest or --digest-file, else the file's, else EJOB_DIGEST. */
+static int resolve_digest(const char *cmd, const struct ejcli_common *c, const char *from_file,
+                          struct ejcli_target *t)
+{
+    char *secret = NULL;
+    if (from_file != NULL && c->digest == NULL && c->digest_file == NULL) {
+        if ((secret = strdup(from_file)) == NULL)
+            return ejcli_fail(cmd, "out of memory");
+    } else {
+        int drc = ejcli_digest(cmd, c->digest, c->digest_file, &secret);
+        if (drc != 0)
+            return drc;
+    }
+    if (secret == NULL)
+        return 0;
+    size_t n = strlen(secret);
+    int rc = 0;
+    if (n >= sizeof t->digest_buf) {
+        rc = ej_cli_usage_error(cmd, "the digest is longer than %zu bytes",
+                                sizeof t->digest_buf - 1);
+    } else {
+        memcpy(t->digest_buf, secret, n + 1);
+        t->digest = t->digest_buf;
+    }
+    explicit_bzero(secret, n);
+    free(secret);
+    return rc;
+}
+
+/* The servers of --registry (the part before '/'). */
+static int copy_servers(const char *cmd, const char *reg, struct ejcli_target *t)
+{
+    const char *slash = strchr(reg, '/');
+    size_t slen = slash != NULL ? (size_t)(slash - reg) : strlen(reg);
+    if (slen == 0 || slen >= sizeof(t->servers))
+        return ej_cli_usage_error(cmd, "bad registry \"%s\": expected HOST:PORT[,...]/NAMESPACE",
+                                  reg);
+    memcpy(t->servers, reg, slen);
+    t->servers[slen] = '\0';
+    return 0;
+}
+
+/* The address of the embedded registry in the state directory. */
+static int find_embedded(const char *cmd, const struct ejcli_common *c, struct ejcli_target *t)
+{
+    char *dir = ejcli_daemon_state_dir(c->state_dir, c->config);
+    if (dir == NULL)
+        return ejcli_fail(cmd, "out of memory");
+    int ret = 0;
+    if (ejcli_embedded_read_address(dir, t->servers, sizeof(t->servers)) != 0)
+        ret = ejcli_fail(cmd,
+                         "no registry given: pass --registry HOST:PORT/NAMESPACE, -c FILE or set "
+                         "EJOB_REGISTRY (no embedded registry is running: %s/registry does not "
+                         "exist%s)",
+                         dir, c->config != NULL ? "; --state-dir names the daemon's" : "");
+    else if (!ejcli_zk_ruok(t->servers, 2000))
+        ret = ejcli_fail(cmd,
+                         "the embedded registry at %s (from %s/registry) is not answering; `ejob "
+                         "registry status` shows its state",
+                         t->servers, dir);
+    free(dir);
+    t->embedded = ret == 0;
+    return ret;
+}
+
+/* Servers, namespace and digest from the daemon file (-c) when given. */
+static int resolve_with_file(const char *cmd, const struct ejcli_common *c, struct ejcli_target *t,
+                             const struct ej_reg_center_config *rc_file, const char **ns)
+{
+    int rc = resolve_digest(cmd, c, rc_file != NULL ? rc_file->digest : NULL, t);
+    if (rc != 0)
+        return rc;
+    const char *reg = c->registry;
+    if (rc_file == NULL && (reg == NULL || reg[0] == '\0'))
+        reg = getenv("EJOB_REGISTRY");
+    if (rc_file != NULL && !rc_file->embedded) {
+        if (snprintf(t->servers, sizeof t->servers, "%s", rc_file->server_lists) >=
+            (int)sizeof t->servers)
+            return ejcli_fail(cmd, "%s: serverLists is too long", c->config);
+    } else if (reg != NULL && reg[0] != '\0') {
+        if ((rc = copy_servers(cmd, reg, t)) != 0)
+            return rc;
+        /* --namespace wins over the namespace inside --registry. */
+        const char *slash = strchr(reg, '/');
+        if ((*ns == NULL || (*ns)[0] == '\0') && slash != NULL)
+            *ns = slash + 1;
+    } else if ((rc = find_embedded(cmd, c, t)) != 0) {
+        return rc;
+    }
+    if (rc_file != NULL && (*ns == NULL || (*ns)[0] == '\0'))
+        *ns = rc_file->name_space;
+    return 0;
+}
+
 int ejcli_resolve(const char *cmd, const struct ejcli_common *c, struct ejcli_target *t)
 {
     memset(t, 0, sizeof(*t));
-    const char *reg = c->registry;
-    if (reg == NULL || reg[0] == '\0')
-        reg = getenv("EJOB_REGISTRY");
+    if (c->config != NULL && c->registry != NULL)
+        return ej_cli_usage_error(cmd, "give --registry or -c, not both");
+    struct ej_daemon_config file;
+    bool loaded = false;
+    if (c->config != NULL) {
+        struct ej_config_errors errs;
+        ej_config_errors_init(&errs);
+        int lrc = ej_daemon_config_load_file(c->config, &file, &errs);
+        for (size_t i = 0; i < errs.count; i++)
+            fprintf(stderr, "%s\n", errs.messages[i]);
+        ej_config_errors_fini(&errs);
+        if (lrc != 0)
+            return ej_cli_usage_error(cmd, "-c %s: %s", c->config, ej_strerror(lrc));
+        loaded = true;
+    }
+    /* -n first; with -c the file's namespace comes before EJOB_NAMESPACE. */
     const char *ns = c->namespace_;
-    if (ns == NULL || ns[0] == '\0')
+    if ((ns == NULL || ns[0] == '\0') && !loaded)
         ns = getenv("EJOB_NAMESPACE");
-    char *secret = NULL;
-    int drc = ejcli_digest(cmd, c->digest, c->digest_file, &secret);
-    if (drc != 0)
-        return drc;
-    if (secret != NULL) {
-        size_t n = strlen(secret);
-        if (n >= sizeof t->digest_buf) {
-            memset(secret, 0, n);
-            free(secret);
-            return ej_cli_usage_error(cmd, "the digest is longer than %zu bytes",
-                                      sizeof t->digest_buf - 1);
-        }
-        memcpy(t->digest_buf, secret, n + 1);
-        t->digest = t->digest_buf;
-        memset(secret, 0, n);
-        free(secret);
-    }
-
-    if (reg != NULL && reg[0] != '\0') {
-        const char *slash = strchr(reg, '/');
-        size_t slen = slash != NULL ? (size_t)(slash - reg) : strlen(reg);
-        if (slen == 0 || slen >= sizeof(t->servers))
-            return ej_cli_usage_error(
-                cmd, "bad registry \"%s\": expected HOST:PORT[,...]/NAMESPACE", reg);
-        memcpy(t->servers, reg, slen);
-        t->servers[slen] = '\0';
-        /* --namespace wins over the namespace inside --registry. */
-        if ((ns == NULL || ns[0] == '\0') && slash != NULL)
-            ns = slash + 1;
-    } else {
-        char *dir = ejcli_state_dir(c->state_dir);
-        if (dir == NULL)
-            return ejcli_fail(cmd, "out of memory");
-        int rc = ejcli_embedded_read_address(dir, t->servers, sizeof(t->servers));
-        if (rc != 0) {
-            int ret = ejcli_fail(cmd,
-                                 "no registry given: pass --registry HOST:PORT/NAMESPACE or set "
-                                 "EJOB_REGISTRY (no embedded registry is running: %s/registry "
-                                 "does not exist)",
-                                 dir);
-            free(dir);
-            return ret;
-        }
-        if (!ejcli_zk_ruok(t->servers, 2000)) {
-            int ret = ejcli_fail(cmd,
-                                 "the embedded registry at %s (from %s/registry) is not "
-                                 "answering; `ejob registry status` shows its state",
-                                 t->servers, dir);
-            free(dir);
-            return ret;
-        }
-        free(dir);
-        t->embedded = true;
-    }
-    if (ns == NULL || ns[0] == '\0')
-        return ej_cli_usage_error(cmd, "no namespace: use --registry HOST:PORT/NAMESPACE, "
-                                       "--namespace NS or EJOB_NAMESPACE");
-    if (!valid_namespace(ns) || strlen(ns) >= sizeof(t->namespace_))
-        return ej_cli_usage_error(cmd, "bad namespace \"%s\"", ns);
-    snprintf(t->namespace_, sizeof(t->namespace_), "%s", ns);
-    return 0;
+    int rc = resolve_with_file(cmd, c, t, loaded ? &file.reg_center : NULL, &ns);
+    if (rc == 0 && (ns == NULL || ns[0] == '\0'))
+        rc = ej_cli_usage_error(cmd, "no namespace: use --registry HOST:PORT/NAMESPACE, "
+                                     "--namespace NS, -c FILE or EJOB_NAMESPACE");
+    else if (rc == 0 && (!valid_namespace(ns) || strlen(ns) >= sizeof(t->namespace_)))
+        rc = ej_cli_usage_error(cmd, "bad namespace \"%s\"", ns);
+    if (rc == 0)
+        snprintf(t->namespace_, sizeof(t->namespace_), "%s", ns);
+    if (loaded)
+        ej_daemon_config_fini(&file);
+    return rc;
 }
 
 /* Commands report their own errors; the library's log lines (ZooKeeper's

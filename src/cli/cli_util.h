@@ -29,6 +29,7 @@ struct ejcli_flag {
 
 /* Options every registry-using command accepts. */
 struct ejcli_common {
+    const char *config;      /* -c, --config FILE: the daemon file's regCenter */
     const char *registry;    /* --registry HOST:PORT[,...][/NAMESPACE] */
     const char *namespace_;  /* --namespace NS */
     const char *digest;      /* --digest user:password (warned: ps shows it) */
@@ -40,17 +41,30 @@ struct ejcli_common {
 
 /* The flags of struct ejcli_common, to put in a command's flag table. */
 #define EJCLI_COMMON_FLAGS(c)                                                                      \
-    {"registry", 'r', EJCLI_STR, &(c)->registry}, {"namespace", 'n', EJCLI_STR, &(c)->namespace_}, \
-        {"digest", 0, EJCLI_STR, &(c)->digest}, {"digest-file", 0, EJCLI_STR, &(c)->digest_file},  \
+    {"config", 'c', EJCLI_STR, &(c)->config}, {"registry", 'r', EJCLI_STR, &(c)->registry},        \
+        {"namespace", 'n', EJCLI_STR, &(c)->namespace_}, {"digest", 0, EJCLI_STR, &(c)->digest},   \
+        {"digest-file", 0, EJCLI_STR, &(c)->digest_file},                                          \
         {"state-dir", 0, EJCLI_STR, &(c)->state_dir},                                              \
         {"timeout-ms", 0, EJCLI_INT, &(c)->timeout_ms},                                            \
     {                                                                                              \
         "json", 0, EJCLI_BOOL, &(c)->json                                                          \
     }
 
-/* Text of the common options for usage messages. */
+/* Text of the common options for usage messages: -c, then the rest
+ * (EJCLI_REGISTRY_HELP alone where -c means something else). */
 #define EJCLI_COMMON_HELP                                                                          \
     "Registry options (every command that talks to ZooKeeper):\n"                                  \
+    "  -c, --config FILE   the registry a daemon file names (its regCenter:\n"                     \
+    "                      serverLists, namespace, digest or digestFile), instead\n"               \
+    "                      of --registry; -n and --digest-file still win over the\n"               \
+    "                      file's, the file over EJOB_REGISTRY, EJOB_NAMESPACE and\n"              \
+    "                      EJOB_DIGEST. An embedded registry is found in the state\n"              \
+    "                      directory (below); for a file in /etc/ejob, in the one\n"               \
+    "                      its systemd unit gives it when that exists:\n"                          \
+    "                      /var/lib/ejob for ejob.yaml, /var/lib/ejob/NAME for\n"                  \
+    "                      NAME.yaml\n" EJCLI_REGISTRY_HELP
+
+#define EJCLI_REGISTRY_HELP                                                                        \
     "  -r, --registry HOST:PORT[,HOST:PORT...][/NAMESPACE]\n"                                      \
     "                      the ZooKeeper ensemble and namespace (env EJOB_REGISTRY).\n"            \
     "                      Without it, the embedded registry a local `ejob run`\n"                 \
@@ -94,6 +108,15 @@ void ejcli_common_init(struct ejcli_common *c);
  * EJ_EXIT_FAILED (out of memory).
  */
 int ejcli_digest(const char *cmd, const char *arg, const char *file, char **out);
+
+/*
+ * The state directory of the daemon that runs config_file (may be NULL):
+ * explicit, else $EJOB_STATE_DIR, else for a file in /etc/ejob the
+ * directory its systemd unit gives it (StateDirectory=: /var/lib/ejob for
+ * ejob.yaml, /var/lib/ejob/NAME for NAME.yaml) when that exists, else
+ * ejcli_state_dir's default. Caller frees; NULL when out of memory.
+ */
+char *ejcli_daemon_state_dir(const char *explicit_dir, const char *config_file);
 
 /* Where the registry is, resolved from options, environment and state. */
 struct ejcli_target {

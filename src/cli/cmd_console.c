@@ -35,13 +35,15 @@ static const char usage[] =
     "config editing checked by the validator), and the JSON REST API under\n"
     "/api/ the page uses. Reads come from a watched copy of each namespace.\n"
     "\n"
-    "  --config FILE        settings (YAML): listen, tls, sessionTimeoutSeconds,\n"
+    "  -c, --config FILE    settings (YAML): listen, tls, sessionTimeoutSeconds,\n"
     "                       idleTimeoutSeconds, requestTimeoutSeconds, auditLog,\n"
     "                       allowedHosts, tokensFile, registries (several\n"
     "                       namespaces, digest or digestFile), accounts (name,\n"
     "                       role viewer|operator|admin, roles per registry,\n"
-    "                       passwordHash); see docs/console.md. Refused when others\n"
-    "                       may write it or another user owns it.\n"
+    "                       passwordHash); see ejob-console(1) and\n"
+    "                       " EJ_DOC_DIR "/docs/console.md. Refused when others\n"
+    "                       may write it or another user owns it. (Here -c is\n"
+    "                       this file, not a daemon file as for the other commands.)\n"
     "  --listen ADDR:PORT   where to listen (default 127.0.0.1:8899; port 0 picks one)\n"
     "  --no-auth            serve without login (everyone is admin); only on a\n"
     "                       loopback address and without accounts\n"
@@ -71,7 +73,8 @@ static const char usage[] =
     "\n"
     "The registry options name one registry besides those of the settings file\n"
     "(or the only one); it is shown under its namespace's name.\n"
-    "\n" EJCLI_COMMON_HELP "\n"
+    "\n"
+    "Registry options:\n" EJCLI_REGISTRY_HELP "\n"
     "Example:\n"
     "  $ ejob console --no-auth --registry 127.0.0.1:2181/ejob-demo\n"
     "  ejob console: serving http://127.0.0.1:8899/ (registries: ejob-demo)\n"
@@ -307,8 +310,10 @@ static int run_console(int argc, char **argv)
         return token_command(argc, argv);
     struct console_args a = {0};
     ejcli_common_init(&a.c);
-    struct ejcli_flag flags[] = {EJCLI_COMMON_FLAGS(&a.c),
-                                 {"config", 'c', EJCLI_STR, &a.config},
+    /* -c is the console's settings file: before the common flags (the
+     * first match wins), whose -c names a daemon file. */
+    struct ejcli_flag flags[] = {{"config", 'c', EJCLI_STR, &a.config},
+                                 EJCLI_COMMON_FLAGS(&a.c),
                                  {"listen", 0, EJCLI_STR, &a.listen},
                                  {"no-auth", 0, EJCLI_BOOL, &a.no_auth},
                                  {"tls-cert", 0, EJCLI_STR, &a.tls_cert},

@@ -60,14 +60,17 @@ struct line {
     size_t from, to;
 };
 
+/* A cron fire time's row: run or not on time (CRON), or caught up after
+ * a takeover by a MISFIRE run (CATCHUP). */
 static bool is_cron(const struct ej_trace_fire *f)
 {
-    return strcmp(f->kind, "CRON") == 0;
+    return strcmp(f->kind, "CRON") == 0 || strcmp(f->kind, "CATCHUP") == 0;
 }
 
 static bool same_line(const struct ej_trace_fire *a, const struct ej_trace_fire *b)
 {
-    return a->fire_time_ms == b->fire_time_ms && strcmp(a->kind, b->kind) == 0;
+    return a->fire_time_ms == b->fire_time_ms &&
+           (is_cron(a) ? is_cron(b) : strcmp(a->kind, b->kind) == 0);
 }
 
 /* Not-run reasons in order of appearance: their letter is their index. */
@@ -146,7 +149,8 @@ static bool cell(const struct ej_trace_fire_list *l, size_t jf, size_t jt, struc
     if (strcmp(hit->outcome, EJ_FIRE_RAN) == 0) {
         char label[300];
         instance_label(l, jf, jt, hit->instance_id, label, sizeof label);
-        snprintf(out, len, "%s%s", label, result_mark(hit->result));
+        snprintf(out, len, "%s%s%s", label, strcmp(hit->kind, "CATCHUP") == 0 ? "^" : "",
+                 result_mark(hit->result));
         return true;
     }
     snprintf(out, len, "-%c", legend_code(lg, hit));
@@ -226,8 +230,14 @@ static void print_job(const struct ej_trace_fire_list *l, size_t jf, size_t jt, 
     else
         printf("  %s\n", gaps ? "every item of every fire time ran" : "no fire times");
     ejcli_table_free(t);
-    if (lg.n > 0 || unknown)
+    bool caught_up = false;
+    for (size_t i = jf; i < jt && !caught_up; i++)
+        caught_up = strcmp(l->rows[i].kind, "CATCHUP") == 0;
+    if (lg.n > 0 || unknown || caught_up)
         printf("\n");
+    if (caught_up)
+        printf("  ^   caught up: its owner died before running it; the item's next owner ran it\n"
+               "      once (a MISFIRE run) after the takeover\n");
     for (size_t k = 0; k < lg.n; k++)
         printf("  -%c  %s: %s%s%s%s\n", (char)('a' + k), lg.reason[k],
                ej__trace_fire_reason_text(lg.reason[k]), lg.who[k][0] ? " (" : "", lg.who[k],

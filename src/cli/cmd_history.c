@@ -56,8 +56,9 @@ static const char usage[] =
     "  -c, --config FILE the daemon file: its tracing section, as `ejob run`\n"
     "                    reads it (passwordFile included)\n"
     "  otherwise         STATE_DIR/history.db, the default of a local `ejob run`\n"
-    "      --state-dir DIR  (env EJOB_STATE_DIR, else $XDG_RUNTIME_DIR/ejob, else\n"
-    "                    /tmp/ejob-$UID)\n"
+    "      --state-dir DIR  (env EJOB_STATE_DIR; else for -c /etc/ejob/NAME.yaml the\n"
+    "                    unit's /var/lib/ejob[/NAME] when it exists; else\n"
+    "                    $XDG_RUNTIME_DIR/ejob, else /tmp/ejob-$UID)\n"
     "\n"
     "Times are local, as ElasticJob writes them. A run the instance did not\n"
     "finish (it died, or is still running) shows RESULT \"unfinished\".\n"
@@ -142,8 +143,8 @@ static int list(ej_trace_reader *r, const struct ej_trace_query *q, bool as_json
     static const char *const headers[] = {"TIME",   "JOB",    "ITEM",     "INSTANCE",
                                           "SOURCE", "RESULT", "DURATION", "ID"};
     ejcli_table *t = ejcli_table_new(8, headers);
-    /* Oldest first on screen: the query gives the newest N. */
-    for (size_t k = l.count; k-- > 0;) {
+    /* Newest first, as the query gives them and --json prints them. */
+    for (size_t k = 0; k < l.count; k++) {
         const struct ej_trace_execution *e = &l.rows[k];
         char when[40], item[16], result[48], dur[32], id[9];
         format_local(e->start_ms, when, sizeof when);

@@ -13,8 +13,8 @@
 #define CMD "registry"
 
 static const char usage[] =
-    "Usage: ejob registry status [--state-dir DIR] [--json]\n"
-    "       ejob registry stop [--state-dir DIR] [--force]\n"
+    "Usage: ejob registry status [-c FILE | --state-dir DIR] [--json]\n"
+    "       ejob registry stop [-c FILE | --state-dir DIR] [--force]\n"
     "\n"
     "The embedded registry is the private ZooKeeper server `ejob run` starts when\n"
     "its file says `serverLists: embedded` (or has no serverLists). Every daemon\n"
@@ -28,6 +28,10 @@ static const char usage[] =
     "stop    stops it by its recorded pid and removes its state files. Refused\n"
     "        while daemons use it, unless --force.\n"
     "\n"
+    "  -c, --config FILE the registry of the daemon that runs this file: for a\n"
+    "                    file in /etc/ejob, the state directory its systemd unit\n"
+    "                    gives it (/var/lib/ejob for ejob.yaml, /var/lib/ejob/NAME\n"
+    "                    for NAME.yaml) when that exists\n"
     "  --state-dir DIR   the state directory (env EJOB_STATE_DIR, else\n"
     "                    $XDG_RUNTIME_DIR/ejob, else /tmp/ejob-$UID)\n"
     "\n"
@@ -95,14 +99,13 @@ static int status(const char *dir, bool json)
 
 static int run_registry(int argc, char **argv)
 {
-    const char *state_dir = NULL;
+    const char *state_dir = NULL, *config = NULL;
     bool json = false, force = false;
     long ready_fd = -1;
-    struct ejcli_flag flags[] = {{"state-dir", 0, EJCLI_STR, &state_dir},
-                                 {"json", 0, EJCLI_BOOL, &json},
-                                 {"force", 0, EJCLI_BOOL, &force},
-                                 {"ready-fd", 0, EJCLI_INT, &ready_fd},
-                                 EJCLI_FLAGS_END};
+    struct ejcli_flag flags[] = {
+        {"state-dir", 0, EJCLI_STR, &state_dir}, {"config", 'c', EJCLI_STR, &config},
+        {"json", 0, EJCLI_BOOL, &json},          {"force", 0, EJCLI_BOOL, &force},
+        {"ready-fd", 0, EJCLI_INT, &ready_fd},   EJCLI_FLAGS_END};
     char *pos[1];
     int npos;
     int rc = ejcli_parse(CMD, argc, argv, flags, pos, 1, &npos);
@@ -110,7 +113,7 @@ static int run_registry(int argc, char **argv)
         return rc;
     if (npos != 1)
         return ej_cli_usage_error(CMD, "expected status or stop");
-    char *dir = ejcli_state_dir(state_dir);
+    char *dir = ejcli_daemon_state_dir(state_dir, config);
     if (dir == NULL)
         return ejcli_fail(CMD, "out of memory");
     if (strcmp(pos[0], "status") == 0) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 
@@ -21,6 +22,7 @@
 #include "cli/cli.h"
 #include "cli/cli_util.h"
 #include "cli/daemon.h"
+#include "cli/daemon_clock.h"
 #include "cli/daemon_metrics.h"
 #include "cli/daemon_notify.h"
 #include "cli/daemon_run.h"
@@ -37,7 +39,8 @@ static const char usage[] =
     "                [--metrics-listen ADDR:PORT]\n"
     "\n"
     "Run the SCRIPT and HTTP jobs of a YAML file (the shape of ElasticJob 3.x's\n"
-    "Spring Boot configuration; see docs/cli.md) until stopped.\n"
+    "Spring Boot configuration; see ejob.yaml(5) and " EJ_DOC_DIR "/docs/cli.md)\n"
+    "until stopped.\n"
     "\n"
     "  -c, --config FILE       the daemon file (required)\n"
     "  -r, --registry SERVERS  ZooKeeper to use instead of the file's\n"
@@ -61,7 +64,8 @@ static const char usage[] =
     "                          else $XDG_RUNTIME_DIR/ejob, else /tmp/ejob-$UID)\n"
     "      --check             only load and validate the file, then exit\n"
     "      --metrics-listen ADDR:PORT  serve /metrics (Prometheus), /healthz and\n"
-    "                          /readyz over HTTP, e.g. 127.0.0.1:9464 (docs/metrics.md);\n"
+    "                          /readyz over HTTP, e.g. 127.0.0.1:9464 (see\n"
+    "                          " EJ_DOC_DIR "/docs/metrics.md);\n"
     "                          overrides the file's metrics.listen\n"
     "\n"
     "The file is checked completely before anything starts: every problem is\n"
@@ -89,7 +93,7 @@ static const char usage[] =
     "                   (a warning says so; the running ones are kept);\n"
     "                   a changed log section applies at once.\n"
     "\n"
-    "Under systemd (dist/systemd/ejob.service, docs/systemd.md) the daemon tells\n"
+    "Under systemd (ejob.service; " EJ_DOC_DIR "/docs/systemd.md) the daemon tells\n"
     "the service manager when it is ready, reloading and stopping (sd_notify;\n"
     "nothing without NOTIFY_SOCKET).\n"
     "\n"
@@ -383,11 +387,50 @@ static void serve(struct daemon *d, int sfd)
     }
 }
 
+/* Descriptors the daemon holds apart from its items (ZooKeeper, signals,
+ * the metrics endpoint, the history store, logs), and per script item
+ * running at once (its output and error pipes, its socket and pidfd, and
+ * the descriptors it is started with). */
+#define NOFILE_BASE 64
+#define NOFILE_PER_ITEM 8
+
+/* Every item of every job may run at once: the open-file limit must hold
+ * that many, or runs fail with "Too many open files" one by one. The soft
+ * limit is raised towards the hard one when it is lower; what is still
+ * short is warned about at start-up, not found out from failed runs. */
+static void check_nofile(const struct ej_daemon_config *cfg)
+{
+    unsigned long long need = NOFILE_BASE;
+    for (size_t i = 0; i < cfg->job_count; i++)
+        need += (unsigned long long)cfg->jobs[i].sharding_total_count * NOFILE_PER_ITEM;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return;
+    unsigned long long was = rl.rlim_cur;
+    rlim_t want = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+    if (want > rl.rlim_cur) {
+        rl.rlim_cur = want;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            EJ_LOG(EJ_LOG_INFO, "daemon", 0, "open-file limit raised from %llu to %llu", was,
+                   (unsigned long long)want);
+        else if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+            return;
+    }
+    if (rl.rlim_cur < need)
+        EJ_LOG(EJ_LOG_WARN, "daemon", 0,
+               "the open-file limit is %llu (hard limit %llu), but %zu job(s) of %llu item(s) "
+               "may need about %llu descriptors when their items run at once: items will fail "
+               "with \"Too many open files\"; raise it (ulimit -n, systemd LimitNOFILE=)",
+               (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, cfg->job_count,
+               (need - NOFILE_BASE) / NOFILE_PER_ITEM, need);
+}
+
 /* Registry, history, jobs, then the main loop; everything is undone in
  * reverse order. Returns the exit code. */
 static int run(struct daemon *d, const struct run_opts *o, const char *secret, int sfd)
 {
     char servers[1024];
+    check_nofile(&d->cfg);
     int rc = start_metrics(d, o);
     if (rc == 0)
         rc = find_servers(d, o, servers, sizeof servers);
@@ -420,6 +463,8 @@ static int run(struct daemon *d, const struct run_opts *o, const char *secret, i
         rc = EJ_EXIT_FAILED;
         goto out_jobs;
     }
+    if (d->cfg.job_count > 0 && ejd_clock_start(d->reg, d->cfg.jobs[0].job_name) != 0)
+        EJ_LOG(EJ_LOG_WARN, "daemon", 0, "the clock offset to ZooKeeper will not be measured");
     EJ_LOG(EJ_LOG_INFO, "daemon", 0,
            "running %zu job(s) of %s; registry %s/%s; pid %d (SIGTERM stops, SIGHUP reloads)",
            d->njobs, o->file, servers, ns, (int)getpid());
@@ -427,6 +472,7 @@ static int run(struct daemon *d, const struct run_opts *o, const char *secret, i
     serve(d, sfd);
     rc = EJ_EXIT_OK;
 out_jobs:
+    ejd_clock_stop();
     /* A reload being applied stops at its next step (a removed job it
      * stops drains within the same bound as the others); one still being
      * read is abandoned. */

@@ -50,7 +50,52 @@ static json_t *config_json(const struct ej_console_job *j)
     return v != NULL ? v : json_null();
 }
 
-static void print_json(const struct ej_console_job *j, const char *ns)
+/* Instances of the job that are not ejob instances (Java ones), read only
+ * when the config has settings Java ignores: those settings' keys. */
+struct java_note {
+    char **ids;
+    size_t n;
+    const char *keys[8];
+    size_t nkeys;
+};
+
+static int java_note_load(ej_console *con, const struct ej_console_job *j, struct java_note *jn)
+{
+    memset(jn, 0, sizeof *jn);
+    if (!j->config_parsed)
+        return 0;
+    jn->nkeys = ej_job_config_java_ignored(&j->cfg, jn->keys, 8);
+    if (jn->nkeys > 8)
+        jn->nkeys = 8;
+    return jn->nkeys ? ej_console_job_java_instances(con, j->name, &jn->ids, &jn->n) : 0;
+}
+
+static void print_java_text(const struct java_note *jn)
+{
+    if (jn->n == 0)
+        return;
+    printf("Java:       ");
+    for (size_t i = 0; i < jn->n; i++)
+        printf("%s%s", i ? ", " : "", jn->ids[i]);
+    printf(" %s no ejob instance%s: %s ", jn->n == 1 ? "is" : "are", jn->n == 1 ? "" : "s",
+           jn->n == 1 ? "it ignores" : "they ignore");
+    for (size_t i = 0; i < jn->nkeys; i++)
+        printf("%s%s", i ? ", " : "", jn->keys[i]);
+    printf("\n");
+}
+
+static void add_java_json(json_t *o, const struct java_note *jn)
+{
+    json_t *ids = json_array(), *keys = json_array();
+    for (size_t i = 0; i < jn->n; i++)
+        json_array_append_new(ids, json_string(jn->ids[i]));
+    for (size_t i = 0; i < jn->nkeys && jn->n > 0; i++)
+        json_array_append_new(keys, json_string(jn->keys[i]));
+    json_object_set_new(o, "javaInstances", ids);
+    json_object_set_new(o, "javaIgnores", keys);
+}
+
+static void print_json(const struct ej_console_job *j, const char *ns, const struct java_note *jn)
 {
     json_t *o = json_object();
     json_object_set_new(o, "jobName", json_string(j->name));
@@ -105,6 +150,7 @@ static void print_json(const struct ej_console_job *j, const char *ns)
         json_array_append_new(items, s);
     }
     json_object_set_new(o, "items", items);
+    add_java_json(o, jn);
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (text != NULL)
         printf("%s\n", text);
@@ -112,7 +158,7 @@ static void print_json(const struct ej_console_job *j, const char *ns)
     json_decref(o);
 }
 
-static void print_text(const struct ej_console_job *j, const char *ns)
+static void print_text(const struct ej_console_job *j, const char *ns, const struct java_note *jn)
 {
     printf("Job:        %s (namespace %s)\n", j->name, ns);
     printf("Status:     %s\n", ej_console_status_name(j->status));
@@ -145,6 +191,7 @@ static void print_text(const struct ej_console_job *j, const char *ns)
     }
     if (!j->config_ok)
         printf("Config error: %s\n", j->config_error);
+    print_java_text(jn);
     printf("Leader:     %s%s\n", j->leader ? j->leader : "(none)",
            j->leader != NULL && !j->leader_live ? " (not a live instance: sharding waits for it)"
                                                 : "");
@@ -227,16 +274,20 @@ static int run_status(int argc, char **argv)
     if ((rc = ejcli_console(CMD, &c, &reg, &con)) != 0)
         return rc;
     struct ej_console_job j;
+    struct java_note jn = {0};
     int err = ej_console_job_load(con, pos[0], false, &j);
+    if (err == 0)
+        err = java_note_load(con, &j, &jn);
     if (err == EJ_ENONODE)
         rc = ejcli_fail(CMD, "no job \"%s\" in namespace \"%s\"", pos[0],
                         ej_registry_namespace(reg));
     else if (err != 0)
         rc = ejcli_reg_fail(CMD, err, "cannot read the job");
     else if (c.json)
-        print_json(&j, ej_registry_namespace(reg));
+        print_json(&j, ej_registry_namespace(reg), &jn);
     else
-        print_text(&j, ej_registry_namespace(reg));
+        print_text(&j, ej_registry_namespace(reg), &jn);
+    ej_registry_free_names(jn.ids);
     ej_console_job_fini(&j);
     ej_console_destroy(con);
     ej_registry_destroy(reg);

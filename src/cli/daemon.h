@@ -39,9 +39,11 @@ int ejd_job_start(ej_registry *reg, const struct ej_job_config *cfg, ejd_job **o
 /* Create and start the jobs of cfgs[0..n) at once (ej_jobs_start: their
  * registrations pipelined). Every failure is logged with the job's name
  * and why. out[i] receives each job, or NULL when it could not even be
- * created. Returns 0 when all started; otherwise the first error, and the
- * caller stops every non-NULL out[i] with ejd_jobs_stop (those that
- * failed to start are only freed). */
+ * created or its start met a transient error (ejd_retry_is_transient: it
+ * is then queued with ejd_retry_add, see daemon_retry.h). Returns 0 when
+ * every job started or was queued; otherwise the first error a retry
+ * cannot fix, and the caller stops every non-NULL out[i] with
+ * ejd_jobs_stop (those that failed to start are only freed). */
 int ejd_jobs_start(ej_registry *reg, const struct ej_job_config *cfgs, size_t n, ejd_job **out);
 
 /* The config the job was started or last updated with. Borrowed. */

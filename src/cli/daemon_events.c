@@ -23,6 +23,15 @@
  * under a reader. */
 static pthread_mutex_t store_mu = PTHREAD_MUTEX_INITIALIZER;
 static ej_trace_store *store;
+static int store_drain_ms; /* how long stopping may wait for queued history */
+
+/* The store's own wait when it is destroyed: what is queued then is
+ * flushed before, by flush_history, which stops waiting early for a store
+ * that cannot write (a full disk, a database gone). */
+#define STORE_CLOSE_MS 1000
+/* A store that has not written anything for this long while its writes
+ * fail gets no more of the drain time at stop. */
+#define STORE_STALL_MS 2000
 
 /* mkdir -p, private to the user like the state directory. */
 static int make_dirs(const char *path)
@@ -114,8 +123,10 @@ int ejd_events_create(struct ej_event_bus **out, const struct ejd_trace_where *w
         struct ej_trace_store_opts so = {
             .target = where->target,
             .retention_days = retention_days,
-            .flush_timeout_ms = drain_ms > 0 ? drain_ms : 1,
+            .flush_timeout_ms = drain_ms > 0 && drain_ms < STORE_CLOSE_MS ? drain_ms
+                                                                          : STORE_CLOSE_MS,
         };
+        store_drain_ms = drain_ms > 0 ? drain_ms : 1;
         ej_trace_store *s = NULL;
         rc = ej_trace_store_create(&so, &s);
         if (rc == 0) {
@@ -143,6 +154,38 @@ int ejd_events_create(struct ej_event_bus **out, const struct ejd_trace_where *w
     return rc;
 }
 
+/* Wait, within the drain time, for the queued history to be written; but
+ * not for a store whose writes fail and that wrote nothing for
+ * STORE_STALL_MS (a full disk stays full: waiting the whole drain time
+ * would only delay the stop). What is left is counted as dropped. */
+static void flush_history(ej_trace_store *s)
+{
+    int64_t start = ej__mono_ms(), progress_at = start;
+    struct ej_trace_stats st;
+    ej_trace_store_stats(s, &st);
+    uint64_t done = st.written + st.rejected, failures = st.failures;
+    while (ej_trace_store_flush(s, 100) == EJ_ETIMEDOUT) {
+        int64_t now = ej__mono_ms();
+        ej_trace_store_stats(s, &st);
+        if (st.written + st.rejected != done) {
+            done = st.written + st.rejected;
+            failures = st.failures;
+            progress_at = now;
+        }
+        if (now - start >= store_drain_ms)
+            return;
+        /* A slow write that has not failed is waited for. */
+        if (now - progress_at >= STORE_STALL_MS && st.failures > failures) {
+            EJ_LOG(EJ_LOG_WARN, "daemon", EJ_EDB,
+                   "history store: nothing written for %lld ms (%s); not waiting for its %zu "
+                   "queued event(s)",
+                   (long long)(now - progress_at), st.last_error[0] ? st.last_error : "failing",
+                   st.queued);
+            return;
+        }
+    }
+}
+
 void ejd_events_destroy(struct ej_event_bus *bus)
 {
     /* The bus first: what it still holds goes into the store's queue. */
@@ -152,6 +195,8 @@ void ejd_events_destroy(struct ej_event_bus *bus)
     ej_trace_store *s = store;
     store = NULL;
     pthread_mutex_unlock(&store_mu);
+    if (s != NULL)
+        flush_history(s);
     ej_trace_store_destroy(s);
 }
 

@@ -13,6 +13,7 @@
 #include "cli/daemon.h"
 #include "cli/daemon_events.h"
 #include "cli/daemon_metrics.h"
+#include "cli/daemon_retry.h"
 
 struct ejd_job {
     ej_job *job;
@@ -162,8 +163,15 @@ int ejd_jobs_start(ej_registry *reg, const struct ej_job_config *cfgs, size_t n,
         }
         jobs[i] = out[i]->job;
     }
-    if (first == 0)
-        first = ej_jobs_start(jobs, n, rcs);
+    if (first == 0) {
+        ej_jobs_start(jobs, n, rcs);
+        /* Only what a retry cannot fix stops the daemon: a job whose
+         * start met a transient (a cache slow to load while a fleet
+         * starts) is started again later, while the others run. */
+        for (size_t i = 0; i < n && first == 0; i++)
+            if (rcs[i] != 0 && !ejd_retry_is_transient(rcs[i]))
+                first = rcs[i];
+    }
     for (size_t i = 0; i < n; i++) {
         if (out[i] == NULL)
             continue;
@@ -174,6 +182,12 @@ int ejd_jobs_start(ej_registry *reg, const struct ej_job_config *cfgs, size_t n,
         if (rcs[i] != 0) {
             char err[512];
             start_error(out[i], rcs[i], err, sizeof(err));
+            if (first == 0) {
+                ejd_retry_add(&cfgs[i], rcs[i], err);
+                job_free(out[i]);
+                out[i] = NULL;
+                continue;
+            }
             EJ_LOG(EJ_LOG_ERROR, "daemon", rcs[i], "job %s: cannot start: %s", cfgs[i].job_name,
                    err);
         }

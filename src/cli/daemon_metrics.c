@@ -28,8 +28,10 @@
 #include "ejob/metrics.h"
 #include "alert/alert.h"
 #include "common/util.h"
+#include "cli/daemon_clock.h"
 #include "cli/daemon_events.h"
 #include "cli/daemon_metrics.h"
+#include "cli/daemon_retry.h"
 
 #ifndef EJOB_VERSION
 #define EJOB_VERSION "unknown"
@@ -65,6 +67,7 @@ enum {
     M_ZK_RECONNECTS,
     M_ZK_LOST,
     M_ZK_TIMEOUT,
+    M_CLOCK_OFFSET,
     M_EV_DEPTH,
     M_EV_POSTED,
     M_EV_DROPPED,
@@ -188,6 +191,12 @@ static const struct ej_metric_desc table[M_COUNT] = {
                       {NULL},
                       NULL,
                       0},
+    [M_CLOCK_OFFSET] = {"ejob_clock_offset_seconds",
+                        G,
+                        "This host's clock minus ZooKeeper's, last measured (0 until then).",
+                        {NULL},
+                        NULL,
+                        0},
     [M_EV_DEPTH] =
         {"ejob_event_queue_depth", G, "Job events waiting in the event bus.", {NULL}, NULL, 0},
     [M_EV_POSTED] =
@@ -451,6 +460,9 @@ static void collect(ej_metrics *m, void *user)
         collect_registry();
         collect_history();
         collect_alerts();
+        int64_t clock_off = 0;
+        ejd_clock_offset(&clock_off);
+        ej_metric_set(ej_metric_get0(st.f[M_CLOCK_OFFSET]), (double)clock_off / 1000.0);
         if (st.bus != NULL) {
             struct ej_event_bus_stats bs;
             ej_event_bus_stats(st.bus, &bs);
@@ -479,7 +491,12 @@ static bool healthz(char *why, size_t len, void *user)
 static bool jobs_ready(char *why, size_t len)
 {
     if (st.started_total < st.expected) {
-        snprintf(why, len, "starting jobs: %zu of %zu registered", st.started_total, st.expected);
+        int w = snprintf(why, len, "starting jobs: %zu of %zu registered", st.started_total,
+                         st.expected);
+        if (w > 0 && (size_t)w + 20 < len && ejd_retry_pending() > 0) {
+            w += snprintf(why + w, len - (size_t)w, "; waiting to start again: ");
+            ejd_retry_describe(why + w, len - (size_t)w);
+        }
         return false;
     }
     for (size_t i = 0; i < st.njobs; i++) {

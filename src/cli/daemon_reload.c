@@ -15,6 +15,7 @@
 #include "ejob/log.h"
 #include "alert/alert.h"
 #include "cli/daemon_notify.h"
+#include "cli/daemon_retry.h"
 #include "cli/daemon_run.h"
 
 static void reload_apply(struct daemon *d, struct reload *rl);
@@ -155,6 +156,10 @@ static int start_job(struct daemon *d, const struct ej_job_config *cfg)
     char err[512] = "";
     ejd_job *job = NULL;
     int rc = ejd_job_start(d->reg, cfg, &job, err, sizeof(err));
+    if (rc != 0 && ejd_retry_is_transient(rc) && !atomic_load(&d->stopping)) {
+        ejd_retry_add(cfg, rc, err);
+        return rc;
+    }
     if (rc != 0) {
         EJ_LOG(EJ_LOG_ERROR, "daemon", rc, "job %s: cannot start: %s", cfg->job_name,
                err[0] ? err : ej_strerror(rc));
@@ -172,11 +177,24 @@ static int start_job(struct daemon *d, const struct ej_job_config *cfg)
     return 0;
 }
 
+static int retry_start(void *arg, const struct ej_job_config *cfg)
+{
+    struct daemon *d = arg;
+    if (atomic_load(&d->stopping))
+        return EJ_ECLOSED;
+    int rc = start_job(d, cfg);
+    if (rc == 0)
+        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: started after a retry; %zu job(s) still waiting",
+               cfg->job_name, ejd_retry_pending() - 1);
+    return rc;
+}
+
 /* The file's jobs at start-up, all at once. On failure the jobs that
  * exist are in the running set (out_jobs stops them). */
 int ejd_run_start_all(struct daemon *d)
 {
     size_t n = d->cfg.job_count;
+    ejd_retry_init(retry_start, d);
     ejd_job **jobs = calloc(n ? n : 1, sizeof(*jobs));
     if (jobs == NULL)
         return EJ_ENOMEM;
@@ -193,8 +211,13 @@ int ejd_run_start_all(struct daemon *d)
     }
     pthread_mutex_unlock(&d->jobs_mu);
     free(jobs);
-    if (rc == 0)
+    size_t waiting = ejd_retry_pending();
+    if (rc == 0 && waiting == 0)
         EJ_LOG(EJ_LOG_INFO, "daemon", 0, "%zu job(s) started", n);
+    else if (rc == 0)
+        EJ_LOG(EJ_LOG_WARN, "daemon", 0,
+               "%zu of %zu job(s) started; %zu will be tried again (/readyz names them)",
+               n - waiting, n, waiting);
     return rc;
 }
 
@@ -219,6 +242,7 @@ static const struct ej_job_config *find_cfg(const struct ej_daemon_config *c, co
 void ejd_run_pause_all(struct daemon *d)
 {
     atomic_store(&d->stopping, true);
+    ejd_retry_pause();
     pthread_mutex_lock(&d->jobs_mu);
     for (size_t i = 0; i < d->njobs; i++)
         ejd_job_pause(d->jobs[i].job);
@@ -256,6 +280,7 @@ static size_t stop_removed(struct daemon *d, const struct ej_daemon_config *next
 /* Stop every job at once (the drain bound holds for all together). */
 void ejd_run_stop_all(struct daemon *d)
 {
+    ejd_retry_stop(); /* first: no job is added to the set while it stops */
     ejd_job **all = calloc(d->njobs ? d->njobs : 1, sizeof(*all));
     if (all == NULL) {
         while (d->njobs > 0)
@@ -337,6 +362,9 @@ static void reload_apply(struct daemon *d, struct reload *rl)
                "reload: alerts are read at start only: a change to alerts: or a job's alerts, "
                "and alerts for added jobs, take a restart");
 
+    /* Jobs waiting for another start are the file's again: the loop below
+     * starts those it still has (and queues them again if they fail). */
+    ejd_retry_clear();
     size_t removed = stop_removed(d, &next), added = 0, changed = 0, unchanged = 0;
     for (size_t i = 0; i < next.job_count; i++) {
         if (atomic_load(&d->stopping)) {

@@ -25,7 +25,7 @@ int ejcli_history_open(const char *cmd, const struct ejcli_store_args *a, ej_tra
         if (ej_trace_target_parse(a->store, &target, err, sizeof err) != 0)
             return ej_cli_usage_error(cmd, "--store: %s", err);
     } else {
-        char *dir = ejcli_state_dir(a->state_dir);
+        char *dir = ejcli_daemon_state_dir(a->state_dir, a->config);
         struct ej_daemon_config cfg;
         bool loaded = false;
         if (a->config != NULL) {

@@ -50,6 +50,24 @@
  * the 2.1.5 keys unless Java writes it) and its rule in validate.c if it has
  * one. The row covers the daemon YAML file too: give it a yaml key and the
  * file accepts, reads and reports it.
+ *
+ * ejob-only settings never stop a Java instance. A Java 2.1.5 instance
+ * shares the config node, and its reader skips keys it does not know but
+ * fails on a value it cannot load in a key it reads. So an ejob-only
+ * setting lives in a key of its own (SET or HTTP rows), never in a 2.1.5
+ * key, and a 2.1.5 key whose value Java cannot load is written as Java's
+ * default with ejob's value in an ejob-only key (json.c's java_guards).
+ * What a Java instance does with each (ej_job_config_java_ignored names
+ * them for `ejob status` and the console):
+ *   timeZone                  fires in its JVM's zone;
+ *   scriptTimeoutMilliseconds runs the script without a timeout;
+ *   jobShardingStrategyClass  a strategy Java cannot load (BALANCED, STICKY,
+ *                             CONSISTENT_HASH, a registered name, io.ejob.*)
+ *                             is written "" with the name in
+ *                             jobShardingStrategyType: a Java leader shards
+ *                             with AverageAllocation;
+ *   http* (jobType HTTP)      Java cannot read the job at all.
+ * A new ejob-only row says here what Java does with it.
  */
 #ifndef EJ_CONFIG_FIELDS_H
 #define EJ_CONFIG_FIELDS_H

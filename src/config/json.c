@@ -135,6 +135,51 @@ static void put_value(ej_buf *b, json_t *v)
     }
 }
 
+/* Values Java 2.1.5 cannot load never go into the key Java reads: that key
+ * keeps what Java would write (the row's default), and ejob's choice goes
+ * into an ejob-only key, which Java's reader skips (docs/configuration.md,
+ * "Sharing a job with Java instances"). A reader takes the ejob-only key
+ * when the Java key holds its default, so a value Java writes there later
+ * (its console) wins; a node of an earlier ejob with the value in the Java
+ * key still reads the same. */
+struct java_guard {
+    enum ej__cfg_field field; /* the row whose key Java reads */
+    const char *ejob_key;     /* where a value Java cannot load goes */
+    bool (*java_loads)(const char *value);
+};
+
+/* Java's JobShardingStrategyFactory loads "" (AverageAllocation) or a class
+ * by its full name; ejob's own names (BALANCED, STICKY, a registered
+ * strategy) and its own class names are none Java has. */
+static bool java_loads_strategy(const char *v)
+{
+    return v[0] == '\0' || (strchr(v, '.') != NULL && strncmp(v, "io.ejob.", 8) != 0);
+}
+
+static const struct java_guard java_guards[] = {
+    {EJ_CFG_F_JOB_SHARDING_STRATEGY_CLASS, "jobShardingStrategyType", java_loads_strategy},
+};
+#define N_GUARDS (sizeof(java_guards) / sizeof(java_guards[0]))
+
+static const struct java_guard *guard_of_key(const char *key)
+{
+    for (size_t i = 0; i < N_GUARDS; i++)
+        if (strcmp(key, java_guards[i].ejob_key) == 0)
+            return &java_guards[i];
+    return NULL;
+}
+
+/* The guard of a row whose value Java cannot load, or NULL. */
+static const struct java_guard *guard_hiding(const struct ej_job_config *cfg,
+                                             const struct ej__cfg_field_desc *f)
+{
+    for (size_t i = 0; i < N_GUARDS; i++)
+        if (&ej__cfg_fields[java_guards[i].field] == f &&
+            !java_guards[i].java_loads(ej__config_str(ej__config_field_str(cfg, f))))
+            return &java_guards[i];
+    return NULL;
+}
+
 /* The row of a JSON key: a top-level key, or (in_props) one inside
  * jobProperties. NULL for a key of nobody's: kept as it is. */
 static const struct ej__cfg_field_desc *find_field(const char *key, bool in_props)
@@ -164,7 +209,7 @@ static void put_extra_members(ej_buf *b, const char *extra, bool in_props)
         json_t *v;
         json_object_foreach(obj, key, v)
         {
-            if (find_field(key, in_props) != NULL)
+            if (find_field(key, in_props) != NULL || (!in_props && guard_of_key(key) != NULL))
                 continue;
             put_key(b, key);
             put_value(b, v);
@@ -230,14 +275,26 @@ char *ej_job_config_to_json(const struct ej_job_config *cfg)
     ej__buf_append(&b, "{", 1);
     /* The table's order is 2.1.5's. ejob's own (SET) keys are written only
      * when they carry something, so a Java-shaped job is written exactly as
-     * Java writes it. */
+     * Java writes it; the ejob-only keys of guarded values first. */
+    bool guards_done = false;
     for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
         const struct ej__cfg_field_desc *f = &ej__cfg_fields[i];
+        if (!guards_done && (f->where == EJ_CFG_W_SET || f->where == EJ_CFG_W_REST)) {
+            guards_done = true;
+            for (size_t g = 0; g < N_GUARDS; g++) {
+                const struct ej__cfg_field_desc *gf = &ej__cfg_fields[java_guards[g].field];
+                if (guard_hiding(cfg, gf) != NULL)
+                    put_str(&b, java_guards[g].ejob_key, ej__config_field_str(cfg, gf));
+            }
+        }
         if (f->where == EJ_CFG_W_PROP || !ej__config_field_applies(f, cfg->job_type))
             continue;
         if (f->where == EJ_CFG_W_SET && ej__config_field_is_default(cfg, f))
             continue;
-        put_field(&b, cfg, f);
+        if (guard_hiding(cfg, f) != NULL)
+            put_str(&b, f->key, f->def_str);
+        else
+            put_field(&b, cfg, f);
     }
     ej__buf_append(&b, "}", 1);
     if (b.failed) {
@@ -245,6 +302,26 @@ char *ej_job_config_to_json(const struct ej_job_config *cfg)
         return NULL;
     }
     return ej__buf_steal(&b);
+}
+
+size_t ej_job_config_java_ignored(const struct ej_job_config *cfg, const char **keys, size_t max)
+{
+    if (cfg == NULL)
+        return 0;
+    size_t n = 0;
+    if (cfg->job_type == EJ_JOB_TYPE_HTTP && n++ < max)
+        keys[n - 1] = ej__cfg_fields[EJ_CFG_F_JOB_TYPE].key;
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
+        const struct ej__cfg_field_desc *f = &ej__cfg_fields[i];
+        const struct java_guard *g = guard_hiding(cfg, f);
+        const char *key = g ? g->ejob_key : NULL;
+        if (key == NULL && f->where == EJ_CFG_W_SET && ej__config_field_applies(f, cfg->job_type) &&
+            !ej__config_field_is_default(cfg, f))
+            key = f->key;
+        if (key != NULL && n++ < max)
+            keys[n - 1] = key;
+    }
+    return n;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -580,10 +657,20 @@ int ej_job_config_from_json(const char *json, size_t len, struct ej_job_config *
     bool saw_type = false;
     const char *key;
     json_t *v;
+    json_t *guarded[N_GUARDS] = {0}; /* the ejob-only keys' values, borrowed */
     json_object_foreach(root, key, v)
     {
         if (r.rc != 0)
             break;
+        const struct java_guard *g = guard_of_key(key);
+        if (g != NULL) {
+            if (!json_is_string(v) && !json_is_null(v)) {
+                describe(v, shown, sizeof(shown));
+                fail(&r, EJ_EPARSE, "%s: expected a string, got %s", g->ejob_key, shown);
+            }
+            guarded[g - java_guards] = v;
+            continue;
+        }
         const struct ej__cfg_field_desc *f = find_field(key, false);
         if (f == NULL) {
             if (json_object_set(extra, key, v) != 0)
@@ -597,6 +684,14 @@ int ej_job_config_from_json(const char *json, size_t len, struct ej_job_config *
     }
     if (r.rc == 0 && !saw_type)
         fail(&r, EJ_EPARSE, "jobType: is required");
+    for (size_t g = 0; g < N_GUARDS && r.rc == 0; g++) {
+        const struct ej__cfg_field_desc *f = &ej__cfg_fields[java_guards[g].field];
+        char **member = ej__config_field_strp(&tmp, f);
+        if (json_is_string(guarded[g]) && json_string_value(guarded[g])[0] != '\0' &&
+            strcmp(ej__config_str(*member), f->def_str) == 0 &&
+            ej_job_config_set_str(member, json_string_value(guarded[g])) != 0)
+            fail(&r, EJ_ENOMEM, "config: out of memory");
+    }
     if (r.rc == 0)
         store_extra(&r, extra, &tmp.extra_json);
     if (r.rc == 0) {

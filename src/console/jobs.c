@@ -271,6 +271,47 @@ static int load_leader(ej_console *con, struct ej_console_job *j, bool brief)
     return rc;
 }
 
+int ej_console_job_java_instances(ej_console *con, const char *job, char ***ids, size_t *n)
+{
+    if (con == NULL || ids == NULL || n == NULL || !ej_console_is_job_name(job))
+        return EJ_EINVAL;
+    *ids = NULL;
+    *n = 0;
+    PATH(path, job, EJ_CONSOLE_NODE_INSTANCES, 0, NULL);
+    char **names = NULL;
+    size_t count = 0;
+    int rc = ej__console_children(con, path, &names, &count);
+    if (rc == EJ_ENONODE)
+        return 0;
+    if (rc != 0)
+        return rc;
+    size_t k = 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        char *marker = ej_console_ejob_marker_path_dup(job, names[i]);
+        char *data = NULL;
+        int grc = marker ? ej__console_get(con, marker, &data, NULL) : EJ_ENOMEM;
+        free(data);
+        free(marker);
+        if (grc == EJ_ENONODE)
+            names[k++] = names[i]; /* no marker: not an ejob instance */
+        else if (grc == 0)
+            free(names[i]);
+        else
+            rc = grc;
+    }
+    if (rc != 0) {
+        for (size_t i = 0; i < k; i++)
+            free(names[i]);
+        free(names);
+        return rc;
+    }
+    if (names != NULL)
+        names[k] = NULL;
+    *ids = names;
+    *n = k;
+    return 0;
+}
+
 int ej_console_job_load(ej_console *con, const char *job, bool brief, struct ej_console_job *out)
 {
     if (out == NULL)

@@ -98,6 +98,20 @@ char *ej_console_path_dup(const char *job, ej_console_node node, int item, const
     return strdup(buf);
 }
 
+char *ej_console_ejob_marker_path_dup(const char *job, const char *id)
+{
+    char *inst = ej_console_path_dup(job, EJ_CONSOLE_NODE_JOB, 0, NULL);
+    char *p = NULL;
+    if (inst != NULL && ej_console_is_segment(id)) {
+        size_t len = strlen(inst) + strlen("/ejob/instances/") + strlen(id) + 1;
+        p = len <= EJ_REG_MAX_PATH_LEN + 1 ? malloc(len) : NULL;
+        if (p)
+            snprintf(p, len, "%s/ejob/instances/%s", inst, id);
+    }
+    free(inst);
+    return p;
+}
+
 void ej_console_instance_ip(const char *id, char *buf, size_t len)
 {
     if (buf == NULL || len == 0)

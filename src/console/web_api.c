@@ -154,6 +154,28 @@ static void list_jobs(struct ej__console_request *req, ej_console *con, char **a
     ok(req, arr);
 }
 
+/* javaInstances / javaIgnores of a job detail: the live instances that are
+ * no ejob instances, when the job has settings Java 2.1.5 ignores (both
+ * empty otherwise; as `ejob status --json`). Returns o. */
+static json_t *with_java_note(ej_console *con, const struct ej_console_job *j, json_t *o)
+{
+    const char *keys[8];
+    size_t nkeys = j->config_parsed ? ej_job_config_java_ignored(&j->cfg, keys, 8) : 0;
+    char **ids = NULL;
+    size_t n = 0;
+    if (nkeys > 0 && ej_console_job_java_instances(con, j->name, &ids, &n) != 0)
+        n = 0;
+    json_t *jids = json_array(), *jkeys = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(jids, json_string(ids[i]));
+    for (size_t i = 0; i < nkeys && i < 8 && n > 0; i++)
+        json_array_append_new(jkeys, json_string(keys[i]));
+    ej_registry_free_names(ids);
+    json_object_set_new(o, "javaInstances", jids);
+    json_object_set_new(o, "javaIgnores", jkeys);
+    return o;
+}
+
 static void show_job(struct ej__console_request *req, ej_console *con, char **args)
 {
     const char *job = args[1];
@@ -164,7 +186,7 @@ static void show_job(struct ej__console_request *req, ej_console *con, char **ar
     else if (rc != 0)
         fail(req, rc, NULL);
     else
-        ok(req, job_detail_json(&j));
+        ok(req, with_java_note(con, &j, job_detail_json(&j)));
     ej_console_job_fini(&j);
 }
 
@@ -358,7 +380,7 @@ static const struct ej__console_route routes[] = {
     {"GET", "registries/:r/jobs/:j/fires", VIEWER, job_fires},
     {"POST", "registries/:r/jobs/:j/trigger", OPERATOR, job_action},
     {"POST", "registries/:r/jobs/:j/shutdown", OPERATOR, job_action},
-    {"POST", "registries/:r/jobs/:j/kill", OPERATOR, job_action},
+    {"POST", "registries/:r/jobs/:j/kill", ADMIN, job_action},
     {"POST", "registries/:r/jobs/:j/disable", OPERATOR, job_action},
     {"POST", "registries/:r/jobs/:j/enable", OPERATOR, job_action},
     {"POST", "registries/:r/jobs/:j/items/:n/disable", OPERATOR, item_action},

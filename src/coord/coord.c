@@ -203,6 +203,21 @@ bool ej__coord_necessary_locked(ej__coord *c)
     return ej_tree_cache_exists(c->c_leader, c->p_necessary, NULL);
 }
 
+bool ej__coord_shard_flag_new(ej__coord *c, int64_t *czxid)
+{
+    struct ej_node_stat st;
+    ej__coord_lock(c);
+    bool there = ej_tree_cache_exists(c->c_leader, c->p_necessary, &st);
+    ej__coord_unlock(c);
+    *czxid = there ? st.czxid : 0;
+    return there && st.czxid != c->shard_consumed_czxid;
+}
+
+void ej__coord_shard_flag_consumed(ej__coord *c, int64_t czxid)
+{
+    c->shard_consumed_czxid = czxid;
+}
+
 bool ej__coord_processing_locked(ej__coord *c)
 {
     return ej_tree_cache_exists(c->c_leader, c->p_processing, NULL);
@@ -297,6 +312,30 @@ void ej__coord_set_busy(ej__coord *c, bool busy)
     c->busy = busy;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
+    /* A fire that runs no resharding (a failover run) must not keep one
+     * waiting for its end. */
+    if (busy)
+        ej__shard_when_busy(c);
+}
+
+void ej__coord_shard_lock(ej__coord *c)
+{
+    pthread_mutex_lock(&c->shard_mu);
+}
+
+void ej__coord_shard_unlock(ej__coord *c)
+{
+    pthread_mutex_unlock(&c->shard_mu);
+}
+
+bool ej__coord_shard_claim(ej__coord *c)
+{
+    return !atomic_exchange(&c->shard_posted, true);
+}
+
+void ej__coord_shard_unclaim(ej__coord *c)
+{
+    atomic_store(&c->shard_posted, false);
 }
 
 void ej__coord_count_reshard(ej__coord *c)
@@ -380,7 +419,8 @@ static void ctask_run(void *p)
     free(t);
 }
 
-int ej__coord_post(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg)
+static int post_to(ej__coord *c, ej__sched_job *queue, void (*fn)(ej__coord *c, void *arg),
+                   void *arg)
 {
     struct ctask *t = malloc(sizeof *t);
     if (t == NULL)
@@ -389,13 +429,23 @@ int ej__coord_post(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg)
     t->fn = fn;
     t->arg = arg;
     atomic_fetch_add(&c->refs, 1);
-    int rc = ej__sched_post(NULL, c->serial, ctask_run, t);
+    int rc = ej__sched_post(c->sched, queue, ctask_run, t);
     if (rc != 0) {
         ej__coord_unref(c);
         free(t);
         EJ_LOG(EJ_LOG_ERROR, MOD, rc, "job %s: cannot queue a coordination task", c->job);
     }
     return rc;
+}
+
+int ej__coord_post(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg)
+{
+    return post_to(c, c->serial, fn, arg);
+}
+
+int ej__coord_post_pool(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg)
+{
+    return post_to(c, NULL, fn, arg);
 }
 
 void ej__coord_on_view_change(void *user, int item, int kind)
@@ -478,6 +528,7 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     int sess = ej_registry_negotiated_timeout_ms(o->reg);
     c->bound_ms = o->wait_bound_ms > 0 ? o->wait_bound_ms : (sess > 0 ? 2 * sess + 2000 : 20000);
     pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->shard_mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -680,6 +731,11 @@ void ej__coord_leave(ej__coord *c)
         if (rc != 0 && rc != EJ_ENONODE)
             EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot delete %s: %s", c->job, c->p_my_instance,
                    ej_registry_errmsg(c->reg));
+        /* The marker goes with the instance node (membership.c). */
+        char *marker = ej_console_ejob_marker_path_dup(c->job, c->me);
+        if (marker)
+            ej_registry_delete(c->reg, marker, -1);
+        free(marker);
     }
     EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: instance %s left", c->job, c->me);
 }
@@ -700,6 +756,7 @@ void ej__coord_unref(ej__coord *c)
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         free(paths[i]);
     pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->shard_mu);
     pthread_cond_destroy(&c->cv);
     free(c);
 }

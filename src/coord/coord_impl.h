@@ -49,6 +49,7 @@ struct ej__coord {
     bool stopped; /* operator shutdown or job removed */
     bool connected;
     bool electing;
+    int64_t won_session; /* session in which this instance last won an election */
     bool busy;
     bool reconcile_posted;
     int64_t reg_session; /* session that created our instance node; 0 none */
@@ -59,9 +60,23 @@ struct ej__coord {
      * done. */
     int64_t necessary_session;
     int fence_told;   /* fence level last told to the runtime; -1 none */
+    /* Mono ms before which no item starts here: another instance's session
+     * expired (its node removed) less than the takeover margin ago, and a
+     * starved owner may still be ending the copy it ran (membership.c). */
+    int64_t takeover_hold_until;
     bool fence_added; /* our fence listener is on the registry */
     int64_t last_reconcile_ms;
     uint64_t reshards; /* assignments written as leader (shard.c) */
+    /* One leader resharding at a time: a fire's and a busy leader's
+     * (shard.c, ej__shard_when_busy). */
+    pthread_mutex_t shard_mu;
+    /* The czxid of the leader/sharding/necessary flag this leader last
+     * resharded for: the cache may still show that flag for a moment after
+     * the resharding deleted it, and a second resharding (a fire's and a
+     * busy leader's task, one after the other) must not take it for a new
+     * one. Under shard_mu. */
+    int64_t shard_consumed_czxid;
+    atomic_bool shard_posted; /* a busy leader's resharding task is queued */
     char err[1024];
     bool err_is_config;
     struct ej_job_config cfg;

@@ -126,6 +126,64 @@ static bool remove_stale_leader_latched(ej__coord *c)
 
 static int elect(ej__coord *c, bool heal);
 
+_Atomic(ej__election_hook_fn) ej__election_after_latch_hook;
+
+/* Create the leader node only while our server is as the servers cache
+ * shows it, enabled: one transaction checks servers/{ip}'s version and
+ * creates the node, so that a disable written meanwhile (while this
+ * election waited for the latch, or between the latch and this write)
+ * leaves the node unwritten, at no request more than the create. A missing
+ * servers/{ip} counts as enabled (as in Java) and is not checked. Returns
+ * 0 (created), EJ_EBUSY (disabled), or the registry's error. */
+static int create_leader_if_enabled(ej__coord *c)
+{
+    char *data = NULL;
+    struct ej_node_stat st;
+    bool known = ej_tree_cache_get(c->c_servers, c->p_my_server, &data, NULL, &st) == 0;
+    bool disabled = known && strcmp(data, EJ_CONSOLE_SERVER_DISABLED) == 0;
+    free(data);
+    if (disabled)
+        return EJ_EBUSY;
+    if (!known)
+        return ej_registry_create_node(c->reg, c->p_leader_inst, c->me, strlen(c->me),
+                                       EJ_REG_EPHEMERAL, EJ_REG_CREATE_PARENTS, NULL);
+    struct ej_reg_op ops[2] = {
+        {.type = EJ_REG_OP_CHECK, .path = c->p_my_server, .version = st.version},
+        {.type = EJ_REG_OP_CREATE,
+         .path = c->p_leader_inst,
+         .data = c->me,
+         .len = strlen(c->me),
+         .mode = EJ_REG_EPHEMERAL},
+    };
+    size_t failed = 0;
+    int rc = ej_registry_multi(c->reg, ops, 2, &failed);
+    if (rc != 0 && failed == 0)
+        return EJ_EBUSY; /* servers/{ip} changed since the cache saw it */
+    return rc;
+}
+
+/* Delete the leader node if ZooKeeper shows it is this instance's, in this
+ * session (by its version: never another's node). True when it was. */
+static bool drop_own_leader_node(ej__coord *c)
+{
+    char *id = NULL;
+    struct ej_node_stat st;
+    if (ej_registry_get(c->reg, c->p_leader_inst, &id, NULL, &st) != 0)
+        return false;
+    int64_t sess = ej_registry_session_id(c->reg);
+    bool mine = strcmp(id, c->me) == 0 && sess != 0 && st.ephemeral_owner == sess;
+    free(id);
+    if (!mine)
+        return false;
+    int rc = ej_registry_delete(c->reg, c->p_leader_inst, st.version);
+    if (rc != 0 && rc != EJ_ENONODE) {
+        EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot give up leadership: %s", c->job,
+               ej_registry_errmsg(c->reg));
+        return false;
+    }
+    return true;
+}
+
 int ej__coord_elect(ej__coord *c)
 {
     return elect(c, false);
@@ -167,19 +225,29 @@ static int elect(ej__coord *c, bool heal)
                c->p_el_latch);
         goto out;
     }
+    ej__election_hook_fn hook = atomic_load(&ej__election_after_latch_hook);
+    if (hook)
+        hook(c);
     /* The latch holder creates the leader node if absent (read directly:
-     * the cache may lag behind a leader that just left). */
+     * the cache may lag behind a leader that just left). A server disabled
+     * while this election waited for the latch takes no leadership. */
     bool exists = false;
     rc = ej_registry_exists(c->reg, c->p_leader_inst, &exists, NULL);
     if (rc == 0 && exists && heal && remove_stale_leader_latched(c))
         exists = false;
     if (rc == 0 && !exists) {
-        rc = ej_registry_create_node(c->reg, c->p_leader_inst, c->me, strlen(c->me),
-                                     EJ_REG_EPHEMERAL, EJ_REG_CREATE_PARENTS, NULL);
-        if (rc == 0)
+        rc = create_leader_if_enabled(c);
+        if (rc == 0) {
             won = true;
-        else if (rc == EJ_ENODEEXISTS)
+            pthread_mutex_lock(&c->mu);
+            c->won_session = ej_registry_session_id(c->reg);
+            pthread_mutex_unlock(&c->mu);
+        } else if (rc == EJ_ENODEEXISTS) {
             rc = 0;
+        } else if (rc == EJ_EBUSY) {
+            EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: server %s disabled while electing: not leading",
+                   c->job, c->ip);
+        }
     }
     ej__latch_release(latch);
 out:
@@ -266,16 +334,20 @@ bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms)
     }
 }
 
-/* Give up leadership (own server disabled, shutdown). */
+/* Give up leadership (own server disabled, shutdown). ZooKeeper is asked,
+ * not the leader cache: a leader node this instance created a moment ago
+ * may not be in the cache yet (an election that won while the server was
+ * being disabled), and it must go all the same. */
 void ej__coord_abdicate(ej__coord *c)
 {
-    if (!ej__coord_is_leader(c))
+    /* Asked only of an instance that may lead: the cache says so, or it won
+     * an election in this session (the cache may not show it yet). */
+    pthread_mutex_lock(&c->mu);
+    bool won = c->won_session != 0 && c->won_session == ej_registry_session_id(c->reg);
+    pthread_mutex_unlock(&c->mu);
+    if (!won && !ej__coord_is_leader(c))
         return;
-    int rc = ej_registry_delete(c->reg, c->p_leader_inst, -1);
-    if (rc != 0 && rc != EJ_ENONODE)
-        EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot give up leadership: %s", c->job,
-               ej_registry_errmsg(c->reg));
-    else
+    if (drop_own_leader_node(c))
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: %s gave up leadership", c->job, c->me);
 }
 
@@ -295,9 +367,16 @@ static void on_leader_event_body(ej_tree_cache *cache, const struct ej_tree_even
     if (!go)
         return;
     if (strcmp(ev->path, c->p_leader_inst) == 0 && ev->type != EJ_TREE_NODE_REMOVED) {
+        /* Leadership follows availability, whatever the order in which an
+         * election, a disable and a reconnection were seen. */
+        if (strcmp(ev->data, c->me) == 0 && ej__coord_server_disabled(c))
+            ej__coord_abdicate(c);
         ej__failover_leader_seen(c, ev->data);
+        ej__shard_when_busy(c); /* a new leader busy with its own run */
         return;
     }
+    if (strcmp(ev->path, c->p_necessary) == 0 && ev->type == EJ_TREE_NODE_ADDED)
+        ej__shard_when_busy(c);
     if (strcmp(ev->path, c->p_leader_inst) == 0 && ev->type == EJ_TREE_NODE_REMOVED) {
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: leader %s left; electing", c->job, ev->data);
         if (!ej__coord_server_disabled(c))

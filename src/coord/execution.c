@@ -33,10 +33,23 @@ struct suspect {
     int64_t session;
 };
 
+/* Instances this one saw leave (their instance node removed) while it
+ * was registered: a fire record naming one of them is a takeover's to
+ * catch up (ej__exec_departed). The oldest go first. */
+#define DEPARTED_MAX 64
+#define DEPARTED_KEEP_MS (24 * 3600 * 1000LL)
+
+struct departed {
+    char id[EJ__ID_MAX];
+    int64_t at_ms; /* wall ms the removal was seen */
+};
+
 struct ej__exec_state {
     pthread_mutex_t mu;
     struct suspect *v;
     size_t n, cap;
+    struct departed gone[DEPARTED_MAX];
+    size_t ngone; /* entries used; once full, the oldest is replaced */
 };
 
 struct ej__exec_state *ej__exec_state_new(void)
@@ -118,6 +131,86 @@ void ej__exec_cleanup(ej__coord *c)
     free(v);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Fire records                                                               */
+
+/* The data of sharding/{n} an ejob run writes: "fired MS by ID". */
+#define FIRED_FMT "fired %" PRId64 " by %s"
+
+int ej__exec_read_fired(ej__coord *c, int item, int64_t *fired_ms, char *by, size_t bylen)
+{
+    char *p = item_path(c, item, EJ_CONSOLE_NODE_ITEM);
+    char *data = NULL;
+    size_t len = 0;
+    int rc = p ? ej_registry_get(ej__coord_registry(c), p, &data, &len, NULL) : EJ_ENOMEM;
+    free(p);
+    if (rc != 0)
+        return rc;
+    long long ms = 0;
+    int off = 0;
+    rc = EJ_ENOTFOUND;
+    if (data != NULL && sscanf(data, "fired %lld by %n", &ms, &off) == 1 && off > 0 && ms > 0 &&
+        data[off] != '\0' && strlen(data + off) < bylen) {
+        *fired_ms = ms;
+        snprintf(by, bylen, "%s", data + off);
+        rc = 0;
+    }
+    free(data);
+    return rc;
+}
+
+void ej__exec_note_departed(ej__coord *c, const char *id)
+{
+    struct ej__exec_state *s = ej__coord_exec_state(c);
+    if (s == NULL || id == NULL || strlen(id) >= EJ__ID_MAX)
+        return;
+    int64_t now = ej__now_ms();
+    pthread_mutex_lock(&s->mu);
+    size_t slot = s->ngone;
+    for (size_t i = 0; i < s->ngone; i++)
+        if (strcmp(s->gone[i].id, id) == 0)
+            slot = i;
+    if (slot == DEPARTED_MAX) {
+        slot = 0;
+        for (size_t i = 1; i < s->ngone; i++)
+            if (s->gone[i].at_ms < s->gone[slot].at_ms)
+                slot = i;
+    }
+    snprintf(s->gone[slot].id, sizeof s->gone[slot].id, "%s", id);
+    s->gone[slot].at_ms = now;
+    if (slot == s->ngone)
+        s->ngone++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+bool ej__exec_departed(ej__coord *c, const char *id)
+{
+    struct ej__exec_state *s = ej__coord_exec_state(c);
+    if (s == NULL || id == NULL)
+        return false;
+    int64_t now = ej__now_ms();
+    bool found = false;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->ngone && !found; i++)
+        found = strcmp(s->gone[i].id, id) == 0 && now - s->gone[i].at_ms < DEPARTED_KEEP_MS;
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
+bool ej__exec_any_departed(ej__coord *c)
+{
+    struct ej__exec_state *s = ej__coord_exec_state(c);
+    if (s == NULL)
+        return false;
+    pthread_mutex_lock(&s->mu);
+    bool any = s->ngone > 0;
+    pthread_mutex_unlock(&s->mu);
+    return any;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Running nodes                                                              */
+
 /* The state of one ej__exec_begin: items[i] is to be started while ok[i];
  * mine[i] marks a running node found to be ours already (created by an
  * earlier request whose answer was lost), not to be created again. */
@@ -130,7 +223,9 @@ struct begin {
     bool *ok, *mine;
     int64_t *tokens;
     char **paths;
-    struct ej_reg_op *ops; /* n + 1 */
+    char **item_paths;     /* sharding/{n}, for the fire record; NULL: none */
+    char *record;          /* "fired MS by ID", or NULL */
+    struct ej_reg_op *ops; /* 2n + 1 */
     size_t *idx;           /* op -> item */
 };
 
@@ -170,7 +265,10 @@ static bool begin_item_failed(struct begin *b, size_t i, int rc)
 }
 
 /*
- * One transaction creating the running nodes still to be created. It ends
+ * One transaction creating the running nodes still to be created, and
+ * (with a record) setting each of their sharding/{n} to it: the fire time
+ * the run covers, so that an instance taking the item over knows which
+ * fire times its owner started (docs/coordination.md "Takeover"). It ends
  * with a set of the first created node to its own (empty) data: the C
  * client returns no stat for a create inside a multi (it sends no CREATE2
  * there), but does for a set, and that stat's czxid is the transaction's
@@ -192,17 +290,27 @@ static int begin_attempt(struct begin *b)
     }
     if (k == 0)
         return 0;
+    size_t nrec = 0;
+    for (size_t j = 0; b->record != NULL && j < k; j++)
+        b->ops[k + nrec++] = (struct ej_reg_op){.type = EJ_REG_OP_SET,
+                                                .path = b->item_paths[b->idx[j]],
+                                                .data = b->record,
+                                                .len = strlen(b->record),
+                                                .version = -1};
     struct ej_node_stat st;
-    b->ops[k] = (struct ej_reg_op){
+    b->ops[k + nrec] = (struct ej_reg_op){
         .type = EJ_REG_OP_SET, .path = b->paths[b->idx[0]], .version = 0, .out_stat = &st};
     size_t failed = 0;
-    int rc = ej_registry_multi(b->reg, b->ops, k + 1, &failed);
+    int rc = ej_registry_multi(b->reg, b->ops, k + nrec + 1, &failed);
     if (rc == 0) {
         assert(st.czxid > 0);
         for (size_t j = 0; j < k; j++)
             b->tokens[b->idx[j]] = st.czxid;
         return 0;
     }
+    /* A record's set fails only when its item is gone (NONODE). */
+    if (failed >= k && failed < k + nrec)
+        failed -= k;
     if (failed < k && begin_item_failed(b, b->idx[failed], rc))
         return EJ_EAGAIN;
     /* No answer, or a dead session: nothing may start. The transaction
@@ -218,8 +326,8 @@ static int begin_attempt(struct begin *b)
     return rc;
 }
 
-int ej__exec_begin(ej__coord *c, const int *items, size_t n, bool *ok, int64_t *tokens,
-                   int64_t *session_out)
+int ej__exec_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, bool *ok,
+                   int64_t *tokens, int64_t *session_out)
 {
     ej_registry *reg = ej__coord_registry(c);
     int64_t sess = ej_registry_session_id(reg);
@@ -234,18 +342,25 @@ int ej__exec_begin(ej__coord *c, const int *items, size_t n, bool *ok, int64_t *
         return EJ_ECONNLOSS;
     struct begin b = {
         .c = c, .reg = reg, .sess = sess, .items = items, .n = n, .ok = ok, .tokens = tokens};
-    b.ops = calloc(n + 1, sizeof *b.ops);
+    b.ops = calloc(2 * n + 1, sizeof *b.ops);
     b.idx = calloc(n, sizeof *b.idx);
     b.paths = calloc(n, sizeof *b.paths);
     b.mine = calloc(n, sizeof *b.mine);
+    if (fired_ms > 0) {
+        b.item_paths = calloc(n, sizeof *b.item_paths);
+        b.record = ej__asprintf(FIRED_FMT, fired_ms, ej__coord_instance_id(c));
+    }
     int rc = 0;
-    if (b.ops == NULL || b.idx == NULL || b.paths == NULL || b.mine == NULL) {
+    if (b.ops == NULL || b.idx == NULL || b.paths == NULL || b.mine == NULL ||
+        (fired_ms > 0 && (b.item_paths == NULL || b.record == NULL))) {
         rc = EJ_ENOMEM;
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
         b.paths[i] = item_path(c, items[i], EJ_CONSOLE_NODE_ITEM_RUNNING);
-        if (b.paths[i] == NULL) {
+        if (b.item_paths)
+            b.item_paths[i] = item_path(c, items[i], EJ_CONSOLE_NODE_ITEM);
+        if (b.paths[i] == NULL || (b.item_paths && b.item_paths[i] == NULL)) {
             rc = EJ_ENOMEM;
             for (size_t j = 0; j < n; j++)
                 ok[j] = false;
@@ -260,6 +375,11 @@ out:
     if (b.paths)
         for (size_t i = 0; i < n; i++)
             free(b.paths[i]);
+    if (b.item_paths)
+        for (size_t i = 0; i < n; i++)
+            free(b.item_paths[i]);
+    free(b.item_paths);
+    free(b.record);
     free(b.paths);
     free(b.ops);
     free(b.idx);
@@ -368,6 +488,8 @@ int ej__exec_check_alive(ej__coord *c)
 
 int ej__exec_set_misfire(ej__coord *c, const int *items, size_t n)
 {
+    for (size_t i = 0; i < n; i++)
+        ej__view_claim_misfire(ej__coord_view(c), items[i]);
     int rc = batch(c, items, n, EJ_CONSOLE_NODE_ITEM_MISFIRE, true);
     for (size_t i = 0; i < n && rc == 0; i++)
         ej__view_note_misfire(ej__coord_view(c), items[i], true);
@@ -380,6 +502,16 @@ int ej__exec_clear_misfire(ej__coord *c, const int *items, size_t n)
     for (size_t i = 0; i < n && rc == 0; i++)
         ej__view_note_misfire(ej__coord_view(c), items[i], false);
     return rc;
+}
+
+static bool misfire_now(ej__coord *c, int item)
+{
+    char *p = item_path(c, item, EJ_CONSOLE_NODE_ITEM_MISFIRE);
+    bool exists = false;
+    if (p == NULL || ej_registry_exists(ej__coord_registry(c), p, &exists, NULL) != 0)
+        exists = false;
+    free(p);
+    return exists;
 }
 
 int ej__exec_misfired(ej__coord *c, const int *items, size_t n, int **out, size_t *nout)
@@ -396,7 +528,9 @@ int ej__exec_misfired(ej__coord *c, const int *items, size_t n, int **out, size_
         struct ej__view_item it;
         if (ej__view_get(ej__coord_view(c), items[i], &it) != 0)
             continue;
-        if (it.misfire > 0)
+        /* Not loaded yet (an item just ours): the mark is a fact in
+         * ZooKeeper, ask it rather than drop a promised re-run. */
+        if (it.misfire > 0 || (it.misfire < 0 && misfire_now(c, items[i])))
             r[k++] = items[i];
         ej__view_item_fini(&it);
     }

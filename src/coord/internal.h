@@ -158,6 +158,7 @@ struct ej__view_item {
     int64_t running_czxid;  /* czxid of running when tracked */
     int64_t failover_czxid; /* czxid of failover when tracked */
     int misfire;            /* 1 / 0; -1 not tracked */
+    bool misfire_mine;      /* the mark is this instance's (ej__view_claim_misfire) */
     int disabled;           /* 1 / 0; -1 not tracked */
 };
 
@@ -206,6 +207,9 @@ size_t ej__view_unarmed(ej__view *v);
 bool ej__view_matches(ej__view *v, const char *const *owners, int count);
 /* Apply a locally known change without waiting for the watch (own writes). */
 void ej__view_note_misfire(ej__view *v, int item, bool set);
+/* This instance is about to mark item misfire (before the write, so that
+ * the watch seeing the node never finds it someone else's). */
+void ej__view_claim_misfire(ej__view *v, int item);
 
 /* ------------------------------------------------------------------------ */
 /* coord.c: the per-job coordinator                                          */
@@ -311,6 +315,20 @@ void ej__coord_count_reshard(ej__coord *c);
  * (contact with the server within half the session timeout). Asked before
  * every item starts. */
 bool ej__coord_may_start(ej__coord *c, int64_t session);
+
+/* The takeover margin: after another instance's session expired, items of
+ * this instance start only this long after its node was seen removed. The
+ * expired owner fences itself at 0.6 of the session timeout after its last
+ * answer when its threads run on time; a scheduling stall (a CPU quota, a
+ * noisy neighbour) delays that by up to the stall, and the margin covers
+ * it (docs/coordination.md). EJOB_TAKEOVER_MARGIN_MS overrides it; 0 off. */
+#define EJ__TAKEOVER_MARGIN_MS_DEFAULT 1000
+int64_t ej__coord_takeover_margin_ms(void);
+
+/* Blocks until the takeover margin of the last expiry seen is over (at
+ * once when there is none). Called before each item starts, off the
+ * dispatch thread. */
+void ej__coord_takeover_wait(ej__coord *c);
 /* Live instances on enabled servers, in ElasticJob order (reverse
  * lexicographic). Caller frees with ej_registry_free_names. */
 int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n);
@@ -326,6 +344,11 @@ char *ej__coord_leader(ej__coord *c);
 bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms);
 /* Run an election now (blocks, bounded). */
 int ej__coord_elect(ej__coord *c);
+/* Tests only (NULL in production, where it costs one atomic load per
+ * election): called by an election right after it acquired the latch,
+ * before it reads or writes the leader node. */
+typedef void (*ej__election_hook_fn)(ej__coord *c);
+extern _Atomic(ej__election_hook_fn) ej__election_after_latch_hook;
 /* True when the cache shows a leader node whose data names no live instance
  * (no node under instances/). */
 bool ej__coord_leader_stale(ej__coord *c);
@@ -350,6 +373,23 @@ bool ej__coord_wait_locked(ej__coord *c, int64_t deadline_ms);
 void ej__coord_broadcast(ej__coord *c);
 /* Post fn(arg) as a control task holding a coordinator reference. */
 int ej__coord_post(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg);
+/* The same on the shared pool instead of the job's serial queue: for work
+ * that may wait long (a leader's resharding waits, bounded, for items
+ * running elsewhere) and must hold up neither elections nor crash
+ * handling. */
+int ej__coord_post_pool(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg);
+/* One leader resharding at a time (shard.c). */
+void ej__coord_shard_lock(ej__coord *c);
+void ej__coord_shard_unlock(ej__coord *c);
+/* Is leader/sharding/necessary in the cache and not the flag this leader
+ * last resharded for (ej__coord_shard_flag_consumed)? *czxid: the flag's
+ * czxid (0: none). Both with the shard lock held. */
+bool ej__coord_shard_flag_new(ej__coord *c, int64_t *czxid);
+void ej__coord_shard_flag_consumed(ej__coord *c, int64_t czxid);
+/* Claims the one queued resharding task of a busy leader: true when none
+ * was queued (the caller posts it); ej__coord_shard_unclaim when it runs. */
+bool ej__coord_shard_claim(ej__coord *c);
+void ej__coord_shard_unclaim(ej__coord *c);
 /* Flags read from the caches (locked). */
 bool ej__coord_necessary_locked(ej__coord *c);
 bool ej__coord_processing_locked(ej__coord *c);
@@ -369,6 +409,16 @@ char *ej__coord_strategy_name(ej__coord *c);
  * (waited in vain: the caller skips this fire); registry errors.
  */
 int ej__shard_if_necessary(ej__coord *c);
+
+/*
+ * A leader whose trigger is busy (its own items, a failover run) reshards
+ * now, on a pool thread, instead of at its next fire: followers wait for
+ * the resharding at their fires, bounded, and would skip them
+ * (leader-wait) behind a long run. Does nothing unless this instance is
+ * the leader, busy, and leader/sharding/necessary is set. Any thread
+ * (dispatch included: it only posts).
+ */
+void ej__shard_when_busy(ej__coord *c);
 
 /*
  * The leader's writer: reset sharding/ for count items and store owners
@@ -445,8 +495,21 @@ void ej__failover_state_free(struct ej__failover_state *s);
  * (the fencing token). Returns 0 (some items may be skipped) or an error
  * (no item may run: e.g. connection loss).
  */
-int ej__exec_begin(ej__coord *c, const int *items, size_t n, bool *ok, int64_t *tokens,
-                   int64_t *session_out);
+int ej__exec_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, bool *ok,
+                   int64_t *tokens, int64_t *session_out);
+/* fired_ms > 0: the same transaction sets each started item's sharding/{n}
+ * to "fired MS by ID" (the latest cron fire time the run covers, this
+ * instance): the fire record a takeover reads. */
+/* The fire record of an item: 0 with *fired_ms and by (its writer's id);
+ * EJ_ENOTFOUND when sharding/{n} holds none (never run by ejob with
+ * monitorExecution, or Java's ""); registry errors. One read. */
+int ej__exec_read_fired(ej__coord *c, int item, int64_t *fired_ms, char *by, size_t bylen);
+/* An instance node other than ours was removed (dispatch thread): kept
+ * (24 h, the latest 64) so that a takeover of its items can tell fire
+ * times it lost from those a live owner had to account for. */
+void ej__exec_note_departed(ej__coord *c, const char *id);
+bool ej__exec_departed(ej__coord *c, const char *id);
+bool ej__exec_any_departed(ej__coord *c);
 /* After running: delete the running nodes created by ej__exec_begin in
  * session (nothing when the session has changed since: the nodes went with
  * it, and a delete by path could hit the node of an instance that took the

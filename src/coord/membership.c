@@ -172,8 +172,15 @@ static void on_instances_event_body(ej_tree_cache *cache, const struct ej_tree_e
         }
         if (init)
             ej__coord_leader_set_necessary(c);
-        if (ev->stat && ev->stat->ephemeral_owner != 0)
+        ej__exec_note_departed(c, id);
+        if (ev->stat && ev->stat->ephemeral_owner != 0) {
+            int64_t hold = ej__mono_ms() + ej__coord_takeover_margin_ms();
+            pthread_mutex_lock(&c->mu);
+            if (hold > c->takeover_hold_until)
+                c->takeover_hold_until = hold;
+            pthread_mutex_unlock(&c->mu);
             ej__failover_on_instance_removed(c, id, ev->stat->ephemeral_owner);
+        }
         return;
     }
     if (ev->type == EJ_TREE_NODE_ADDED && !mine && init)
@@ -214,16 +221,33 @@ static int create_fresh(ej__coord *c, const char *val)
         ej_tree_cache_exists(c->c_instances, c->p_instances, NULL) ||
         !ej_tree_cache_exists(c->c_config, c->p_config, NULL))
         return EJ_EAGAIN;
-    struct ej_reg_op ops[3] = {
-        {.type = EJ_REG_OP_CREATE, .path = c->p_servers, .mode = EJ_REG_PERSISTENT},
-        {.type = EJ_REG_OP_CREATE,
-         .path = c->p_my_server,
-         .data = val,
-         .len = strlen(val),
-         .mode = EJ_REG_PERSISTENT},
-        {.type = EJ_REG_OP_CREATE, .path = c->p_instances, .mode = EJ_REG_PERSISTENT},
-    };
-    return ej_registry_multi(c->reg, ops, 3, NULL);
+    /* With the parents of the instance's ejob marker (membership's
+     * register_instance), so that it costs no request of its own. */
+    char *marker = ej_console_ejob_marker_path_dup(c->job, c->me);
+    if (marker == NULL)
+        return EJ_ENOMEM;
+    char *markers = ej__asprintf("%.*s", (int)(strrchr(marker, '/') - marker), marker);
+    char *ejob =
+        markers ? ej__asprintf("%.*s", (int)(strrchr(markers, '/') - markers), markers) : NULL;
+    int rc = EJ_ENOMEM;
+    if (ejob != NULL) {
+        struct ej_reg_op ops[5] = {
+            {.type = EJ_REG_OP_CREATE, .path = c->p_servers, .mode = EJ_REG_PERSISTENT},
+            {.type = EJ_REG_OP_CREATE,
+             .path = c->p_my_server,
+             .data = val,
+             .len = strlen(val),
+             .mode = EJ_REG_PERSISTENT},
+            {.type = EJ_REG_OP_CREATE, .path = c->p_instances, .mode = EJ_REG_PERSISTENT},
+            {.type = EJ_REG_OP_CREATE, .path = ejob, .mode = EJ_REG_PERSISTENT},
+            {.type = EJ_REG_OP_CREATE, .path = markers, .mode = EJ_REG_PERSISTENT},
+        };
+        rc = ej_registry_multi(c->reg, ops, 5, NULL);
+    }
+    free(ejob);
+    free(markers);
+    free(marker);
+    return rc;
 }
 
 /* servers/{ip}: DISABLED when the config says so; an operator's DISABLED
@@ -262,11 +286,51 @@ int ej__coord_persist_server(ej__coord *c, bool cfg_disabled, bool overwrite)
     return rc;
 }
 
+/* The marker that tells this instance apart from a Java one (console.h,
+ * ej_console_ejob_marker_path_dup): ephemeral, of this session. Best
+ * effort: without it the console takes the instance for a Java one. */
+static void register_marker(ej__coord *c, int64_t sess)
+{
+    char *p = ej_console_ejob_marker_path_dup(c->job, c->me);
+    if (p == NULL)
+        return;
+    int rc =
+        ej_registry_create_node(c->reg, p, NULL, 0, EJ_REG_EPHEMERAL, EJ_REG_CREATE_PARENTS, NULL);
+    if (rc == EJ_ENODEEXISTS) {
+        struct ej_node_stat st;
+        bool exists = false;
+        rc = ej_registry_exists(c->reg, p, &exists, &st);
+        if (rc == 0 && exists && st.ephemeral_owner != sess) {
+            ej_registry_delete(c->reg, p, st.version);
+            rc = ej_registry_create_node(c->reg, p, NULL, 0, EJ_REG_EPHEMERAL,
+                                         EJ_REG_CREATE_PARENTS, NULL);
+        }
+    }
+    if (rc != 0)
+        EJ_LOG(EJ_LOG_DEBUG, MOD, rc, "job %s: cannot create %s: %s", c->job, p,
+               ej_registry_errmsg(c->reg));
+    free(p);
+}
+
 /* Create our ephemeral instance node (same id after a new session). */
 int ej__coord_register_instance(ej__coord *c)
 {
     int64_t sess = ej_registry_session_id(c->reg);
-    int rc = ej_registry_create_node(c->reg, c->p_my_instance, NULL, 0, EJ_REG_EPHEMERAL,
+    /* The instance node and the marker in one request (its parents exist
+     * unless the job is new to ejob); anything else goes the long way. */
+    char *marker = ej_console_ejob_marker_path_dup(c->job, c->me);
+    int rc = EJ_ENOMEM;
+    if (marker != NULL) {
+        struct ej_reg_op ops[2] = {
+            {.type = EJ_REG_OP_CREATE, .path = c->p_my_instance, .mode = EJ_REG_EPHEMERAL},
+            {.type = EJ_REG_OP_CREATE, .path = marker, .mode = EJ_REG_EPHEMERAL},
+        };
+        rc = ej_registry_multi(c->reg, ops, 2, NULL);
+    }
+    free(marker);
+    bool marked = rc == 0;
+    if (rc != 0)
+        rc = ej_registry_create_node(c->reg, c->p_my_instance, NULL, 0, EJ_REG_EPHEMERAL,
                                      EJ_REG_CREATE_PARENTS, NULL);
     if (rc == EJ_ENODEEXISTS) {
         struct ej_node_stat st;
@@ -282,6 +346,8 @@ int ej__coord_register_instance(ej__coord *c)
                                          EJ_REG_CREATE_PARENTS, NULL);
         }
     }
+    if (rc == 0 && !marked)
+        register_marker(c, sess);
     if (rc == 0) {
         pthread_mutex_lock(&c->mu);
         c->reg_session = sess;
@@ -410,6 +476,36 @@ bool ej__coord_may_start(ej__coord *c, int64_t session)
               !c->closed && c->connected;
     pthread_mutex_unlock(&c->mu);
     return ok && ej_registry_fence(c->reg, session) == EJ_REG_FENCE_OPEN;
+}
+
+int64_t ej__coord_takeover_margin_ms(void)
+{
+    static atomic_llong margin = -1;
+    long long m = atomic_load(&margin);
+    if (m < 0) {
+        const char *env = getenv("EJOB_TAKEOVER_MARGIN_MS");
+        char *end = NULL;
+        long long v = env != NULL ? strtoll(env, &end, 10) : -1;
+        m = env != NULL && end != env && *end == '\0' && v >= 0 ? v
+                                                                 : EJ__TAKEOVER_MARGIN_MS_DEFAULT;
+        atomic_store(&margin, m);
+    }
+    return m;
+}
+
+void ej__coord_takeover_wait(ej__coord *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int64_t until = c->takeover_hold_until;
+    pthread_mutex_unlock(&c->mu);
+    int64_t left = until - ej__mono_ms();
+    if (left <= 0)
+        return;
+    EJ_LOG(EJ_LOG_DEBUG, MOD, 0,
+           "job %s: an instance's session expired: items start after the takeover margin "
+           "(%lld ms left)",
+           c->job, (long long)left);
+    ej__sleep_ms(left);
 }
 
 /* The registry's fence changed. What counts is the fence of the session we

@@ -420,18 +420,27 @@ static int leader_shard(ej__coord *c, int64_t deadline)
         goto out;
     }
 
-    /* Wait (bounded) for items other instances are running: resharding
-     * under them would only make their new owners skip them. */
+    /* Wait for items other instances are running: resharding under them
+     * makes their new owners skip them (their running nodes stay until they
+     * end: never twice at once) and run them as misfires later. At most
+     * half the wait bound: the followers wait for this resharding, from
+     * the same fire time, for the bound, and must not give their fires up
+     * (leader-wait) while this leader works. The leader stops waiting when
+     * it leaves. */
     int64_t wstart = ej__mono_ms();
+    int64_t run_deadline = wstart + ej__coord_wait_bound(c) / 2;
+    if (run_deadline > deadline)
+        run_deadline = deadline;
     bool logged = false;
-    while (ej__view_running_count(v, sess) > 0 && ej__mono_ms() < deadline) {
+    while (ej__view_running_count(v, sess) > 0 && ej__mono_ms() < run_deadline &&
+           ej__coord_is_leader(c)) {
         if (!logged && ej__mono_ms() - wstart > 1000) {
             logged = true;
             EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: waiting for %zu running items before resharding",
                    cfg.job_name, ej__view_running_count(v, sess));
         }
         ej__coord_lock(c);
-        ej__coord_wait_locked(c, deadline);
+        ej__coord_wait_locked(c, run_deadline);
         ej__coord_unlock(c);
     }
     if (ej__view_running_count(v, sess) > 0)
@@ -526,6 +535,20 @@ out:
     return rc;
 }
 
+/* Reshard when the flag is one this leader has not resharded for yet: the
+ * other resharding (a fire's, a busy leader's task) may just have done it
+ * while the cache still shows the flag. Shard lock held. */
+static int shard_if_flag_new(ej__coord *c, int64_t deadline)
+{
+    int64_t flag = 0;
+    if (!ej__coord_shard_flag_new(c, &flag))
+        return 0;
+    int rc = leader_shard(c, deadline);
+    if (rc == 0)
+        ej__coord_shard_flag_consumed(c, flag);
+    return rc;
+}
+
 int ej__shard_if_necessary(ej__coord *c)
 {
     if (c == NULL)
@@ -548,11 +571,40 @@ int ej__shard_if_necessary(ej__coord *c)
         if (rc != 1)
             return rc;
     }
-    /* Leader: check the flag again (another fire may have sharded). */
+    /* Leader: one resharding at a time (a fire's, a busy leader's task);
+     * check the flag again under it (the other may have sharded). */
+    ej__coord_shard_lock(c);
+    rc = shard_if_flag_new(c, deadline + bound);
+    ej__coord_shard_unlock(c);
+    return rc;
+}
+
+static void busy_shard_task(ej__coord *c, void *arg)
+{
+    (void)arg;
+    /* Unclaimed first: a flag set again while this one shards gets a task
+     * of its own (the lock above keeps them apart). */
+    ej__coord_shard_unclaim(c);
+    if (!ej__coord_is_leader(c) || ej__coord_stopped(c))
+        return;
+    int rc = ej__shard_if_necessary(c);
+    if (rc != 0)
+        EJ_LOG(EJ_LOG_WARN, MOD, rc,
+               "job %s: resharding while the job runs failed (%s); the next fire tries again",
+               ej__coord_job_name(c), ej_strerror(rc));
+}
+
+void ej__shard_when_busy(ej__coord *c)
+{
+    if (c == NULL || !ej__coord_busy(c) || !ej__coord_is_leader(c))
+        return;
     ej__coord_lock(c);
-    need = ej__coord_necessary_locked(c);
+    bool need = ej__coord_necessary_locked(c);
     ej__coord_unlock(c);
-    if (!need)
-        return 0;
-    return leader_shard(c, deadline + bound);
+    if (!need || !ej__coord_shard_claim(c))
+        return;
+    EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: resharding now, while this leader's job runs",
+           ej__coord_job_name(c));
+    if (ej__coord_post_pool(c, busy_shard_task, NULL) != 0)
+        ej__coord_shard_unclaim(c);
 }

@@ -44,9 +44,14 @@ struct vitem {
     int64_t run_gone_owner, run_gone_at; /* last removed running (tombstone) */
     int64_t fo_gone_owner, fo_gone_at;
     int8_t misfire, disabled; /* -1 untracked */
-    uint8_t armed;            /* a watch is pending (bit per kind) */
-    uint8_t want;             /* kinds tracked now */
-    uint8_t broken;           /* arming failed; repair later */
+    /* The misfire mark is this instance's own (ej__view_claim_misfire):
+     * it stands for a fire time of ours. Dropped when the node goes or
+     * the item becomes another instance's (a mark found on an item that
+     * became ours is its previous owner's). */
+    bool misfire_mine;
+    uint8_t armed;  /* a watch is pending (bit per kind) */
+    uint8_t want;   /* kinds tracked now */
+    uint8_t broken; /* arming failed; repair later */
 };
 
 struct ej__view {
@@ -156,17 +161,44 @@ static uint8_t want_of(const struct ej__view *v, const struct vitem *it)
     return w;
 }
 
-/* Forget the tracked value of kinds no longer wanted (locked). */
+/* Forget the tracked value of one kind (locked). */
+static void forget(struct vitem *it, int kind)
+{
+    switch (kind) {
+    case EJ__VK_RUNNING:
+        it->run_owner = -1;
+        break;
+    case EJ__VK_FAILOVER:
+        it->fo_owner = -1;
+        break;
+    case EJ__VK_MISFIRE:
+        it->misfire = -1;
+        break;
+    case EJ__VK_DISABLED:
+        it->disabled = -1;
+        break;
+    }
+}
+
+/* Kinds whose value is kept while their watch is pending, even when no
+ * longer wanted: the own-item kinds. */
+#define KEPT_WHILE_ARMED ((1u << EJ__VK_MISFIRE) | (1u << EJ__VK_DISABLED))
+
+/* Forget the tracked value of kinds no longer wanted (locked), except an
+ * own-item kind whose watch is still pending: its value stays exact (any
+ * change fires the watch, which forgets it then), and an item that is ours
+ * again has it at once. Java 2.1.5's leader deletes every
+ * sharding/N/instance and writes them again when it reshards: an item of
+ * ours is briefly no one's, and its misfire mark (a fact in ZooKeeper)
+ * must not be lost from the view on the way; the watch set for it then
+ * still stands, so it would not have been read again. */
 static void drop_unwanted(struct vitem *it, uint8_t want)
 {
-    if (!(want & (1u << EJ__VK_RUNNING)))
-        it->run_owner = -1;
-    if (!(want & (1u << EJ__VK_FAILOVER)))
-        it->fo_owner = -1;
-    if (!(want & (1u << EJ__VK_MISFIRE)))
-        it->misfire = -1;
-    if (!(want & (1u << EJ__VK_DISABLED)))
-        it->disabled = -1;
+    for (int k = 0; k < EJ__VK_COUNT; k++) {
+        unsigned bit = 1u << k;
+        if (k != EJ__VK_INSTANCE && !(want & bit) && !(it->armed & bit & KEPT_WHILE_ARMED))
+            forget(it, k);
+    }
 }
 
 static void schedule_repair(struct ej__view *v);
@@ -273,6 +305,11 @@ static void refresh_item(struct ej__view *v, int item, int kind)
     pthread_mutex_lock(&v->mu);
     if (v->closed || (size_t)item >= v->cap || !v->items[item].present ||
         !(v->items[item].want & (1u << kind)) || (v->items[item].armed & (1u << kind))) {
+        /* A watch of a kind no longer wanted fired: its value is no more
+         * known. */
+        if (!v->closed && (size_t)item < v->cap && !(v->items[item].want & (1u << kind)) &&
+            !(v->items[item].armed & (1u << kind)))
+            forget(&v->items[item], kind);
         pthread_mutex_unlock(&v->mu);
         return;
     }
@@ -334,6 +371,8 @@ static void refresh_item(struct ej__view *v, int item, int kind)
         const char *nv = exists ? (data ? data : "") : NULL;
         if ((nv == NULL) != (it->owner == NULL) || (nv && strcmp(nv, it->owner) != 0)) {
             changed = true;
+            if (nv != NULL && strcmp(nv, v->me) != 0)
+                it->misfire_mine = false;
             free(it->owner);
             it->owner = nv ? strdup(nv) : NULL;
             uint8_t w = want_of(v, it);
@@ -372,6 +411,8 @@ static void refresh_item(struct ej__view *v, int item, int kind)
         break;
     }
     case EJ__VK_MISFIRE:
+        if (!exists)
+            it->misfire_mine = false;
         if (it->misfire != (int8_t)exists) {
             changed = true;
             it->misfire = (int8_t)exists;
@@ -569,6 +610,7 @@ static void refresh_sharding(struct ej__view *v)
         it->owner = NULL;
         it->run_owner = it->fo_owner = -1;
         it->misfire = it->disabled = -1;
+        it->misfire_mine = false;
         it->want = 0;
         removed_any = true;
     }
@@ -861,6 +903,7 @@ int ej__view_get(ej__view *v, int item, struct ej__view_item *out)
     out->running_czxid = it->run_czxid;
     out->failover_czxid = it->fo_czxid;
     out->misfire = it->misfire;
+    out->misfire_mine = it->misfire_mine;
     out->disabled = it->disabled;
     pthread_mutex_unlock(&v->mu);
     return 0;
@@ -958,5 +1001,17 @@ void ej__view_note_misfire(ej__view *v, int item, bool set)
     pthread_mutex_lock(&v->mu);
     if ((size_t)item < v->cap && v->items[item].present && v->items[item].misfire >= 0)
         v->items[item].misfire = set;
+    if ((size_t)item < v->cap && !set)
+        v->items[item].misfire_mine = false;
+    pthread_mutex_unlock(&v->mu);
+}
+
+void ej__view_claim_misfire(ej__view *v, int item)
+{
+    if (v == NULL || item < 0)
+        return;
+    pthread_mutex_lock(&v->mu);
+    if ((size_t)item < v->cap && v->items[item].present)
+        v->items[item].misfire_mine = true;
     pthread_mutex_unlock(&v->mu);
 }

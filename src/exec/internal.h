@@ -164,7 +164,15 @@ struct ej__supervisor {
     int fd;      /* the daemon's end of the item's socket; -1 when none */
     bool zygote; /* the zygote started the item (it is not our child) */
     pid_t sup;   /* own supervisor process (not zygote); -1 when none */
+    int leader;  /* pidfd of the item's first process (ours); -1 when none */
+    bool lost;   /* the zygote died while the item ran: watched by leader */
 };
+
+/* ej__supervise_check(): the zygote died with the item still running. The
+ * item's group is this process's to end (kill(-sup->pid, ...)); from now
+ * on ej__supervise_exit_fd() and ej__supervise_check() follow its first
+ * process through a pidfd held here, and its wait status stays unknown. */
+#define EJ__SPAWNER_LOST 2
 
 /*
  * Start argv (program file, looked up in PATH as posix_spawnp does) with
@@ -184,13 +192,16 @@ int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file
                         char *const argv[], char *const envp[], const int stdfds[3],
                         int64_t grace_ms);
 
-/* A descriptor that becomes readable when the item exits, or -1 (then
- * look now and then). The caller closes it when it is not sup->fd. */
-int ej__supervise_exit_fd(const struct ej__supervisor *sup, pid_t pid);
+/* A descriptor that becomes readable when the item exits (or, through the
+ * zygote, when the zygote dies), or -1 (then look now and then). Owned by
+ * sup: valid until the next ej__supervise_check() or ej__supervise_end(),
+ * call again after EJ__SPAWNER_LOST. */
+int ej__supervise_exit_fd(struct ej__supervisor *sup, pid_t pid);
 
 /* Has the item exited? 0: not yet; 1: yes, *status is its wait status
  * (it is reaped or held for ej__supervise_end); -1: it is gone with its
- * status unknown. */
+ * status unknown; EJ__SPAWNER_LOST (once): the zygote died, the item may
+ * still run. */
 int ej__supervise_check(struct ej__supervisor *sup, pid_t pid, int *status);
 
 /* The item is over (exited and checked, stragglers dealt with): the

@@ -184,7 +184,7 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     posix_spawnattr_t attr;
     bool fa_init = false, attr_init = false;
     pid_t pid = -1;
-    struct ej__supervisor sup = {.pid = -1, .fd = -1, .sup = -1};
+    struct ej__supervisor sup = {.pid = -1, .fd = -1, .sup = -1, .leader = -1};
     int64_t grace = 0;
 
     if (pipe2(pipefd, O_CLOEXEC) != 0 || pipe2(errfd, O_CLOEXEC) != 0 ||
@@ -248,7 +248,24 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     bool pipe_open = true, err_open = true;
     int status = 0, exited;
     for (;;) {
-        if ((exited = ej__supervise_check(&sup, pid, &status)) != 0)
+        exited = ej__supervise_check(&sup, pid, &status);
+        if (exited == EJ__SPAWNER_LOST) {
+            /* Nothing would end the group if this process died now, and
+             * its end would go unseen: end it here, and only then let the
+             * item's next run start. */
+            EJ_LOG(EJ_LOG_WARN, MOD, EJ_EJOBFAILED,
+                   "the process that starts script items died while '%s' (pid %d) ran: "
+                   "ending its process group",
+                   argv[0], (int)pid);
+            pidfd = ej__supervise_exit_fd(&sup, pid);
+            if (kstate == RUNNING) {
+                kill(-sup.pid, SIGTERM);
+                kstate = TERMED;
+                kill_at = ej__mono_ms() + grace;
+            }
+            exited = 0;
+        }
+        if (exited != 0)
             break;
         int64_t now = ej__mono_ms();
         if (kstate == RUNNING) {
@@ -303,7 +320,7 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
         drain_pipe(pipefd[0], &cap);
     if (err_open)
         drain_pipe(errfd[0], &ecap);
-    if (kstate != RUNNING)
+    if (kstate != RUNNING || sup.lost)
         kill(-sup.pid, SIGKILL); /* stragglers in the group; the pgid is still ours */
     bool have_status = exited > 0;
     pid = -1;
@@ -329,6 +346,12 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
             ej__exec_fail(res, EJ_EJOBFAILED,
                           "Execute script failure: '%s' killed by signal %d (%s)", prog,
                           res->term_signal, strsignal(res->term_signal));
+    } else if (res->rc == 0 && sup.lost) {
+        ej__exec_fail(res, EJ_EJOBFAILED,
+                      "Execute script failure: '%s' ended with its status unknown: the process "
+                      "that starts script items died while it ran, and its process group was "
+                      "ended",
+                      prog);
     } else if (res->rc == 0) {
         ej__exec_fail(res, EJ_EJOBFAILED,
                       "Execute script failure: '%s' exit status unknown (is SIGCHLD ignored?)",
@@ -346,8 +369,6 @@ out:
         while (ej__supervise_check(&sup, pid, &st) == 0)
             ej__sleep_ms(1);
     }
-    if (pidfd >= 0 && pidfd != sup.fd)
-        close(pidfd);
     ej__supervise_end(&sup);
     if (pipefd[0] >= 0)
         close(pipefd[0]);

@@ -238,7 +238,7 @@ int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file
                         char *const argv[], char *const envp[], const int stdfds[3],
                         int64_t grace_ms)
 {
-    *sup = (struct ej__supervisor){.pid = -1, .fd = -1, .sup = -1};
+    *sup = (struct ej__supervisor){.pid = -1, .fd = -1, .sup = -1, .leader = -1};
     *pid = -1;
     char path[4096];
     int rc = find_program(file, path, sizeof path);
@@ -250,6 +250,10 @@ int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file
         sup->pid = *pid;
         sup->fd = sock;
         sup->zygote = true;
+        /* The zygote reaps the item only once sock is closed, so this is
+         * the item's process and not a reuse of its id: it lets this
+         * process follow the item should the zygote die (OOM killer). */
+        sup->leader = (int)syscall(SYS_pidfd_open, *pid, 0);
         return 0;
     }
     /* No zygote, a request too large for it, or all its slots taken: this
@@ -259,17 +263,41 @@ int ej__supervise_spawn(struct ej__supervisor *sup, pid_t *pid, const char *file
     return spawn_forked(sup, pid, file, fa, attr, argv, envp, grace_ms);
 }
 
-int ej__supervise_exit_fd(const struct ej__supervisor *sup, pid_t pid)
+int ej__supervise_exit_fd(struct ej__supervisor *sup, pid_t pid)
 {
     if (sup->zygote)
         return sup->fd;
-    return (int)syscall(SYS_pidfd_open, pid, 0);
+    if (sup->leader < 0 && !sup->lost)
+        sup->leader = (int)syscall(SYS_pidfd_open, pid, 0);
+    return sup->leader;
+}
+
+/* The item's first process has exited (it may be reaped by now: after the
+ * zygote's death its parent is init or a subreaper). */
+static bool leader_gone(const struct ej__supervisor *sup, pid_t pid)
+{
+    if (sup->leader < 0)
+        return kill(pid, 0) != 0 && errno == ESRCH;
+    struct pollfd p = {.fd = sup->leader, .events = POLLIN};
+    return poll(&p, 1, 0) > 0;
 }
 
 int ej__supervise_check(struct ej__supervisor *sup, pid_t pid, int *status)
 {
-    if (sup->zygote)
-        return ej__zygote_wait(sup->fd, status);
+    if (sup->zygote) {
+        int r = ej__zygote_wait(sup->fd, status);
+        if (r >= 0)
+            return r;
+        /* The zygote is gone: what it told of the item came before the EOF,
+         * so the item has not been reported as exited. */
+        sup->zygote = false;
+        sup->lost = true;
+        close(sup->fd);
+        sup->fd = -1;
+        return leader_gone(sup, pid) ? -1 : EJ__SPAWNER_LOST;
+    }
+    if (sup->lost)
+        return leader_gone(sup, pid) ? -1 : 0;
     siginfo_t si;
     memset(&si, 0, sizeof si);
     if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0)
@@ -299,6 +327,10 @@ void ej__supervise_end(struct ej__supervisor *sup)
         while (waitpid(sup->sup, NULL, 0) < 0 && errno == EINTR) {
         }
         sup->sup = -1;
+    }
+    if (sup->leader >= 0) {
+        close(sup->leader);
+        sup->leader = -1;
     }
     sup->pid = -1;
 }

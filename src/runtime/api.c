@@ -120,6 +120,8 @@ void ej__job_unref(struct ej_job *job)
     ej__rt_settings_unref(job->settings);
     ej_job_config_fini(&job->local_cfg);
     free(job->run_items);
+    free(job->owned_items);
+    free(job->catchups);
     ej_cron_free(job->cron);
     free(job->name);
     pthread_mutex_destroy(&job->mu);

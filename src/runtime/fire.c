@@ -196,6 +196,7 @@ static const struct {
     [EJ__NOT_RUN_TIME_DIFF] = {"time-diff", EJ_LOG_WARN},
     [EJ__NOT_RUN_START_FAILED] = {"start-failed", EJ_LOG_WARN},
     [EJ__NOT_RUN_DEADLINE] = {"deadline", EJ_LOG_WARN},
+    [EJ__NOT_RUN_MISSED] = {"missed", EJ_LOG_WARN},
     /* overlapPolicy SKIP: the job's own choice. */
     [EJ__NOT_RUN_OVERLAP] = {"overlap", EJ_LOG_INFO},
     /* An operator's decisions, expected: each fire at debug level. */
@@ -210,16 +211,16 @@ const char *ej__not_run_reason_name(enum ej__not_run_reason r)
     return (unsigned)r < EJ__NOT_RUN_REASONS ? not_run_kinds[r].name : "unknown";
 }
 
-/* The one place fires not run are counted and posted: on_miss and
- * not_run. */
-static void count_not_run(struct ej_job *job, const char *reason, uint32_t count, int64_t first_ms,
-                          int64_t last_ms, const char *kind)
+/* The one place fires not run are counted and posted: on_miss, not_run
+ * and ej__rt_count_not_run. */
+static void count_not_run(struct ej_job *job, const char *reason, const int *items, size_t n,
+                          uint32_t count, int64_t first_ms, int64_t last_ms, const char *kind)
 {
-    ej__rt_ledger_not_run(job, reason, kind, first_ms, last_ms, count);
+    ej__rt_ledger_not_run(job, reason, kind, items, n, first_ms, last_ms, count);
     pthread_mutex_lock(&job->mu);
     job->fires_missed += count;
     pthread_mutex_unlock(&job->mu);
-    ej__rt_post_status(job, "", NULL, 0, EJ_TASK_ERROR,
+    ej__rt_post_status(job, "", items, n, EJ_TASK_ERROR,
                        "Job '%s' fire not run (%s): %u fire time(s) from %lld to %lld", job->name,
                        reason, (unsigned)count, (long long)first_ms, (long long)last_ms);
 }
@@ -230,7 +231,13 @@ void ej__rt_not_run_overlap(struct ej_job *job, int64_t due)
            "job %s: fire of %lld not run (overlap): the job's items still run (overlapPolicy "
            "SKIP)",
            job->name, (long long)due);
-    count_not_run(job, "overlap", 1, due, due, "CRON");
+    count_not_run(job, "overlap", NULL, 0, 1, due, due, "CRON");
+}
+
+void ej__rt_count_not_run(struct ej_job *job, enum ej__not_run_reason r, const int *items, size_t n,
+                          uint32_t count, int64_t first_ms, int64_t last_ms)
+{
+    count_not_run(job, ej__not_run_reason_name(r), items, n, count, first_ms, last_ms, "CRON");
 }
 
 /* A fire the scheduler delivered, as far as counting it goes. */
@@ -274,7 +281,7 @@ static void not_run(struct ej_job *job, struct fire_ref *fr, enum ej__not_run_re
     const char *note = "";
     if (fr->state == FIRE_PENDING) {
         fr->state = FIRE_REPORTED;
-        count_not_run(job, not_run_kinds[r].name, 1, fr->at, fr->at,
+        count_not_run(job, not_run_kinds[r].name, NULL, 0, 1, fr->at, fr->at,
                       fr->off_schedule ? "TRIGGER" : "CRON");
     } else {
         level = EJ_LOG_DEBUG;
@@ -342,6 +349,7 @@ struct item_run {
     int64_t fire_session; /* the session the fire began in */
     int64_t fire_ms;      /* the cron fire time (ledger); 0: off the schedule */
     const char *fire_kind;
+    struct ej__catchup catchup;        /* count 0: the run catches up no lost fire time */
     bool not_started;                  /* fenced before it could start */
     int64_t timeout_ms;                /* the job's timeoutSeconds, in ms; 0: none */
     atomic_bool kill;                  /* this item alone must stop (ejob kill) */
@@ -464,6 +472,17 @@ static void finish_running(struct item_run *r)
     free(items);
 }
 
+/* The item's ledger rows (its fire time, and the lost fire times a
+ * catch-up run covers) point at its latest attempt: the ledger shows the
+ * final outcome. */
+static void ledger_ran(struct item_run *r)
+{
+    ej__rt_ledger_ran(r->job, r->ledger_ms, r->fire_kind, r->ctx.sharding_item, r->event_id);
+    if (r->catchup.count > 0)
+        ej__rt_ledger_caught_up(r->job, r->ctx.sharding_item, r->catchup.first_ms,
+                                r->catchup.last_ms, r->catchup.count, r->event_id);
+}
+
 /*
  * The item's first attempt and its retries (retry.c), each its own history
  * row with its attempt number; the running node is held throughout. True
@@ -478,9 +497,7 @@ static bool run_attempts(struct item_run *r)
             ej_event_new_id(r->event_id);
             r->start_ms = ej__now_ms();
             post_exec(r, false);
-            /* The fire's ledger row points at its latest attempt. */
-            ej__rt_ledger_ran(r->job, r->ledger_ms, r->fire_kind, r->ctx.sharding_item,
-                              r->event_id);
+            ledger_ran(r);
         }
         ej__exec_context_limit(&r->ctx, &r->kill, r->timeout_ms);
         ej__exec_run_item(r->def, &r->ctx, &r->xo, &r->res);
@@ -500,7 +517,9 @@ static bool run_attempts(struct item_run *r)
 static void item_task(void *arg)
 {
     struct item_run *r = arg;
-    /* Items wait for a pool thread: the fence is asked again right here. */
+    /* Items wait for a pool thread: the fence is asked again right here,
+     * after the takeover margin of an expiry just seen. */
+    ej__coord_takeover_wait(r->job->coord);
     if (!ej__coord_may_start(r->job->coord, r->fire_session)) {
         r->not_started = true;
         r->res.rc = EJ_ESTOPPED;
@@ -516,7 +535,7 @@ static void item_task(void *arg)
     r->start_ms = ej__now_ms();
     post_exec(r, false);
     r->ledger_ms = r->fire_ms ? r->fire_ms : r->start_ms;
-    ej__rt_ledger_ran(r->job, r->ledger_ms, r->fire_kind, r->ctx.sharding_item, r->event_id);
+    ledger_ran(r);
     r->tracked = (struct ej__running){
         .item = r->ctx.sharding_item, .kill = &r->kill, .killed_by = r->killed_by};
     ej__kill_track(r->job, &r->tracked);
@@ -547,6 +566,23 @@ static void bound_kill_grace(struct ej_job *job, struct ej_job_def *def)
         cap = 1;
     int64_t grace = def->script.kill_grace_ms > 0 ? def->script.kill_grace_ms : 2000;
     def->script.kill_grace_ms = grace < cap ? grace : cap;
+}
+
+/* The fire record of a run (docs/coordination.md "Takeover"): the latest
+ * cron fire time it covers. A failover run re-runs its dead owner's fire
+ * (recorded by that owner): none. */
+static int64_t fire_record_ms(struct ej_job *job, ej_execution_source source)
+{
+    if (source == EJ_EXEC_FAILOVER)
+        return 0;
+    int64_t at = job->fire_covers_ms;
+    if (source == EJ_EXEC_MISFIRE) {
+        pthread_mutex_lock(&job->mu);
+        if (job->misfire_handled_until > at)
+            at = job->misfire_handled_until;
+        pthread_mutex_unlock(&job->mu);
+    }
+    return at;
 }
 
 /*
@@ -598,7 +634,7 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         goto out;
     }
     if (s->cfg.monitor_execution) {
-        rc = ej__exec_begin(c, items, n, ok, tokens, &session);
+        rc = ej__exec_begin(c, items, n, fire_record_ms(job, source), ok, tokens, &session);
     } else {
         /* Without running nodes nothing else proves this instance still
          * holds its session: ask (a zombie starts nothing). */
@@ -651,6 +687,8 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         r->retry = &s->cfg.retry;
         r->attempt = 1;
         atomic_init(&r->kill, false);
+        if (source != EJ_EXEC_MISFIRE || !ej__takeover_take_catchup(job, items[i], &r->catchup))
+            r->catchup.count = 0;
         ej__exec_context_init(&r->ctx, &job->cancel);
         r->ctx.job_name = s->cfg.job_name;
         r->ctx.task_id = task_id;
@@ -774,6 +812,15 @@ static void misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s
         uint64_t seen = ej__misfire_marks(job);
         int *mis = NULL;
         size_t k = own_misfired(c, &mis);
+        if (k == 0 && ej__coord_necessary_locked(c) && ej__misfire_run_unowned(job) &&
+            ++reshards <= 3) {
+            /* A leader is rewriting the instance nodes (Java 2.1.5's
+             * deletes every one first): the marks of items briefly no
+             * one's are looked at again once it is done. */
+            if (ej__shard_if_necessary(c) != 0)
+                break;
+            continue;
+        }
         if (k == 0) {
             if (ej__misfire_close(job, seen, false))
                 return;
@@ -928,6 +975,7 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
             int *items = NULL;
             size_t n = 0;
             ej__exec_local_items(c, &items, &n);
+            ej__takeover_check(job, s, items, n, cron ? scheduled_ms : ej__now_ms());
             if (n == 0) {
                 ej__rt_post_status(job, "", NULL, 0, EJ_TASK_FINISHED,
                                    "Sharding item for job '%s' is empty.", s->cfg.job_name);
@@ -958,6 +1006,15 @@ static void count_lateness(struct ej_job *job, int64_t late_ms)
         i++;
     job->fire_lateness[i]++;
     job->fire_lateness_sum += late;
+}
+
+/* The latest cron fire time f covers (the last of collapsed ones); a
+ * trigger's time; 0 for a fire that only runs failover items. */
+static int64_t fire_covers(const struct ej__fire *f)
+{
+    if (f->cron_due)
+        return f->last_scheduled_ms > f->scheduled_ms ? f->last_scheduled_ms : f->scheduled_ms;
+    return (f->now_reasons & EJ__FIRE_TRIGGER) ? f->scheduled_ms : 0;
 }
 
 void ej__fire_cb(const struct ej__fire *f, void *arg)
@@ -1013,6 +1070,7 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
     if (cron)
         count_lateness(job, f->started_ms - f->scheduled_ms);
     pthread_mutex_unlock(&job->mu);
+    job->fire_covers_ms = fire_covers(f);
     int64_t session = ej__coord_session(job->coord);
     atomic_store(&job->fire_session, session);
     if (ej__coord_may_start(job->coord, session))
@@ -1109,7 +1167,7 @@ bool ej__rt_wait_idle(struct ej_job *job, int64_t ms)
  * logs a rate-limited warning). Runs on a pool thread. */
 static void on_miss(const ej__miss *miss, void *arg)
 {
-    count_not_run(arg, ej__miss_reason_name(miss->reason), miss->count, miss->first_ms,
+    count_not_run(arg, ej__miss_reason_name(miss->reason), NULL, 0, miss->count, miss->first_ms,
                   miss->last_ms, "CRON");
 }
 

@@ -52,12 +52,13 @@ enum ej__not_run_reason {
     EJ__NOT_RUN_START_FAILED,        /* the running nodes could not be written */
     EJ__NOT_RUN_DEADLINE,            /* not started within startingDeadlineSeconds */
     EJ__NOT_RUN_OVERLAP,             /* overlapPolicy SKIP: the item still ran */
+    EJ__NOT_RUN_MISSED,              /* its owner died; taken over without a catch-up run */
     EJ__NOT_RUN_REASONS
 };
 
 /* "fenced", "before-registration", "leader-wait", "sharding-failed",
- * "time-diff", "disabled", "stopped", "running", "start-failed": lowercase
- * and dashes only
+ * "time-diff", "disabled", "stopped", "running", "start-failed", "missed":
+ * lowercase and dashes only
  * (the daemon's /metrics reads them back from the event text). */
 const char *ej__not_run_reason_name(enum ej__not_run_reason r);
 
@@ -141,6 +142,22 @@ struct ej_job {
     uint64_t fire_lateness[EJ_FIRE_LATENESS_BUCKETS + 1]; /* cron fires, see ej_job_status */
     double fire_lateness_sum;
     int64_t last_fire_ms;
+    /* The latest cron fire time the current fire covers (its trigger's
+     * time for a console trigger; 0: a failover run), written with its
+     * running nodes as the items' fire record (takeover.c). Fire thread. */
+    int64_t fire_covers_ms;
+    int *owned_items; /* the items of the previous fire (takeover.c); fire thread */
+    /* Items marked misfire to catch up fire times lost while their owner
+     * was gone (takeover.c), until their MISFIRE run starts: that run is
+     * recorded in the ledger at each of those fire times. Fire thread. */
+    struct ej__catchup {
+        int item;
+        int64_t first_ms, last_ms;
+        uint32_t count;
+    } *catchups;
+    size_t ncatchups;
+    size_t nowned;
+    int64_t owned_session; /* the session they were this instance's in */
     char last_error[1024];
     /* Kills (kill.c): the items running now, and the cache of kills/. */
     pthread_mutex_t kill_mu;
@@ -199,6 +216,10 @@ void ej__misfire_arm(struct ej_job *job, uint64_t gen, int64_t after);
 void ej__misfire_open(struct ej_job *job, const int *items, size_t n);
 uint64_t ej__misfire_marks(struct ej_job *job);
 bool ej__misfire_close(struct ej_job *job, uint64_t marks_seen, bool force);
+/* True when an item of the current normal run is no one's in the view now
+ * (a leader is rewriting the instance nodes): its marks are still to be
+ * seen once the leader is done. */
+bool ej__misfire_run_unowned(struct ej_job *job);
 
 void ej__job_ref(struct ej_job *job);
 void ej__job_unref(struct ej_job *job);
@@ -209,6 +230,25 @@ struct ej__rt_settings *ej__job_settings(struct ej_job *job);
 
 /* fire.c */
 void ej__fire_cb(const struct ej__fire *fire, void *arg); /* an ej__fire_fn */
+/* Count and post count fire times from first_ms to last_ms not run for r
+ * (items: those they were of, or NULL): the one place fires not run are
+ * counted (ej_job_status().fires_missed, the "fire not run (REASON)" status
+ * event the daemon's /metrics counts). Any thread. */
+void ej__rt_count_not_run(struct ej_job *job, enum ej__not_run_reason r, const int *items, size_t n,
+                          uint32_t count, int64_t first_ms, int64_t last_ms);
+
+/*
+ * takeover.c: items this fire has that the previous one did not (a
+ * resharding or an enable gave them) and whose fire record names an
+ * instance seen leaving: the cron fire times after its last start and
+ * before before_ms went unrun while it was gone. With misfire on they are
+ * marked misfire (one MISFIRE run after this fire's run); otherwise, or
+ * when the mark cannot be written, reported not run (missed). Remembers
+ * items for the next fire. Fire thread; reads ZooKeeper only for items
+ * gained while some instance left (one read each).
+ */
+void ej__takeover_check(struct ej_job *job, const struct ej__rt_settings *s, const int *items,
+                        size_t n, int64_t before_ms);
 /* Coordinator hooks (dispatch thread / control tasks). */
 void ej__rt_on_trigger(void *user);
 void ej__rt_on_failover_taken(void *user);
@@ -252,12 +292,21 @@ void ej__rt_ledger_ran(struct ej_job *job, int64_t fire_ms, const char *kind, in
                        const char *execution_id);
 /* A fire not run, for reason (any name): a row per fire time from first_ms
  * to last_ms (count of them, at most EJ__LEDGER_SCAN_MAX; the times from
- * the job's cron), item -1. */
+ * the job's cron) and per item of items[0..n) (n 0: one row, item -1). */
 void ej__rt_ledger_not_run(struct ej_job *job, const char *reason, const char *kind,
-                           int64_t first_ms, int64_t last_ms, uint32_t count);
+                           const int *items, size_t n, int64_t first_ms, int64_t last_ms,
+                           uint32_t count);
 /* THE place a missed fire is recorded: item (-1: every item) of the job
  * was due at fire_ms and no live instance owned it. only_after_last: only
  * when the ledger holds no later fire time of the job (the start-up scan). */
+/* A MISFIRE run (execution_id) of item that catches up count fire times
+ * from first_ms to last_ms lost while the item's owner was gone: a ran row
+ * of kind CATCHUP at each (at most EJ__LEDGER_SCAN_MAX). */
+void ej__rt_ledger_caught_up(struct ej_job *job, int item, int64_t first_ms, int64_t last_ms,
+                             uint32_t count, const char *execution_id);
+/* The catch-up waiting for item's MISFIRE run (takeover.c), taken off the
+ * job's list into out; false when none. Fire thread. */
+bool ej__takeover_take_catchup(struct ej_job *job, int item, struct ej__catchup *out);
 void ej__rt_ledger_missed(struct ej_job *job, int64_t fire_ms, int item, bool only_after_last);
 /* At start, by the leader when it is the only live instance: the fire
  * times before this registration that no instance recorded (after the

@@ -72,38 +72,60 @@ void ej__rt_ledger_ran(struct ej_job *job, int64_t fire_ms, const char *kind, in
     post_row(job, fire_ms, item, EJ_FIRE_RAN, kind, execution_id, false, job->me);
 }
 
-/* One fire time not run: "missed" goes through the one place that records
- * missed fires. */
-static void not_run_row(struct ej_job *job, int64_t fire_ms, const char *reason, const char *kind)
+/* One fire time not run, a row per item (one row for every item, -1, when
+ * the fire did not get as far as items): "missed" goes through the one
+ * place that records missed fires. */
+static void not_run_row(struct ej_job *job, int64_t fire_ms, const char *reason, const char *kind,
+                        const int *items, size_t n)
 {
-    if (strcmp(reason, EJ_FIRE_MISSED) == 0)
-        ej__rt_ledger_missed(job, fire_ms, -1, false);
-    else
-        post_row(job, fire_ms, -1, reason, kind, NULL, false, job->me);
+    for (size_t i = 0; i < (n == 0 ? 1 : n); i++) {
+        int item = n == 0 ? -1 : items[i];
+        if (strcmp(reason, EJ_FIRE_MISSED) == 0)
+            ej__rt_ledger_missed(job, fire_ms, item, false);
+        else
+            post_row(job, fire_ms, item, reason, kind, NULL, false, job->me);
+    }
 }
 
 void ej__rt_ledger_not_run(struct ej_job *job, const char *reason, const char *kind,
-                           int64_t first_ms, int64_t last_ms, uint32_t count)
+                           const int *items, size_t n, int64_t first_ms, int64_t last_ms,
+                           uint32_t count)
 {
-    not_run_row(job, first_ms, reason, kind);
+    not_run_row(job, first_ms, reason, kind, items, n);
     if (count <= 1 || strcmp(kind, "CRON") != 0)
         return;
     /* The range's other fire times, from the cron in force (read under
      * job->mu, as the misfire marker does: a reschedule replaces it). */
-    uint32_t n = count < EJ__LEDGER_SCAN_MAX ? count : EJ__LEDGER_SCAN_MAX;
-    int64_t *times = malloc(n * sizeof *times);
+    uint32_t cap = count < EJ__LEDGER_SCAN_MAX ? count : EJ__LEDGER_SCAN_MAX;
+    int64_t *times = malloc(cap * sizeof *times);
     if (times == NULL)
         return;
     uint32_t k = 0;
     int64_t t = first_ms;
     pthread_mutex_lock(&job->mu);
-    while (job->cron != NULL && k + 1 < n && ej_cron_next(job->cron, job->tz, t, &t) == 0 &&
+    while (job->cron != NULL && k + 1 < cap && ej_cron_next(job->cron, job->tz, t, &t) == 0 &&
            t <= last_ms)
         times[k++] = t;
     pthread_mutex_unlock(&job->mu);
     for (uint32_t i = 0; i < k; i++)
-        not_run_row(job, times[i], reason, kind);
+        not_run_row(job, times[i], reason, kind, items, n);
     free(times);
+}
+
+void ej__rt_ledger_caught_up(struct ej_job *job, int item, int64_t first_ms, int64_t last_ms,
+                             uint32_t count, const char *execution_id)
+{
+    uint32_t k = 0;
+    int64_t t = first_ms;
+    while (k < count && k < EJ__LEDGER_SCAN_MAX && t <= last_ms) {
+        post_row(job, t, item, EJ_FIRE_RAN, "CATCHUP", execution_id, false, job->me);
+        k++;
+        pthread_mutex_lock(&job->mu);
+        int rc = job->cron != NULL ? ej_cron_next(job->cron, job->tz, t, &t) : -1;
+        pthread_mutex_unlock(&job->mu);
+        if (rc != 0)
+            break;
+    }
 }
 
 void ej__rt_ledger_missed(struct ej_job *job, int64_t fire_ms, int item, bool only_after_last)
@@ -181,9 +203,12 @@ static int64_t ledger_last_fire(struct ej_job *job)
 void ej__rt_ledger_scan_down(struct ej_job *job, const char *cron_expr, const char *time_zone)
 {
     int64_t reg = ej__coord_registered_at(job->coord);
-    /* The leader does it, and only when it is the only instance: the
-     * first one up after every instance was down. */
-    if (reg <= 0 || !ej__coord_is_leader(job->coord) || !alone(job))
+    /* Only the instance that is alone does it: the first one up after
+     * every instance was down. Not "the leader": the election may end
+     * after this start returns, and the scan must come before this
+     * instance's first rows. Two instances starting together, each alone
+     * in its own view, write the same rows; the store keeps them once. */
+    if (reg <= 0 || !alone(job))
         return;
     int64_t last = ledger_last_fire(job);
     if (last <= 0 || last >= reg)

@@ -32,8 +32,41 @@ struct marker {
     int64_t due;
 };
 
-/* The local items, and those of the run if the view lost some: the union,
- * without repeats. */
+/* Whose the view says an item is: 1 this instance's, 0 no one's (a leader
+ * rewriting the instance nodes, as Java 2.1.5's does), -1 another's or
+ * gone. */
+static int owned_here(struct ej_job *job, int item)
+{
+    struct ej__view_item it;
+    if (ej__view_get(ej__coord_view(job->coord), item, &it) != 0)
+        return -1;
+    int r = it.owner == NULL                                           ? 0
+            : strcmp(it.owner, ej__coord_instance_id(job->coord)) == 0 ? 1
+                                                                       : -1;
+    ej__view_item_fini(&it);
+    return r;
+}
+
+bool ej__misfire_run_unowned(struct ej_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    size_t n = job->run_nitems;
+    int *run = n ? malloc(n * sizeof *run) : NULL;
+    if (run)
+        memcpy(run, job->run_items, n * sizeof *run);
+    pthread_mutex_unlock(&job->mu);
+    bool any = false;
+    for (size_t i = 0; run && i < n && !any; i++)
+        any = owned_here(job, run[i]) == 0;
+    free(run);
+    return any;
+}
+
+/* The local items, and those of the run the view shows as no one's (a
+ * leader rewriting the instance nodes): the union, without repeats. An
+ * item of the run that another instance owns now is not marked: its fire
+ * times are its new owner's, who would re-run a mark of ours after every
+ * one of its own runs. */
 static int *items_to_mark(struct ej_job *job, const int *run, size_t nrun, size_t *n)
 {
     int *local = NULL;
@@ -49,6 +82,8 @@ static int *items_to_mark(struct ej_job *job, const int *run, size_t nrun, size_
     size_t k = 0;
     for (size_t i = 0; i < nlocal + nrun; i++) {
         int it = i < nlocal ? local[i] : run[i - nlocal];
+        if (i >= nlocal && owned_here(job, it) < 0)
+            continue;
         bool seen = false;
         for (size_t j = 0; j < k && !seen; j++)
             seen = all[j] == it;
@@ -172,8 +207,67 @@ void ej__misfire_arm(struct ej_job *job, uint64_t gen, int64_t after)
     }
 }
 
+/* Why a mark on an item of ours stands for no run of ours, or NULL. */
+static const char *stale_reason(const struct ej__view_item *it, bool misfire_on)
+{
+    if (it->misfire <= 0)
+        return NULL;
+    if (!misfire_on)
+        return "misfire is off for this job";
+    if (it->disabled > 0)
+        return "the item is disabled";
+    if (!it->misfire_mine)
+        return "not this instance's: left by the item's previous owner, whose fire time it "
+               "stood for; this fire runs the item";
+    return NULL;
+}
+
+/* Clear the marks on items of ours that stand for no run of ours, saying
+ * why, so that no misfire node outlives the run it stood for. Before the
+ * window opens: no marker of this job is working then. */
+static void clear_stale_marks(struct ej_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    bool misfire_on = job->settings && job->settings->cfg.misfire;
+    pthread_mutex_unlock(&job->mu);
+    ej__view *v = ej__coord_view(job->coord);
+    int *own = NULL;
+    size_t n = 0;
+    if (ej__view_items_of(v, ej__coord_instance_id(job->coord), &own, &n) != 0 || n == 0) {
+        free(own);
+        return;
+    }
+    for (int pass = 0; pass < 3; pass++) { /* one clear per reason */
+        const char *why = NULL;
+        size_t k = 0;
+        int *stale = malloc(n * sizeof *stale);
+        for (size_t i = 0; stale && i < n; i++) {
+            struct ej__view_item it;
+            if (ej__view_get(v, own[i], &it) != 0)
+                continue;
+            const char *r = stale_reason(&it, misfire_on);
+            ej__view_item_fini(&it);
+            if (r != NULL && (why == NULL || strcmp(r, why) == 0)) {
+                why = r;
+                stale[k++] = own[i];
+            }
+        }
+        if (k > 0 && ej__exec_clear_misfire(job->coord, stale, k) == 0) {
+            char *its = ej_event_items_string(stale, k);
+            EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: misfire marks of items %s cleared: %s", job->name,
+                   its ? its : "", why);
+            free(its);
+        }
+        free(stale);
+        if (k == 0)
+            break;
+    }
+    free(own);
+}
+
 void ej__misfire_open(struct ej_job *job, const int *items, size_t n)
 {
+    clear_stale_marks(job);
     pthread_mutex_lock(&job->mu);
     free(job->run_items);
     job->run_items = n ? malloc(n * sizeof *items) : NULL;

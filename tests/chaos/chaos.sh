@@ -5,6 +5,14 @@
 #   zkrestart  the (standalone) ZooKeeper server killed and restarted
 #   leaderkill kill -9 of the leader of a 3-server ensemble (restarted after)
 #   partition  one daemon in its own network namespace, its veth link cut
+#   spawnerkill kill -9 of a daemon's zygote (the process that starts its
+#              script items) while its items, longer than the period, run
+#   spawnerpartition the same, then 1 s later that daemon's link cut (as
+#              partition)
+#   starved    as partition, but the cut-off daemon (its zygote and items
+#              with it) is starved first: a cgroup v1 cpu group with a 1 s
+#              CFS period and 5% of a core, and a busy loop in the group
+#              (skipped, exit 77, without /sys/fs/cgroup/cpu)
 #
 # Three `ejob run` daemons share one job (6 script items of 2..PERIOD-2 s,
 # cron every PERIOD s, failover on) on a real ZooKeeper. The partition fault
@@ -34,12 +42,14 @@ MARGIN=${EJ_CHAOS_MARGIN_MS:-4000}
 NDAEMONS=3
 SKIP=77
 IFS=, read -r -a FAULT_LIST <<<"$FAULTS_ARG"
-ENSEMBLE="" PARTITION=""
+ENSEMBLE="" PARTITION="" LONG_ITEMS="" STARVE=""
 for f in "${FAULT_LIST[@]}"; do
   case "$f" in
   kill9 | sigstop | zkrestart) ;;
+  spawnerkill) LONG_ITEMS=1 ;;
   leaderkill) ENSEMBLE=1 ;;
-  partition) PARTITION=1 ;;
+  partition | spawnerpartition) PARTITION=1 ;;
+  starved) PARTITION=1 STARVE=1 ;;
   *)
     echo "unknown fault '$f'" >&2
     exit 2
@@ -50,8 +60,18 @@ if [ -n "$ENSEMBLE" ] && [[ " ${FAULT_LIST[*]} " == *" zkrestart "* ]]; then
   echo "zkrestart needs the standalone server, leaderkill the ensemble: run them apart" >&2
   exit 2
 fi
-if [ -n "$PARTITION" ]; then
+if [ -n "$PARTITION" ] && [ -n "$LONG_ITEMS" ]; then
+  echo "spawnerkill runs items longer than the period, partition faults shorter: run them apart" >&2
+  exit 2
+elif [ -n "$STARVE" ]; then
+  # The item outlives the earliest takeover (about a session after the cut).
+  ITEMS=${EJ_CHAOS_ITEMS:-1} ITEM_MIN=$((PERIOD - 1)) ITEM_MAX=$((PERIOD - 1))
+elif [ -n "$PARTITION" ]; then
   ITEMS=${EJ_CHAOS_ITEMS:-1} ITEM_MIN=$((PERIOD - 2)) ITEM_MAX=$((PERIOD - 1))
+elif [ -n "$LONG_ITEMS" ]; then
+  # Each item outlives its period: a fire that comes while it runs is
+  # folded into a misfire re-run that starts as soon as it ends.
+  ITEMS=${EJ_CHAOS_ITEMS:-3} ITEM_MIN=$((PERIOD + 2)) ITEM_MAX=$((PERIOD + 4))
 else
   ITEMS=${EJ_CHAOS_ITEMS:-6} ITEM_MIN=2 ITEM_MAX=$((PERIOD - 2))
 fi
@@ -112,12 +132,44 @@ if [ -n "$PARTITION" ]; then
   fi
 fi
 
+# The starved fault's cpu group (cgroup v1), made once: daemon 1 starts in
+# it, unlimited until the fault sets the quota and starts the busy loop.
+CG="" CGMNT="" BUSY_PID=""
+if [ -n "$STARVE" ]; then
+  # `ip netns exec` mounts a sysfs of its own, without the host's cgroups:
+  # the cpu hierarchy is mounted again (the same one) in a directory here.
+  CGROOT=/sys/fs/cgroup/cpu CGMNT=""
+  if [ ! -e "$CGROOT/cgroup.procs" ]; then
+    CGMNT=$(mktemp -d "${TMPDIR:-/tmp}/ejchaos-cg-XXXXXX")
+    mount -t cgroup -o cpu cgroup "$CGMNT" 2>/dev/null && CGROOT=$CGMNT
+  fi
+  CG=$CGROOT/ejchaos$$
+  if ! mkdir "$CG" 2>/dev/null || ! echo 1000000 >"$CG/cpu.cfs_period_us"; then
+    rmdir "$CG" 2>/dev/null
+    [ -n "$CGMNT" ] && { umount "$CGMNT" 2>/dev/null; rmdir "$CGMNT"; }
+    netns_cleanup
+    echo "SKIP: no cgroup v1 cpu controller at /sys/fs/cgroup/cpu (need root); the starved fault was not run"
+    exit $SKIP
+  fi
+fi
+cg_cleanup() {
+  [ -n "$BUSY_PID" ] && { kill -KILL "$BUSY_PID" 2>/dev/null; wait "$BUSY_PID" 2>/dev/null; }
+  BUSY_PID=""
+  [ -z "$CG" ] && return 0
+  local p
+  for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do echo "$p" >"$CGROOT/cgroup.procs" 2>/dev/null; done
+  rmdir "$CG" 2>/dev/null
+  [ -n "$CGMNT" ] && { umount "$CGMNT" 2>/dev/null; rmdir "$CGMNT" 2>/dev/null; }
+  return 0
+}
+
 source "$SRC/tests/support/zkfixture.sh"
 WATCH_PID=""
 chaos_cleanup() {
   local p
   for p in "${DPID[@]}"; do kill -KILL "$p" 2>/dev/null; done
   [ -n "$WATCH_PID" ] && { kill -KILL "$WATCH_PID" 2>/dev/null; wait "$WATCH_PID" 2>/dev/null; }
+  cg_cleanup
   netns_cleanup
   zkf_cleanup
 }
@@ -163,12 +215,15 @@ EOF
 ip_of() { echo "127.0.0.$((90 - $1))"; }
 start_daemon() {
   local i=$1
-  if [ "$i" = 1 ] && [ -n "$NS" ]; then
+  if [ "$i" = 1 ] && [ -n "$NS" ] && [ -n "$CG" ]; then
+    bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" ip netns exec "$NS" env EJOB_IP="$(ip_of "$i")" \
+      setpriv --pdeathsig KILL "$E" run -c "$D/chaos.yaml" --state-dir "$D/state$i" --drain-timeout-ms 1000 2>>"$D/daemon$i.log" &
+  elif [ "$i" = 1 ] && [ -n "$NS" ]; then
     ip netns exec "$NS" env EJOB_IP="$(ip_of "$i")" setpriv --pdeathsig KILL \
-      "$E" run -c "$D/chaos.yaml" --drain-timeout-ms 1000 2>>"$D/daemon$i.log" &
+      "$E" run -c "$D/chaos.yaml" --state-dir "$D/state$i" --drain-timeout-ms 1000 2>>"$D/daemon$i.log" &
   else
     EJOB_IP=$(ip_of "$i") setpriv --pdeathsig KILL \
-      "$E" run -c "$D/chaos.yaml" --drain-timeout-ms 1000 2>>"$D/daemon$i.log" &
+      "$E" run -c "$D/chaos.yaml" --state-dir "$D/state$i" --drain-timeout-ms 1000 2>>"$D/daemon$i.log" &
   fi
   DPID[$i]=$!
 }
@@ -192,6 +247,26 @@ for line in open(sys.argv[1]):
         runs[p[4]] = p[0] == "START"
 sys.exit(0 if any(runs.values()) else 1)
 PY
+}
+
+# The zygote of daemon I: the parent of one of its running items.
+zygote_of() {
+  local pid pp
+  pid=$(python3 - "$LOG" "$(inst_of "$1")" <<'PY'
+import sys
+runs = {}
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) >= 7 and p[3] == sys.argv[2]:
+        runs[p[4]] = p[0] == "START"
+print(" ".join(pid for pid, on in runs.items() if on))
+PY
+)
+  for p in $pid; do
+    pp=$(awk '{ sub(/.*\) /, ""); print $2 }' "/proc/$p/stat" 2>/dev/null)
+    [ -n "$pp" ] && [ "$pp" != 1 ] && [ "$pp" != "${DPID[$1]}" ] && { echo "$pp"; return 0; }
+  done
+  return 1
 }
 
 for i in $(seq 1 $NDAEMONS); do start_daemon "$i"; done
@@ -269,6 +344,37 @@ inject() {
     zkf_ensemble_wait 3 || return 1
     t1=$(now_ms)
     fault leaderkill "zk$l" "$t0" "$t1"
+    ;;
+  spawnerkill | spawnerpartition)
+    local z
+    z=$(zygote_of $target) || { echo "FAIL: no zygote found for daemon $target" >&2; return 1; }
+    t0=$(now_ms)
+    kill -KILL "$z"
+    say "killed daemon $target's zygote (pid $z)"
+    t1=$t0
+    if [ "$FAULT" = spawnerpartition ]; then
+      sleep 1
+      ip netns exec "$NS" ip link set "$NS_LINK" down
+      sleep 10
+      ip netns exec "$NS" ip link set "$NS_LINK" up
+      t1=$(now_ms)
+    fi
+    fault "$FAULT" "$inst" "$t0" "$t1"
+    ;;
+  starved)
+    echo 50000 >"$CG/cpu.cfs_quota_us"
+    bash -c 'echo $$ >"$0/cgroup.procs" && while :; do :; done' "$CG" &
+    BUSY_PID=$!
+    t0=$(now_ms)
+    ip netns exec "$NS" ip link set "$NS_LINK" down
+    sleep 10
+    ip netns exec "$NS" ip link set "$NS_LINK" up
+    kill -KILL "$BUSY_PID" 2>/dev/null
+    wait "$BUSY_PID" 2>/dev/null
+    BUSY_PID=""
+    echo -1 >"$CG/cpu.cfs_quota_us"
+    t1=$(now_ms)
+    fault starved "$inst" "$t0" "$t1"
     ;;
   partition)
     t0=$(now_ms)

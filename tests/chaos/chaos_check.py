@@ -21,8 +21,9 @@ check prints the figures and exits 1 on a violation:
             then that started the item without a pause after (fires folded
             into a misfire re-run), outside every fault's detection window
             [fault start, fault end + session + margin]
-  orphan    an item process of a kill -9'd instance alive at kill +
-            session timeout, or any item process alive at the end
+  orphan    an item process of a kill -9'd instance (or of an instance
+            whose zygote got kill -9) alive at kill + session timeout, or
+            any item process alive at the end
 """
 import os
 import sys
@@ -250,7 +251,7 @@ def check(argv):
     # --------------------------------------------------------------- orphans
     orphan_ms = []
     for ft in faults:
-        if ft["kind"] != "kill9":
+        if ft["kind"] not in ("kill9", "spawnerkill", "spawnerpartition"):
             continue
         for r in runs.values():
             if r["inst"] != ft["inst"] or not (r["start"] <= ft["start"] < r["end"]):
@@ -259,7 +260,7 @@ def check(argv):
             orphan_ms.append(took)
             if took > a.session_ms:
                 bad.append(f"orphan: item {r['item']} (pid {r['pid']}) of {ft['inst']} lived "
-                           f"{took} ms after kill -9 (session timeout {a.session_ms} ms)")
+                           f"{took} ms after {ft['kind']} (session timeout {a.session_ms} ms)")
     last_start = max((r["start"] for r in runs.values()), default=0)
     left = pgid_members({r["pgid"] for r in runs.values()}, last_start + 5000)
     for pid, pg in sorted(left.items()):

@@ -55,7 +55,13 @@ UNITDIR=$(cache EJ_SYSTEMD_UNIT_DIR)
 SYSCONFDIR=$(cache CMAKE_INSTALL_SYSCONFDIR)
 installed_as man/ejob.1 "${MANDIR:-share/man}/man1" ejob.1
 installed_as man/ejob-run.1 "${MANDIR:-share/man}/man1" ejob-run.1
+installed_as man/ejob-console.1 "${MANDIR:-share/man}/man1" ejob-console.1
 installed_as man/ejob.yaml.5 "${MANDIR:-share/man}/man5" ejob.yaml.5
+DOCDIR=$(cache CMAKE_INSTALL_DOCDIR | grep . || echo share/doc/ejob)
+installed_as README.md "$DOCDIR" README.md
+installed_as LICENSE "$DOCDIR" LICENSE
+installed_as docs/console.md "$DOCDIR/docs" console.md
+installed_as docs/packaging.md "$DOCDIR/docs" packaging.md
 installed_as dist/systemd/ejob.service "${UNITDIR:-lib/systemd/system}" ejob.service
 installed_as dist/systemd/ejob@.service "${UNITDIR:-lib/systemd/system}" ejob@.service
 installed_as dist/ejob.yaml "${SYSCONFDIR:-etc}/ejob" ejob.yaml

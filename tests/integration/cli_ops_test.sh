@@ -241,7 +241,7 @@ EJOB_REGISTRY= EJOB_NAMESPACE=ops run jobs --registry "$ZKF_CONNECT"; expect_rc 
 EJOB_REGISTRY= run jobs --registry "$ZKF_CONNECT"; expect_rc 2 "no namespace anywhere"
 expect_err_re 'no namespace' "no namespace message"
 EJOB_REGISTRY= run jobs --state-dir "$ZKF_DIR/nostate" --namespace ops; expect_rc 1 "no registry and no embedded one"
-expect_err_re "^ejob jobs: no registry given: pass --registry HOST:PORT/NAMESPACE or set EJOB_REGISTRY" "no registry message"
+expect_err_re "^ejob jobs: no registry given: pass --registry HOST:PORT/NAMESPACE, -c FILE or set EJOB_REGISTRY" "no registry message"
 run jobs --registry 127.0.0.1:1/ops --timeout-ms 500; expect_rc 1 "unreachable registry"
 expect_err_re '^ejob jobs: cannot connect to ZooKeeper at 127\.0\.0\.1:1' "unreachable registry message"
 mkdir -p "$ZKF_DIR/stale"; echo "127.0.0.1:1" >"$ZKF_DIR/stale/registry"
@@ -251,6 +251,51 @@ expect_err_re 'embedded registry at 127\.0\.0\.1:1 .* is not answering' "stale e
 echo "$ZKF_CONNECT" >"$ZKF_DIR/stale/registry"
 EJOB_REGISTRY= run jobs --state-dir "$ZKF_DIR/stale" --namespace ops; expect_rc 0 "address from the state directory"
 expect_out '^brokenJob ' "jobs through the state directory's address"
+
+# ---------------------------------------------------------------- -c FILE
+# The registry a daemon file names: every command that talks to ZooKeeper
+# takes -c, the file's namespace before EJOB_NAMESPACE, its serverLists
+# before EJOB_REGISTRY; -n still wins over the file.
+cat >"$ZKF_DIR/daemon.yaml" <<YAML
+regCenter:
+  serverLists: $ZKF_CONNECT
+  namespace: ops
+jobs:
+  fileJob:
+    elasticJobType: SCRIPT
+    cron: "0 0 0 1 1 ? 2099"
+    shardingTotalCount: 1
+    props:
+      script.command.line: /bin/true
+YAML
+EJOB_REGISTRY=127.0.0.1:1/elsewhere EJOB_NAMESPACE=elsewhere run jobs -c "$ZKF_DIR/daemon.yaml"
+expect_rc 0 "jobs -c FILE: the file's registry, not the environment's"
+expect_out '^brokenJob ' "jobs -c FILE lists the file's namespace"
+EJOB_REGISTRY= run jobs --config "$ZKF_DIR/daemon.yaml" --json; expect_rc 0 "jobs --config FILE --json"
+EJOB_REGISTRY= run jobs -c "$ZKF_DIR/daemon.yaml" -n nosuchns; expect_rc 0 "-n wins over the file's namespace"
+[ -z "$OUT" ] || grep -qv brokenJob <<<"$OUT" && pass "  ... listing the other namespace" || fail "-n did not win: $OUT"
+for c in "status brokenJob" "dump brokenJob" "config get brokenJob" "trigger brokenJob" \
+  "disable brokenJob" "enable brokenJob" "disable-item brokenJob 0" "enable-item brokenJob 0" \
+  "shutdown brokenJob"; do
+  read -r -a words <<<"$c"
+  EJOB_REGISTRY= run "${words[@]}" -c "$ZKF_DIR/daemon.yaml"
+  grep -q "unknown option\|no registry\|no namespace" <<<"$ERR" && fail "$c -c FILE: $ERR" ||
+    pass "$c -c FILE finds the registry (exit $RC)"
+done
+run jobs -c "$ZKF_DIR/daemon.yaml" --registry "$ZKF_CONNECT/ops"; expect_rc 2 "-c and --registry together"
+expect_err_re 'give --registry or -c, not both' "  ... refused, saying so"
+run jobs -c "$ZKF_DIR/nosuch.yaml"; expect_rc 2 "-c with a missing file"
+expect_err_re 'nosuch.yaml' "  ... naming the file"
+# An embedded registry: its address from the state directory, the namespace
+# from the file.
+printf 'regCenter:\n  serverLists: embedded\n  namespace: ops\njobs: {}\n' >"$ZKF_DIR/embedded.yaml"
+EJOB_REGISTRY= run jobs -c "$ZKF_DIR/embedded.yaml" --state-dir "$ZKF_DIR/stale"
+expect_rc 0 "-c FILE with an embedded registry: the state directory's address"
+expect_out '^brokenJob ' "  ... and the file's namespace"
+EJOB_REGISTRY= run jobs -c "$ZKF_DIR/embedded.yaml" --state-dir "$ZKF_DIR/nostate"
+expect_rc 1 "-c FILE, embedded, no registry running"
+expect_err_re 'nostate/registry does not exist; --state-dir names the daemon' "  ... says where it looked"
+run registry status -c "$ZKF_DIR/embedded.yaml" --state-dir "$ZKF_DIR/nostate"; expect_rc 1 "registry status -c FILE"
 
 echo "$FAILS failure(s)"
 exit $((FAILS > 0))

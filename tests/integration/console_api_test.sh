@@ -68,6 +68,10 @@ zkf_cli create /other/lostJob/config '{"jobName":"lostJob","jobType":"SCRIPT","c
 zkf_cli create /other/lostJob/instances/10.0.0.1@-@1 "" >/dev/null
 zkf_cli create /other/lostJob/sharding/0/instance "10.0.0.1@-@1" >/dev/null
 zkf_cli create /other/lostJob/leader/election/instance "10.0.0.9@-@9" >/dev/null
+# A job with settings Java ignores, shared with an instance that holds no
+# ejob marker (a Java one); its node as an earlier ejob wrote BALANCED.
+for p in /other/tzJob /other/tzJob/instances /other/tzJob/instances/10.0.0.3@-@3; do zkf_cli create "$p" "" >/dev/null; done
+zkf_cli create /other/tzJob/config '{"jobName":"tzJob","jobType":"SCRIPT","cron":"0/2 * * * * ?","shardingTotalCount":1,"scriptCommandLine":"/bin/true","jobShardingStrategyClass":"BALANCED","timeZone":"Asia/Shanghai"}' >/dev/null
 
 ADMIN_HASH=$(cenv_hash 'adm1n pass')
 GUEST_HASH=$(cenv_hash 'guest-pass')
@@ -136,6 +140,13 @@ grep -qE '^lostJob +LEADER_LOST .* 10\.0\.0\.9@-@9 \(gone\)' <<<"$out" && pass "
 grep -q 'job "badJob": config error: shardingTotalCount: must be >= 1, got 0' "$D/jobs.err" && pass "ejob jobs: config error on stderr" || fail "ejob jobs stderr: $(cat "$D/jobs.err")"
 out=$("$E" status lostJob --registry "$ZKF_CONNECT/other")
 grep -q '^Leader: *10.0.0.9@-@9 (not a live instance' <<<"$out" && pass "ejob status flags the lost leader" || fail "ejob status: $out"
+req GET /api/registries/other/jobs/tzJob; expect_code 200 "tzJob detail"
+expect_json 'd["javaInstances"]' "['10.0.0.3@-@3']" "the instance without an ejob marker is flagged as Java"
+expect_json 'd["javaIgnores"]' "['jobShardingStrategyType', 'timeZone']" "the settings Java ignores"
+req GET /api/registries/other/jobs/lostJob; expect_code 200 "lostJob detail"
+expect_json 'd["javaInstances"]' "[]" "no flag for a job without ejob-only settings"
+out=$("$E" status tzJob --registry "$ZKF_CONNECT/other")
+grep -q '^Java: *10.0.0.3@-@3 is no ejob instance: it ignores jobShardingStrategyType, timeZone' <<<"$out" && pass "ejob status flags the Java instance" || fail "ejob status: $out"
 req GET /api/registries/nosuch/jobs; expect_code 404 "unknown registry"
 req GET /api/registries/capi/jobs/nosuch; expect_code 404 "unknown job"
 req GET /api/registries/capi/jobs/apiJob/history; expect_code 404 "history without a history store: 404"

@@ -28,7 +28,9 @@ YAML
 }
 
 cenv_daemon() {
-  EJOB_IP=$1 setpriv --pdeathsig KILL "$E" run -c "$2" >>"$ZKF_DIR/daemon-$1.log" 2>&1 &
+  # A state directory per instance (its history.db), not the user's default.
+  EJOB_IP=$1 setpriv --pdeathsig KILL "$E" run -c "$2" --state-dir "$ZKF_DIR/state-$1" \
+    >>"$ZKF_DIR/daemon-$1.log" 2>&1 &
   CENV_PID=$!
   zkf_track "$CENV_PID"
 }

@@ -220,7 +220,7 @@ wait "$FLOOD"
 # Past 32 connections from one address MHD closes them; of those served,
 # at most the allowance is checked against a hash, the rest get 429.
 N429=$(grep -c '^429$' "$D/flood.codes"); N401=$(grep -c '^401$' "$D/flood.codes")
-NRESET=$(grep -c 'reset\|refused\|closed\|Remote' "$D/flood.codes")
+NRESET=$(grep -c 'reset\|refused\|closed\|Remote\|Broken pipe' "$D/flood.codes")
 [ "$N401" -ge 1 ] && [ "$N401" -le 10 ] && [ "$N429" -ge 20 ] && [ $((N401 + N429 + NRESET)) = 100 ] &&
   pass "the flood is throttled ($N401 checked, $N429 answered 429, $NRESET closed over the address's limit)" ||
   fail "flood codes: $(sort "$D/flood.codes" | uniq -c | tr '\n' ';')"
@@ -276,7 +276,7 @@ GET /api/registries/R/jobs/J/history viewer
 GET /api/registries/R/jobs/J/fires viewer
 POST /api/registries/R/jobs/noSuchJob/trigger operator
 POST /api/registries/R/jobs/noSuchJob/shutdown operator
-POST /api/registries/R/jobs/noSuchJob/kill operator
+POST /api/registries/R/jobs/noSuchJob/kill admin
 POST /api/registries/R/jobs/noSuchJob/disable operator
 POST /api/registries/R/jobs/noSuchJob/enable operator
 POST /api/registries/R/jobs/noSuchJob/items/0/disable operator

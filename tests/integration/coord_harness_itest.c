@@ -535,3 +535,119 @@ static char *tmp_log(const char *tag)
     unlink(p);
     return p;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Fire times and rounds                                                      */
+
+/* The first multiple of period after t (epoch ms), plus offset. */
+static int64_t next_multiple(int64_t t, int64_t period, int64_t offset)
+{
+    return (t / period + 1) * period + offset;
+}
+
+static void sleep_until_wall(int64_t wall_ms)
+{
+    int64_t d = wall_ms - ej__now_ms();
+    if (d > 0)
+        ej__sleep_ms(d);
+}
+
+/* NOTRUN lines (testnode.c) of reason logged at or after from; with
+ * item >= 0 only those naming item whose range holds fire time t. */
+static int notrun_lines(const char *log, const char *reason, int64_t from, int item, int64_t t)
+{
+    FILE *f = fopen(log, "r");
+    if (f == NULL)
+        return 0;
+    char line[1024];
+    int k = 0;
+    while (fgets(line, sizeof line, f)) {
+        char inst[128], r[32], items[256];
+        long long at = 0, first = 0, last = 0;
+        unsigned count = 0;
+        if (sscanf(line, "NOTRUN %lld %127s %31s %u %lld %lld %255s", &at, inst, r, &count, &first,
+                   &last, items) != 7 ||
+            strcmp(r, reason) != 0 || at < from)
+            continue;
+        if (item < 0) {
+            say("NOTRUN %s %s at +%lld ms: %u fire time(s) from %lld to %lld %s", inst, r,
+                at - from, count, first, last, items);
+            k++;
+            continue;
+        }
+        if (t < first || t > last)
+            continue;
+        char want[16];
+        snprintf(want, sizeof want, "%d", item);
+        for (char *p = strtok(items, "[],"); p; p = strtok(NULL, "[],")) /* "[0,3]" */
+            if (strcmp(p, want) == 0)
+                k++;
+    }
+    fclose(f);
+    return k;
+}
+
+/* Runs round(zk, r, user) for r = 1..N: N from --rounds N, else the
+ * environment's EJ_TAKEOVER_ROUNDS, else dflt. Returns main's exit code. */
+static int run_rounds(int argc, char **argv, int dflt, const char *name,
+                      int (*round)(zkf_server *zk, int r, void *user), void *user)
+{
+    harness_init();
+    int rounds = getenv("EJ_TAKEOVER_ROUNDS") ? atoi(getenv("EJ_TAKEOVER_ROUNDS")) : dflt;
+    if (argc == 3 && strcmp(argv[1], "--rounds") == 0)
+        rounds = atoi(argv[2]);
+    if (rounds < 1)
+        rounds = 1;
+    zkf_server *zk = zkf_shared();
+    REQUIRE(zk != NULL, "zookeeper");
+    int bad = 0;
+    for (int r = 1; r <= rounds; r++) {
+        int rc = round(zk, r, user);
+        bad += rc != 0;
+        say("round %d of %d: %s", r, rounds, rc ? "FAILED" : "passed");
+    }
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed in %d of %d round(s)\n", failures, bad, rounds);
+        return 1;
+    }
+    fprintf(stderr, "%s: all checks passed in %d round(s)\n", name, rounds);
+    return 0;
+}
+
+/* One round of a test that runs several: its own namespace, log and
+ * client; nodes are started afresh (the previous round's are stopped). */
+struct round_env {
+    char *ns, *log;
+    const char *servers;
+    ej_registry *reg;
+    int failures_before;
+};
+
+static void round_begin(zkf_server *zk, const char *tag, int round, struct round_env *e)
+{
+    char t[64];
+    snprintf(t, sizeof t, "%s%d", tag, round);
+    e->servers = zkf_connect_string(zk);
+    e->ns = zkf_unique_namespace(t);
+    e->log = tmp_log(t);
+    e->reg = zk_connect(e->servers, e->ns);
+    e->failures_before = failures;
+    nnodes = 0;
+}
+
+/* Stops the round's nodes; keeps the log of a failed round. Returns 0
+ * when the round's checks passed, else 1. */
+static int round_end(struct round_env *e, int round)
+{
+    for (int i = 0; i < nnodes; i++)
+        node_stop(i);
+    ej_registry_destroy(e->reg);
+    bool ok = failures == e->failures_before;
+    if (ok)
+        unlink(e->log);
+    else
+        say("round %d failed: log kept in %s", round, e->log);
+    free(e->log);
+    free(e->ns);
+    return ok ? 0 : 1;
+}

@@ -13,6 +13,9 @@ export EJOB_REGISTRY="$ZKF_CONNECT/secure"
 unset EJOB_DIGEST
 D=$ZKF_DIR/t
 mkdir -p "$D"
+# Its own state directory (history.db, an embedded registry), never the
+# user's default one.
+export EJOB_STATE_DIR=$D/state
 cat >"$D/jobs.yaml" <<EOF
 regCenter:
   serverLists: $ZKF_CONNECT

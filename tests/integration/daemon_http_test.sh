@@ -9,6 +9,9 @@ zkf_start || exit 1
 source "$EJ_SOURCE_DIR/tests/support/checks.sh"
 D=$ZKF_DIR/t
 mkdir -p "$D/www"
+# Its own state directory (history.db, an embedded registry), never the
+# user's default one.
+export EJOB_STATE_DIR=$D/state
 echo ok >"$D/www/ok"
 HPORT=$(zkf_free_port)
 python3 -m http.server "$HPORT" --bind 127.0.0.1 --directory "$D/www" 2>"$D/http.log" >/dev/null &

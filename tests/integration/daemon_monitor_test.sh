@@ -14,6 +14,9 @@ export EJOB_REGISTRY="$ZKF_CONNECT/mon"
 PORT=$(zkf_free_port)
 D=$ZKF_DIR/t
 mkdir -p "$D"
+# Its own state directory (history.db, an embedded registry), never the
+# user's default one.
+export EJOB_STATE_DIR=$D/state
 # A job that never fires on its own: its subtree stays still while we look.
 cat >"$D/jobs.yaml" <<EOF
 regCenter:

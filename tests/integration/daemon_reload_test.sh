@@ -18,6 +18,9 @@ export EJOB_REGISTRY="$ZKF_CONNECT/reload"
 
 D=$ZKF_DIR/t
 mkdir -p "$D"
+# Its own state directory (history.db, an embedded registry), never the
+# user's default one.
+export EJOB_STATE_DIR=$D/state
 cat >"$D/item.sh" <<'EOF'
 #!/bin/sh
 # item.sh RUNS JOB CONTEXT: appends "epoch_ms JOB".

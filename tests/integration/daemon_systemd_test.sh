@@ -45,6 +45,13 @@ for k in "Type=notify" "KillMode=mixed" "User=ejob" "Group=ejob" "Restart=on-fai
 done
 grep -q '^MemoryDenyWriteExecute=yes' "$UNITS/ejob.service" "$UNITS/ejob@.service" \
   && fail "MemoryDenyWriteExecute=yes breaks the embedded registry's JVM" || pass "units: no MemoryDenyWriteExecute"
+# Documentation= names the docs the package installs (docs/X.md as
+# /usr/share/doc/ejob/docs/X.md), and only ones that exist.
+for u in ejob.service ejob@.service; do
+  docs=$(sed -n 's|^Documentation=.*file:/usr/share/doc/ejob/\(docs/[a-z]*\.md\).*|\1|p' "$UNITS/$u")
+  [ -n "$docs" ] && [ -f "$EJ_SOURCE_DIR/$docs" ] && pass "$u: Documentation= names /usr/share/doc/ejob/$docs" \
+    || fail "$u: no Documentation=file:/usr/share/doc/ejob/docs/... of an existing doc ('$docs')"
+done
 grep -qx 'ExecStart=/usr/bin/ejob run -c /etc/ejob/%i.yaml' "$UNITS/ejob@.service" \
   && pass "ejob@NAME runs /etc/ejob/NAME.yaml" || fail "ejob@.service ExecStart"
 # TimeoutStopSec must outlast the daemon's default drain (30 s) plus the

@@ -16,6 +16,9 @@ unset EJOB_DIGEST
 export EJOB_REGISTRY="$ZKF_CONNECT/valid"
 D=$ZKF_DIR/t
 mkdir -p "$D"
+# Its own state directory (history.db, an embedded registry), never the
+# user's default one.
+export EJOB_STATE_DIR=$D/state
 NEVER='0 0 0 30 2 ?'
 MSG='cron: has no fire time ahead'
 yaml() { # CRON [ZONE]

@@ -11,6 +11,9 @@ zkf_start || exit 1
 source "$EJ_SOURCE_DIR/tests/support/checks.sh"
 D=$ZKF_DIR/t
 mkdir -p "$D"
+# Its own state directory (history.db, an embedded registry), never the
+# user's default one.
+export EJOB_STATE_DIR=$D/state
 RUNS=$D/runs.log
 : >"$RUNS"
 cat >"$D/item.sh" <<'SH'

@@ -7,6 +7,12 @@
  *   START <epoch_ms> <instance> <item> <source> <fencing_token>
  *   END <epoch_ms> <instance> <item> <source> <status>
  *
+ * and, for every fire not run (its "fire not run" status event),
+ *
+ *   NOTRUN <epoch_ms> <instance> <reason> <count> <first_ms> <last_ms> <items>
+ *
+ * (items as "[0,1]", "[]" when the event names none).
+ *
  * status is OK, CANCELLED (the run was asked to stop) or FROZEN (the item
  * noticed the process had been stopped -- SIGSTOP -- and did no more work;
  * the END time is then the time of its last work, and "CANCELLED" follows
@@ -138,6 +144,29 @@ static void once_after(const struct ej_shard_contexts_info *info, void *user)
 {
     (void)user;
     logf_line("ONCE_AFTER %" PRId64 " %s %s", ej__now_ms(), instance, info->task_id);
+}
+
+/* A "fire not run" status event as a NOTRUN line (see the top). */
+static void on_event(const struct ej_event *ev, void *user)
+{
+    (void)user;
+    if (ev->type != EJ_EVENT_STATUS || ev->u.status.message == NULL)
+        return;
+    const char *m = strstr(ev->u.status.message, "fire not run (");
+    char reason[32];
+    unsigned count = 0;
+    long long first = 0, last = 0;
+    if (m == NULL || sscanf(m, "fire not run (%31[a-z-]): %u fire time(s) from %lld to %lld",
+                            reason, &count, &first, &last) != 4)
+        return;
+    char items[256];
+    size_t k = 0;
+    for (const char *p = ev->u.status.sharding_item; p && *p && k + 1 < sizeof items; p++)
+        if (*p != ' ')
+            items[k++] = *p;
+    items[k] = '\0';
+    logf_line("NOTRUN %" PRId64 " %s %s %u %lld %lld %s", ej__now_ms(), instance, reason, count,
+              first, last, k ? items : "[]");
 }
 
 static void on_signal(int sig)
@@ -358,6 +387,10 @@ int main(int argc, char **argv)
             return 1;
         }
         snprintf(instance, sizeof instance, "%s", ej_job_instance_id(jobs[j]));
+        if (j == 0 && ej_job_subscribe(jobs[j], on_event, NULL) != 0) {
+            fprintf(stderr, "testnode: cannot subscribe to the events of %s\n", name);
+            return 1;
+        }
         rc = ej_job_start(jobs[j]);
         if (rc != 0) {
             fprintf(stderr, "testnode: start %s: %s: %s\n", name, ej_strerror(rc),

@@ -584,6 +584,14 @@ static void sink_reads_events(void **state)
     e->start_time_ms = 1795748400000LL;
     e->complete_time_ms = 0; /* a start: nothing */
     ej_alert_event_sink(&ev, NULL);
+    /* The ledger's row of the run: its cron fire time, 5 s before the start. */
+    ej_event fev = {.type = EJ_EVENT_FIRE};
+    fev.u.fire.job_name = "j";
+    fev.u.fire.fire_time_ms = 1795748395000LL;
+    fev.u.fire.sharding_item = 0;
+    fev.u.fire.outcome = EJ_FIRE_RAN;
+    snprintf(fev.u.fire.execution_id, sizeof fev.u.fire.execution_id, "%s", e->id);
+    ej_alert_event_sink(&fev, NULL);
     e->complete_time_ms = 1795741201000LL;
     e->failure_cause = "Execute script failure: 'sleep' timed out after 100 ms; process group "
                        "killed";
@@ -609,6 +617,7 @@ static void sink_reads_events(void **state)
     assert_int_equal(json_array_size(all), 3);
     json_t *t = json_array_get(all, 0), *h = json_array_get(all, 1), *n = json_array_get(all, 2);
     assert_string_equal(field(t, "kind"), "timeout");
+    assert_string_equal(field(t, "fireTime"), "2026-11-27 10:59:55 +08:00"); /* the cron's */
     assert_string_equal(field(t, "instance"), "127.0.0.5@-@777");
     assert_int_equal(ifield(t, "termSignal"), 15);
     assert_string_equal(field(h, "kind"), "failed");

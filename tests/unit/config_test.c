@@ -401,6 +401,79 @@ static void test_json_gson_escaping(void **state)
     ej_job_config_fini(&d);
 }
 
+/* A strategy Java 2.1.5 cannot load is stored so that Java reads one it
+ * can ("", AverageAllocation), ejob's choice in jobShardingStrategyType;
+ * nodes of earlier ejob versions (the name in jobShardingStrategyClass)
+ * and values Java wrote later (a class in jobShardingStrategyClass) read
+ * as before. */
+static void test_json_strategy_java_cannot_load(void **state)
+{
+    (void)state;
+    struct ej_job_config c, d;
+    char err[256];
+    make_script_job(&c, "j", "0 * * * * ?", 1, "a.sh");
+    assert_int_equal(ej_job_config_java_ignored(&c, NULL, 0), 0);
+    ej_job_config_set_str(&c.job_sharding_strategy_class, "BALANCED");
+    ej_job_config_set_str(&c.time_zone, "Asia/Shanghai");
+    const char *ignored[4];
+    assert_int_equal(ej_job_config_java_ignored(&c, ignored, 1), 2);
+    assert_int_equal(ej_job_config_java_ignored(&c, ignored, 4), 2);
+    assert_string_equal(ignored[0], "jobShardingStrategyType");
+    assert_string_equal(ignored[1], "timeZone");
+    ej_job_config_set_str(&c.time_zone, "");
+    char *json = ej_job_config_to_json(&c);
+    assert_non_null(strstr(json, "\"jobShardingStrategyClass\":\"\","));
+    const char *tail = "\"overwrite\":false,\"jobShardingStrategyType\":\"BALANCED\"}";
+    assert_string_equal(json + strlen(json) - strlen(tail), tail);
+    assert_int_equal(ej_job_config_init(&d), 0);
+    assert_int_equal(ej_job_config_from_json(json, strlen(json), &d, err, sizeof(err)), 0);
+    assert_string_equal(d.job_sharding_strategy_class, "BALANCED");
+    assert_true(d.extra_json == NULL || strstr(d.extra_json, "jobShardingStrategyType") == NULL);
+    assert_true(ej_job_config_equal(&c, &d));
+    free(json);
+
+    /* Java-loadable values are written where Java reads them. */
+    static const char *const loadable[] = {
+        "",
+        "com.dangdang.ddframe.job.lite.api.strategy.impl.RotateServerByNameJobShardingStrategy"};
+    for (size_t i = 0; i < 2; i++) {
+        ej_job_config_set_str(&c.job_sharding_strategy_class, loadable[i]);
+        json = ej_job_config_to_json(&c);
+        assert_null(strstr(json, "jobShardingStrategyType"));
+        free(json);
+    }
+    static const char *const ejob_only[] = {"STICKY", "AVERAGE",
+                                            "io.ejob.sharding.BalancedShardingStrategy"};
+    for (size_t i = 0; i < 3; i++) {
+        ej_job_config_set_str(&c.job_sharding_strategy_class, ejob_only[i]);
+        json = ej_job_config_to_json(&c);
+        assert_non_null(strstr(json, "\"jobShardingStrategyClass\":\"\","));
+        assert_non_null(strstr(json, "\"jobShardingStrategyType\":"));
+        free(json);
+    }
+
+    /* An earlier ejob's node: the name in the Java key. */
+    static const char old_node[] =
+        "{\"jobName\":\"j\",\"jobType\":\"SIMPLE\",\"cron\":\"0 * * * * ?\","
+        "\"shardingTotalCount\":1,\"jobShardingStrategyClass\":\"BALANCED\"}";
+    assert_int_equal(ej_job_config_from_json(old_node, strlen(old_node), &d, err, sizeof(err)), 0);
+    assert_string_equal(d.job_sharding_strategy_class, "BALANCED");
+    /* Java's console set a class after: the Java key wins. */
+    static const char java_later[] =
+        "{\"jobName\":\"j\",\"jobType\":\"SIMPLE\",\"cron\":\"0 * * * * ?\","
+        "\"shardingTotalCount\":1,\"jobShardingStrategyClass\":\"com.x.Mine\","
+        "\"jobShardingStrategyType\":\"BALANCED\"}";
+    assert_int_equal(ej_job_config_from_json(java_later, strlen(java_later), &d, err, sizeof(err)),
+                     0);
+    assert_string_equal(d.job_sharding_strategy_class, "com.x.Mine");
+    static const char bad[] =
+        "{\"jobName\":\"j\",\"jobType\":\"SIMPLE\",\"jobShardingStrategyType\":5}";
+    assert_int_not_equal(ej_job_config_from_json(bad, strlen(bad), &d, err, sizeof(err)), 0);
+    assert_string_equal(err, "jobShardingStrategyType: expected a string, got 5");
+    ej_job_config_fini(&d);
+    ej_job_config_fini(&c);
+}
+
 static void test_json_ejob_extensions(void **state)
 {
     (void)state;
@@ -2453,6 +2526,7 @@ int main(void)
         cmocka_unit_test(test_job_type_names),
         cmocka_unit_test(test_json_dataflow_vector),
         cmocka_unit_test(test_json_script_vector),
+        cmocka_unit_test(test_json_strategy_java_cannot_load),
         cmocka_unit_test(test_json_peer_job_674_bytes),
         cmocka_unit_test(test_json_gson_escaping),
         cmocka_unit_test(test_json_ejob_extensions),

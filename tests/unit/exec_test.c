@@ -752,6 +752,114 @@ static void test_script_group_stops_with_stopped_daemon(void **state)
     daemon_death_case("", 1000, 950, 2500, true);
 }
 
+struct spawner_item {
+    struct ej_job_def def;
+    ej_shard_context ctx;
+    ej__exec_result res;
+    int rc;
+    int64_t ended_ms;
+};
+
+static void *spawner_item_thread(void *arg)
+{
+    struct spawner_item *si = arg;
+    si->rc = ej__exec_run_item(&si->def, &si->ctx, NULL, &si->res);
+    si->ended_ms = ej__mono_ms();
+    return NULL;
+}
+
+/* The parent pid of pid, from /proc/PID/stat; -1 when unknown. */
+static pid_t parent_of(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    char *st = slurp(path);
+    const char *rp = st ? strrchr(st, ')') : NULL;
+    int ppid = -1;
+    if (rp == NULL || sscanf(rp + 2, "%*c %d", &ppid) != 1)
+        ppid = -1;
+    free(st);
+    return ppid;
+}
+
+/*
+ * kill -9 of the process that starts script items (the zygote; the OOM
+ * killer may pick it) while an item runs whose group ignores SIGTERM. The
+ * run must not end while a process of the item lives (the item's next run
+ * would then overlap it): the group gets SIGTERM at once and SIGKILL after
+ * the grace, the run ends after that with the spawner named as the cause,
+ * and the next item starts through a new zygote.
+ */
+static void test_script_survives_spawner_kill(void **state)
+{
+    (void)state;
+    char *pidfile = tmp_path("spawner-kill.pids");
+    unlink(pidfile);
+    char *cmd = ej__asprintf("/bin/sh -c 'trap \"\" TERM; sleep 60 & echo $$ $! > %s.tmp; "
+                             "mv %s.tmp %s; wait'",
+                             pidfile, pidfile, pidfile);
+    static struct spawner_item si;
+    si.def = (struct ej_job_def){.type = EJ_JOB_TYPE_SCRIPT};
+    si.def.script.command_line = cmd;
+    si.def.script.kill_grace_ms = 500;
+    si.def.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
+    fill_ctx(&si.ctx, NULL, 0, NULL);
+    pthread_t th;
+    pthread_create(&th, NULL, spawner_item_thread, &si);
+    char *pids = NULL;
+    for (int i = 0; i < 1000 && pids == NULL; i++) {
+        pids = slurp(pidfile);
+        if (pids == NULL)
+            ej__sleep_ms(10);
+    }
+    assert_non_null(pids);
+    int script = 0, grandchild = 0;
+    assert_int_equal(sscanf(pids, "%d %d", &script, &grandchild), 2);
+    pid_t zygote = parent_of(script);
+    assert_true(zygote > 1);
+    assert_int_not_equal(zygote, getpid()); /* the zygote's item, not a supervisor's */
+    assert_int_equal(kill(zygote, SIGKILL), 0);
+    int64_t t0 = ej__mono_ms();
+    pthread_join(th, NULL);
+    int64_t took = si.ended_ms - t0;
+    /* Every process of the item is gone when the run ends (a SIGKILL is
+     * delivered within moments). */
+    bool gone = false;
+    for (int i = 0; i < 50 && !gone; i++) {
+        gone = process_gone(script) && process_gone(grandchild);
+        if (!gone)
+            ej__sleep_ms(2);
+    }
+    print_message("kill -9 of the zygote: the run ended after %lld ms: %s\n", (long long)took,
+                  si.res.failure_cause ? si.res.failure_cause : "(no failure)");
+    if (!gone) {
+        kill(script, SIGKILL);
+        kill(grandchild, SIGKILL);
+    }
+    assert_true(gone);
+    assert_true(took >= 450);
+    assert_true(took < 3000);
+    assert_int_equal(si.rc, EJ_EJOBFAILED);
+    assert_non_null(si.res.failure_cause);
+    assert_non_null(strstr(si.res.failure_cause, "the process that starts script items died"));
+    assert_null(strstr(si.res.failure_cause, "SIGCHLD"));
+    ej__exec_result_fini(&si.res);
+    ej__exec_context_fini(&si.ctx);
+
+    /* The next item starts through a new zygote. */
+    struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
+    d.script.command_line = "/bin/sh -c 'exit 0'";
+    ej_shard_context ctx;
+    fill_ctx(&ctx, NULL, 1, NULL);
+    ej__exec_result r;
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), 0);
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&ctx);
+    free(pids);
+    free(cmd);
+    free(pidfile);
+}
+
 /* --------------------------------------------------- simple / dataflow */
 
 static int failing_simple(const ej_shard_context *ctx, void *user)
@@ -1281,6 +1389,7 @@ int main(void)
         cmocka_unit_test(test_script_cancel),
         cmocka_unit_test(test_script_group_dies_with_daemon),
         cmocka_unit_test(test_script_group_stops_with_stopped_daemon),
+        cmocka_unit_test(test_script_survives_spawner_kill),
         cmocka_unit_test(test_simple_and_handlers),
         cmocka_unit_test(test_dataflow),
         cmocka_unit_test(test_http),

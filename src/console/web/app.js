@@ -201,13 +201,16 @@ function jobView(job) {
     const j = r.data;
     put(head, el('p', {}, 'Status ', statusBadge(j.status), '  cron ', j.cron || '?',
       '  type ', j.jobType || '?', '  leader ', j.leader ? j.leader + (j.leaderLive ? '' : ' (gone)') : '-'),
-      j.configError ? el('p', { class: 'error', id: 'job-config-error' }, 'Config error: ' + j.configError) : null);
+      j.configError ? el('p', { class: 'error', id: 'job-config-error' }, 'Config error: ' + j.configError) : null,
+      (j.javaInstances || []).length ? el('p', { class: 'error', id: 'job-java-note' },
+        'Java instances ' + j.javaInstances.join(', ') + ' ignore ' + j.javaIgnores.join(', ') +
+        ' (a Java leader shards with AverageAllocation, fires in its own time zone)') : null);
     put(ops, 
       opButton('Trigger', 'op-trigger', 'Trigger ' + job + ' on every live instance?', 'POST', regPath(jp + '/trigger'), {}, refresh),
       opButton('Disable', 'op-disable', 'Disable ' + job + ' on every server?', 'POST', regPath(jp + '/disable'), {}, refresh),
       opButton('Enable', 'op-enable', 'Enable ' + job + ' on every server?', 'POST', regPath(jp + '/enable'), {}, refresh),
       opButton('Shut down', 'op-shutdown', 'Shut down every instance of ' + job + '?', 'POST', regPath(jp + '/shutdown'), {}, refresh, true),
-      opButton('Kill', 'op-kill', 'Kill every running item of ' + job + ' (SIGTERM, then SIGKILL after its grace)?', 'POST', regPath(jp + '/kill'), {}, refresh, true),
+      opButton('Kill', 'op-kill', 'Kill every running item of ' + job + ' (SIGTERM, then SIGKILL after its grace)?', 'POST', regPath(jp + '/kill'), {}, refresh, true, 'admin'),
       opButton('Remove', 'op-remove', 'Remove ' + job + ' from the registry?', 'DELETE', regPath(jp), undefined, refresh, true, 'admin'),
       el('a', { href: '#/job/' + enc(job) + '/config', id: 'op-config' }, isAdmin() ? 'Edit config' : 'Config'), ' ',
       el('a', { href: '#/job/' + enc(job) + '/history', id: 'op-history' }, 'History'), ' ',
@@ -230,7 +233,7 @@ function jobView(job) {
       el('td', { class: 'ops' }, it.disabled
         ? opButton('Enable', null, 'Enable item ' + it.item + ' of ' + job + '?', 'POST', regPath(jp + '/items/' + it.item + '/enable'), {}, refresh)
         : opButton('Disable', null, 'Disable item ' + it.item + ' of ' + job + '?', 'POST', regPath(jp + '/items/' + it.item + '/disable'), {}, refresh),
-        it.running ? opButton('Kill', null, 'Kill item ' + it.item + ' of ' + job + ' now?', 'POST', regPath(jp + '/kill'), { item: it.item }, refresh, true) : null))));
+        it.running ? opButton('Kill', null, 'Kill item ' + it.item + ' of ' + job + ' now?', 'POST', regPath(jp + '/kill'), { item: it.item }, refresh, true, 'admin') : null))));
   };
   poll(refresh);
 }
@@ -406,8 +409,10 @@ function firesGrid(rows) {
   const lines = [];
   for (const r of rows) {
     const last = lines[lines.length - 1];
-    if (last && last.at === r.fireTimeMs && last.kind === r.kind) last.rows.push(r);
-    else lines.push({ at: r.fireTimeMs, kind: r.kind, time: r.fireTime, rows: [r] });
+    // A fire time caught up after a takeover (CATCHUP) stays on its cron line.
+    const kind = r.kind === 'CATCHUP' ? 'CRON' : r.kind;
+    if (last && last.at === r.fireTimeMs && last.kind === kind) last.rows.push(r);
+    else lines.push({ at: r.fireTimeMs, kind, time: r.fireTime, rows: [r] });
   }
   const legend = [];
   const code = r => {
@@ -420,7 +425,7 @@ function firesGrid(rows) {
     ln.cells = items.map(it => {
       const r = ln.rows.find(x => x.item === it) || ln.rows.find(x => x.item === -1);
       if (!r) return { text: ln.kind === 'CRON' ? '?' : '', gap: ln.kind === 'CRON' };
-      if (r.ran) return { text: r.instance.split('@-@')[0] + (RESULT_MARK[r.result] || ''), run: r.executionId,
+      if (r.ran) return { text: r.instance.split('@-@')[0] + (r.kind === 'CATCHUP' ? '^' : '') + (RESULT_MARK[r.result] || ''), run: r.executionId,
         failed: r.result === 'failed' };
       return { text: code(r), gap: true, reason: r.reason };
     });

@@ -1,0 +1,286 @@
+#!/bin/bash
+# Fleet benchmark: several `ejob run` daemons share one set of one-item
+# SCRIPT jobs on a 3-server ZooKeeper ensemble on loopback, and it prints
+#   - how long until every daemon is registered (/readyz 200), and how many
+#     daemons exited on their own meanwhile;
+#   - over a steady window: ZooKeeper requests/s and watches (mntr, summed
+#     over the servers), fires run vs due, lateness percentiles (item start
+#     minus fire time), RSS and threads per daemon;
+#   - failover: KILL daemons killed with -9 at once while their items run;
+#     how long until each of their running items ran elsewhere;
+#   - overlaps: two runs of one job's item alive at once (never allowed).
+#
+#   bench/fleet_bench.sh [--daemons N] [--jobs J] [--period S] [--window S]
+#                        [--kill K] [--session-ms MS] [--stagger-ms MS]
+#                        [--strategy S] [--ejob PATH]
+# Defaults are small (5 daemons x 20 jobs); the issue's figures are
+# --daemons 30 --jobs 100 and --daemons 50 --jobs 100 (heavy: run them on a
+# quiet machine). Items run 2..3 s (tests/chaos/item.sh). --strategy is
+# the jobs' jobShardingStrategyType (default ROTATE, which spreads one-item
+# jobs over the daemons; AVERAGE_ALLOCATION puts every one on the same). Every process is
+# killed by pid at exit; the work directory is removed (FLEET_KEEP=1 keeps it).
+set -u
+N=5 J=20 PERIOD=10 WINDOW=60 KILL=2 SESSION=5000 STAGGER=0 STRATEGY=ROTATE
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+E=${EJOB:-$HERE/build/ejob}
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --daemons) N=$2; shift 2 ;;
+  --jobs) J=$2; shift 2 ;;
+  --period) PERIOD=$2; shift 2 ;;
+  --window) WINDOW=$2; shift 2 ;;
+  --kill) KILL=$2; shift 2 ;;
+  --session-ms) SESSION=$2; shift 2 ;;
+  --stagger-ms) STAGGER=$2; shift 2 ;;
+  --strategy) STRATEGY=$2; shift 2 ;;
+  --ejob) E=$2; shift 2 ;;
+  *) echo "usage: $0 [--daemons N] [--jobs J] [--period S] [--window S] [--kill K] [--session-ms MS] [--stagger-ms MS] [--strategy S] [--ejob PATH]" >&2; exit 2 ;;
+  esac
+done
+[ -x "$E" ] || { echo "no ejob binary at $E (--ejob PATH)" >&2; exit 2; }
+[ "$KILL" -lt "$N" ] || { echo "--kill must be below --daemons" >&2; exit 2; }
+
+source "$HERE/tests/support/zkfixture.sh"
+DPID=()
+WATCH_PID=""
+fleet_cleanup() {
+  local p
+  for p in "${DPID[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  for p in "${DPID[@]}"; do wait "$p" 2>/dev/null; done
+  [ -n "$WATCH_PID" ] && { kill -KILL "$WATCH_PID" 2>/dev/null; wait "$WATCH_PID" 2>/dev/null; }
+  [ -n "${FLEET_KEEP:-}" ] && ZKF_KEEP_DATA=1 && echo "kept $ZKF_DIR" >&2
+  zkf_cleanup
+}
+trap fleet_cleanup EXIT
+now_ms() { date +%s%3N; }
+say() { echo "[$(date +%T)] $*" >&2; }
+
+zkf_ensemble_start 3 || exit 1
+D=$ZKF_DIR/fleet
+mkdir -p "$D"
+LOG=$D/exec.log GONE=$D/gone.log
+: >"$LOG"
+{
+  echo "regCenter:"
+  echo "  serverLists: $ZKF_CONNECT"
+  echo "  namespace: fleet"
+  echo "  sessionTimeoutMilliseconds: $SESSION"
+  echo "tracing:"
+  echo "  type: NONE"
+  echo "jobs:"
+  for j in $(seq 0 $((J - 1))); do
+    echo "  p$j:"
+    echo "    elasticJobType: SCRIPT"
+    echo "    cron: \"0/$PERIOD * * * * ?\""
+    echo "    shardingTotalCount: 1"
+    echo "    failover: true"
+    echo "    jobShardingStrategyType: $STRATEGY"
+    echo "    overwrite: true"
+    echo "    props:"
+    echo "      script.command.line: $HERE/tests/chaos/item.sh $LOG 2 3"
+  done
+} >"$D/fleet.yaml"
+
+mntr_sum() { # KEY: the sum over the servers
+  local i s=0 v
+  for i in "${!ZKF_ENS_PORTS[@]}"; do
+    v=$(echo mntr | timeout 2 nc -q1 127.0.0.1 "${ZKF_ENS_PORTS[$i]}" 2>/dev/null | awk -v k="$1" '$1 == k { print $2 }')
+    s=$((s + ${v:-0}))
+  done
+  echo $s
+}
+
+ip_of() { echo "127.0.1.$(($1 + 1))"; }
+PORT=()
+python3 "$HERE/tests/chaos/chaos_check.py" watch "$LOG" "$GONE" "$D/stop-watch" &
+WATCH_PID=$!
+T0=$(now_ms)
+say "starting $N daemons x $J jobs (period $PERIOD s, session $SESSION ms) on $ZKF_CONNECT"
+for i in $(seq 1 "$N"); do
+  PORT[$i]=$(zkf_free_port)
+  mkdir -p "$D/s$i"
+  EJOB_STATE_DIR=$D/s$i EJOB_IP=$(ip_of "$i") setpriv --pdeathsig KILL \
+    "$E" run -c "$D/fleet.yaml" --metrics-listen "127.0.0.1:${PORT[$i]}" --drain-timeout-ms 2000 \
+    2>"$D/daemon$i.log" &
+  DPID[$i]=$!
+  [ "$STAGGER" -gt 0 ] && sleep "$(awk -v ms="$STAGGER" 'BEGIN { printf "%.3f", ms / 1000 }')"
+done
+inst_of() { echo "$(ip_of "$1")@-@${DPID[$1]}"; }
+
+# ------------------------------------------------------------ registration
+declare -A READY_AT
+EXITED=0
+deadline=$((SECONDS + 600))
+while [ $SECONDS -lt $deadline ]; do
+  left=0
+  for i in $(seq 1 "$N"); do
+    [ -n "${READY_AT[$i]:-}" ] && continue
+    if ! kill -0 "${DPID[$i]}" 2>/dev/null; then
+      READY_AT[$i]=exited
+      EXITED=$((EXITED + 1))
+      say "daemon $i exited: $(grep -m1 -E 'error' "$D/daemon$i.log")"
+      continue
+    fi
+    if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:${PORT[$i]}/readyz")" = 200 ]; then
+      READY_AT[$i]=$(now_ms)
+    else
+      left=$((left + 1))
+    fi
+  done
+  [ $left = 0 ] && break
+  sleep 0.5
+done
+T_REG=$(now_ms)
+NREADY=0 LAST=0
+for i in $(seq 1 "$N"); do
+  v=${READY_AT[$i]:-}
+  case "$v" in "" | exited) continue ;; esac
+  NREADY=$((NREADY + 1))
+  [ "$v" -gt "$LAST" ] && LAST=$v
+done
+RETRIED=$(grep -l "not started (attempt" "$D"/daemon*.log 2>/dev/null | wc -l)
+echo "registered: $NREADY of $N daemons ready in $(( (LAST - T0) )) ms (last one); $EXITED exited on their own; $RETRIED retried a job start"
+
+# ------------------------------------------------------------ steady window
+sleep 3
+A=$(now_ms)
+P0=$(mntr_sum zk_packets_received)
+sleep "$WINDOW"
+B=$(now_ms)
+P1=$(mntr_sum zk_packets_received)
+W1=$(mntr_sum zk_watch_count)
+C1=$(mntr_sum zk_num_alive_connections)
+RSS=() THR=()
+for i in $(seq 1 "$N"); do
+  [ -r "/proc/${DPID[$i]}/status" ] || continue
+  RSS+=("$(awk '/^VmRSS/ { print $2 }' "/proc/${DPID[$i]}/status")")
+  THR+=("$(awk '/^Threads/ { print $2 }' "/proc/${DPID[$i]}/status")")
+done
+echo "zookeeper: $(( (P1 - P0) * 1000 / (B - A) )) requests/s over $((B - A)) ms; $W1 watches; $C1 connections"
+echo "daemons: RSS $(printf '%s\n' "${RSS[@]}" | sort -n | awk '{ a[NR] = $1 } END { printf "%d..%d kB (median %d)", a[1], a[NR], a[int((NR + 1) / 2)] }'); threads $(printf '%s\n' "${THR[@]}" | sort -n | awk '{ a[NR] = $1 } END { printf "%d..%d", a[1], a[NR] }')"
+
+# ------------------------------------------------------------ failover
+# Kill KILL daemons 1 s after a fire, while their items run.
+t=$(now_ms)
+next=$(((t / 1000 / PERIOD + 1) * PERIOD * 1000))
+sleep "$(awk -v ms=$((next - t + 1000)) 'BEGIN { printf "%.3f", ms / 1000 }')"
+# The daemons with the most items running now are the ones killed.
+running_by_inst() {
+  python3 - "$LOG" <<'PY2'
+import sys
+on = {}
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) >= 7 and p[0] in ("START", "END", "STOP"):
+        on[p[4]] = (p[3], p[0] == "START")
+count = {}
+for inst, running in on.values():
+    count[inst] = count.get(inst, 0) + running
+for inst, n in sorted(count.items(), key=lambda x: -x[1]):
+    print(inst)
+PY2
+}
+VICTIMS=()
+for inst in $(running_by_inst); do
+  for i in $(seq 1 "$N"); do
+    [ "$(inst_of "$i")" = "$inst" ] && [ ${#VICTIMS[@]} -lt "$KILL" ] && VICTIMS+=("$i")
+  done
+done
+for i in $(seq 1 "$N"); do
+  [ ${#VICTIMS[@]} -ge "$KILL" ] && break
+  [[ " ${VICTIMS[*]} " == *" $i "* ]] || VICTIMS+=("$i")
+done
+KILLED=""
+TK=$(now_ms)
+for i in "${VICTIMS[@]}"; do
+  KILLED+="$(inst_of "$i") "
+  kill -KILL "${DPID[$i]}"
+done 2>/dev/null
+for i in "${VICTIMS[@]}"; do wait "${DPID[$i]}" 2>/dev/null; done
+say "killed $KILL daemons at $TK"
+sleep $((SESSION / 1000 + 2 * PERIOD + 3))
+for i in $(seq 1 "$N"); do kill -TERM "${DPID[$i]}" 2>/dev/null; done
+for i in $(seq 1 "$N"); do wait "${DPID[$i]}" 2>/dev/null; done
+DPID=()
+sleep 1
+touch "$D/stop-watch"
+wait "$WATCH_PID"
+WATCH_PID=""
+
+python3 - "$LOG" "$GONE" "$A" "$B" "$PERIOD" "$J" "$TK" "$SESSION" $KILLED <<'PY'
+import sys
+log, gone_path, a, b, period, jobs, tk, session = sys.argv[1:9]
+a, b, period, jobs, tk, session = int(a), int(b), int(period) * 1000, int(jobs), int(tk), int(session)
+killed = set(sys.argv[9:])
+gone = {}
+for line in open(gone_path):
+    p = line.split()
+    if p and p[0] == "GONE":
+        gone.setdefault(int(p[1]), []).append(int(p[2]))
+runs, open_run = [], {}
+for line in open(log):
+    p = line.split()
+    if len(p) < 7:
+        continue
+    pid = int(p[4])
+    if p[0] == "START":
+        r = dict(job=p[1], inst=p[3], pid=pid, start=int(p[6]), end=None)
+        runs.append(r)
+        open_run[pid] = r
+    elif p[0] in ("END", "STOP") and pid in open_run:
+        open_run.pop(pid)["end"] = int(p[6])
+for r in runs:
+    if r["end"] is None:
+        seen = [t for t in gone.get(r["pid"], []) if t >= r["start"]]
+        r["end"] = seen[0] if seen else 1 << 62
+by_job = {}
+for r in runs:
+    by_job.setdefault(r["job"], []).append(r)
+# Fires due vs run, and lateness, in the steady window.
+due = ran = 0
+late = []
+first = (a + period - 1) // period * period
+for j in range(jobs):
+    rs = sorted(x["start"] for x in by_job.get(f"p{j}", []))
+    s = first
+    while s + period <= b:
+        due += 1
+        got = [t for t in rs if s <= t < s + period]
+        if got:
+            ran += 1
+            late.append(got[0] - s)
+        s += period
+late.sort()
+def pct(q):
+    return late[min(len(late) - 1, int(q * len(late)))] if late else -1
+print(f"fires: {ran} of {due} run ({100.0 * ran / due if due else 0:.2f}%); lateness p50 {pct(0.5)} ms, "
+      f"p90 {pct(0.9)} ms, p99 {pct(0.99)} ms, max {late[-1] if late else -1} ms")
+# Failover of the killed daemons' running items.
+delays, missing = [], []
+for job, rs in by_job.items():
+    victims = [r for r in rs if r["inst"] in killed and r["start"] <= tk < r["end"]]
+    if not victims:
+        continue
+    later = [r["start"] for r in rs if r["inst"] not in killed and r["start"] >= tk]
+    if later:
+        delays.append(min(later) - tk)
+    else:
+        missing.append(job)
+delays.sort()
+if delays:
+    print(f"failover: {len(delays)} running item(s) of {len(killed)} killed daemon(s) ran elsewhere "
+          f"{delays[0]}..{delays[-1]} ms after the kill (median {delays[len(delays) // 2]}; "
+          f"session {session} ms, target session + 2000 = {session + 2000} ms); "
+          f"{len(missing)} never did")
+else:
+    print(f"failover: no item of the killed daemons was running at the kill ({len(missing)} missing)")
+# Overlaps.
+ov = []
+for job, rs in by_job.items():
+    rs.sort(key=lambda r: r["start"])
+    for i, x in enumerate(rs):
+        for y in rs[i + 1:]:
+            if y["start"] < x["end"]:
+                ov.append((job, min(x["end"], y["end"]) - y["start"]))
+print(f"overlaps: {len(ov)}" + (f" (max {max(o[1] for o in ov)} ms)" if ov else ""))
+PY
