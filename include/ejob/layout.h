@@ -56,6 +56,7 @@ typedef enum {
     EJ_LAYOUT_NODE_GUARANTEE_COMPLETED,      /* guarantee/completed */
     EJ_LAYOUT_NODE_GUARANTEE_COMPLETED_ITEM, /* guarantee/completed/{item} (item) */
     EJ_LAYOUT_NODE_SYSTEM_TIME,              /* systemTime/current */
+    EJ_LAYOUT_NODE_KILLS,                    /* kills (ejob's: kill requests) */
     EJ_LAYOUT_NODE_COUNT_                    /* not a node */
 } ej_layout_node;
 
