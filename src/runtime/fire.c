@@ -6,7 +6,6 @@
  * parallel on the shared pool, then the misfire loop and a failover take.
  * Also the coordinator's hooks and the events of a fire.
  */
-#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -15,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "coord/internal.h"
 #include "ejob/cron.h"
@@ -276,7 +276,7 @@ static void not_run(struct ej_job *job, struct fire_ref *fr, enum ej__not_run_re
 static void not_run(struct ej_job *job, struct fire_ref *fr, enum ej__not_run_reason r,
                     const char *why, ...)
 {
-    assert((unsigned)r < EJ__NOT_RUN_REASONS);
+    EJ_ASSERT((unsigned)r < EJ__NOT_RUN_REASONS);
     ej_log_level level = not_run_kinds[r].level;
     const char *note = "";
     if (fr->state == FIRE_PENDING) {
@@ -1121,7 +1121,7 @@ void ej__rt_trigger_put(struct ej_job *job, ej__trigger *t)
     if (t == NULL)
         return;
     pthread_mutex_lock(&job->mu);
-    assert(job->trigger_uses > 0); /* a put without its get */
+    EJ_ASSERT(job->trigger_uses > 0); /* a put without its get */
     if (--job->trigger_uses == 0)
         pthread_cond_broadcast(&job->cv);
     pthread_mutex_unlock(&job->mu);
