@@ -283,6 +283,24 @@ EJ_EXTERN int ej_job_config_from_json(const char *json, size_t len, struct ej_jo
                                       char *err, size_t errlen);
 
 /*
+ * ej_job_config_from_json then ej_job_config_validate_all, reporting every
+ * problem at once (the console's config form, `ejob config set`): each
+ * value of the wrong type ("shardingTotalCount: expected an integer, got
+ * \"abc\""), then every rule's problem about the fields that did read (a
+ * field whose value did not read is not blamed twice). A bad time zone
+ * does not hide the cron's problems, nor a bad cron the zone's. Messages
+ * are appended to errs in the format of ej_job_config_validate.
+ * job: the job the node belongs to, or NULL. A missing jobName is taken
+ * from it; a different one is a problem (`jobName: is "x" but the job is
+ * "y"`).
+ * cfg: initialised; receives what was read unless the JSON as a whole is
+ * unusable (syntax, not an object: EJ_EPARSE with that one message).
+ * Returns 0, EJ_ECONFIG (messages added), EJ_EPARSE, EJ_EINVAL or EJ_ENOMEM.
+ */
+EJ_EXTERN int ej_job_config_check_json(const char *json, size_t len, const char *job,
+                                       struct ej_job_config *cfg, struct ej_config_errors *errs);
+
+/*
  * ej_job_config_from_json then ej_job_config_validate: what a `config` node
  * read from ZooKeeper or given to `ejob config set` must pass before anyone
  * uses it. cfg: an initialised config, replaced only when the JSON parses

@@ -93,6 +93,16 @@ typedef int (*ej__config_verr_fn)(void *ctx, enum ej__cfg_field field, const cha
  * problems (0 = valid) or EJ_ENOMEM. */
 int ej__config_validate(const struct ej_job_config *cfg, ej__config_verr_fn fn, void *ctx);
 
+/* ej_job_config_from_json, collecting: every value of the wrong type is
+ * added to errs ("shardingTotalCount: expected an integer, got \"abc\"")
+ * and its field marked in bad, and the reading goes on; cfg then receives
+ * the fields that read (the others keep Java's defaults). A problem of the
+ * JSON as a whole (syntax, not an object, too large) is added alone and cfg
+ * is untouched. Returns 0, EJ_EPARSE (messages added), EJ_EINVAL or
+ * EJ_ENOMEM. */
+int ej__config_from_json_all(const char *json, size_t len, struct ej_job_config *cfg,
+                             struct ej_config_errors *errs, bool bad[EJ_CFG_F_COUNT_]);
+
 /* Append a formatted message to errs (NULL errs: ignored). Past
  * EJ_CONFIG_MAX_ERRORS messages are counted, not kept. Returns 0 or
  * EJ_ENOMEM. */

@@ -103,13 +103,16 @@ int ej_config_check_time_zone(const char *name, char *err, size_t errlen)
     return 0;
 }
 
-/* Cron syntax, then a fire time ahead in the job's zone. `why` receives the
- * message without the field name. Returns 0, EJ_ECONFIG (with field set to
- * the culprit) or EJ_ENOMEM. */
-static int check_cron_text(const char *cron, const char *time_zone, enum ej__cfg_field *field,
-                           char *why, size_t whylen)
+/* The cron rule: Quartz syntax, then a fire time ahead in the job's zone.
+ * A zone that does not load is the zone rule's problem, reported in
+ * *zone_why when zone_why is not NULL: the fire time is then judged in
+ * UTC, so a bad zone never hides a bad cron. `why` receives the cron's
+ * problem without the field name. Returns 0, EJ_ECONFIG (a cron problem
+ * in why) or EJ_ENOMEM; *zone_bad tells whether the zone failed. */
+static int check_cron_text(const char *cron, const char *time_zone, char *why, size_t whylen,
+                           bool *zone_bad, char *zone_why, size_t zone_whylen)
 {
-    *field = EJ_CFG_F_CRON;
+    *zone_bad = false;
     ej_cron *parsed = NULL;
     int rc = ej_cron_parse(cron, &parsed, why, whylen);
     if (rc == EJ_ENOMEM)
@@ -118,13 +121,14 @@ static int check_cron_text(const char *cron, const char *time_zone, enum ej__cfg
         return EJ_ECONFIG;
     ej_tz *tz = NULL;
     if (time_zone != NULL && time_zone[0] != '\0') {
-        rc = ej_config_check_time_zone(time_zone, why, whylen);
-        if (rc != 0) {
+        rc = ej_config_check_time_zone(time_zone, zone_why, zone_whylen);
+        if (rc == EJ_ENOMEM) {
             ej_cron_free(parsed);
-            *field = EJ_CFG_F_TIME_ZONE;
             return rc;
         }
-        (void)ej_tz_load(time_zone, &tz);
+        *zone_bad = rc != 0;
+        if (rc == 0)
+            (void)ej_tz_load(time_zone, &tz);
     } else if (ej_tz_load(NULL, &tz) != 0) {
         tz = NULL; /* no usable host zone: judge in UTC */
     }
@@ -141,16 +145,26 @@ static int check_cron_text(const char *cron, const char *time_zone, enum ej__cfg
 
 int ej_config_check_cron(const char *cron, const char *time_zone, char *err, size_t errlen)
 {
-    char why[300] = "";
-    enum ej__cfg_field field = EJ_CFG_F_CRON;
+    char why[300] = "", zone_why[300] = "";
+    bool zone_bad = false;
     if (cron == NULL || cron[0] == '\0') {
         if (err && errlen)
             snprintf(err, errlen, "cron: is required");
         return EJ_ECONFIG;
     }
-    int rc = check_cron_text(cron, time_zone, &field, why, sizeof(why));
+    int rc = check_cron_text(cron, time_zone, why, sizeof why, &zone_bad, zone_why, sizeof zone_why);
+    if (rc == EJ_ENOMEM)
+        return rc;
+    /* One message: the syntax, then the zone, then the fire time ahead. */
+    bool syntax = rc != 0 && strcmp(why, "has no fire time ahead") != 0;
+    if (zone_bad && !syntax) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: %s", ej__config_field_json_name(EJ_CFG_F_TIME_ZONE),
+                     zone_why);
+        return EJ_ECONFIG;
+    }
     if (rc != 0 && err && errlen)
-        snprintf(err, errlen, "%s: %s", ej__config_field_json_name(field), why);
+        snprintf(err, errlen, "%s: %s", ej__config_field_json_name(EJ_CFG_F_CRON), why);
     return rc;
 }
 
@@ -296,12 +310,14 @@ static int check_cron(struct vstate *v, const struct ej_job_config *cfg)
     if (!check_text(v, EJ_CFG_F_CRON, cfg->cron, EJ_CONFIG_MAX_SHORT))
         return 0;
     char why[300] = "";
-    enum ej__cfg_field field;
-    int rc = check_cron_text(cfg->cron, ej__config_str(cfg->time_zone), &field, why, sizeof(why));
+    bool zone_bad;
+    /* A bad zone is reported by the zone rule, once; the cron is judged
+     * all the same. */
+    int rc = check_cron_text(cfg->cron, ej__config_str(cfg->time_zone), why, sizeof why,
+                             &zone_bad, NULL, 0);
     if (rc == EJ_ENOMEM)
         return rc;
-    /* A bad zone is reported by the zone rule, once. */
-    if (rc != 0 && field == EJ_CFG_F_CRON)
+    if (rc != 0)
         report(v, EJ_CFG_F_CRON, "%s", why);
     return 0;
 }
@@ -493,4 +509,54 @@ int ej_job_config_validate_all(const struct ej_job_config *cfg, struct ej_config
     if (ae.rc != 0)
         return ae.rc;
     return n == 0 ? 0 : EJ_ECONFIG;
+}
+
+/* Drops the problems of fields whose value did not even read (their
+ * member holds a default the rules would blame), then keeps the rest. */
+struct read_filter {
+    const bool *bad;
+    struct all_errs all;
+};
+
+static int keep_readable(void *ctx, enum ej__cfg_field field, const char *msg)
+{
+    struct read_filter *rf = ctx;
+    if (rf->bad[field])
+        return 0;
+    return keep_all(&rf->all, field, msg);
+}
+
+int ej_job_config_check_json(const char *json, size_t len, const char *job,
+                             struct ej_job_config *cfg, struct ej_config_errors *errs)
+{
+    if (cfg == NULL || errs == NULL)
+        return EJ_EINVAL;
+    bool bad[EJ_CFG_F_COUNT_];
+    size_t before = errs->count;
+    int rc = ej__config_from_json_all(json, len, cfg, errs, bad);
+    if (rc != 0 && rc != EJ_EPARSE)
+        return rc;
+    bool some_value = false;
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++)
+        some_value = some_value || bad[i];
+    if (rc == EJ_EPARSE && !some_value)
+        return rc; /* the JSON itself is unusable: nothing was read */
+    if (job != NULL && !bad[EJ_CFG_F_JOB_NAME]) {
+        if (cfg->job_name[0] == '\0' && ej_job_config_set_str(&cfg->job_name, job) != 0)
+            return EJ_ENOMEM;
+        if (strcmp(cfg->job_name, job) != 0) {
+            char shown[96];
+            ej__config_quote_short(cfg->job_name, strlen(cfg->job_name), shown, sizeof shown);
+            if (ej__config_errors_add(errs, "jobName: is %s but the job is \"%s\"", shown, job))
+                return EJ_ENOMEM;
+            bad[EJ_CFG_F_JOB_NAME] = true;
+        }
+    }
+    struct read_filter rf = {bad, {errs, 0}};
+    int n = ej__config_validate(cfg, keep_readable, &rf);
+    if (n < 0)
+        return n;
+    if (rf.all.rc != 0)
+        return rf.all.rc;
+    return errs->count > before ? EJ_ECONFIG : 0;
 }
