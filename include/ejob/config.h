@@ -283,6 +283,20 @@ EJ_EXTERN int ej_job_config_from_json(const char *json, size_t len, struct ej_jo
                                       char *err, size_t errlen);
 
 /*
+ * The job's fields as a form shows them, from the one field table
+ * (src/config/fields.h), as compact JSON: an array of
+ *   {"key": "cron", "name": "cron", "inProps": false,
+ *    "type": "string"|"integer"|"boolean"|"enum"|"object",
+ *    "scope": "ANY"|"DATAFLOW"|"SCRIPT"|"HTTP", "form": "main"|"more"|"java",
+ *    "choices": [...], "default": ..., "timeZone": false, "help": "..."}
+ * in the config node's order; inProps: the key is inside jobProperties
+ * (name is then "jobProperties.KEY"); form "java": what only Java
+ * ElasticJob instances use; timeZone: a name of the tz database
+ * (ej_tz_names). A heap string the caller frees, NULL when out of memory.
+ */
+EJ_EXTERN char *ej_config_fields_json(void);
+
+/*
  * ej_job_config_from_json then ej_job_config_validate_all, reporting every
  * problem at once (the console's config form, `ejob config set`): each
  * value of the wrong type ("shardingTotalCount: expected an integer, got

@@ -13,7 +13,8 @@
 /* Every field of the job, in fields.h's order: EJ_CFG_F_JOB_NAME ... Validation
  * names the field a problem is about with it; the daemon YAML loader marks
  * where each came from. */
-#define EJ_CFG_FIELD_ID(id, member, type, where, scope, key, yaml, dflt) EJ_CFG_F_##id,
+#define EJ_CFG_FIELD_ID(id, member, type, where, scope, key, yaml, dflt, form, choices, help)     \
+    EJ_CFG_F_##id,
 enum ej__cfg_field { EJ_JOB_FIELDS(EJ_CFG_FIELD_ID) EJ_CFG_F_COUNT_ };
 #undef EJ_CFG_FIELD_ID
 
@@ -33,6 +34,12 @@ enum ej__cfg_where {
     EJ_CFG_W_PROP,
     EJ_CFG_W_REST,
 };
+enum ej__cfg_form {
+    EJ_CFG_FORM_MAIN,
+    EJ_CFG_FORM_MORE,
+    EJ_CFG_FORM_JAVA,
+    EJ_CFG_FORM_NONE,
+};
 #define EJ_CFG_S_ANY (-1)
 #define EJ_CFG_S_DATAFLOW EJ_JOB_TYPE_DATAFLOW
 #define EJ_CFG_S_SCRIPT EJ_JOB_TYPE_SCRIPT
@@ -49,7 +56,13 @@ struct ej__cfg_field_desc {
     int scope;           /* EJ_CFG_S_ANY or an ej_job_type */
     const char *def_str; /* default of STR and CLASS rows */
     long long def_num;   /* default of INT, INT64, BOOL and TYPE rows */
+    enum ej__cfg_form form;
+    const char *choices; /* "A,B,C", "@tz" or NULL */
+    const char *help;
 };
+
+/* True when value is one of f's choices (f has a list of them). */
+bool ej__config_field_choice_ok(const struct ej__cfg_field_desc *f, const char *value);
 
 /* The table, indexed by enum ej__cfg_field. */
 extern const struct ej__cfg_field_desc ej__cfg_fields[EJ_CFG_F_COUNT_];

@@ -364,8 +364,6 @@ static int check_params(struct vstate *v, const struct ej_job_config *cfg)
 
 static void check_http(struct vstate *v, const struct ej_http_config *h)
 {
-    static const char *const methods[] = {"GET",   "POST", "PUT",    "DELETE",
-                                          "PATCH", "HEAD", "OPTIONS"};
     char shown[96];
     const char *uri = ej__config_str(h->uri);
     if (is_blank(uri)) {
@@ -379,13 +377,18 @@ static void check_http(struct vstate *v, const struct ej_http_config *h)
                    shown);
     }
     const char *method = ej__config_str(h->method);
-    bool known = false;
-    for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
-        known = known || strcmp(method, methods[i]) == 0;
-    if (!known) {
+    const struct ej__cfg_field_desc *mf = &ej__cfg_fields[EJ_CFG_F_HTTP_METHOD];
+    if (!ej__config_field_choice_ok(mf, method)) {
         ej__config_quote_short(method, strlen(method), shown, sizeof(shown));
-        report(v, EJ_CFG_F_HTTP_METHOD,
-               "must be one of GET, POST, PUT, DELETE, PATCH, HEAD, OPTIONS, got %s", shown);
+        char list[160];
+        size_t n = 0;
+        for (const char *c = mf->choices; *c != '\0' && n + 3 < sizeof list; c++) {
+            list[n++] = *c;
+            if (*c == ',')
+                list[n++] = ' ';
+        }
+        list[n] = '\0';
+        report(v, EJ_CFG_F_HTTP_METHOD, "must be one of %s, got %s", list, shown);
     }
     check_text(v, EJ_CFG_F_HTTP_DATA, h->data, EJ_CONFIG_MAX_TEXT);
     if (h->connect_timeout_ms < 1)

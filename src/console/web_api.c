@@ -1,6 +1,7 @@
 /*
  * The REST API of `ejob console`, over the console library. Paths:
  *   GET    /api/registries
+ *   GET    /api/fields                              the config form's fields, time zones
  *   GET    /api/registries/R/jobs                   job list with status
  *   GET    /api/registries/R/jobs/J                 servers, instances, items
  *   DELETE /api/registries/R/jobs/J                 remove
@@ -23,6 +24,7 @@
 
 #include "console/internal.h"
 #include "console/web.h"
+#include "ejob/cron.h"
 #include "ejob/error.h"
 
 #define MAX_SEGMENTS 8
@@ -137,6 +139,26 @@ static void list_registries(struct ej__console_request *req, ej_console *con, ch
                                              "connected", ej_registry_is_connected(b->reg)));
     }
     ok(req, arr);
+}
+
+/* The job's fields as the config form shows them (the config module's
+ * field table) and the time zones it offers. */
+static void list_fields(struct ej__console_request *req, ej_console *con, char **args)
+{
+    (void)con;
+    (void)args;
+    char *text = ej_config_fields_json();
+    json_t *fields = text != NULL ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    if (fields == NULL)
+        return fail(req, EJ_ENOMEM, NULL);
+    char **names = NULL;
+    json_t *zones = json_array();
+    if (ej_tz_names(&names, NULL) == 0)
+        for (size_t i = 0; names[i] != NULL; i++)
+            json_array_append_new(zones, json_string(names[i]));
+    ej_tz_names_free(names);
+    ok(req, json_pack("{s:o,s:o}", "fields", fields, "timeZones", zones));
 }
 
 static void list_jobs(struct ej__console_request *req, ej_console *con, char **args)
@@ -341,6 +363,7 @@ static void history(struct ej__console_request *req, ej_console *con, char **arg
  * ":x" segments are arguments, in order. */
 static const struct ej__console_route routes[] = {
     {"GET", "registries", VIEWER, list_registries},
+    {"GET", "fields", VIEWER, list_fields},
     {"GET", "history", VIEWER, history},
     {"GET", "history/:id", VIEWER, history},
     {"GET", "registries/:r/jobs", VIEWER, list_jobs},

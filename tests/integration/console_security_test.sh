@@ -265,6 +265,7 @@ grep -q '"auth":"local","action":"token revoke","token":"t-operator"' "$D/audit.
 # allowed write answers 404 and a refused one 403.
 ROUTES=$(cat <<'EOF'
 GET /api/registries viewer
+GET /api/fields viewer
 GET /api/history viewer
 GET /api/history/1 viewer
 GET /api/registries/R/jobs viewer
