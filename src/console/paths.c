@@ -42,6 +42,8 @@ static const struct node_shape shapes[EJ_CONSOLE_NODE_COUNT_] = {
     [EJ_CONSOLE_NODE_GUARANTEE_COMPLETED] = {"/guarantee/completed", ARG_NONE, ""},
     [EJ_CONSOLE_NODE_GUARANTEE_COMPLETED_ITEM] = {"/guarantee/completed/", ARG_ITEM, ""},
     [EJ_CONSOLE_NODE_SYSTEM_TIME] = {"/systemTime/current", ARG_NONE, ""},
+    [EJ_CONSOLE_NODE_EJOB_INSTANCES] = {"/ejob/instances", ARG_NONE, ""},
+    [EJ_CONSOLE_NODE_EJOB_INSTANCE] = {"/ejob/instances/", ARG_NAME, ""},
 };
 
 bool ej_console_is_segment(const char *s)
@@ -97,16 +99,7 @@ char *ej_console_path_dup(const char *job, ej_console_node node, int item, const
 
 char *ej_console_ejob_marker_path_dup(const char *job, const char *id)
 {
-    char *inst = ej_console_path_dup(job, EJ_CONSOLE_NODE_JOB, 0, NULL);
-    char *p = NULL;
-    if (inst != NULL && ej_console_is_segment(id)) {
-        size_t len = strlen(inst) + strlen("/ejob/instances/") + strlen(id) + 1;
-        p = len <= EJ_REG_MAX_PATH_LEN + 1 ? malloc(len) : NULL;
-        if (p)
-            snprintf(p, len, "%s/ejob/instances/%s", inst, id);
-    }
-    free(inst);
-    return p;
+    return ej_console_path_dup(job, EJ_CONSOLE_NODE_EJOB_INSTANCE, 0, id);
 }
 
 void ej_console_instance_ip(const char *id, char *buf, size_t len)
