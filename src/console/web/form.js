@@ -72,6 +72,8 @@ function formValue(cfg, rows) {
   const next = JSON.parse(JSON.stringify(cfg));
   for (const { f, input, read } of rows) {
     const v = read(input);
+    // A field the node does not hold stays out while it keeps its default.
+    if (storedValue(cfg, f) === undefined && JSON.stringify(v) === JSON.stringify(f.default)) continue;
     const props = next.jobProperties;
     const isObj = x => x !== null && typeof x === 'object' && !Array.isArray(x);
     if (f.type === 'object') {
