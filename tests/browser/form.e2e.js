@@ -71,8 +71,8 @@ async function main() {
       java: ['jobClass', 'monitorPort', 'jobProperties.job_exception_handler',
         'jobProperties.executor_service_handler'].every(inJava),
       cronMain: !!q('#form-main [data-field="cron"]'),
-      httpHidden: q('[data-field="httpUri"]').hidden,
-      scriptShown: !q('[data-field="scriptCommandLine"]').hidden,
+      httpHidden: q('[data-field="httpUri"]').offsetParent === null,
+      scriptShown: q('[data-field="scriptCommandLine"]').offsetParent !== null,
     };
   });
   check(form.jobType === 'SIMPLE,DATAFLOW,SCRIPT,HTTP' && form.jobTypeValue === 'SCRIPT', 'jobType is a select of the job types: ' + form.jobType);
@@ -86,8 +86,8 @@ async function main() {
   check(form.cronMain, 'cron is in the main group');
   check(form.httpHidden && form.scriptShown, 'a SCRIPT job: HTTP fields hidden, scriptCommandLine shown');
   await page.selectOption('#config-form select[name="jobType"]', 'HTTP');
-  check(await page.evaluate(() => !document.querySelector('[data-field="httpUri"]').hidden &&
-    document.querySelector('[data-field="scriptCommandLine"]').hidden), 'choosing HTTP shows the HTTP fields');
+  check(await page.evaluate(() => document.querySelector('[data-field="httpUri"]').offsetParent !== null &&
+    document.querySelector('[data-field="scriptCommandLine"]').offsetParent === null), 'choosing HTTP shows the HTTP fields');
   await page.selectOption('#config-form select[name="jobType"]', 'SCRIPT');
   await page.screenshot({ path: path.join(process.env.ARTIFACTS, '1-form.png'), fullPage: true });
 
@@ -135,6 +135,7 @@ async function main() {
     null, 'the job page says "shut down: restart needed"');
   await waitFor(page, () => /shut down: restart needed/.test(document.querySelector('#servers-body tr[data-ip="127.0.0.71"]').textContent),
     null, 'its server reads "shut down: restart needed", not ENABLED');
+  await page.waitForSelector('#op-restart', { timeout: 10000 });
   await page.screenshot({ path: path.join(process.env.ARTIFACTS, '3-shut-down.png'), fullPage: true });
   await page.click('#op-restart');
   await confirmYes(page);

@@ -180,7 +180,7 @@ function shutDownNote(j, job, refresh) {
       s.restartable
         ? [' ', opButton('Restart', 'op-restart', 'Restart ' + job + ' on ' + s.instanceId + '?', 'POST',
           regPath('/jobs/' + enc(job) + '/restart'), { instance: s.instanceId }, refresh)]
-        : ' (restart its process: it is not an ejob daemon)')));
+        : ' (no restart request is awaited: restart its process)')));
 }
 
 // The state a server row shows: a server whose instances were all shut
