@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "config/internal.h" /* the field table */
 #include "config/daemon_file.h"
@@ -1214,6 +1215,56 @@ static void test_check_json_all_errors(void **state)
     assert_int_equal(ej_config_check_cron("bad", "Mars/Base", err, sizeof err), EJ_ECONFIG);
     assert_memory_equal(err, "cron: ", 6);
     ej_job_config_fini(&c);
+}
+
+/* The form's view of the field table: every row but the unknown keys, in
+ * the table's order, with its type, group, choices and help line. */
+static void test_fields_json(void **state)
+{
+    (void)state;
+    char *text = ej_config_fields_json();
+    assert_non_null(text);
+    json_t *all = json_loads(text, 0, NULL);
+    free(text);
+    assert_true(json_is_array(all));
+    size_t i;
+    json_t *f;
+    int seen = 0;
+    json_array_foreach(all, i, f)
+    {
+        const char *name = json_string_value(json_object_get(f, "name"));
+        const char *help = json_string_value(json_object_get(f, "help"));
+        assert_non_null(name);
+        assert_true(help != NULL && strlen(help) > 10);
+        if (strcmp(name, "jobType") == 0) {
+            assert_string_equal(json_string_value(json_object_get(f, "type")), "enum");
+            assert_int_equal(json_array_size(json_object_get(f, "choices")), 4);
+            assert_string_equal(json_string_value(json_object_get(f, "default")), "SIMPLE");
+            seen++;
+        } else if (strcmp(name, "httpMethod") == 0) {
+            assert_string_equal(json_string_value(json_object_get(f, "type")), "enum");
+            assert_string_equal(json_string_value(json_object_get(f, "scope")), "HTTP");
+            assert_int_equal(json_array_size(json_object_get(f, "choices")), 7);
+            seen++;
+        } else if (strcmp(name, "shardingTotalCount") == 0) {
+            assert_string_equal(json_string_value(json_object_get(f, "type")), "integer");
+            assert_string_equal(json_string_value(json_object_get(f, "form")), "main");
+            seen++;
+        } else if (strcmp(name, "monitorPort") == 0 || strcmp(name, "jobClass") == 0) {
+            assert_string_equal(json_string_value(json_object_get(f, "form")), "java");
+            seen++;
+        } else if (strcmp(name, "jobProperties.job_exception_handler") == 0) {
+            assert_true(json_is_true(json_object_get(f, "inProps")));
+            seen++;
+        } else if (strcmp(name, "timeZone") == 0) {
+            assert_true(json_is_true(json_object_get(f, "timeZone")));
+            assert_string_equal(json_string_value(json_object_get(f, "type")), "string");
+            seen++;
+        }
+        assert_string_not_equal(name, "(unknown keys)");
+    }
+    assert_int_equal(seen, 7);
+    json_decref(all);
 }
 
 /* A command line the executor cannot split is refused at validation. */
@@ -2568,6 +2619,7 @@ int main(void)
         cmocka_unit_test(test_field_table_covers_struct),
         cmocka_unit_test(test_yaml_field_table_keys),
         cmocka_unit_test(test_check_json_all_errors),
+        cmocka_unit_test(test_fields_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
