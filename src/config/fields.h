@@ -57,8 +57,8 @@
  *
  * Adding a field: its member in include/ejob/config.h, one row here (after
  * the 2.1.5 keys unless Java writes it, with its form group and help line)
- * and its rule in validate.c if it has one. The row covers the daemon YAML file too: give it a yaml key and the
- * file accepts, reads and reports it.
+ * and its rule in validate.c if it has one. The row covers the daemon YAML
+ * file too: give it a yaml key and the file accepts, reads and reports it.
  *
  * ejob-only settings never stop a Java instance. A Java 2.1.5 instance
  * shares the config node, and its reader skips keys it does not know but
@@ -157,6 +157,41 @@
     X(SCRIPT_TIMEOUT, script_timeout_ms, INT64, SET, SCRIPT,                                       \
       "scriptTimeoutMilliseconds", "props.script.timeout.milliseconds", 0,                         \
       MORE, NULL, "SCRIPT: stop the command after this many ms (0: no limit)")                     \
+    X(TIMEOUT_SECONDS, timeout_seconds, INT, SET, ANY,                                             \
+      "timeoutSeconds", "timeoutSeconds", 0,                                                       \
+      MAIN, NULL, "Stop an item that runs longer than this many seconds (0: no limit)")            \
+    X(TIMEOUT_GRACE_SECONDS, timeout_grace_seconds, INT, SET, ANY,                                 \
+      "timeoutGraceSeconds", "timeoutGraceSeconds", 0,                                             \
+      MORE, NULL, "From SIGTERM to SIGKILL for a timed-out or killed script (0: 2 s)")             \
+    X(RETRY_MAX_ATTEMPTS, retry.max_attempts, INT, SET, ANY,                                       \
+      "retryMaxAttempts", "retry.maxAttempts", 0,                                                  \
+      MAIN, NULL, "Attempts in all for a failed item (0 or 1: no retry)")                          \
+    X(RETRY_INITIAL_BACKOFF_SECONDS, retry.initial_backoff_seconds, INT, SET, ANY,                 \
+      "retryInitialBackoffSeconds", "retry.initialBackoffSeconds", 1,                              \
+      MORE, NULL, "Seconds before the first retry")                                                \
+    X(RETRY_MULTIPLIER, retry.multiplier, INT, SET, ANY,                                           \
+      "retryMultiplier", "retry.multiplier", 2,                                                    \
+      MORE, NULL, "Each retry waits this many times longer than the one before")                   \
+    X(RETRY_MAX_BACKOFF_SECONDS, retry.max_backoff_seconds, INT, SET, ANY,                         \
+      "retryMaxBackoffSeconds", "retry.maxBackoffSeconds", 300,                                    \
+      MORE, NULL, "The longest wait before a retry, in seconds")                                   \
+    X(RETRY_JITTER, retry.jitter_percent, INT, SET, ANY,                                           \
+      "retryJitterPercent", "retry.jitter", 0,                                                     \
+      MORE, NULL, "Each retry's wait varies by up to this many percent")                           \
+    X(OVERLAP_POLICY, overlap_policy, STR, SET, ANY,                                               \
+      "overlapPolicy", "overlapPolicy", "QUEUE",                                                   \
+      MORE, "QUEUE,SKIP,REPLACE",                                                                  \
+      "A fire time while the items still run: QUEUE it, SKIP it, REPLACE the run")                 \
+    X(STARTING_DEADLINE_SECONDS, starting_deadline_seconds, INT, SET, ANY,                         \
+      "startingDeadlineSeconds", "startingDeadlineSeconds", 0,                                     \
+      MORE, NULL, "A cron fire that begins later than this after its time is not run (0: none)")   \
+    X(MISFIRE_POLICY, misfire_policy, STR, SET, ANY,                                               \
+      "misfirePolicy", "misfirePolicy", "",                                                        \
+      MORE, "ONCE,SKIP,CATCH_UP",                                                                  \
+      "Fire times missed: run ONCE, SKIP them, CATCH_UP each (empty: by misfire)")                 \
+    X(CATCH_UP_WINDOW_SECONDS, catch_up_window_seconds, INT, SET, ANY,                             \
+      "catchUpWindowSeconds", "catchUpWindowSeconds", 0,                                           \
+      MORE, NULL, "CATCH_UP runs the fire times missed within this many seconds")                  \
     X(HTTP_URI, http.uri, STR, KEY, HTTP,                                                          \
       "httpUri", "props.http.uri", "",                                                             \
       MAIN, NULL, "HTTP: the URL requested for each item")                                         \

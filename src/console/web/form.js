@@ -53,7 +53,8 @@ function inputFor(f, value, zones, cfg, fields) {
     // What is not a number is sent as typed, so the validator names it.
     return [i, i => (i.value.trim() !== '' && /^-?\d+$/.test(i.value.trim())) ? Number(i.value) : i.value];
   }
-  if (f.type === 'enum') return [selectOf(f.name, f.choices, v), i => i.value];
+  // An enum whose default is "" (misfirePolicy) may stay empty.
+  if (f.type === 'enum') return [selectOf(f.name, f.choices, v, f.default === '' ? '(empty)' : null), i => i.value];
   if (f.timeZone) return [selectOf(f.name, zones, v || '', "(each host's own zone)"), i => i.value];
   if (f.type === 'object') {
     const i = el('textarea', { name: f.name }, JSON.stringify(otherProps(cfg, fields), null, 2));
