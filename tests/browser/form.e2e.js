@@ -7,50 +7,13 @@
 // Environment: CONSOLE_URL, ARTIFACTS (screenshot directory), USER_DATA_DIR.
 'use strict';
 const path = require('path');
-const { chromium } = require('playwright-core');
+const { check, failed, waitFor, confirmYes, launch, login } = require('./lib.js');
 
 const url = process.env.CONSOLE_URL;
-let failures = 0;
-function ok(what) { console.log('ok: ' + what); }
-function fail(what) { console.error('FAIL: ' + what); failures++; }
-function check(cond, what) { cond ? ok(what) : fail(what); }
-
-// Polls fn in the page; a throw (a view not drawn yet) counts as "not yet".
-async function waitFor(page, fn, arg, what, timeout) {
-  const deadline = Date.now() + (timeout || 15000);
-  let last = 'false';
-  for (;;) {
-    try {
-      if (await page.evaluate(fn, arg)) { ok(what); return true; }
-      last = 'false';
-    } catch (e) {
-      last = e.message.split('\n')[0];
-    }
-    if (Date.now() >= deadline) { fail(what + ' (last poll: ' + last + ')'); return false; }
-    await new Promise(r => setTimeout(r, 200));
-  }
-}
-
-async function confirmYes(page) {
-  await page.waitForSelector('#confirm:not([hidden])', { timeout: 5000 });
-  await page.click('#confirm-ok');
-}
 
 async function main() {
-  const ctx = await chromium.launchPersistentContext(process.env.USER_DATA_DIR, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1280, height: 1000 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  const page = ctx.pages()[0] || await ctx.newPage();
-  page.on('pageerror', e => fail('script error in the page: ' + e.message));
-  await page.goto(url + '/', { waitUntil: 'domcontentloaded' });
-  await page.waitForSelector('#login-form', { timeout: 10000 });
-  await page.fill('#login-user', 'alice');
-  await page.fill('#login-password', 'adm1n pass');
-  await page.click('#login-submit');
+  const { ctx, page } = await launch(process.env.USER_DATA_DIR, 1000);
+  await login(page, url, 'alice', 'adm1n pass');
   await page.waitForSelector('#jobs-body tr[data-job="formJob"]', { timeout: 15000 });
 
   // ------------------------------------------------------------ the form
@@ -150,8 +113,8 @@ async function main() {
   await waitFor(page, () => /ENABLED/.test(document.querySelector('#servers-body tr[data-ip="127.0.0.71"]').textContent),
     null, 'its server is ENABLED again');
   await ctx.close();
-  console.log(failures + ' failure(s)');
-  process.exit(failures ? 1 : 0);
+  console.log(failed() + ' failure(s)');
+  process.exit(failed() ? 1 : 0);
 }
 
 main().catch(e => { console.error('FAIL: ' + e.stack); process.exit(1); });
