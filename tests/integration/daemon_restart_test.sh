@@ -61,6 +61,11 @@ wait_for 10 "the daemon marks its marker SHUTDOWN" eval '[ "$(zkf_cli get "$MARK
 logged "$D/daemon.log" "ejob start okJob --instance $ID" && pass "the log says how to start it again" || fail "no hint in the log"
 runs_grow && fail "okJob still runs after its shutdown" || pass "okJob no longer runs"
 
+"$E" status okJob >"$D/status" 2>&1
+grep -q "^Shut down:  $ID: restart needed (ejob start okJob --instance $ID)$" "$D/status" \
+  && pass "ejob status names the way back" || fail "ejob status: $(cat "$D/status")"
+grep -q "^127.0.0.61 *SHUT DOWN *0$" "$D/status" && pass "ejob status: its server SHUT DOWN" || fail "no SHUT DOWN server row"
+
 # The console shows the instance shut down and restartable.
 cenv_console "$D/console.log" --no-auth --listen 127.0.0.1:0 --registry "$ZKF_CONNECT/rst" || exit 1
 REG=$(curl -s "$CENV_URL/api/registries" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["name"])')
