@@ -66,7 +66,12 @@
  *                             is written "" with the name in
  *                             jobShardingStrategyType: a Java leader shards
  *                             with AverageAllocation;
- *   http* (jobType HTTP)      Java cannot read the job at all.
+ *   http* (jobType HTTP)      Java cannot read the job at all;
+ *   timeoutSeconds, timeoutGraceSeconds, retry*, overlapPolicy,
+ *   startingDeadlineSeconds, misfirePolicy, catchUpWindowSeconds
+ *                             runs its items without a timeout, retries,
+ *                             policies or deadline (its misfire flag as
+ *                             2.1.5's), and never reads kills/.
  * A new ejob-only row says here what Java does with it.
  */
 #ifndef EJ_CONFIG_FIELDS_H
