@@ -292,6 +292,34 @@ EJ_EXTERN int ej_trace_get_execution(ej_trace_reader *reader, const char *id,
 EJ_EXTERN void ej_trace_execution_list_fini(struct ej_trace_execution_list *list);
 EJ_EXTERN void ej_trace_execution_detail_fini(struct ej_trace_execution_detail *detail);
 
+/* ---------------------------------------------------------- live output */
+
+/* What a run has written from given byte offsets: while it runs, the
+ * pieces its daemon has stored so far (EJOB_EXECUTION_OUTPUT, at most
+ * ~250 ms behind the item); once it has ended, its whole output. */
+struct ej_trace_output {
+    bool completed;  /* the run has ended: these are its last bytes */
+    bool is_success; /* when completed */
+    unsigned char *out; /* stdout bytes from out_from (NUL follows); NULL: none */
+    size_t out_len;
+    int64_t out_next; /* the offset to ask for next */
+    unsigned char *err; /* stderr, the same way */
+    size_t err_len;
+    int64_t err_next;
+    bool out_truncated, err_truncated; /* cut at the cap (known once completed) */
+};
+
+/*
+ * The output of run id (the whole id) from out_from / err_from: call again
+ * with out_next / err_next to follow it until completed. Bytes a full queue
+ * dropped are stepped over (next then jumps). Caller finalises with
+ * ej_trace_output_fini.
+ * Returns 0; EJ_ENOTFOUND (no such run yet); EJ_EDB; EJ_EINVAL; EJ_ENOMEM.
+ */
+EJ_EXTERN int ej_trace_read_output(ej_trace_reader *reader, const char *id, int64_t out_from,
+                                   int64_t err_from, struct ej_trace_output *out);
+EJ_EXTERN void ej_trace_output_fini(struct ej_trace_output *out);
+
 /* ---------------------------------------------------------- fire ledger */
 
 /* Filters of a fire-ledger query; zero-initialise, then set what you need. */

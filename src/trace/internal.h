@@ -83,6 +83,13 @@ extern const struct ej__trace_ops ej__trace_pg_ops;
 
 const struct ej__trace_ops *ej__trace_ops_of(ej_trace_kind kind);
 
+/* The reader behind the read API (read.c, live.c). */
+struct ej_trace_reader {
+    const struct ej__trace_ops *ops;
+    struct ej__trace_conn *conn;
+    char err[512];
+};
+
 /* ------------------------------------------------------------ schema.c */
 
 /* Creates the tables and indexes that are missing (IF NOT EXISTS). */
@@ -96,6 +103,26 @@ int ej__trace_write_event(const struct ej__trace_ops *ops, struct ej__trace_conn
  * *deleted receives how many in all. */
 int ej__trace_purge_chunk(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
                           int64_t cutoff_ms, int chunk, int64_t *deleted);
+
+/* ------------------------------------------------------------- live.c */
+
+/* EJOB_EXECUTION_OUTPUT, the pieces of running items' output. */
+int ej__trace_live_create(const struct ej__trace_ops *ops, struct ej__trace_conn *c);
+/* Writes one piece (an EJ_EVENT_OUTPUT; one without data is skipped). */
+int ej__trace_live_write(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
+                         const ej_output_event *e);
+/* The item ended: its end event holds the whole output, the pieces go
+ * (unless the end event lost its output in the queue: e's output NULL and
+ * marked truncated). */
+int ej__trace_live_end(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
+                       const ej_execution_event *e);
+/* Retention of the pieces: those written before cutoff_ms, and those of
+ * runs whose JOB_EXECUTION_LOG row is gone. */
+int ej__trace_live_purge(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
+                         int64_t cutoff_ms, int chunk, int64_t *deleted);
+/* Fills e's out / err from the pieces of its run (it has not ended, or its
+ * end lost the output). */
+int ej__trace_live_fill(ej_trace_reader *r, struct ej_trace_execution *e);
 
 /* "YYYY-MM-DD HH:MM:SS.mmm" in local time. */
 void ej__trace_format_time(int64_t epoch_ms, char out[32]);

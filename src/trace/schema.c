@@ -94,6 +94,8 @@ int ej__trace_create_schema(const struct ej__trace_ops *ops, struct ej__trace_co
         rc = ops->run(c, detail, NULL, 0, NULL);
     if (rc == 0)
         rc = ops->run(c, ddl_ledger, NULL, 0, NULL);
+    if (rc == 0)
+        rc = ej__trace_live_create(ops, c);
     for (size_t i = 0; rc == 0 && i < sizeof ddl_indexes / sizeof ddl_indexes[0]; i++)
         rc = ops->run(c, ddl_indexes[i], NULL, 0, NULL);
     return rc;
@@ -336,6 +338,8 @@ static int write_execution(const struct ej__trace_ops *ops, struct ej__trace_con
         rc = ops->run(c, sql_exec_end_one, p, 11, NULL);
         if (rc == 0)
             rc = write_detail(ops, c, e, &v);
+        if (rc == 0)
+            rc = ej__trace_live_end(ops, c, e);
         goto out;
     }
     struct ej__tp u[4] = {tp_int(e->is_success), tp_text(v.complete), tp_text(v.cause),
@@ -351,6 +355,8 @@ static int write_execution(const struct ej__trace_ops *ops, struct ej__trace_con
     }
     if (rc == 0)
         rc = write_detail(ops, c, e, &v);
+    if (rc == 0)
+        rc = ej__trace_live_end(ops, c, e);
 out:
     exec_vals_fini(&v);
     return rc;
@@ -452,6 +458,8 @@ int ej__trace_write_event(const struct ej__trace_ops *ops, struct ej__trace_conn
         return write_status(ops, c, &ev->u.status);
     if (ev->type == EJ_EVENT_FIRE)
         return write_fire(ops, c, &ev->u.fire);
+    if (ev->type == EJ_EVENT_OUTPUT)
+        return ej__trace_live_write(ops, c, &ev->u.output);
     return EJ_EDB;
 }
 
@@ -489,6 +497,8 @@ int ej__trace_purge_chunk(const struct ej__trace_ops *ops, struct ej__trace_conn
     int rc = ops->run(c, sql_ledger, lp, 2, &n);
     if (rc == 0)
         *deleted += n;
+    if (rc == 0)
+        rc = ej__trace_live_purge(ops, c, cutoff_ms, chunk, deleted);
     return rc;
 }
 

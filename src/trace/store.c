@@ -47,6 +47,8 @@ struct ej_trace_store {
 
 static size_t output_bytes(const ej_event *ev)
 {
+    if (ev->type == EJ_EVENT_OUTPUT)
+        return ev->u.output.data ? ev->u.output.len : 0;
     if (ev->type != EJ_EVENT_EXECUTION)
         return 0;
     return ev->u.execution.output_len + ev->u.execution.error_output_len;
@@ -183,9 +185,11 @@ static void log_rejected(ej_trace_store *s, const ej_event *ev, const char *why)
 {
     const char *id = ev->type == EJ_EVENT_EXECUTION ? ev->u.execution.id
                      : ev->type == EJ_EVENT_FIRE    ? "(fire ledger row)"
+                     : ev->type == EJ_EVENT_OUTPUT  ? ev->u.output.execution_id
                                                     : ev->u.status.id;
     const char *job = ev->type == EJ_EVENT_EXECUTION ? ev->u.execution.job_name
                       : ev->type == EJ_EVENT_FIRE    ? ev->u.fire.job_name
+                      : ev->type == EJ_EVENT_OUTPUT  ? ev->u.output.job_name
                                                      : ev->u.status.job_name;
     EJ_LOG(EJ_LOG_ERROR, MOD, EJ_EDB, "%s store refused event %s of job %s: %s", s->ops->name, id,
            job ? job : "?", why);
@@ -417,7 +421,7 @@ int ej_trace_store_post(ej_trace_store *s, const ej_event *ev)
 {
     if (s == NULL || ev == NULL ||
         (ev->type != EJ_EVENT_EXECUTION && ev->type != EJ_EVENT_STATUS &&
-         ev->type != EJ_EVENT_FIRE))
+         ev->type != EJ_EVENT_FIRE && ev->type != EJ_EVENT_OUTPUT))
         return EJ_EINVAL;
     /* Decide about the output under the lock, copy outside it. */
     size_t need = ej_event_output_bytes(ev);
