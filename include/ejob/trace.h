@@ -181,6 +181,18 @@ EJ_EXTERN int ej_trace_store_purge(ej_trace_store *store, int64_t timeout_ms);
  */
 EJ_EXTERN void ej_trace_store_destroy(ej_trace_store *store);
 
+/*
+ * A job's own retention (its tracing.retentionDays / failedRetentionDays):
+ * its runs are kept days (-1: the store's retention_days; 0: forever), its
+ * failed runs (and TASK_ERROR status rows) failed_days (-1: as days).
+ * Both -1 drops the job's rule. Written to ejob's EJOB_JOB_RETENTION at the
+ * next retention pass, so every daemon sharing the store applies it; the
+ * store-wide retention then leaves that job alone.
+ * Returns 0; EJ_EINVAL (no store, no name or one over 100 bytes); EJ_ENOMEM.
+ */
+EJ_EXTERN int ej_trace_store_set_job_retention(ej_trace_store *store, const char *job_name,
+                                               int days, int failed_days);
+
 /* ------------------------------------------------------------- reading */
 
 typedef struct ej_trace_reader ej_trace_reader;

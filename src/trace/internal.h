@@ -99,10 +99,31 @@ int ej__trace_create_schema(const struct ej__trace_ops *ops, struct ej__trace_co
 int ej__trace_write_event(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
                           const ej_event *ev);
 
-/* Deletes at most chunk rows older than cutoff_ms from each table;
- * *deleted receives how many in all. */
+/* Deletes at most chunk rows older than cutoff_ms (0: none, kept
+ * forever) from each table, but for the jobs of EJOB_JOB_RETENTION, whose
+ * own rules apply (default_days: theirs when they say -1); *deleted
+ * receives how many in all. */
 int ej__trace_purge_chunk(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
-                          int64_t cutoff_ms, int chunk, int64_t *deleted);
+                          int64_t cutoff_ms, int default_days, int chunk, int64_t *deleted);
+
+/* ------------------------------------------------------- retention.c */
+
+/* A job's own retention (ej_trace_store_set_job_retention). */
+struct ej__job_retention {
+    char job_name[101];
+    int days;        /* -1: the store's; 0: forever */
+    int failed_days; /* -1: as days; 0: forever */
+};
+
+/* EJOB_JOB_RETENTION, the jobs' own rules. */
+int ej__trace_retention_create(const struct ej__trace_ops *ops, struct ej__trace_conn *c);
+/* Writes (both -1: removes) the rules. */
+int ej__trace_retention_write(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
+                              const struct ej__job_retention *rules, size_t n);
+/* Applies every rule of the table (at most chunk rows per statement), then
+ * deletes the details whose run row is gone. */
+int ej__trace_retention_purge(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
+                              int default_days, int64_t now_ms, int chunk, int64_t *deleted);
 
 /* ------------------------------------------------------------- live.c */
 
