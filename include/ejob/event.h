@@ -141,8 +141,8 @@ typedef struct ej_output_event {
     char execution_id[EJ_EVENT_ID_LEN]; /* the JOB_EXECUTION_LOG id */
     const char *job_name;
     int sharding_item;
-    int stream;      /* EJ_OUTPUT_STDOUT or EJ_OUTPUT_STDERR */
-    int64_t offset;  /* of data[0] in the stream */
+    int stream;       /* EJ_OUTPUT_STDOUT or EJ_OUTPUT_STDERR */
+    int64_t offset;   /* of data[0] in the stream */
     const char *data; /* len bytes (may hold NULs); NULL when dropped from the queue */
     size_t len;
     int64_t time_ms; /* when it was read (epoch ms) */

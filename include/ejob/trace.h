@@ -310,11 +310,11 @@ EJ_EXTERN void ej_trace_execution_detail_fini(struct ej_trace_execution_detail *
  * pieces its daemon has stored so far (EJOB_EXECUTION_OUTPUT, at most
  * ~250 ms behind the item); once it has ended, its whole output. */
 struct ej_trace_output {
-    bool completed;  /* the run has ended: these are its last bytes */
-    bool is_success; /* when completed */
+    bool completed;     /* the run has ended: these are its last bytes */
+    bool is_success;    /* when completed */
     unsigned char *out; /* stdout bytes from out_from (NUL follows); NULL: none */
     size_t out_len;
-    int64_t out_next; /* the offset to ask for next */
+    int64_t out_next;   /* the offset to ask for next */
     unsigned char *err; /* stderr, the same way */
     size_t err_len;
     int64_t err_next;

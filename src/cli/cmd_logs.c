@@ -134,12 +134,10 @@ static int run_logs(int argc, char **argv)
     struct ejcli_store_args a = {NULL, NULL, NULL};
     long item = -1;
     bool follow = false;
-    struct ejcli_flag flags[] = {{"store", 0, EJCLI_STR, &a.store},
-                                 {"config", 'c', EJCLI_STR, &a.config},
-                                 {"state-dir", 0, EJCLI_STR, &a.state_dir},
-                                 {"item", 0, EJCLI_INT, &item},
-                                 {"follow", 'f', EJCLI_BOOL, &follow},
-                                 EJCLI_FLAGS_END};
+    struct ejcli_flag flags[] = {
+        {"store", 0, EJCLI_STR, &a.store},         {"config", 'c', EJCLI_STR, &a.config},
+        {"state-dir", 0, EJCLI_STR, &a.state_dir}, {"item", 0, EJCLI_INT, &item},
+        {"follow", 'f', EJCLI_BOOL, &follow},      EJCLI_FLAGS_END};
     char *pos[1];
     int npos = 0;
     int rc = ejcli_parse(CMD, argc, argv, flags, pos, 1, &npos);

@@ -293,8 +293,9 @@ json_t *ej__trace_output_json(const char *id, const struct ej_trace_output *o)
     const size_t len[2] = {o->out_len, o->err_len};
     const int64_t next[2] = {o->out_next, o->err_next};
     const bool cut[2] = {o->out_truncated, o->err_truncated};
-    static const char *const names[2][4] = {{"stdout", "stdoutBinary", "outNext", "stdoutTruncated"},
-                                            {"stderr", "stderrBinary", "errNext", "stderrTruncated"}};
+    static const char *const names[2][4] = {
+        {"stdout", "stdoutBinary", "outNext", "stdoutTruncated"},
+        {"stderr", "stderrBinary", "errNext", "stderrTruncated"}};
     for (int s = 0; s < 2; s++) {
         size_t keep = len[s];
         if (!o->completed && data[s] != NULL)

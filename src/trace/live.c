@@ -58,10 +58,8 @@ int ej__trace_live_write(const struct ej__trace_ops *ops, struct ej__trace_conn 
         "INSERT INTO EJOB_EXECUTION_OUTPUT (id, stream, byte_offset, data, written_time_ms) "
         "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id, stream, byte_offset) DO NOTHING";
     struct ej__tp p[5] = {
-        tp_text(e->execution_id),
-        tp_int(e->stream),
-        tp_int(e->offset),
-        {.type = EJ__TP_BLOB, .s = e->data, .len = e->len},
+        tp_text(e->execution_id), tp_int(e->stream),
+        tp_int(e->offset),        {.type = EJ__TP_BLOB, .s = e->data, .len = e->len},
         tp_int(e->time_ms),
     };
     return ops->run(c, sql, p, 5, NULL);

@@ -110,8 +110,8 @@ static void text_cutoff(int64_t now_ms, int days, char out[32])
 /* One job's rule: its runs by result, its status rows (TASK_ERROR kept as
  * its failed runs), its ledger while any of its runs is kept. */
 static int purge_job(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
-                     const struct ej__job_retention *r, int default_days, int64_t now_ms,
-                     int chunk, int64_t *deleted)
+                     const struct ej__job_retention *r, int default_days, int64_t now_ms, int chunk,
+                     int64_t *deleted)
 {
 #define FAILED_RUN "(complete_time IS NOT NULL AND is_success = 0)"
     static const char *const sql_runs[2] = {

@@ -482,8 +482,8 @@ int ej__trace_purge_chunk(const struct ej__trace_ops *ops, struct ej__trace_conn
     /* The ledger keys by epoch ms (the others by local-time text). */
     static const char sql_ledger[] =
         "DELETE FROM EJOB_FIRE_LEDGER WHERE (job_name, fire_time_ms, sharding_item) IN (SELECT "
-        "job_name, fire_time_ms, sharding_item FROM EJOB_FIRE_LEDGER WHERE fire_time_ms < $1" NOT_RULED
-        " LIMIT $2)";
+        "job_name, fire_time_ms, sharding_item FROM EJOB_FIRE_LEDGER WHERE fire_time_ms < "
+        "$1" NOT_RULED " LIMIT $2)";
 #undef NOT_RULED
     *deleted = 0;
     int rc = 0;

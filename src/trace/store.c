@@ -302,9 +302,8 @@ static int write_rules(struct writer *w)
 static void purge_some(struct writer *w)
 {
     ej_trace_store *s = w->s;
-    int64_t cutoff = s->o.retention_days > 0
-                         ? ej__now_ms() - (int64_t)s->o.retention_days * 86400 * 1000
-                         : 0;
+    int64_t cutoff =
+        s->o.retention_days > 0 ? ej__now_ms() - (int64_t)s->o.retention_days * 86400 * 1000 : 0;
     int rc = write_rules(w);
     pthread_mutex_unlock(&s->mu);
     int64_t deleted = 0;

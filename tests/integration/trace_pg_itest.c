@@ -363,8 +363,8 @@ static void test_pg_live_output_and_job_retention(void **state)
     post_piece(s, e.id, 0, "a\xff");
     post_piece(s, e.id, 2, "b\n");
     assert_int_equal(ej_trace_store_flush(s, 10000), 0);
-    struct ej_trace_target t = {.kind = EJ_TRACE_POSTGRESQL, .url = pg.url,
-                                .password = PGF_PASSWORD};
+    struct ej_trace_target t = {
+        .kind = EJ_TRACE_POSTGRESQL, .url = pg.url, .password = PGF_PASSWORD};
     ej_trace_reader *r = NULL;
     char err[256] = "";
     assert_int_equal(ej_trace_reader_open(&t, &r, err, sizeof err), 0);
@@ -372,18 +372,25 @@ static void test_pg_live_output_and_job_retention(void **state)
     assert_int_equal(ej_trace_read_output(r, e.id, 1, 0, &out), 0);
     assert_false(out.completed);
     assert_int_equal(out.out_len, 3);
-    assert_memory_equal(out.out, "\xff" "b\n", 3);
+    assert_memory_equal(out.out,
+                        "\xff"
+                        "b\n",
+                        3);
     assert_int_equal(out.out_next, 4);
     ej_trace_output_fini(&out);
     e.complete_time_ms = now + 10;
-    e.output = "a\xff" "b\n";
+    e.output = "a\xff"
+               "b\n";
     assert_int_equal(post(s, &e), 0);
     assert_int_equal(ej_trace_store_set_job_retention(s, "keepJob", 30, -1), 0);
-    ej_execution_event keep10 = exec_event("keepJob", 0, now - 10 * 86400000LL, now - 10 * 86400000LL + 5);
+    ej_execution_event keep10 =
+        exec_event("keepJob", 0, now - 10 * 86400000LL, now - 10 * 86400000LL + 5);
     assert_int_equal(post(s, &keep10), 0);
-    ej_execution_event keep40 = exec_event("keepJob", 0, now - 40 * 86400000LL, now - 40 * 86400000LL + 5);
+    ej_execution_event keep40 =
+        exec_event("keepJob", 0, now - 40 * 86400000LL, now - 40 * 86400000LL + 5);
     assert_int_equal(post(s, &keep40), 0);
-    ej_execution_event other10 = exec_event("otherJob", 0, now - 10 * 86400000LL, now - 10 * 86400000LL + 5);
+    ej_execution_event other10 =
+        exec_event("otherJob", 0, now - 10 * 86400000LL, now - 10 * 86400000LL + 5);
     assert_int_equal(post(s, &other10), 0);
     assert_int_equal(ej_trace_store_flush(s, 10000), 0);
     assert_int_equal(ej_trace_store_purge(s, 10000), 0);

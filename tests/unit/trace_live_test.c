@@ -77,8 +77,7 @@ static void post_run(ej_trace_store *s, const ej_execution_event *e)
     assert_int_equal(ej_trace_store_post(s, &ev), 0);
 }
 
-static void post_piece(ej_trace_store *s, const char *id, int stream, int64_t off,
-                       const char *data)
+static void post_piece(ej_trace_store *s, const char *id, int stream, int64_t off, const char *data)
 {
     ej_event ev = {.type = EJ_EVENT_OUTPUT};
     ej_output_event *o = &ev.u.output;
@@ -209,15 +208,15 @@ static void test_job_retention(void **state)
     assert_int_equal(ej_trace_store_flush(s, 5000), 0);
     assert_int_equal(ej_trace_store_purge(s, 5000), 0);
     ej_trace_store_destroy(s);
-    assert_true(kept(db, &keep8));      /* its own 30 days, not the store's 7 */
+    assert_true(kept(db, &keep8)); /* its own 30 days, not the store's 7 */
     assert_false(kept(db, &keep40));
-    assert_false(kept(db, &short2));    /* 1 day */
-    assert_true(kept(db, &short2f));    /* failed: 10 days */
+    assert_false(kept(db, &short2)); /* 1 day */
+    assert_true(kept(db, &short2f)); /* failed: 10 days */
     assert_false(kept(db, &short11f));
-    assert_true(kept(db, &forever));    /* 0: forever */
-    assert_false(kept(db, &other8));    /* no rule: the store's 7 */
+    assert_true(kept(db, &forever)); /* 0: forever */
+    assert_false(kept(db, &other8)); /* no rule: the store's 7 */
     assert_true(kept(db, &other6));
-    assert_false(kept(db, &dropped8));  /* its rule dropped: the store's */
+    assert_false(kept(db, &dropped8)); /* its rule dropped: the store's */
     assert_int_equal(count(db, "SELECT count(*) FROM EJOB_EXECUTION_DETAIL"), 4);
     assert_int_equal(count(db, "SELECT count(*) FROM EJOB_EXECUTION_DETAIL d LEFT JOIN "
                                "JOB_EXECUTION_LOG e ON e.id = d.id WHERE e.id IS NULL"),
