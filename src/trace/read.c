@@ -235,8 +235,10 @@ void ej_trace_reader_close(ej_trace_reader *r)
     "e.id, e.job_name, e.task_id, e.hostname, e.ip, e.sharding_item, e.execution_source, "         \
     "e.failure_cause, e.is_success, e.start_time, e.complete_time, d.id, d.duration_ms, "          \
     "d.exit_code, d.term_signal, d.http_status, d.fencing_token, d.stdout_truncated, "             \
-    "d.stderr_truncated, d.failure_cause_truncated"
-#define EXEC_FROM " FROM JOB_EXECUTION_LOG e LEFT JOIN EJOB_EXECUTION_DETAIL d ON d.id = e.id"
+    "d.stderr_truncated, d.failure_cause_truncated, r.result, r.attempt, r.killed_by"
+#define EXEC_FROM                                                                                  \
+    " FROM JOB_EXECUTION_LOG e LEFT JOIN EJOB_EXECUTION_DETAIL d ON d.id = e.id LEFT JOIN "        \
+    "EJOB_EXECUTION_RESULT r ON r.id = e.id"
 
 static char *dup_col(const struct ej__row *row, int col, bool *oom)
 {
@@ -266,6 +268,8 @@ static void execution_fini(struct ej_trace_execution *e)
     free(e->instance_id);
     free(e->execution_source);
     free(e->failure_cause);
+    free(e->result);
+    free(e->killed_by);
     free(e->out);
     free(e->err);
     memset(e, 0, sizeof *e);
@@ -305,6 +309,14 @@ static int execution_from_row(const struct ej__row *row, struct ej_trace_executi
         e->err_truncated = row->int64(row, 18) != 0;
         e->failure_cause_truncated = row->int64(row, 19) != 0;
     }
+    /* Rows from before EJOB_EXECUTION_RESULT, or Java's: by is_success. */
+    e->result = row->is_null(row, 20) ? strdup(!e->completed   ? ""
+                                               : e->is_success ? EJ_RUN_SUCCESS
+                                                               : EJ_RUN_FAILED)
+                                      : strdup(row->text(row, 20));
+    oom = oom || e->result == NULL;
+    e->attempt = row->is_null(row, 21) ? 1 : (int)row->int64(row, 21);
+    e->killed_by = dup_col(row, 22, &oom);
     if (e->duration_ms < 0 && e->completed && e->start_ms)
         e->duration_ms = e->complete_ms - e->start_ms;
     if (oom) {
@@ -442,8 +454,8 @@ static int take_one(const struct ej__row *row, void *arg)
     if (rc != 0)
         return rc;
     bool oom = false;
-    o->e->out = row->blob(row, 20, &o->e->out_len, &oom);
-    o->e->err = row->blob(row, 21, &o->e->err_len, &oom);
+    o->e->out = row->blob(row, 23, &o->e->out_len, &oom);
+    o->e->err = row->blob(row, 24, &o->e->err_len, &oom);
     return oom ? EJ_ENOMEM : 0;
 }
 
@@ -643,6 +655,7 @@ static int add_fire(const struct ej__row *row, void *arg)
     f->instance_id = dup_col0(row, 6, &oom);
     f->recorded_ms = row->int64(row, 10);
     f->result = strdup(fire_result(row, row->text(row, 3)));
+    f->attempts = row->is_null(row, 11) ? (row->is_null(row, 7) ? 0 : 1) : (int)row->int64(row, 11);
     if (oom || f->result == NULL) {
         fire_fini(f);
         return EJ_ENOMEM;
@@ -675,8 +688,9 @@ int ej_trace_query_fires(ej_trace_reader *r, const struct ej_trace_fire_query *q
     ej__buf_init(&sql);
     ej__buf_puts(&sql, "SELECT f.job_name, f.fire_time_ms, f.sharding_item, f.outcome, f.kind, "
                        "f.execution_id, f.instance_id, e.id, e.is_success, e.complete_time, "
-                       "f.recorded_time_ms FROM EJOB_FIRE_LEDGER f LEFT JOIN JOB_EXECUTION_LOG "
-                       "e ON e.id = f.execution_id WHERE 1 = 1");
+                       "f.recorded_time_ms, r.attempt FROM EJOB_FIRE_LEDGER f LEFT JOIN "
+                       "JOB_EXECUTION_LOG e ON e.id = f.execution_id LEFT JOIN "
+                       "EJOB_EXECUTION_RESULT r ON r.id = f.execution_id WHERE 1 = 1");
     struct ej__tp p[5];
     int n = 0;
     if (q->job_name) {

@@ -61,7 +61,8 @@ jobs:
     cron: "0 0 0 1 1 ? 2099"
     shardingTotalCount: 1
     overwrite: true
-    tracing.retentionDays: 30
+    tracing:
+      retentionDays: 30
     props:
       script.command.line: /bin/true
   failJob:
@@ -69,8 +70,7 @@ jobs:
     cron: "0 0 0 1 1 ? 2099"
     shardingTotalCount: 1
     overwrite: true
-    tracing.retentionDays: 1
-    tracing.failedRetentionDays: 5
+    tracing: {retentionDays: 1, failedRetentionDays: 5}
     props:
       script.command.line: /bin/true
   otherJob:
