@@ -72,6 +72,9 @@
  *                             runs its items without a timeout, retries,
  *                             policies or deadline (its misfire flag as
  *                             2.1.5's), and never reads kills/.
+ *   tracingRetentionDays,     nothing: Java keeps no history of its own
+ *   tracingFailedRetentionDays  rules (ejob's retention pass purges its
+ *                             rows of the job by them, in a shared store).
  * A new ejob-only row says here what Java does with it.
  */
 #ifndef EJ_CONFIG_FIELDS_H
@@ -140,6 +143,10 @@
       "httpReadTimeoutMilliseconds", "props.http.read.timeout.milliseconds", 5000)                 \
     X(HTTP_CONTENT_TYPE, http.content_type, STR, KEY, HTTP,                                        \
       "httpContentType", "props.http.content.type", "")                                            \
+    X(TRACING_RETENTION_DAYS, tracing.retention_days, INT, SET, ANY, "tracingRetentionDays",       \
+      "tracing.retentionDays", -1)                                                                 \
+    X(TRACING_FAILED_RETENTION_DAYS, tracing.failed_retention_days, INT, SET, ANY,                 \
+      "tracingFailedRetentionDays", "tracing.failedRetentionDays", -1)                             \
     /* The unknown top-level keys: the key is only their name in messages. */                      \
     X(EXTRA, extra_json, OBJ, REST, ANY, "(unknown keys)", NULL, NULL)
 /* clang-format on */
