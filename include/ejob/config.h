@@ -41,6 +41,7 @@
                                                       names, timeZone, httpMethod,                 \
                                                       httpContentType */
 #define EJ_CONFIG_MAX_URI 8192                     /* httpUri */
+#define EJ_CONFIG_MAX_RETENTION_DAYS 36500         /* tracing.retentionDays of a job */
 #define EJ_CONFIG_MAX_TIMEOUT_SECONDS 31536000     /* timeoutSeconds: a year */
 #define EJ_CONFIG_MAX_SHARDING_TOTAL_COUNT 1000000 /* shardingTotalCount */
 /* Largest `config` node ej_job_config_from_json accepts (ZooKeeper's own
@@ -138,6 +139,12 @@ struct ej_job_config {
         int read_timeout_ms;     /* httpReadTimeoutMilliseconds (5000) */
         char *content_type;      /* httpContentType ("" = none) */
     } http;
+    /* The job's own history retention (docs/tracing.md "Never in the way of
+     * a fire"): -1 = the daemon's tracing.retentionDays, 0 = forever. */
+    struct ej_job_tracing_config {
+        int retention_days;        /* tracingRetentionDays (-1; 0..36500) */
+        int failed_retention_days; /* tracingFailedRetentionDays (-1 = as retention_days) */
+    } tracing;
     /* Unknown top-level keys of the JSON it was read from, as JSON object
      * text, written back after all known keys; NULL when none. */
     char *extra_json;

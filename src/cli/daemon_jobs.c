@@ -100,6 +100,9 @@ static int job_create(ej_registry *reg, const struct ej_job_config *cfg, ejd_job
                                .def = def_with_cap(d, cfg),
                                .on_stopped = ejd_restart_on_stopped};
     int rc = ej_job_create(reg, cfg, &opts, &d->job);
+    if (rc == 0)
+        ejd_events_job_retention(cfg->job_name, cfg->tracing.retention_days,
+                                 cfg->tracing.failed_retention_days);
     if (rc != 0) {
         snprintf(err, errlen, "%s", ej_strerror(rc));
         ej_job_config_fini(&d->cfg);
@@ -223,6 +226,8 @@ int ejd_job_update(ejd_job *job, const struct ej_job_config *cfg, char *err, siz
     if (rc == EJ_ETIMEDOUT)
         EJ_LOG(EJ_LOG_WARN, "daemon", rc, "job %s: new config written, not applied yet",
                cfg->job_name);
+    ejd_events_job_retention(cfg->job_name, cfg->tracing.retention_days,
+                             cfg->tracing.failed_retention_days);
     ej_job_config_fini(&job->cfg);
     job->cfg = copy;
     return 0;

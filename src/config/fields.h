@@ -75,7 +75,15 @@
  *                             is written "" with the name in
  *                             jobShardingStrategyType: a Java leader shards
  *                             with AverageAllocation;
- *   http* (jobType HTTP)      Java cannot read the job at all.
+ *   http* (jobType HTTP)      Java cannot read the job at all;
+ *   timeoutSeconds, timeoutGraceSeconds, retry*, overlapPolicy,
+ *   startingDeadlineSeconds, misfirePolicy, catchUpWindowSeconds
+ *                             runs its items without a timeout, retries,
+ *                             policies or deadline (its misfire flag as
+ *                             2.1.5's), and never reads kills/.
+ *   tracingRetentionDays,     nothing: Java keeps no history of its own
+ *   tracingFailedRetentionDays  rules (ejob's retention pass purges its
+ *                             rows of the job by them, in a shared store).
  * A new ejob-only row says here what Java does with it.
  */
 #ifndef EJ_CONFIG_FIELDS_H
@@ -210,6 +218,12 @@
     X(HTTP_CONTENT_TYPE, http.content_type, STR, KEY, HTTP,                                        \
       "httpContentType", "props.http.content.type", "",                                            \
       MORE, NULL, "HTTP: Content-Type of the request body")                                        \
+    X(TRACING_RETENTION_DAYS, tracing.retention_days, INT, SET, ANY,                               \
+      "tracingRetentionDays", "tracing.retentionDays", -1,                                         \
+      MORE, NULL, "Days this job's runs are kept in the history (-1: the daemon's; 0: forever)")   \
+    X(TRACING_FAILED_RETENTION_DAYS, tracing.failed_retention_days, INT, SET, ANY,                 \
+      "tracingFailedRetentionDays", "tracing.failedRetentionDays", -1,                             \
+      MORE, NULL, "Days its failed runs are kept (-1: as tracingRetentionDays; 0: forever)")       \
     /* The unknown top-level keys: the key is only their name in messages. */                      \
     X(EXTRA, extra_json, OBJ, REST, ANY,                                                           \
       "(unknown keys)", NULL, NULL,                                                                \

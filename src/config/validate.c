@@ -393,6 +393,20 @@ static void check_choice(struct vstate *v, enum ej__cfg_field id, const char *va
     report(v, id, "must be %s, got \"%.64s\"", list, value);
 }
 
+/* A job's history retention: -1 (the daemon's), 0 (forever) or days, at
+ * most a hundred years. */
+static void check_retention(struct vstate *v, const struct ej_job_tracing_config *t)
+{
+    if (t->retention_days < -1 || t->retention_days > EJ_CONFIG_MAX_RETENTION_DAYS)
+        report(v, EJ_CFG_F_TRACING_RETENTION_DAYS,
+               "must be -1 (the daemon's), 0 (forever) or days up to %d, got %d",
+               EJ_CONFIG_MAX_RETENTION_DAYS, t->retention_days);
+    if (t->failed_retention_days < -1 || t->failed_retention_days > EJ_CONFIG_MAX_RETENTION_DAYS)
+        report(v, EJ_CFG_F_TRACING_FAILED_RETENTION_DAYS,
+               "must be -1 (as retentionDays), 0 (forever) or days up to %d, got %d",
+               EJ_CONFIG_MAX_RETENTION_DAYS, t->failed_retention_days);
+}
+
 /* timeoutSeconds (every type) and scriptTimeoutMilliseconds, its alias from
  * before it (SCRIPT): at most a year; both set must agree. */
 static void check_timeouts(struct vstate *v, const struct ej_job_config *cfg)
@@ -520,6 +534,7 @@ int ej__config_validate(const struct ej_job_config *cfg, ej__config_verr_fn fn, 
         report(&v, EJ_CFG_F_TIME_ZONE, "%s", msg);
     if (cfg->job_type == EJ_JOB_TYPE_HTTP)
         check_http(&v, &cfg->http);
+    check_retention(&v, &cfg->tracing);
     if (cfg->extra_json != NULL && !is_json_object_text(cfg->extra_json))
         report(&v, EJ_CFG_F_EXTRA, "extra keys are not a JSON object");
     return v.count;

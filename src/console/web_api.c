@@ -11,6 +11,7 @@
  *   GET    /api/registries/R/jobs/J/history         its runs (web_history.c)
  *   GET    /api/registries/R/jobs/J/fires           its fire ledger (web_fires.c)
  *   GET    /api/history[/ID]                        runs of every job / one run
+ *   GET    /api/history/ID/output?out=N&err=N       its output from offsets (live)
  *   GET    /api/registries/R/servers                servers with their jobs
  *   POST   /api/registries/R/servers/IP/{disable,enable,shutdown}
  * Authentication is checked before (web_server.c); the role each route
@@ -396,6 +397,12 @@ static void history(struct ej__console_request *req, ej_console *con, char **arg
     ej__console_api_history(req, NULL, args[0]);
 }
 
+static void history_output(struct ej__console_request *req, ej_console *con, char **args)
+{
+    (void)con;
+    ej__console_api_history_output(req, args[0]);
+}
+
 #define VIEWER EJ_CONSOLE_ROLE_VIEWER
 #define OPERATOR EJ_CONSOLE_ROLE_OPERATOR
 #define ADMIN EJ_CONSOLE_ROLE_ADMIN
@@ -407,6 +414,7 @@ static const struct ej__console_route routes[] = {
     {"GET", "fields", VIEWER, list_fields},
     {"GET", "history", VIEWER, history},
     {"GET", "history/:id", VIEWER, history},
+    {"GET", "history/:id/output", VIEWER, history_output},
     {"GET", "registries/:r/jobs", VIEWER, list_jobs},
     {"GET", "registries/:r/jobs/:j", VIEWER, show_job},
     {"DELETE", "registries/:r/jobs/:j", ADMIN, remove_job},

@@ -268,6 +268,7 @@ GET /api/registries viewer
 GET /api/fields viewer
 GET /api/history viewer
 GET /api/history/1 viewer
+GET /api/history/1/output viewer
 GET /api/registries/R/jobs viewer
 GET /api/registries/R/jobs/J viewer
 DELETE /api/registries/R/jobs/noSuchJob admin

@@ -2446,7 +2446,45 @@ static const struct {
     {"props.http.connect.timeout.milliseconds", EJ_CFG_F_HTTP_CONNECT_TIMEOUT},
     {"props.http.read.timeout.milliseconds", EJ_CFG_F_HTTP_READ_TIMEOUT},
     {"props.http.content.type", EJ_CFG_F_HTTP_CONTENT_TYPE},
+    {"tracing.retentionDays", EJ_CFG_F_TRACING_RETENTION_DAYS},
+    {"tracing.failedRetentionDays", EJ_CFG_F_TRACING_FAILED_RETENTION_DAYS},
 };
+
+/* A job's own retention: -1, 0 or days up to 36500, both named when bad,
+ * and kept in the config node only when set. */
+static void test_job_retention_fields(void **state)
+{
+    (void)state;
+    struct ej_job_config c;
+    assert_int_equal(ej_job_config_init(&c), 0);
+    ej_job_config_set_str(&c.job_name, "retJob");
+    ej_job_config_set_str(&c.cron, "0 * * * * ?");
+    assert_int_equal(c.tracing.retention_days, -1);
+    assert_int_equal(c.tracing.failed_retention_days, -1);
+    char *json = ej_job_config_to_json(&c);
+    assert_non_null(json);
+    assert_null(strstr(json, "Retention"));
+    free(json);
+    c.tracing.retention_days = 30;
+    c.tracing.failed_retention_days = 0;
+    assert_int_equal(ej_job_config_validate(&c, NULL, 0), 0);
+    json = ej_job_config_to_json(&c);
+    assert_non_null(strstr(json, "\"tracingRetentionDays\":30,\"tracingFailedRetentionDays\":0"));
+    free(json);
+    c.tracing.retention_days = -2;
+    c.tracing.failed_retention_days = 36501;
+    struct ej_config_errors errs;
+    ej_config_errors_init(&errs);
+    assert_int_equal(ej_job_config_validate_all(&c, &errs), EJ_ECONFIG);
+    assert_int_equal(errs.count, 2);
+    assert_string_equal(errs.messages[0], "tracingRetentionDays: must be -1 (the daemon's), 0 "
+                                          "(forever) or days up to 36500, got -2");
+    assert_string_equal(errs.messages[1], "tracingFailedRetentionDays: must be -1 (as "
+                                          "retentionDays), 0 (forever) or days up to 36500, got "
+                                          "36501");
+    ej_config_errors_fini(&errs);
+    ej_job_config_fini(&c);
+}
 
 /* A job of one type around one key: the required keys (unless key is one
  * of them) plus key: text, under props for a "props." key. */
@@ -2463,6 +2501,8 @@ static void yaml_job_with(char *buf, size_t len, ej_job_type type, const char *k
         n += snprintf(buf + n, len - (size_t)n, "    shardingTotalCount: 2\n");
     if (strncmp(key, "retry.", 6) == 0)
         n += snprintf(buf + n, len - (size_t)n, "    retry:\n      %s: %s\n", key + 6, text);
+    else if (strncmp(key, "tracing.", 8) == 0)
+        n += snprintf(buf + n, len - (size_t)n, "    tracing:\n      %s: %s\n", key + 8, text);
     else if (prop == NULL)
         n += snprintf(buf + n, len - (size_t)n, "    %s: %s\n", key, text);
     n += snprintf(buf + n, len - (size_t)n, "    props:\n");
@@ -2669,6 +2709,7 @@ int main(void)
         cmocka_unit_test(test_yaml_field_table_keys),
         cmocka_unit_test(test_check_json_all_errors),
         cmocka_unit_test(test_fields_json),
+        cmocka_unit_test(test_job_retention_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -338,6 +338,7 @@ async function runView(id) {
     stream('stdout', e.stdout, e.stdoutBinary, e.stdoutTruncated),
     stream('stderr', e.stderr, e.stderrBinary, e.stderrTruncated),
     el('a', { href: '#/history' }, 'All history'));
+  if (!e.completed) followRun(e, seq); // live.js
 }
 
 // ------------------------------------------------------------ fires
