@@ -1366,6 +1366,8 @@ void ej__rt_on_stop(void *user, int why)
     if (t)
         ej__sched_trigger_pause(t);
     ej__rt_trigger_put(job, t);
+    if (job->on_stopped != NULL)
+        job->on_stopped(job, why == EJ__STOP_OPERATOR, job->on_stopped_user);
 }
 
 void ej__rt_on_conn(void *user, ej_reg_state state, bool new_session)
