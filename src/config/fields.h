@@ -220,10 +220,10 @@
       MORE, NULL, "HTTP: Content-Type of the request body")                                        \
     X(TRACING_RETENTION_DAYS, tracing.retention_days, INT, SET, ANY,                               \
       "tracingRetentionDays", "tracing.retentionDays", -1,                                         \
-      MORE, NULL, "Days this job's runs are kept in the history (-1: the daemon's; 0: forever)")   \
+      MORE, NULL, "Days this job's history is kept (-1: the daemon's, 0: forever)")                \
     X(TRACING_FAILED_RETENTION_DAYS, tracing.failed_retention_days, INT, SET, ANY,                 \
       "tracingFailedRetentionDays", "tracing.failedRetentionDays", -1,                             \
-      MORE, NULL, "Days its failed runs are kept (-1: as tracingRetentionDays; 0: forever)")       \
+      MORE, NULL, "Days its failed runs are kept (-1: as tracingRetentionDays, 0: forever)")       \
     /* The unknown top-level keys: the key is only their name in messages. */                      \
     X(EXTRA, extra_json, OBJ, REST, ANY,                                                           \
       "(unknown keys)", NULL, NULL,                                                                \

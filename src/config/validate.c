@@ -362,6 +362,20 @@ static int check_params(struct vstate *v, const struct ej_job_config *cfg)
     return 0;
 }
 
+/* A job's history retention: -1 (the daemon's), 0 (forever) or days, at
+ * most a hundred years. */
+static void check_retention(struct vstate *v, const struct ej_job_tracing_config *t)
+{
+    if (t->retention_days < -1 || t->retention_days > EJ_CONFIG_MAX_RETENTION_DAYS)
+        report(v, EJ_CFG_F_TRACING_RETENTION_DAYS,
+               "must be -1 (the daemon's), 0 (forever) or days up to %d, got %d",
+               EJ_CONFIG_MAX_RETENTION_DAYS, t->retention_days);
+    if (t->failed_retention_days < -1 || t->failed_retention_days > EJ_CONFIG_MAX_RETENTION_DAYS)
+        report(v, EJ_CFG_F_TRACING_FAILED_RETENTION_DAYS,
+               "must be -1 (as retentionDays), 0 (forever) or days up to %d, got %d",
+               EJ_CONFIG_MAX_RETENTION_DAYS, t->failed_retention_days);
+}
+
 /* The choices of f's row for a message: "A, B, C", or (or_last) "A, B or C". */
 static void choices_text(const struct ej__cfg_field_desc *f, bool or_last, char *out, size_t len)
 {
@@ -391,20 +405,6 @@ static void check_choice(struct vstate *v, enum ej__cfg_field id, const char *va
     char list[160];
     choices_text(f, true, list, sizeof list);
     report(v, id, "must be %s, got \"%.64s\"", list, value);
-}
-
-/* A job's history retention: -1 (the daemon's), 0 (forever) or days, at
- * most a hundred years. */
-static void check_retention(struct vstate *v, const struct ej_job_tracing_config *t)
-{
-    if (t->retention_days < -1 || t->retention_days > EJ_CONFIG_MAX_RETENTION_DAYS)
-        report(v, EJ_CFG_F_TRACING_RETENTION_DAYS,
-               "must be -1 (the daemon's), 0 (forever) or days up to %d, got %d",
-               EJ_CONFIG_MAX_RETENTION_DAYS, t->retention_days);
-    if (t->failed_retention_days < -1 || t->failed_retention_days > EJ_CONFIG_MAX_RETENTION_DAYS)
-        report(v, EJ_CFG_F_TRACING_FAILED_RETENTION_DAYS,
-               "must be -1 (as retentionDays), 0 (forever) or days up to %d, got %d",
-               EJ_CONFIG_MAX_RETENTION_DAYS, t->failed_retention_days);
 }
 
 /* timeoutSeconds (every type) and scriptTimeoutMilliseconds, its alias from
