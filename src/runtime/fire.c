@@ -422,6 +422,26 @@ static void post_exec(struct item_run *r, bool end)
     ej_event_bus_post_execution(bus, &ev);
 }
 
+/* A running script's output as it comes (docs/tracing.md "Live output"). */
+static void post_output(void *arg, int stream, int64_t offset, const char *data, size_t len)
+{
+    struct item_run *r = arg;
+    ej_event_bus *bus = bus_of(r->job);
+    if (bus == NULL)
+        return;
+    ej_output_event ev = {
+        .job_name = r->ctx.job_name,
+        .sharding_item = r->ctx.sharding_item,
+        .stream = stream,
+        .offset = offset,
+        .data = data,
+        .len = len,
+        .time_ms = ej__now_ms(),
+    };
+    memcpy(ev.execution_id, r->event_id, sizeof ev.execution_id);
+    ej_event_bus_post_output(bus, &ev);
+}
+
 static bool in_done(const struct batch_sync *b, int item)
 {
     for (size_t i = 0; i < b->ndone; i++)
@@ -707,6 +727,8 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         r->ctx.execution_source = source;
         r->xo.keep_going = keep_going;
         r->xo.keep_going_arg = job;
+        r->xo.output = post_output;
+        r->xo.output_arg = r;
         r->session = s->cfg.monitor_execution ? session : 0;
         r->bs = &bs;
         args[k] = r;
@@ -1344,6 +1366,8 @@ void ej__rt_on_stop(void *user, int why)
     if (t)
         ej__sched_trigger_pause(t);
     ej__rt_trigger_put(job, t);
+    if (job->on_stopped != NULL)
+        job->on_stopped(job, why == EJ__STOP_OPERATOR, job->on_stopped_user);
 }
 
 void ej__rt_on_conn(void *user, ej_reg_state state, bool new_session)

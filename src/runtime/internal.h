@@ -107,6 +107,8 @@ struct ej_job {
     bool manual;
     int wait_bound_ms;
     int64_t reconcile_ms;
+    void (*on_stopped)(struct ej_job *job, bool by_operator, void *user); /* ej_job_opts */
+    void *on_stopped_user;
     struct ej_job_config local_cfg; /* as given to create/update (api.c) */
 
     pthread_mutex_t mu;
