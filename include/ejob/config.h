@@ -333,6 +333,38 @@ EJ_EXTERN int ej_job_config_from_json(const char *json, size_t len, struct ej_jo
                                       char *err, size_t errlen);
 
 /*
+ * The job's fields as a form shows them, from the one field table
+ * (src/config/fields.h), as compact JSON: an array of
+ *   {"key": "cron", "name": "cron", "inProps": false,
+ *    "type": "string"|"integer"|"boolean"|"enum"|"object",
+ *    "scope": "ANY"|"DATAFLOW"|"SCRIPT"|"HTTP", "form": "main"|"more"|"java",
+ *    "choices": [...], "default": ..., "timeZone": false, "help": "..."}
+ * in the config node's order; inProps: the key is inside jobProperties
+ * (name is then "jobProperties.KEY"); form "java": what only Java
+ * ElasticJob instances use; timeZone: a name of the tz database
+ * (ej_tz_names). A heap string the caller frees, NULL when out of memory.
+ */
+EJ_EXTERN char *ej_config_fields_json(void);
+
+/*
+ * ej_job_config_from_json then ej_job_config_validate_all, reporting every
+ * problem at once (the console's config form, `ejob config set`): each
+ * value of the wrong type ("shardingTotalCount: expected an integer, got
+ * \"abc\""), then every rule's problem about the fields that did read (a
+ * field whose value did not read is not blamed twice). A bad time zone
+ * does not hide the cron's problems, nor a bad cron the zone's. Messages
+ * are appended to errs in the format of ej_job_config_validate.
+ * job: the job the node belongs to, or NULL. A missing jobName is taken
+ * from it; a different one is a problem (`jobName: is "x" but the job is
+ * "y"`).
+ * cfg: initialised; receives what was read unless the JSON as a whole is
+ * unusable (syntax, not an object: EJ_EPARSE with that one message).
+ * Returns 0, EJ_ECONFIG (messages added), EJ_EPARSE, EJ_EINVAL or EJ_ENOMEM.
+ */
+EJ_EXTERN int ej_job_config_check_json(const char *json, size_t len, const char *job,
+                                       struct ej_job_config *cfg, struct ej_config_errors *errs);
+
+/*
  * ej_job_config_from_json then ej_job_config_validate: what a `config` node
  * read from ZooKeeper or given to `ejob config set` must pass before anyone
  * uses it. cfg: an initialised config, replaced only when the JSON parses

@@ -243,6 +243,8 @@ static const struct {
     {"timer-late", "the instance's timer woke late"},
     {"clock-step", "the instance's clock was stepped"},
     {"late-start", "the fire started too late"},
+    {"deadline", "the fire could not start within the job's startingDeadlineSeconds"},
+    {"overlap", "the job's items still ran here (overlapPolicy SKIP)"},
 };
 
 const char *ej__trace_fire_reason_text(const char *reason)
