@@ -8,7 +8,7 @@
  * writes, so it works on jobs run by Java instances as well as by ejob. The
  * `ejob` commands and `ejob console` go through it.
  *
- * Thread safety: An ej_console handle may be
+ * Thread safety: an ej_console handle may be
  * used from several threads at once (the registry and the tree cache are
  * thread-safe); errors are returned through caller buffers, never kept in
  * the handle.
@@ -83,13 +83,21 @@ EJ_EXTERN const char *ej_console_item_status_name(ej_console_item_status s);
 
 struct ej_console_server {
     char *ip;
-    bool disabled; /* data is EJ_LAYOUT_SERVER_DISABLED */
+    bool disabled; /* data is EJ_CONSOLE_SERVER_DISABLED */
     size_t instance_count;
+    size_t shut_down_count; /* its ejob instances shut down (not brief) */
+};
+
+/* An ejob instance an operator shut down: its process lives (its marker
+ * does) but it left the job. */
+struct ej_console_shut_down {
+    char *id;
+    bool restartable; /* its daemon restarts the job on request (ej_console_restart) */
 };
 
 struct ej_console_instance {
     char *id;
-    bool trigger_pending; /* data is EJ_LAYOUT_INSTANCE_TRIGGER */
+    bool trigger_pending; /* data is EJ_CONSOLE_INSTANCE_TRIGGER */
 };
 
 struct ej_console_item {
@@ -123,6 +131,8 @@ struct ej_console_job {
     struct ej_console_item *items; /* 0..count-1 plus any other numeric sharding/ child */
     size_t item_count;
     size_t failover_waiting; /* leader/failover/items children */
+    struct ej_console_shut_down *shut_down; /* by id; none when brief */
+    size_t shut_down_count;
     ej_console_status status;
 };
 
@@ -138,7 +148,7 @@ EJ_EXTERN void ej_console_job_fini(struct ej_console_job *job);
 
 /*
  * The live instances of job that are not ejob instances (no
- * ej_layout_marker_path_dup node): Java ElasticJob instances, in
+ * ej_console_ejob_marker_path_dup node): Java ElasticJob instances, in
  * ElasticJob's order (reverse lexicographic). *ids: free with
  * ej_registry_free_names. Returns 0 (*n may be 0), EJ_EINVAL, EJ_ENOMEM or
  * a registry error.
@@ -200,7 +210,7 @@ struct ej_console_select {
     const char *server;
 };
 
-/* Run the job once now: EJ_LAYOUT_INSTANCE_TRIGGER into each selected
+/* Run the job once now: EJ_CONSOLE_INSTANCE_TRIGGER into each selected
  * instances/{id} (set, never create: a vanished instance stays gone). */
 EJ_EXTERN int ej_console_trigger(ej_console *con, const char *job,
                                  const struct ej_console_select *sel, ej_console_touched_fn touched,
@@ -232,14 +242,29 @@ struct ej_console_kill_request {
 };
 EJ_EXTERN bool ej_console_kill_parse(const char *text, struct ej_console_kill_request *req);
 
-/* Shut the selected instances down: delete instances/{id}. */
+/* Shut the selected instances down: delete instances/{id}. The instance
+ * leaves the job until its process restarts, or (an `ejob run` daemon)
+ * until ej_console_restart. */
 EJ_EXTERN int ej_console_shutdown(ej_console *con, const char *job,
                                   const struct ej_console_select *sel,
                                   ej_console_touched_fn touched, void *user, char *err,
                                   size_t errlen);
 
+/* Bring shut-down instances back: EJ_CONSOLE_EJOB_RESTART into the marker
+ * of each selected instance whose daemon waits for it (its marker holds
+ * EJ_CONSOLE_EJOB_SHUTDOWN; written at that version). The daemon, on any
+ * host, then starts the job again with the config it runs it with. Returns
+ * 0 once written (touched per instance); EJ_ENOTFOUND when nothing
+ * selected waits for a restart, with why in err (a live instance, or an
+ * instance only a restart of its process brings back); EJ_EINVAL; a
+ * registry error. */
+EJ_EXTERN int ej_console_restart(ej_console *con, const char *job,
+                                 const struct ej_console_select *sel,
+                                 ej_console_touched_fn touched, void *user, char *err,
+                                 size_t errlen);
+
 /* Disable (or enable) the job on server ip, or on every server when ip is
- * NULL: servers/{ip} = EJ_LAYOUT_SERVER_DISABLED / ENABLED. */
+ * NULL: servers/{ip} = EJ_CONSOLE_SERVER_DISABLED / ENABLED. */
 EJ_EXTERN int ej_console_server_set_disabled(ej_console *con, const char *job, const char *ip,
                                              bool disable, ej_console_touched_fn touched,
                                              void *user, char *err, size_t errlen);

@@ -21,6 +21,14 @@
 #define EJ_LAYOUT_SERVER_ENABLED ""
 /* Data the console writes into instances/{id} to run the job once now. */
 #define EJ_LAYOUT_INSTANCE_TRIGGER "TRIGGER"
+/* The data of an ejob instance's marker (EJ_LAYOUT_NODE_EJOB_INSTANCE):
+ * "" while it runs the job; SHUTDOWN once an operator shut it down and its
+ * `ejob run` daemon waits for a restart request; RESTART written there
+ * (over SHUTDOWN, at its version) asks the daemon to start the job again.
+ * A marker with no instances/{id} node and no SHUTDOWN: an ejob instance
+ * that was shut down and that only a restart of its process brings back. */
+#define EJ_LAYOUT_EJOB_SHUTDOWN "SHUTDOWN"
+#define EJ_LAYOUT_EJOB_RESTART "RESTART"
 /* Separator of an instance id: {ip}@-@{pid}. */
 #define EJ_LAYOUT_ID_SEP "@-@"
 
@@ -56,7 +64,10 @@ typedef enum {
     EJ_LAYOUT_NODE_GUARANTEE_COMPLETED,      /* guarantee/completed */
     EJ_LAYOUT_NODE_GUARANTEE_COMPLETED_ITEM, /* guarantee/completed/{item} (item) */
     EJ_LAYOUT_NODE_SYSTEM_TIME,              /* systemTime/current */
-    EJ_LAYOUT_NODE_KILLS,                    /* kills (ejob's: kill requests) */
+    /* ejob's own nodes, which Java 2.1.5 ignores: */
+    EJ_LAYOUT_NODE_KILLS,          /* kills (kill requests) */
+    EJ_LAYOUT_NODE_EJOB_INSTANCES, /* ejob/instances */
+    EJ_LAYOUT_NODE_EJOB_INSTANCE,  /* ejob/instances/{id} (name): the marker */
     EJ_LAYOUT_NODE_COUNT_                    /* not a node */
 } ej_layout_node;
 

@@ -46,6 +46,8 @@ static const struct node_shape shapes[EJ_LAYOUT_NODE_COUNT_] = {
     /* ejob's own: kill requests (ej_console_kill). Java 2.1.5 reads no
      * node it does not know, and reshards only sharding/ and leader/. */
     [EJ_LAYOUT_NODE_KILLS] = {"/kills", ARG_NONE, ""},
+    [EJ_LAYOUT_NODE_EJOB_INSTANCES] = {"/ejob/instances", ARG_NONE, ""},
+    [EJ_LAYOUT_NODE_EJOB_INSTANCE] = {"/ejob/instances/", ARG_NAME, ""},
 };
 
 bool ej_layout_is_segment(const char *s)
@@ -101,16 +103,7 @@ char *ej_layout_path_dup(const char *job, ej_layout_node node, int item, const c
 
 char *ej_layout_marker_path_dup(const char *job, const char *id)
 {
-    char *inst = ej_layout_path_dup(job, EJ_LAYOUT_NODE_JOB, 0, NULL);
-    char *p = NULL;
-    if (inst != NULL && ej_layout_is_segment(id)) {
-        size_t len = strlen(inst) + strlen("/ejob/instances/") + strlen(id) + 1;
-        p = len <= EJ_REG_MAX_PATH_LEN + 1 ? malloc(len) : NULL;
-        if (p)
-            snprintf(p, len, "%s/ejob/instances/%s", inst, id);
-    }
-    free(inst);
-    return p;
+    return ej_layout_path_dup(job, EJ_LAYOUT_NODE_EJOB_INSTANCE, 0, id);
 }
 
 int ej_layout_instance_ip(const char *id, char *buf, size_t len)

@@ -53,6 +53,14 @@ static void test_every_node(void **state)
     expect_path(EJ_LAYOUT_NODE_GUARANTEE_COMPLETED_ITEM, 2, NULL,
                 "/demoJob/guarantee/completed/2");
     expect_path(EJ_LAYOUT_NODE_SYSTEM_TIME, 0, NULL, "/demoJob/systemTime/current");
+    expect_path(EJ_LAYOUT_NODE_KILLS, 0, NULL, "/demoJob/kills");
+    expect_path(EJ_LAYOUT_NODE_EJOB_INSTANCES, 0, NULL, "/demoJob/ejob/instances");
+    expect_path(EJ_LAYOUT_NODE_EJOB_INSTANCE, 0, "10.0.0.1@-@7",
+                "/demoJob/ejob/instances/10.0.0.1@-@7");
+    char *marker = ej_layout_marker_path_dup("demoJob", "10.0.0.1@-@7");
+    assert_string_equal(marker, "/demoJob/ejob/instances/10.0.0.1@-@7");
+    free(marker);
+    assert_null(ej_layout_marker_path_dup("demoJob", "a/b"));
 }
 
 static void test_bad_arguments(void **state)
