@@ -27,6 +27,64 @@
 #include "ejob/registry.h"
 
 /* ------------------------------------------------------------------------ */
+/* Layout: the names of 1.0                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The layout moved to ejob/layout.h (ej_layout_*, EJ_LAYOUT_*). These names
+ * stay for programs built against 1.0 (docs/abi.md: nothing is removed
+ * within a major version); new code uses the layout's.
+ * ej_console_instance_ip behaves as ej_layout_instance_ip: an IP that does
+ * not fit gives "" (a cut IP would name another server).
+ */
+#define EJ_CONSOLE_SERVER_DISABLED EJ_LAYOUT_SERVER_DISABLED
+#define EJ_CONSOLE_SERVER_ENABLED EJ_LAYOUT_SERVER_ENABLED
+#define EJ_CONSOLE_INSTANCE_TRIGGER EJ_LAYOUT_INSTANCE_TRIGGER
+#define EJ_CONSOLE_EJOB_SHUTDOWN EJ_LAYOUT_EJOB_SHUTDOWN
+#define EJ_CONSOLE_EJOB_RESTART EJ_LAYOUT_EJOB_RESTART
+#define EJ_CONSOLE_ID_SEP EJ_LAYOUT_ID_SEP
+typedef ej_layout_node ej_console_node;
+#define EJ_CONSOLE_NODE_JOB EJ_LAYOUT_NODE_JOB
+#define EJ_CONSOLE_NODE_CONFIG EJ_LAYOUT_NODE_CONFIG
+#define EJ_CONSOLE_NODE_SERVERS EJ_LAYOUT_NODE_SERVERS
+#define EJ_CONSOLE_NODE_SERVER EJ_LAYOUT_NODE_SERVER
+#define EJ_CONSOLE_NODE_INSTANCES EJ_LAYOUT_NODE_INSTANCES
+#define EJ_CONSOLE_NODE_INSTANCE EJ_LAYOUT_NODE_INSTANCE
+#define EJ_CONSOLE_NODE_SHARDING EJ_LAYOUT_NODE_SHARDING
+#define EJ_CONSOLE_NODE_ITEM EJ_LAYOUT_NODE_ITEM
+#define EJ_CONSOLE_NODE_ITEM_INSTANCE EJ_LAYOUT_NODE_ITEM_INSTANCE
+#define EJ_CONSOLE_NODE_ITEM_RUNNING EJ_LAYOUT_NODE_ITEM_RUNNING
+#define EJ_CONSOLE_NODE_ITEM_FAILOVER EJ_LAYOUT_NODE_ITEM_FAILOVER
+#define EJ_CONSOLE_NODE_ITEM_MISFIRE EJ_LAYOUT_NODE_ITEM_MISFIRE
+#define EJ_CONSOLE_NODE_ITEM_DISABLED EJ_LAYOUT_NODE_ITEM_DISABLED
+#define EJ_CONSOLE_NODE_LEADER EJ_LAYOUT_NODE_LEADER
+#define EJ_CONSOLE_NODE_ELECTION_LATCH EJ_LAYOUT_NODE_ELECTION_LATCH
+#define EJ_CONSOLE_NODE_ELECTION_INSTANCE EJ_LAYOUT_NODE_ELECTION_INSTANCE
+#define EJ_CONSOLE_NODE_SHARDING_NECESSARY EJ_LAYOUT_NODE_SHARDING_NECESSARY
+#define EJ_CONSOLE_NODE_SHARDING_PROCESSING EJ_LAYOUT_NODE_SHARDING_PROCESSING
+#define EJ_CONSOLE_NODE_FAILOVER_ITEMS EJ_LAYOUT_NODE_FAILOVER_ITEMS
+#define EJ_CONSOLE_NODE_FAILOVER_ITEM EJ_LAYOUT_NODE_FAILOVER_ITEM
+#define EJ_CONSOLE_NODE_FAILOVER_LATCH EJ_LAYOUT_NODE_FAILOVER_LATCH
+#define EJ_CONSOLE_NODE_GUARANTEE_STARTED EJ_LAYOUT_NODE_GUARANTEE_STARTED
+#define EJ_CONSOLE_NODE_GUARANTEE_STARTED_ITEM EJ_LAYOUT_NODE_GUARANTEE_STARTED_ITEM
+#define EJ_CONSOLE_NODE_GUARANTEE_COMPLETED EJ_LAYOUT_NODE_GUARANTEE_COMPLETED
+#define EJ_CONSOLE_NODE_GUARANTEE_COMPLETED_ITEM EJ_LAYOUT_NODE_GUARANTEE_COMPLETED_ITEM
+#define EJ_CONSOLE_NODE_SYSTEM_TIME EJ_LAYOUT_NODE_SYSTEM_TIME
+#define EJ_CONSOLE_NODE_KILLS EJ_LAYOUT_NODE_KILLS
+#define EJ_CONSOLE_NODE_EJOB_INSTANCES EJ_LAYOUT_NODE_EJOB_INSTANCES
+#define EJ_CONSOLE_NODE_EJOB_INSTANCE EJ_LAYOUT_NODE_EJOB_INSTANCE
+#define EJ_CONSOLE_NODE_COUNT_ EJ_LAYOUT_NODE_COUNT_
+EJ_EXTERN int ej_console_path(char *buf, size_t len, const char *job, ej_console_node node,
+                              int item, const char *name);
+EJ_EXTERN char *ej_console_path_dup(const char *job, ej_console_node node, int item,
+                                    const char *name);
+EJ_EXTERN char *ej_console_ejob_marker_path_dup(const char *job, const char *id);
+EJ_EXTERN bool ej_console_is_job_name(const char *job);
+EJ_EXTERN bool ej_console_is_segment(const char *s);
+EJ_EXTERN void ej_console_instance_ip(const char *id, char *buf, size_t len);
+EJ_EXTERN bool ej_console_instance_on_server(const char *id, const char *ip);
+
+/* ------------------------------------------------------------------------ */
 /* Handle                                                                    */
 /* ------------------------------------------------------------------------ */
 
@@ -83,7 +141,7 @@ EJ_EXTERN const char *ej_console_item_status_name(ej_console_item_status s);
 
 struct ej_console_server {
     char *ip;
-    bool disabled; /* data is EJ_CONSOLE_SERVER_DISABLED */
+    bool disabled; /* data is EJ_LAYOUT_SERVER_DISABLED */
     size_t instance_count;
     size_t shut_down_count; /* its ejob instances shut down (not brief) */
 };
@@ -97,7 +155,7 @@ struct ej_console_shut_down {
 
 struct ej_console_instance {
     char *id;
-    bool trigger_pending; /* data is EJ_CONSOLE_INSTANCE_TRIGGER */
+    bool trigger_pending; /* data is EJ_LAYOUT_INSTANCE_TRIGGER */
 };
 
 struct ej_console_item {
@@ -148,7 +206,7 @@ EJ_EXTERN void ej_console_job_fini(struct ej_console_job *job);
 
 /*
  * The live instances of job that are not ejob instances (no
- * ej_console_ejob_marker_path_dup node): Java ElasticJob instances, in
+ * ej_layout_marker_path_dup node): Java ElasticJob instances, in
  * ElasticJob's order (reverse lexicographic). *ids: free with
  * ej_registry_free_names. Returns 0 (*n may be 0), EJ_EINVAL, EJ_ENOMEM or
  * a registry error.
@@ -210,7 +268,7 @@ struct ej_console_select {
     const char *server;
 };
 
-/* Run the job once now: EJ_CONSOLE_INSTANCE_TRIGGER into each selected
+/* Run the job once now: EJ_LAYOUT_INSTANCE_TRIGGER into each selected
  * instances/{id} (set, never create: a vanished instance stays gone). */
 EJ_EXTERN int ej_console_trigger(ej_console *con, const char *job,
                                  const struct ej_console_select *sel, ej_console_touched_fn touched,
@@ -250,9 +308,9 @@ EJ_EXTERN int ej_console_shutdown(ej_console *con, const char *job,
                                   ej_console_touched_fn touched, void *user, char *err,
                                   size_t errlen);
 
-/* Bring shut-down instances back: EJ_CONSOLE_EJOB_RESTART into the marker
+/* Bring shut-down instances back: EJ_LAYOUT_EJOB_RESTART into the marker
  * of each selected instance whose daemon waits for it (its marker holds
- * EJ_CONSOLE_EJOB_SHUTDOWN; written at that version). The daemon, on any
+ * EJ_LAYOUT_EJOB_SHUTDOWN; written at that version). The daemon, on any
  * host, then starts the job again with the config it runs it with. Returns
  * 0 once written (touched per instance); EJ_ENOTFOUND when nothing
  * selected waits for a restart, with why in err (a live instance, or an
@@ -264,7 +322,7 @@ EJ_EXTERN int ej_console_restart(ej_console *con, const char *job,
                                  size_t errlen);
 
 /* Disable (or enable) the job on server ip, or on every server when ip is
- * NULL: servers/{ip} = EJ_CONSOLE_SERVER_DISABLED / ENABLED. */
+ * NULL: servers/{ip} = EJ_LAYOUT_SERVER_DISABLED / ENABLED. */
 EJ_EXTERN int ej_console_server_set_disabled(ej_console *con, const char *job, const char *ip,
                                              bool disable, ej_console_touched_fn touched,
                                              void *user, char *err, size_t errlen);

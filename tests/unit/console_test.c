@@ -292,9 +292,30 @@ static void test_passwords(void **state)
     assert_false(ej__console_token_equal(NULL, "a"));
 }
 
+/* The names of 1.0 stay (docs/abi.md) and behave as the layout's: the
+ * console's ej_console_instance_ip now refuses an IP that does not fit,
+ * as the coordinator's did, instead of cutting it. */
+static void test_layout_names_of_1_0(void **state)
+{
+    (void)state;
+    char a[128], b[128];
+    assert_int_equal(ej_console_path(a, sizeof a, "j", EJ_CONSOLE_NODE_ITEM_RUNNING, 3, NULL),
+                     ej_layout_path(b, sizeof b, "j", EJ_LAYOUT_NODE_ITEM_RUNNING, 3, NULL));
+    assert_string_equal(a, b);
+    char ip[4];
+    ej_console_instance_ip("10.0.0.7@-@4123", ip, sizeof ip);
+    assert_string_equal(ip, "");
+    char ok[16];
+    ej_console_instance_ip("10.0.0.7@-@4123", ok, sizeof ok);
+    assert_string_equal(ok, "10.0.0.7");
+    assert_true(ej_console_instance_on_server("10.0.0.7@-@1", "10.0.0.7"));
+    assert_string_equal(EJ_CONSOLE_ID_SEP, EJ_LAYOUT_ID_SEP);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layout_names_of_1_0),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_config_check),
         cmocka_unit_test(test_config_check_supervision_fields),
