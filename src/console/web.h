@@ -59,6 +59,14 @@ struct ej__console_backend {
     ej_console *con; /* cached reads */
     struct ej__console_list_etag list_etags[EJ__CONSOLE_LIST_ETAGS]; /* under web->mu */
     unsigned list_etag_next;
+    /* The jobs as last loaded, while the tree cache's generation is
+     * list_gen: a list that only has to show times anew reuses them. */
+    pthread_mutex_t list_mu;
+    bool list_mu_ready;
+    bool list_loaded;
+    uint64_t list_gen;
+    struct ej_console_job *list_jobs;
+    size_t list_count;
 };
 
 /* The execution history store, when one is configured. */

@@ -197,17 +197,10 @@ static size_t disabled_servers(const struct ej_console_job *j)
 }
 
 /* The page's body; *valid_until: when its times may have moved. */
-static json_t *list_body(struct ej__console_request *req, ej_console *con,
-                         const struct list_query *q, int64_t *valid_until)
+static json_t *page_body(struct ej__console_request *req, ej_console *con,
+                         const struct list_query *q, const struct ej_console_job *jobs, size_t n,
+                         int64_t *valid_until)
 {
-    struct ej_console_job *jobs = NULL;
-    size_t n = 0;
-    int rc = ej_console_jobs(con, &jobs, &n);
-    if (rc != 0) {
-        ej__console_reply_error(req, MHD_HTTP_BAD_GATEWAY, "cannot read the jobs: %s",
-                                ej_strerror(rc));
-        return NULL;
-    }
     struct row *rows = calloc(n ? n : 1, sizeof *rows);
     size_t k = 0;
     int64_t now = ej__now_ms();
@@ -239,11 +232,36 @@ static json_t *list_body(struct ej__console_request *req, ej_console *con,
         json_array_append_new(arr, o);
     }
     free(rows);
-    ej_console_jobs_free(jobs, n);
     return json_pack("{s:I,s:I,s:I,s:s,s:s,s:b,s:o}", "total", (json_int_t)k, "offset",
                      (json_int_t)q->offset, "limit", (json_int_t)q->limit, "sort", q->sort,
                      "order", q->desc ? "desc" : "asc", "connected",
                      ej_registry_is_connected(ej_console_registry(con)), "jobs", arr);
+}
+
+/* The jobs (loaded again only when the tree cache changed) and the page
+ * over them; NULL with an error reply. */
+static json_t *list_body(struct ej__console_request *req, struct ej__console_backend *b,
+                         const struct list_query *q, int64_t *valid_until)
+{
+    pthread_mutex_lock(&b->list_mu);
+    uint64_t gen = ej_console_generation(b->con);
+    int rc = 0;
+    if (!b->list_loaded || b->list_gen != gen) {
+        ej_console_jobs_free(b->list_jobs, b->list_count);
+        b->list_jobs = NULL;
+        b->list_count = 0;
+        rc = ej_console_jobs(b->con, &b->list_jobs, &b->list_count);
+        b->list_loaded = rc == 0;
+        b->list_gen = gen;
+    }
+    json_t *body = NULL;
+    if (rc == 0)
+        body = page_body(req, b->con, q, b->list_jobs, b->list_count, valid_until);
+    pthread_mutex_unlock(&b->list_mu);
+    if (rc != 0)
+        ej__console_reply_error(req, MHD_HTTP_BAD_GATEWAY, "cannot read the jobs: %s",
+                                ej_strerror(rc));
+    return body;
 }
 
 /* FNV-1a of the body, as a weak ETag. */
@@ -271,6 +289,8 @@ void ej__console_api_jobs(struct ej__console_request *req, ej_console *con)
     if (!parse_list_query(req, &q))
         return;
     struct ej__console_backend *b = backend_of(req->web, con);
+    if (b == NULL || !b->list_mu_ready)
+        return ej__console_reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "no registry");
     char key[sizeof b->list_etags[0].key];
     snprintf(key, sizeof key, "%llu|%d|%ld|%ld|%s|%d|%s|%s|%d",
              (unsigned long long)ej_console_generation(con),
@@ -291,7 +311,7 @@ void ej__console_api_jobs(struct ej__console_request *req, ej_console *con)
     if (req->status == MHD_HTTP_NOT_MODIFIED)
         return;
     int64_t valid_until = 0;
-    json_t *body = list_body(req, con, &q, &valid_until);
+    json_t *body = list_body(req, b, &q, &valid_until);
     if (body == NULL)
         return;
     etag_of(body, req->etag);
