@@ -4,8 +4,11 @@
  * job is (config, a server, an instance, a leader, its items owned), in
  * ZooKeeper transactions of many nodes.
  *
- * Usage: ej_zkfill SERVERS NAMESPACE COUNT [PREFIX]
- * Job i is PREFIX%05d (default "job"); every 7th job's cron fires daily at
+ * Usage: ej_zkfill SERVERS NAMESPACE COUNT [PREFIX [FULL]]
+ * Job i is PREFIX%05d (default "job"); only the first FULL jobs (default
+ * all) get servers, instance, leader and items, the others their config
+ * alone (a job never started: fewer nodes for the console to load). Every
+ * 7th job's cron fires daily at
  * 03:00 in America/New_York, the others every 5 s in Asia/Shanghai; one job
  * in 10 has its server DISABLED and one in 10 an item waiting for failover
  * (its owner gone).
@@ -62,7 +65,7 @@ static int flush(ej_registry *reg, struct batch *b)
     return rc;
 }
 
-static void add_job(struct batch *b, const char *job, int i)
+static void add_job(struct batch *b, const char *job, int i, bool full)
 {
     bool daily = i % 7 == 0;
     char cfg[512], dir[200];
@@ -77,6 +80,8 @@ static void add_job(struct batch *b, const char *job, int i)
     snprintf(dir, sizeof dir, "/%s", job);
     add_raw(b, dir);
     add(b, job, EJ_CONSOLE_NODE_CONFIG, 0, NULL, cfg);
+    if (!full)
+        return;
     snprintf(dir, sizeof dir, "/%s/servers", job);
     add_raw(b, dir);
     add(b, job, EJ_CONSOLE_NODE_SERVER, 0, "10.0.0.1", i % 10 == 3 ? "DISABLED" : "");
@@ -114,6 +119,7 @@ int main(int argc, char **argv)
     }
     int count = atoi(argv[3]);
     const char *prefix = argc > 4 ? argv[4] : "job";
+    int full = argc > 5 ? atoi(argv[5]) : count;
     ej_log_set_level(EJ_LOG_WARN);
     struct ej_registry_opts o = {.servers = argv[1],
                                  .namespace_ = argv[2],
@@ -135,7 +141,7 @@ int main(int argc, char **argv)
         snprintf(job, sizeof job, "%s%05d", prefix, i);
         if (b->n + NODE_MAX + 8 > OPS_MAX)
             rc = flush(reg, b);
-        add_job(b, job, i);
+        add_job(b, job, i, i < full);
     }
     if (rc == 0)
         rc = flush(reg, b);
