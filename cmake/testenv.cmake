@@ -19,6 +19,19 @@
 # of a test that requires the fixture.
 set(EJ_TESTENV_DIR ${PROJECT_BINARY_DIR}/testenv)
 
+# Seconds the long tests take on a 2-core machine (plain build). A fresh
+# build directory has no CTestCostData.txt, so without these `ctest -j`
+# starts tests in the order they were registered and a 140 s test started
+# last makes the run's tail; with them the longest start first.
+set(EJ_TEST_COSTS
+  integration.coord_takeover=141 integration.coord_leaderbusy=86
+  integration.coord_console=65 shell.console_security_test=47
+  shell.daemon_http_flood_test=45 unit.schedule=43 shell.console_api_test=41
+  shell.fire_ledger_test=40 integration.coord_large=38 integration.coord_notrun=35
+  shell.daemon_reload_test=32 shell.daemon_metrics_test=30
+  shell.daemon_loglevel_test=25 install.layout=23 shell.console_history_test=20
+  shell.console_browser_test=20 integration.coord_listeners=20)
+
 function(_ej_isolate_directory_tests)
   get_property(tests DIRECTORY PROPERTY TESTS)
   foreach(t ${tests})
@@ -30,6 +43,11 @@ function(_ej_isolate_directory_tests)
                  "HOME=${d}/home" "XDG_RUNTIME_DIR=${d}/run"
                  "XDG_STATE_HOME=${d}/home/.local/state" "EJOB_STATE_DIR=${d}/state")
     set_property(TEST ${t} APPEND PROPERTY FIXTURES_REQUIRED ej_testenv)
+    foreach(cost ${EJ_TEST_COSTS})
+      if(cost MATCHES "^${t}=([0-9]+)$")
+        set_property(TEST ${t} PROPERTY COST ${CMAKE_MATCH_1})
+      endif()
+    endforeach()
   endforeach()
 endfunction()
 

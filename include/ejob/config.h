@@ -41,6 +41,7 @@
                                                       names, timeZone, httpMethod,                 \
                                                       httpContentType */
 #define EJ_CONFIG_MAX_URI 8192                     /* httpUri */
+#define EJ_CONFIG_MAX_TIMEOUT_SECONDS 31536000     /* timeoutSeconds: a year */
 #define EJ_CONFIG_MAX_SHARDING_TOTAL_COUNT 1000000 /* shardingTotalCount */
 /* Largest `config` node ej_job_config_from_json accepts (ZooKeeper's own
  * default node limit is just under 1 MiB). */
@@ -102,15 +103,40 @@ struct ej_job_config {
     bool disabled;                     /* disabled (false) */
     bool overwrite;                    /* overwrite (false) */
     /* ejob extensions (written to JSON only when set, after the Java keys). */
-    char *time_zone;            /* timeZone ("" = host zone; IANA name) */
-    int64_t script_timeout_ms;  /* scriptTimeoutMilliseconds (0 = none; SCRIPT) */
-    struct ej_http_config {     /* HTTP jobs only */
-        char *uri;              /* httpUri (required for HTTP) */
-        char *method;           /* httpMethod ("GET") */
-        char *data;             /* httpData ("") body for POST/PUT/PATCH/DELETE */
-        int connect_timeout_ms; /* httpConnectTimeoutMilliseconds (3000) */
-        int read_timeout_ms;    /* httpReadTimeoutMilliseconds (5000) */
-        char *content_type;     /* httpContentType ("" = none) */
+    char *time_zone;           /* timeZone ("" = host zone; IANA name) */
+    int64_t script_timeout_ms; /* scriptTimeoutMilliseconds (0 = none; SCRIPT): the
+                                  alias of timeoutSeconds kept from before it */
+    int timeout_seconds;       /* timeoutSeconds (0 = none; every job type) */
+    int timeout_grace_seconds; /* timeoutGraceSeconds (0 = 2 s): SIGTERM to SIGKILL */
+    /* retry: a failed (or timed-out) item run is run again on the instance
+     * that owns the item, after a back-off (docs/execution.md "Retries"). */
+    struct ej_retry_config {
+        int max_attempts;            /* retryMaxAttempts (0 = 1 = no retry; <= 100) */
+        int initial_backoff_seconds; /* retryInitialBackoffSeconds (1) */
+        int multiplier;              /* retryMultiplier (2; an integer >= 1) */
+        int max_backoff_seconds;     /* retryMaxBackoffSeconds (300) */
+        int jitter_percent;          /* retryJitterPercent (0): +-N% of each delay */
+    } retry;
+    /* A cron fire that comes while the same item still runs here
+     * (docs/execution.md "Overlap and deadline"): QUEUE (ElasticJob's
+     * misfire: run it right after), SKIP (not run, reason "overlap"),
+     * REPLACE (kill the running items, then run it). */
+    char *overlap_policy;          /* overlapPolicy ("QUEUE") */
+    int starting_deadline_seconds; /* startingDeadlineSeconds (0 = none): a fire not
+                                      started within it is not run ("deadline") */
+    /* Fire times missed while the process could not fire (stopped, starved):
+     * "" (by misfire), ONCE (misfire true: run once now), SKIP (misfire
+     * false), CATCH_UP (each missed fire time within catchUpWindowSeconds,
+     * oldest first, at most EJ_CONFIG_CATCH_UP_MAX). */
+    char *misfire_policy;        /* misfirePolicy ("") */
+    int catch_up_window_seconds; /* catchUpWindowSeconds (0; 1..86400 for CATCH_UP) */
+    struct ej_http_config {      /* HTTP jobs only */
+        char *uri;               /* httpUri (required for HTTP) */
+        char *method;            /* httpMethod ("GET") */
+        char *data;              /* httpData ("") body for POST/PUT/PATCH/DELETE */
+        int connect_timeout_ms;  /* httpConnectTimeoutMilliseconds (3000) */
+        int read_timeout_ms;     /* httpReadTimeoutMilliseconds (5000) */
+        char *content_type;      /* httpContentType ("" = none) */
     } http;
     /* Unknown top-level keys of the JSON it was read from, as JSON object
      * text, written back after all known keys; NULL when none. */
@@ -133,6 +159,23 @@ EJ_EXTERN void ej_job_config_fini(struct ej_job_config *cfg);
  * uninitialised or finalised memory).
  * Returns 0, or EJ_ENOMEM (dst is then safe to pass to ej_job_config_fini).
  */
+/*
+ * The run time limit of the job's items in ms (0: none): timeoutSeconds, or
+ * for a SCRIPT job without it scriptTimeoutMilliseconds, its alias.
+ */
+EJ_EXTERN int64_t ej_job_config_timeout_ms(const struct ej_job_config *cfg);
+
+/* What a timed-out or killed script gets between SIGTERM and SIGKILL to its
+ * process group, in ms: timeoutGraceSeconds, 0 read as 2 s. */
+EJ_EXTERN int64_t ej_job_config_grace_ms(const struct ej_job_config *cfg);
+
+/* At most this many missed fire times are caught up at once. */
+#define EJ_CONFIG_CATCH_UP_MAX 100
+
+/* Whether misfires run: misfirePolicy ONCE or CATCH_UP, SKIP, or when it
+ * is "" the misfire flag. */
+EJ_EXTERN bool ej_job_config_misfire(const struct ej_job_config *cfg);
+
 EJ_EXTERN int ej_job_config_copy(struct ej_job_config *dst, const struct ej_job_config *src);
 
 /* True when a and b describe the same job: every common field equal (NULL

@@ -69,6 +69,7 @@ typedef enum {
     EJ_CONSOLE_NODE_GUARANTEE_COMPLETED,      /* guarantee/completed */
     EJ_CONSOLE_NODE_GUARANTEE_COMPLETED_ITEM, /* guarantee/completed/{item} (item) */
     EJ_CONSOLE_NODE_SYSTEM_TIME,              /* systemTime/current */
+    EJ_CONSOLE_NODE_KILLS,                    /* kills (ejob's: kill requests) */
     EJ_CONSOLE_NODE_COUNT_                    /* not a node */
 } ej_console_node;
 
@@ -292,6 +293,32 @@ struct ej_console_select {
 EJ_EXTERN int ej_console_trigger(ej_console *con, const char *job,
                                  const struct ej_console_select *sel, ej_console_touched_fn touched,
                                  void *user, char *err, size_t errlen);
+
+/*
+ * Kill running items (ejob's; Java 2.1.5 instances never read the node):
+ * creates the persistent sequential node kills/kill-NNNNNNNNNN holding
+ * "item=N\ninstance=ID\nserver=IP\nby=WHO\n" (item -1: every item; empty
+ * instance and server: every instance). Each ejob instance of the job
+ * watches kills/ and kills its matching items running when the request
+ * arrives: a script's process group gets SIGTERM, then SIGKILL after
+ * timeoutGraceSeconds; an HTTP transfer is aborted; a C job gets its cancel
+ * flag. The run is recorded as killed by WHO. Requests older than
+ * EJ_CONSOLE_KILL_KEEP_MS are deleted by the next request.
+ * *node (may be NULL) receives the request's name (caller frees).
+ */
+#define EJ_CONSOLE_KILL_KEEP_MS (10 * 60 * 1000)
+EJ_EXTERN int ej_console_kill(ej_console *con, const char *job, const struct ej_console_select *sel,
+                              int item, const char *by, char **node, char *err, size_t errlen);
+
+/* The parsed data of a kill request; strings point into buf. Returns
+ * false when text is not one. */
+struct ej_console_kill_request {
+    int item;
+    char instance[256];
+    char server[64];
+    char by[128];
+};
+EJ_EXTERN bool ej_console_kill_parse(const char *text, struct ej_console_kill_request *req);
 
 /* Shut the selected instances down: delete instances/{id}. */
 EJ_EXTERN int ej_console_shutdown(ej_console *con, const char *job,

@@ -58,7 +58,24 @@ typedef struct ej_execution_event {
     int term_signal;       /* script: the signal that ended it; 0 none */
     long http_status;      /* http: response status; 0 none */
     int64_t fencing_token; /* the item's fencing token (SPEC 10); 0 none */
+    /* ejob's own, on the end event (stores keep them in
+     * EJOB_EXECUTION_RESULT): how it ended, EJ_RUN_SUCCESS, _FAILED,
+     * _TIMEOUT or _KILLED (NULL reads as success or failed by is_success);
+     * who killed it (killed only; NULL: not known); the attempt number
+     * (1 the first run of the fire, 2.. its retries; 0 reads as 1). */
+    const char *result;
+    const char *killed_by;
+    int attempt;
 } ej_execution_event;
+
+/* ej_execution_event.result values. */
+#define EJ_RUN_SUCCESS "success"
+#define EJ_RUN_FAILED "failed"
+#define EJ_RUN_TIMEOUT "timeout"
+#define EJ_RUN_KILLED "killed"
+
+/* The result of an end event: its result, else success or failed. */
+EJ_EXTERN const char *ej_execution_result(const ej_execution_event *e);
 
 /* JOB_STATUS_TRACE_LOG.state values ElasticJob-Lite writes. */
 typedef enum ej_task_state {

@@ -61,16 +61,19 @@ typedef struct ej_shard_context {
     ej_execution_source execution_source;
 
     /* Private to ejob: do not touch. */
-    const void *cancel_; /* an atomic_bool owned by the run; NULL: never cancelled */
-    char *error_;        /* set by ej_shard_context_set_error() */
+    const void *cancel_;  /* an atomic_bool owned by the run; NULL: never cancelled */
+    char *error_;         /* set by ej_shard_context_set_error() */
+    const void *kill_;    /* an atomic_bool of this item alone (a kill); NULL: none */
+    int64_t deadline_ms_; /* monotonic ms the item's time is up at (timeout); 0: none */
 } ej_shard_context;
 
 /*
- * True once ejob asks this item to stop: the job is shutting down, or this
+ * True once ejob asks this item to stop: the job is shutting down, this
  * instance lost its ZooKeeper session and another instance may now own the
- * item (SPEC 4, "Connection state"). A long-running callback should poll it
- * and return early (with failure or success, as the job sees fit).
- * Thread-safe; cheap (one atomic load).
+ * item (SPEC 4, "Connection state"), an operator killed the item (`ejob
+ * kill`), or the job's timeoutSeconds has passed since the item started. A long-running callback
+ * should poll it and return early (with failure or success, as the job sees fit). Thread-safe;
+ * cheap (one atomic load).
  */
 EJ_EXTERN bool ej_shard_context_is_cancelled(const ej_shard_context *ctx);
 

@@ -245,6 +245,12 @@ struct ej_trace_execution {
     long http_status;      /* detail: 0 none */
     int64_t fencing_token; /* detail: 0 none */
     bool failure_cause_truncated;
+    /* EJOB_EXECUTION_RESULT: "success", "failed", "timeout", "killed" ("" while
+     * running; by is_success for rows without one); the attempt (1..);
+     * who killed it (NULL: not killed or not known). */
+    char *result;
+    int attempt;
+    char *killed_by;
     /* Output (only from ej_trace_get_execution): bytes, not
      * NUL-terminated text (a NUL follows them for convenience). */
     unsigned char *out;
@@ -329,8 +335,10 @@ struct ej_trace_fire {
     char *instance_id;  /* that ran or reported it; "" for missed */
     int64_t recorded_ms;
     /* ran: "running", "succeeded", "failed", or "unknown" (its
-     * JOB_EXECUTION_LOG row is gone); "" otherwise. */
+     * JOB_EXECUTION_LOG row is gone); "" otherwise. Of the last attempt
+     * when the item was retried. */
     char *result;
+    int attempts; /* ran: how many attempts (retries + 1); 0: not known */
 };
 
 struct ej_trace_fire_list {

@@ -26,20 +26,6 @@ static const char *instance_of(const char *task_id)
     return *p != '\0' ? p : NULL;
 }
 
-/* How src/exec words a run its timeout ended: a script ("... timed out
- * after N ms; process group killed") and an HTTP request ("...: timed out
- * (...)"). The execution event carries no flag of its own. */
-static bool timed_out(const char *cause)
-{
-    if (cause == NULL)
-        return false;
-    if (strncmp(cause, "Execute script failure: '", 25) == 0)
-        return strstr(cause, "' timed out after ") != NULL;
-    if (strncmp(cause, "HTTP job failure: ", 18) == 0)
-        return strstr(cause, ": timed out (") != NULL;
-    return false;
-}
-
 /* The cron fire time of the runs that started lately, from the fire
  * ledger's "ran" rows (posted when an item starts, so before its end on
  * the same bus). Only the bus thread, the one caller of the sink, reads
@@ -74,7 +60,8 @@ static void from_execution(const ej_execution_event *e)
     if (e->complete_time_ms == 0 || e->job_name == NULL)
         return; /* the start of a run */
     struct ej_alert_fact f = {
-        .kind = timed_out(e->failure_cause) ? EJ_ALERT_TIMEOUT : EJ_ALERT_FAILED,
+        .kind = strcmp(ej_execution_result(e), EJ_RUN_TIMEOUT) == 0 ? EJ_ALERT_TIMEOUT
+                                                                    : EJ_ALERT_FAILED,
         .succeeded = e->is_success,
         .job = e->job_name,
         .item = e->sharding_item,

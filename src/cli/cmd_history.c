@@ -99,6 +99,11 @@ static void format_result(const struct ej_trace_execution *e, char *out, size_t 
         snprintf(out, len, "unfinished");
     } else if (e->is_success) {
         snprintf(out, len, "ok");
+    } else if (e->result != NULL && strcmp(e->result, "timeout") == 0) {
+        snprintf(out, len, "TIMEOUT");
+    } else if (e->result != NULL && strcmp(e->result, "killed") == 0) {
+        snprintf(out, len, "KILLED%s%s", e->killed_by ? " by " : "",
+                 e->killed_by ? e->killed_by : "");
     } else if (e->has_detail && e->term_signal > 0) {
         snprintf(out, len, "FAILED signal %d", e->term_signal);
     } else if (e->has_detail && e->exit_code > 0) {

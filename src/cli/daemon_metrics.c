@@ -99,7 +99,7 @@ static const struct ej_metric_desc table[M_COUNT] = {
     [M_FIRES] = {"ejob_job_fires_total", C, "Fires started on this instance.", {JOB}, NULL, 0},
     [M_ITEM_RUNS] = {"ejob_item_runs_total",
                      C,
-                     "Shard item runs finished, by result (success or failed).",
+                     "Shard item runs finished, by result (success, failed, timeout or killed).",
                      {JOB, "result"},
                      NULL,
                      0},
@@ -305,7 +305,7 @@ static _Atomic int64_t last_beat_ms;
 static const char misfire_prefix[] = "Previous job '";
 /* ejob_item_runs_total's results; ejob_fires_not_run_total's reason for
  * items marked misfire (the runtime's reasons: ej_fire_not_run_reason). */
-static const char *const results[] = {"success", "failed"};
+static const char *const results[] = {EJ_RUN_SUCCESS, EJ_RUN_FAILED, EJ_RUN_TIMEOUT, EJ_RUN_KILLED};
 static const char reason_busy[] = "busy";
 
 static void on_execution(const ej_execution_event *e)
@@ -317,7 +317,7 @@ static void on_execution(const ej_execution_event *e)
             ej_metric_inc(ej_metric_get1(st.f[M_MISFIRES], e->job_name));
         return;
     }
-    ej_metric_inc(ej_metric_get2(st.f[M_ITEM_RUNS], e->job_name, results[e->is_success ? 0 : 1]));
+    ej_metric_inc(ej_metric_get2(st.f[M_ITEM_RUNS], e->job_name, ej_execution_result(e)));
     if (e->start_time_ms > 0 && e->complete_time_ms >= e->start_time_ms)
         ej_metric_observe(ej_metric_get1(st.f[M_ITEM_DURATION], e->job_name),
                           (double)(e->complete_time_ms - e->start_time_ms) / 1000.0);

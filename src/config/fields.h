@@ -109,6 +109,23 @@
     X(TIME_ZONE, time_zone, STR, SET, ANY, "timeZone", "timeZone", "")                             \
     X(SCRIPT_TIMEOUT, script_timeout_ms, INT64, SET, SCRIPT,                                       \
       "scriptTimeoutMilliseconds", "props.script.timeout.milliseconds", 0)                         \
+    X(TIMEOUT_SECONDS, timeout_seconds, INT, SET, ANY, "timeoutSeconds", "timeoutSeconds", 0)      \
+    X(TIMEOUT_GRACE_SECONDS, timeout_grace_seconds, INT, SET, ANY, "timeoutGraceSeconds",          \
+      "timeoutGraceSeconds", 0)                                                                    \
+    X(RETRY_MAX_ATTEMPTS, retry.max_attempts, INT, SET, ANY, "retryMaxAttempts",                  \
+      "retry.maxAttempts", 0)                                                                      \
+    X(RETRY_INITIAL_BACKOFF_SECONDS, retry.initial_backoff_seconds, INT, SET, ANY,                 \
+      "retryInitialBackoffSeconds", "retry.initialBackoffSeconds", 1)                              \
+    X(RETRY_MULTIPLIER, retry.multiplier, INT, SET, ANY, "retryMultiplier", "retry.multiplier", 2) \
+    X(RETRY_MAX_BACKOFF_SECONDS, retry.max_backoff_seconds, INT, SET, ANY,                         \
+      "retryMaxBackoffSeconds", "retry.maxBackoffSeconds", 300)                                    \
+    X(RETRY_JITTER, retry.jitter_percent, INT, SET, ANY, "retryJitterPercent", "retry.jitter", 0)  \
+    X(OVERLAP_POLICY, overlap_policy, STR, SET, ANY, "overlapPolicy", "overlapPolicy", "QUEUE")   \
+    X(STARTING_DEADLINE_SECONDS, starting_deadline_seconds, INT, SET, ANY,                         \
+      "startingDeadlineSeconds", "startingDeadlineSeconds", 0)                                     \
+    X(MISFIRE_POLICY, misfire_policy, STR, SET, ANY, "misfirePolicy", "misfirePolicy", "")         \
+    X(CATCH_UP_WINDOW_SECONDS, catch_up_window_seconds, INT, SET, ANY, "catchUpWindowSeconds",     \
+      "catchUpWindowSeconds", 0)                                                                   \
     X(HTTP_URI, http.uri, STR, KEY, HTTP, "httpUri", "props.http.uri", "")                         \
     X(HTTP_METHOD, http.method, STR, KEY, HTTP, "httpMethod", "props.http.method", "GET")          \
     X(HTTP_DATA, http.data, STR, KEY, HTTP, "httpData", "props.http.data", "")                     \

@@ -253,6 +253,27 @@ void ej_job_config_fini(struct ej_job_config *cfg)
     memset(cfg, 0, sizeof(*cfg));
 }
 
+int64_t ej_job_config_timeout_ms(const struct ej_job_config *cfg)
+{
+    if (cfg->timeout_seconds > 0)
+        return (int64_t)cfg->timeout_seconds * 1000;
+    return cfg->job_type == EJ_JOB_TYPE_SCRIPT && cfg->script_timeout_ms > 0
+               ? cfg->script_timeout_ms
+               : 0;
+}
+
+bool ej_job_config_misfire(const struct ej_job_config *cfg)
+{
+    if (cfg->misfire_policy == NULL || cfg->misfire_policy[0] == '\0')
+        return cfg->misfire;
+    return strcmp(cfg->misfire_policy, "SKIP") != 0;
+}
+
+int64_t ej_job_config_grace_ms(const struct ej_job_config *cfg)
+{
+    return cfg->timeout_grace_seconds > 0 ? (int64_t)cfg->timeout_grace_seconds * 1000 : 2000;
+}
+
 int ej_job_config_copy(struct ej_job_config *dst, const struct ej_job_config *src)
 {
     if (dst == NULL || src == NULL)

@@ -346,6 +346,54 @@ static int check_params(struct vstate *v, const struct ej_job_config *cfg)
     return 0;
 }
 
+/* timeoutSeconds (every type) and scriptTimeoutMilliseconds, its alias from
+ * before it (SCRIPT): at most a year; both set must agree. */
+static void check_timeouts(struct vstate *v, const struct ej_job_config *cfg)
+{
+    if (cfg->timeout_seconds < 0 || cfg->timeout_seconds > EJ_CONFIG_MAX_TIMEOUT_SECONDS)
+        report(v, EJ_CFG_F_TIMEOUT_SECONDS, "must be 0 (none) to %d, got %d",
+               EJ_CONFIG_MAX_TIMEOUT_SECONDS, cfg->timeout_seconds);
+    else if (cfg->timeout_seconds > 0 && cfg->script_timeout_ms > 0 &&
+             cfg->job_type == EJ_JOB_TYPE_SCRIPT &&
+             cfg->script_timeout_ms != (int64_t)cfg->timeout_seconds * 1000)
+        report(v, EJ_CFG_F_TIMEOUT_SECONDS,
+               "%d s disagrees with its alias scriptTimeoutMilliseconds (%lld ms): set one",
+               cfg->timeout_seconds, (long long)cfg->script_timeout_ms);
+    const struct ej_retry_config *r = &cfg->retry;
+    if (r->max_attempts < 0 || r->max_attempts > 100)
+        report(v, EJ_CFG_F_RETRY_MAX_ATTEMPTS, "must be 0 to 100, got %d", r->max_attempts);
+    if (r->initial_backoff_seconds < 0 || r->initial_backoff_seconds > 86400)
+        report(v, EJ_CFG_F_RETRY_INITIAL_BACKOFF_SECONDS, "must be 0 to 86400, got %d",
+               r->initial_backoff_seconds);
+    if (r->multiplier < 1 || r->multiplier > 10)
+        report(v, EJ_CFG_F_RETRY_MULTIPLIER, "must be an integer 1 to 10, got %d", r->multiplier);
+    if (r->max_backoff_seconds < 0 || r->max_backoff_seconds > 86400)
+        report(v, EJ_CFG_F_RETRY_MAX_BACKOFF_SECONDS, "must be 0 to 86400, got %d",
+               r->max_backoff_seconds);
+    if (r->jitter_percent < 0 || r->jitter_percent > 100)
+        report(v, EJ_CFG_F_RETRY_JITTER, "must be a percentage 0 to 100, got %d",
+               r->jitter_percent);
+    if (strcmp(cfg->overlap_policy, "QUEUE") != 0 && strcmp(cfg->overlap_policy, "SKIP") != 0 &&
+        strcmp(cfg->overlap_policy, "REPLACE") != 0)
+        report(v, EJ_CFG_F_OVERLAP_POLICY, "must be QUEUE, SKIP or REPLACE, got \"%.64s\"",
+               cfg->overlap_policy);
+    const char *mp = cfg->misfire_policy;
+    bool catch_up = strcmp(mp, "CATCH_UP") == 0;
+    if (mp[0] != '\0' && strcmp(mp, "ONCE") != 0 && strcmp(mp, "SKIP") != 0 && !catch_up)
+        report(v, EJ_CFG_F_MISFIRE_POLICY, "must be ONCE, SKIP or CATCH_UP, got \"%.64s\"", mp);
+    if (cfg->catch_up_window_seconds < 0 || cfg->catch_up_window_seconds > 86400)
+        report(v, EJ_CFG_F_CATCH_UP_WINDOW_SECONDS, "must be 0 to 86400, got %d",
+               cfg->catch_up_window_seconds);
+    else if (catch_up && cfg->catch_up_window_seconds == 0)
+        report(v, EJ_CFG_F_MISFIRE_POLICY, "CATCH_UP needs catchUpWindowSeconds (1 to 86400)");
+    if (cfg->starting_deadline_seconds < 0 || cfg->starting_deadline_seconds > 86400)
+        report(v, EJ_CFG_F_STARTING_DEADLINE_SECONDS, "must be 0 (none) to 86400, got %d",
+               cfg->starting_deadline_seconds);
+    if (cfg->timeout_grace_seconds < 0 || cfg->timeout_grace_seconds > 3600)
+        report(v, EJ_CFG_F_TIMEOUT_GRACE_SECONDS, "must be 0 (2 s) to 3600, got %d",
+               cfg->timeout_grace_seconds);
+}
+
 static void check_http(struct vstate *v, const struct ej_http_config *h)
 {
     static const char *const methods[] = {"GET",   "POST", "PUT",    "DELETE",
@@ -417,6 +465,7 @@ int ej__config_validate(const struct ej_job_config *cfg, ej__config_verr_fn fn, 
     if (cfg->script_timeout_ms < 0)
         report(&v, EJ_CFG_F_SCRIPT_TIMEOUT, "must be >= 0, got %lld",
                (long long)cfg->script_timeout_ms);
+    check_timeouts(&v, cfg);
     if (cfg->max_time_diff_seconds < -1)
         report(&v, EJ_CFG_F_MAX_TIME_DIFF_SECONDS, "must be -1 or >= 0, got %d",
                cfg->max_time_diff_seconds);

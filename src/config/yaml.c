@@ -798,21 +798,39 @@ static void load_log(struct yctx *c, yaml_node_t *map, struct ej_log_config *lc)
  * fields, so one seen[] array covers a job's mapping. */
 #define PROPS_PREFIX "props."
 #define PROPS_PREFIX_LEN (sizeof(PROPS_PREFIX) - 1)
-enum { JK_PROPS = EJ_CFG_F_COUNT_, JK_ALERTS, JK_COUNT };
+/* `retry:` is a mapping of its own too ("retry.maxAttempts"). */
+#define RETRY_PREFIX "retry."
+enum { JK_PROPS = EJ_CFG_F_COUNT_, JK_RETRY, JK_ALERTS, JK_COUNT };
 
-/* The field whose YAML key is key, in a job's mapping (in_props false) or
- * under its props (in_props true); -1 when no row has it. */
-static int yaml_field(const char *key, bool in_props)
+/* The sub-mapping a yaml key is under ("props." or "retry."), or NULL. */
+static const char *yaml_prefix(const char *y)
+{
+    if (strncmp(y, PROPS_PREFIX, PROPS_PREFIX_LEN) == 0)
+        return PROPS_PREFIX;
+    if (strncmp(y, RETRY_PREFIX, sizeof(RETRY_PREFIX) - 1) == 0)
+        return RETRY_PREFIX;
+    return NULL;
+}
+
+/* The field whose YAML key is key, in a job's mapping (prefix NULL) or
+ * under the sub-mapping prefix names; -1 when no row has it. */
+static int yaml_field_under(const char *key, const char *prefix)
 {
     for (int i = 0; i < EJ_CFG_F_COUNT_; i++) {
         const char *y = ej__cfg_fields[i].yaml;
         if (y == NULL)
             continue;
-        bool prop = strncmp(y, PROPS_PREFIX, PROPS_PREFIX_LEN) == 0;
-        if (prop == in_props && strcmp(key, prop ? y + PROPS_PREFIX_LEN : y) == 0)
+        const char *under = yaml_prefix(y);
+        bool same = under == NULL ? prefix == NULL : prefix != NULL && strcmp(under, prefix) == 0;
+        if (same && strcmp(key, under ? y + strlen(under) : y) == 0)
             return i;
     }
     return -1;
+}
+
+static int yaml_field(const char *key, bool in_props)
+{
+    return yaml_field_under(key, in_props ? PROPS_PREFIX : NULL);
 }
 
 /* A key of a job's mapping: its field, JK_PROPS, or -1 when unknown. */
@@ -820,6 +838,8 @@ static int job_key_index(const char *key)
 {
     if (strcmp(key, "alerts") == 0)
         return JK_ALERTS;
+    if (strcmp(key, "retry") == 0)
+        return JK_RETRY;
     return strcmp(key, "props") == 0 ? JK_PROPS : yaml_field(key, false);
 }
 
@@ -903,6 +923,40 @@ static bool apply_value(struct yctx *c, enum ej__cfg_field f, yaml_node_t *v, co
     }
     mark_field(jm, f, v, ok);
     return ok;
+}
+
+/* The retry: mapping of a job (its keys are fields "retry.KEY"); seen as
+ * for props (shared seen_props: the keys differ). */
+static void load_retry(struct yctx *c, yaml_node_t *map, const char *jpath,
+                       struct ej_job_config *cfg, struct job_marks *jm, bool *seen_props,
+                       const bool *skip)
+{
+    char path[512], full[640];
+    bool seen[EJ_CFG_F_COUNT_] = {false};
+    snprintf(path, sizeof(path), "%s.retry", jpath);
+    if (is_null(map))
+        return;
+    if (map->type != YAML_MAPPING_NODE) {
+        yerr(c, map->start_mark, path, "expected a mapping, got %s", kind_name(map));
+        return;
+    }
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k, *v;
+        const char *key = pair_key(c, pr, path, &k, &v);
+        if (key == NULL)
+            continue;
+        int i = yaml_field_under(key, RETRY_PREFIX);
+        if (i < 0) {
+            unknown_key(c, k, path);
+            continue;
+        }
+        if (seen_before(c, seen, i, k, path) || (skip != NULL && skip[i]) || is_null(v))
+            continue;
+        seen_props[i] = true;
+        snprintf(full, sizeof(full), "%s.%s", path, key);
+        apply_value(c, (enum ej__cfg_field)i, v, full, cfg, jm);
+    }
 }
 
 static void load_props(struct yctx *c, yaml_node_t *map, const char *jpath,
@@ -1017,6 +1071,11 @@ static void apply_job_map(struct job_load *jl, yaml_node_t *map, bool as_default
         }
         if (i == JK_PROPS) {
             load_props(c, v, jl->jpath, jl->cfg, &jl->jm, jl->seen_props,
+                       as_defaults ? jl->seen_props : NULL);
+            continue;
+        }
+        if (i == JK_RETRY) {
+            load_retry(c, v, jl->jpath, jl->cfg, &jl->jm, jl->seen_props,
                        as_defaults ? jl->seen_props : NULL);
             continue;
         }

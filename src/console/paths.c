@@ -42,6 +42,9 @@ static const struct node_shape shapes[EJ_CONSOLE_NODE_COUNT_] = {
     [EJ_CONSOLE_NODE_GUARANTEE_COMPLETED] = {"/guarantee/completed", ARG_NONE, ""},
     [EJ_CONSOLE_NODE_GUARANTEE_COMPLETED_ITEM] = {"/guarantee/completed/", ARG_ITEM, ""},
     [EJ_CONSOLE_NODE_SYSTEM_TIME] = {"/systemTime/current", ARG_NONE, ""},
+    /* ejob's own: kill requests (ej_console_kill). Java 2.1.5 reads no
+     * node it does not know, and reshards only sharding/ and leader/. */
+    [EJ_CONSOLE_NODE_KILLS] = {"/kills", ARG_NONE, ""},
 };
 
 bool ej_console_is_segment(const char *s)

@@ -228,6 +228,32 @@ static const char *body_str(const struct ej__console_request *req, const char *k
     return s != NULL && s[0] != '\0' ? s : NULL;
 }
 
+/* A kill request (ej_console_kill) by the signed-in user: body {"item": N}
+ * (optional; none: every item), with instance or server as for trigger. */
+static int kill_action(struct ej__console_request *req, ej_console *con, const char *job,
+                       const struct ej_console_select *sel, json_t *targets, char *err,
+                       size_t errlen)
+{
+    json_t *it = json_object_get(req->body, "item");
+    int item = -1;
+    if (it != NULL && !json_is_null(it)) {
+        if (!json_is_integer(it) || json_integer_value(it) < 0 ||
+            json_integer_value(it) > EJ_CONFIG_MAX_SHARDING_TOTAL_COUNT)
+            return ej__console_err(EJ_EINVAL, err, errlen, "item must be a shard item number");
+        item = (int)json_integer_value(it);
+    }
+    char by[160];
+    int n = snprintf(by, sizeof by, "console:%s", req->who.name[0] ? req->who.name : "anonymous");
+    (void)n; /* ej_console_kill keeps 127 bytes of it */
+    char *node = NULL;
+    int rc = ej_console_kill(con, job, sel, item, by, &node, err, errlen);
+    if (rc == 0)
+        json_array_append_new(targets, json_string(node));
+    ej__console_audit_field(req, "item", json_integer(item));
+    free(node);
+    return rc;
+}
+
 static void job_action(struct ej__console_request *req, ej_console *con, char **args)
 {
     const char *job = args[1], *action = req->action;
@@ -242,6 +268,8 @@ static void job_action(struct ej__console_request *req, ej_console *con, char **
     else if (strcmp(action, "disable") == 0 || strcmp(action, "enable") == 0)
         rc = ej_console_server_set_disabled(con, job, sel.server, action[0] == 'd', collect,
                                             targets, err, sizeof err);
+    else if (strcmp(action, "kill") == 0)
+        rc = kill_action(req, con, job, &sel, targets, err, sizeof err);
     else
         rc = ej__console_err(EJ_ENOTFOUND, err, sizeof err, "no action \"%s\"", action);
     ej__console_audit_field(req, "job", json_string(job));
@@ -351,6 +379,7 @@ static const struct ej__console_route routes[] = {
     {"GET", "registries/:r/jobs/:j/fires", VIEWER, job_fires},
     {"POST", "registries/:r/jobs/:j/trigger", OPERATOR, job_action},
     {"POST", "registries/:r/jobs/:j/shutdown", OPERATOR, job_action},
+    {"POST", "registries/:r/jobs/:j/kill", ADMIN, job_action},
     {"POST", "registries/:r/jobs/:j/disable", OPERATOR, job_action},
     {"POST", "registries/:r/jobs/:j/enable", OPERATOR, job_action},
     {"POST", "registries/:r/jobs/:j/items/:n/disable", OPERATOR, item_action},

@@ -95,6 +95,13 @@ char *ej_event_items_string(const int *items, size_t count)
     return ej__buf_steal(&b);
 }
 
+const char *ej_execution_result(const ej_execution_event *e)
+{
+    if (e->result != NULL && e->result[0] != '\0')
+        return e->result;
+    return e->is_success ? EJ_RUN_SUCCESS : EJ_RUN_FAILED;
+}
+
 const char *ej_task_state_name(ej_task_state state)
 {
     switch (state) {
@@ -175,7 +182,7 @@ static ej_event *event_copy(const ej_event *ev, bool strip)
     if (ev->type == EJ_EVENT_EXECUTION) {
         const ej_execution_event *e = &ev->u.execution;
         extra = slen(e->job_name) + slen(e->task_id) + slen(e->hostname) + slen(e->ip) +
-                slen(e->failure_cause);
+                slen(e->failure_cause) + slen(e->result) + slen(e->killed_by);
         if (!strip)
             extra += blen(e->output, e->output_len) + blen(e->error_output, e->error_output_len);
     } else if (ev->type == EJ_EVENT_FIRE) {
@@ -202,6 +209,8 @@ static ej_event *event_copy(const ej_event *ev, bool strip)
         d->hostname = put(&pos, e->hostname);
         d->ip = put(&pos, e->ip);
         d->failure_cause = put(&pos, e->failure_cause);
+        d->result = put(&pos, e->result);
+        d->killed_by = put(&pos, e->killed_by);
         if (strip) {
             /* Kept without output: say it was cut. */
             d->output_truncated = d->output_truncated || e->output != NULL;

@@ -20,9 +20,29 @@
 
 bool ej_shard_context_is_cancelled(const ej_shard_context *ctx)
 {
-    if (ctx == NULL || ctx->cancel_ == NULL)
+    if (ctx == NULL)
         return false;
-    return atomic_load((const atomic_bool *)ctx->cancel_);
+    if (ctx->cancel_ != NULL && atomic_load((const atomic_bool *)ctx->cancel_))
+        return true;
+    if (ctx->kill_ != NULL && atomic_load((const atomic_bool *)ctx->kill_))
+        return true;
+    return ej__exec_timed_out(ctx);
+}
+
+bool ej__exec_timed_out(const ej_shard_context *ctx)
+{
+    return ctx != NULL && ctx->deadline_ms_ > 0 && ej__mono_ms() >= ctx->deadline_ms_;
+}
+
+bool ej__exec_cancellable(const ej_shard_context *ctx)
+{
+    return ctx != NULL && (ctx->cancel_ != NULL || ctx->kill_ != NULL || ctx->deadline_ms_ > 0);
+}
+
+void ej__exec_context_limit(ej_shard_context *ctx, const atomic_bool *kill, int64_t timeout_ms)
+{
+    ctx->kill_ = kill;
+    ctx->deadline_ms_ = timeout_ms > 0 ? ej__mono_ms() + timeout_ms : 0;
 }
 
 void ej_shard_context_set_error(const ej_shard_context *ctx, const char *fmt, ...)
@@ -436,6 +456,34 @@ static void run_dataflow(const struct ej_job_def *def, const ej_shard_context *c
     }
 }
 
+/*
+ * Who ended the item, whatever the runner saw first: a kill (the run is
+ * killed, even when the callback then returned 0), else its deadline (a
+ * timeout: a C callback that returns after it, having ignored the flag,
+ * timed out all the same), else the job's own cancellation as the runner
+ * reported it.
+ */
+static void classify_stop(const ej_shard_context *ctx, ej__exec_result *res)
+{
+    if (ctx->kill_ != NULL && atomic_load((const atomic_bool *)ctx->kill_)) {
+        res->killed = true;
+        res->timed_out = false;
+        res->cancelled = false;
+        if (res->failure_cause == NULL || res->rc == 0 || res->rc == EJ_ESTOPPED)
+            ej__exec_fail(res, EJ_ESTOPPED, "killed by an operator");
+        res->rc = EJ_ESTOPPED;
+        return;
+    }
+    if (ej__exec_timed_out(ctx) && !res->timed_out) {
+        int64_t over = ej__mono_ms() - ctx->deadline_ms_;
+        res->timed_out = true;
+        res->cancelled = false;
+        ej__exec_fail(res, EJ_ETIMEDOUT, "timed out (timeoutSeconds passed %lld ms ago)%s%s",
+                      (long long)over, res->failure_cause ? ": " : "",
+                      res->failure_cause ? res->failure_cause : "");
+    }
+}
+
 int ej__exec_run_item(const struct ej_job_def *def, const ej_shard_context *ctx,
                       const struct ej__exec_opts *opts, ej__exec_result *res)
 {
@@ -471,6 +519,7 @@ int ej__exec_run_item(const struct ej_job_def *def, const ej_shard_context *ctx,
                       (int)def->type);
         break;
     }
+    classify_stop(ctx, res);
     if (res->rc != 0) {
         if (res->failure_cause == NULL)
             ej__exec_fail(res, res->rc, "%s", ej_strerror(res->rc));

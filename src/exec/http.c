@@ -85,7 +85,7 @@ static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_of
  */
 static CURLcode perform(CURL *h, const ej_shard_context *ctx)
 {
-    CURLM *m = ctx->cancel_ ? curl_multi_init() : NULL;
+    CURLM *m = ej__exec_cancellable(ctx) ? curl_multi_init() : NULL;
     if (m == NULL)
         return curl_easy_perform(h);
     if (curl_multi_add_handle(m, h) != CURLM_OK) {

@@ -30,6 +30,22 @@
  */
 void ej__exec_context_init(ej_shard_context *ctx, const atomic_bool *cancel);
 
+/*
+ * Limits one item's run: kill (borrowed, may be NULL) stops this item alone
+ * when set (a kill: the result is killed), and timeout_ms > 0 sets its
+ * deadline from now (the result is a timeout). Both make
+ * ej_shard_context_is_cancelled true, which every runner polls: a script's
+ * group gets SIGTERM then SIGKILL, an HTTP transfer is aborted, a C job sees
+ * the flag.
+ */
+void ej__exec_context_limit(ej_shard_context *ctx, const atomic_bool *kill, int64_t timeout_ms);
+
+/* Has the item's deadline passed? */
+bool ej__exec_timed_out(const ej_shard_context *ctx);
+
+/* Can anything cancel this item (so the runner must poll)? */
+bool ej__exec_cancellable(const ej_shard_context *ctx);
+
 /* Frees what the run left in ctx (the error message). */
 void ej__exec_context_fini(ej_shard_context *ctx);
 
@@ -87,6 +103,7 @@ typedef struct ej__exec_result {
     long http_status; /* http: response status, 0 if none */
     bool timed_out;   /* script timeout / http timeout */
     bool cancelled;   /* stopped because the context was cancelled */
+    bool killed;      /* stopped by a kill (ej__exec_context_limit's flag) */
     bool abort_run;   /* the error handler asked to fail the whole run */
 } ej__exec_result;
 

@@ -287,7 +287,7 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
             wait = deadline - now;
         if (kstate == TERMED)
             wait = kill_at - now;
-        if (kstate == RUNNING && ctx->cancel_ && (wait < 0 || wait > CANCEL_TICK_MS))
+        if (kstate == RUNNING && ej__exec_cancellable(ctx) && (wait < 0 || wait > CANCEL_TICK_MS))
             wait = CANCEL_TICK_MS;
         if (pidfd < 0 && (wait < 0 || wait > CANCEL_TICK_MS))
             wait = CANCEL_TICK_MS / 2; /* no pidfd: look for the exit now and then */

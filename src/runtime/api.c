@@ -125,6 +125,7 @@ void ej__job_unref(struct ej_job *job)
     ej_cron_free(job->cron);
     free(job->name);
     pthread_mutex_destroy(&job->mu);
+    pthread_mutex_destroy(&job->kill_mu);
     pthread_cond_destroy(&job->cv);
     free(job);
 }
@@ -204,6 +205,7 @@ int ej_job_create(ej_registry *reg, const struct ej_job_config *cfg, const struc
     if (job == NULL)
         return EJ_ENOMEM;
     pthread_mutex_init(&job->mu, NULL);
+    pthread_mutex_init(&job->kill_mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -313,6 +315,8 @@ int ej_job_start(ej_job *job)
     rc = install_settings(job, &eff);
     if (rc != 0)
         goto fail;
+    if (ej__kill_watch_start(job) != 0)
+        EJ_LOG(EJ_LOG_WARN, MOD, 0, "job %s: kill requests not watched", job->name);
     if (eff.monitor_port >= 0) {
         ej_monitor *mon = NULL;
         int mrc = ej_monitor_start(job->reg, NULL, job->name, NULL, eff.monitor_port, &mon);
@@ -539,6 +543,7 @@ void ej_job_destroy(ej_job *job)
     ej__trigger *t = ej__rt_trigger_detach(job);
     if (t)
         ej__sched_trigger_remove(t);
+    ej__kill_watch_stop(job);
     ej__coord_destroy(job->coord);
     job->coord = NULL;
     ej__sched_job_destroy(job->sj);

@@ -195,7 +195,10 @@ static const struct {
     [EJ__NOT_RUN_SHARDING_FAILED] = {"sharding-failed", EJ_LOG_WARN},
     [EJ__NOT_RUN_TIME_DIFF] = {"time-diff", EJ_LOG_WARN},
     [EJ__NOT_RUN_START_FAILED] = {"start-failed", EJ_LOG_WARN},
+    [EJ__NOT_RUN_DEADLINE] = {"deadline", EJ_LOG_WARN},
     [EJ__NOT_RUN_MISSED] = {"missed", EJ_LOG_WARN},
+    /* overlapPolicy SKIP: the job's own choice. */
+    [EJ__NOT_RUN_OVERLAP] = {"overlap", EJ_LOG_INFO},
     /* An operator's decisions, expected: each fire at debug level. */
     [EJ__NOT_RUN_DISABLED] = {"disabled", EJ_LOG_DEBUG},
     [EJ__NOT_RUN_STOPPED] = {"stopped", EJ_LOG_DEBUG},
@@ -222,6 +225,15 @@ static void count_not_run(struct ej_job *job, const char *reason, const int *ite
                        reason, (unsigned)count, (long long)first_ms, (long long)last_ms);
 }
 
+void ej__rt_not_run_overlap(struct ej_job *job, int64_t due)
+{
+    EJ_LOG(EJ_LOG_INFO, MOD, 0,
+           "job %s: fire of %lld not run (overlap): the job's items still run (overlapPolicy "
+           "SKIP)",
+           job->name, (long long)due);
+    count_not_run(job, "overlap", NULL, 0, 1, due, due, "CRON");
+}
+
 void ej__rt_count_not_run(struct ej_job *job, enum ej__not_run_reason r, const int *items, size_t n,
                           uint32_t count, int64_t first_ms, int64_t last_ms)
 {
@@ -232,6 +244,7 @@ void ej__rt_count_not_run(struct ej_job *job, enum ej__not_run_reason r, const i
 struct fire_ref {
     int64_t at;        /* its cron fire time, or when the fire-now request was made */
     bool off_schedule; /* a fire-now request only (no cron fire time) */
+    bool catch_up;     /* a missed fire time run late (CATCH_UP): arms no misfire marker */
     enum {
         FIRE_PENDING,  /* not counted yet */
         FIRE_REPORTED, /* counted: by not_run, or by the miss hook for a misfired
@@ -336,8 +349,15 @@ struct item_run {
     int64_t fire_session; /* the session the fire began in */
     int64_t fire_ms;      /* the cron fire time (ledger); 0: off the schedule */
     const char *fire_kind;
-    struct ej__catchup catchup; /* count 0: the run catches up no lost fire time */
-    bool not_started;           /* fenced before it could start */
+    struct ej__catchup catchup;        /* count 0: the run catches up no lost fire time */
+    bool not_started;                  /* fenced before it could start */
+    int64_t timeout_ms;                /* the job's timeoutSeconds, in ms; 0: none */
+    atomic_bool kill;                  /* this item alone must stop (ejob kill) */
+    char killed_by[EJ__KILLED_BY_LEN]; /* who asked (under the job's kill_mu) */
+    struct ej__running tracked;
+    const struct ej_retry_config *retry; /* the settings' (held by the fire) */
+    int attempt;                         /* 1, then 2.. for retries */
+    int64_t ledger_ms;                   /* the fire time of its ledger row */
 };
 
 static bool keep_going(void *arg)
@@ -369,6 +389,7 @@ static void post_exec(struct item_run *r, bool end)
         .start_time_ms = r->start_ms,
     };
     memcpy(ev.id, r->event_id, sizeof ev.id);
+    char by[EJ__KILLED_BY_LEN]; /* ev.killed_by: alive until the post below */
     if (end) {
         ev.complete_time_ms = ej__now_ms();
         if (ev.complete_time_ms == 0)
@@ -385,6 +406,15 @@ static void post_exec(struct item_run *r, bool end)
         ev.exit_code = r->res.exit_code;
         ev.term_signal = r->res.term_signal;
         ev.http_status = r->res.http_status;
+        ev.result = r->res.killed      ? EJ_RUN_KILLED
+                    : r->res.timed_out ? EJ_RUN_TIMEOUT
+                    : r->res.rc == 0   ? EJ_RUN_SUCCESS
+                                       : EJ_RUN_FAILED;
+        pthread_mutex_lock(&r->job->kill_mu);
+        memcpy(by, r->killed_by, sizeof by);
+        pthread_mutex_unlock(&r->job->kill_mu);
+        ev.killed_by = r->res.killed && by[0] ? by : NULL;
+        ev.attempt = r->attempt;
     }
     ev.fencing_token = r->ctx.fencing_token;
     ej_event_bus_post_execution(bus, &ev);
@@ -442,6 +472,48 @@ static void finish_running(struct item_run *r)
     free(items);
 }
 
+/* The item's ledger rows (its fire time, and the lost fire times a
+ * catch-up run covers) point at its latest attempt: the ledger shows the
+ * final outcome. */
+static void ledger_ran(struct item_run *r)
+{
+    ej__rt_ledger_ran(r->job, r->ledger_ms, r->fire_kind, r->ctx.sharding_item, r->event_id);
+    if (r->catchup.count > 0)
+        ej__rt_ledger_caught_up(r->job, r->ctx.sharding_item, r->catchup.first_ms,
+                                r->catchup.last_ms, r->catchup.count, r->event_id);
+}
+
+/*
+ * The item's first attempt and its retries (retry.c), each its own history
+ * row with its attempt number; the running node is held throughout. True
+ * when the last attempt's end event is posted already (a retry that was
+ * then not run).
+ */
+static bool run_attempts(struct item_run *r)
+{
+    uint64_t seed = (uint64_t)ej__mono_ms() * 2654435761u + (uint64_t)r->ctx.sharding_item;
+    for (r->attempt = 1;; r->attempt++) {
+        if (r->attempt > 1) {
+            ej_event_new_id(r->event_id);
+            r->start_ms = ej__now_ms();
+            post_exec(r, false);
+            ledger_ran(r);
+        }
+        ej__exec_context_limit(&r->ctx, &r->kill, r->timeout_ms);
+        ej__exec_run_item(r->def, &r->ctx, &r->xo, &r->res);
+        bool failed = r->res.rc != 0 && !r->res.killed && !r->res.cancelled && !r->res.abort_run;
+        int64_t delay = failed ? ej__retry_delay_ms(r->retry, r->attempt, &seed) : -1;
+        if (delay < 0)
+            return false;
+        post_exec(r, true);
+        if (!ej__retry_wait(r->job, &r->kill, r->fire_session, r->ctx.sharding_item, delay,
+                            r->attempt + 1, r->ctx.task_id))
+            return true;
+        ej__exec_result_fini(&r->res);
+        ej__exec_context_fini(&r->ctx); /* the attempt's error message */
+    }
+}
+
 static void item_task(void *arg)
 {
     struct item_run *r = arg;
@@ -462,18 +534,20 @@ static void item_task(void *arg)
     ej_event_new_id(r->event_id);
     r->start_ms = ej__now_ms();
     post_exec(r, false);
-    ej__rt_ledger_ran(r->job, r->fire_ms ? r->fire_ms : r->start_ms, r->fire_kind,
-                      r->ctx.sharding_item, r->event_id);
-    if (r->catchup.count > 0)
-        ej__rt_ledger_caught_up(r->job, r->ctx.sharding_item, r->catchup.first_ms,
-                                r->catchup.last_ms, r->catchup.count, r->event_id);
-    ej__exec_run_item(r->def, &r->ctx, &r->xo, &r->res);
+    r->ledger_ms = r->fire_ms ? r->fire_ms : r->start_ms;
+    ledger_ran(r);
+    r->tracked = (struct ej__running){
+        .item = r->ctx.sharding_item, .kill = &r->kill, .killed_by = r->killed_by};
+    ej__kill_track(r->job, &r->tracked);
+    bool ended = run_attempts(r);
+    ej__kill_untrack(r->job, &r->tracked);
     /* The running node goes as soon as this item is done (ElasticJob keeps
      * it until the whole batch is: a crash would then fail over items that
      * had finished, and they would run twice). */
     if (r->session)
         finish_running(r);
-    post_exec(r, true);
+    if (!ended)
+        post_exec(r, true);
 }
 
 /*
@@ -593,6 +667,11 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         goto out;
     }
     struct ej_job_def bounded = *def_of(s);
+    int64_t timeout_ms = ej_job_config_timeout_ms(&s->cfg);
+    if (bounded.type == EJ_JOB_TYPE_SCRIPT && timeout_ms > 0)
+        bounded.script.timeout_ms = timeout_ms;
+    if (bounded.type == EJ_JOB_TYPE_SCRIPT && s->cfg.timeout_grace_seconds > 0)
+        bounded.script.kill_grace_ms = ej_job_config_grace_ms(&s->cfg);
     bound_kill_grace(job, &bounded);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -604,6 +683,10 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         r->fire_session = fire_session;
         r->fire_ms = fr && !fr->off_schedule ? fr->at : 0;
         r->fire_kind = ej__rt_ledger_kind(source, r->fire_ms != 0);
+        r->timeout_ms = timeout_ms;
+        r->retry = &s->cfg.retry;
+        r->attempt = 1;
+        atomic_init(&r->kill, false);
         if (source != EJ_EXEC_MISFIRE || !ej__takeover_take_catchup(job, items[i], &r->catchup))
             r->catchup.count = 0;
         ej__exec_context_init(&r->ctx, &job->cancel);
@@ -723,7 +806,7 @@ static size_t own_misfired(struct ej__coord *c, int **mis)
 static void misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s, bool abort_run)
 {
     struct ej__coord *c = job->coord;
-    bool stop = !s->cfg.misfire || abort_run;
+    bool stop = !ej_job_config_misfire(&s->cfg) || abort_run;
     int reshards = 0;
     for (int round = 0; !stop && round < 1000; round++) {
         uint64_t seen = ej__misfire_marks(job);
@@ -898,7 +981,7 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
                                    "Sharding item for job '%s' is empty.", s->cfg.job_name);
             } else {
                 ej__misfire_open(job, items, n);
-                if (cron && !job->manual)
+                if (cron && !job->manual && !(fr && fr->catch_up))
                     ej__misfire_arm(job, gen, scheduled_ms > 0 ? scheduled_ms : ej__now_ms());
                 execute(job, s, items, n, EJ_EXEC_NORMAL_TRIGGER, true, fr);
             }
@@ -957,11 +1040,25 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
          * the job wants misfires. Not silent when dropped here: the
          * scheduler's miss hook (on_miss) counted and posted every one of
          * them, under its reason, right before this callback. */
-        if (f->last_scheduled_ms <= job->misfire_handled_until || !s->cfg.misfire) {
+        if (f->last_scheduled_ms <= job->misfire_handled_until || !ej_job_config_misfire(&s->cfg)) {
             pthread_mutex_unlock(&job->mu);
             ej__rt_settings_unref(s);
             return;
         }
+    }
+    int64_t catch_up[EJ_CONFIG_CATCH_UP_MAX];
+    size_t ncatch = cron && f->misfired && reasons == 0
+                        ? ej__policy_catch_up_times(job, s, f, catch_up, EJ_CONFIG_CATCH_UP_MAX)
+                        : 0;
+    int deadline_s = s->cfg.starting_deadline_seconds;
+    if (cron && deadline_s > 0 && f->scheduled_ms > 0 && ncatch == 0 &&
+        f->started_ms - f->scheduled_ms > (int64_t)deadline_s * 1000) {
+        pthread_mutex_unlock(&job->mu);
+        not_run(job, &fr, EJ__NOT_RUN_DEADLINE,
+                "started %" PRId64 " ms after its time, past startingDeadlineSeconds %d",
+                f->started_ms - f->scheduled_ms, deadline_s);
+        ej__rt_settings_unref(s);
+        return;
     }
     EJ_LOG(EJ_LOG_DEBUG, MOD, 0,
            "job %s: fire (cron %d, misfired %d, missed %u, reasons 0x%x, late %" PRId64 " ms)",
@@ -979,7 +1076,19 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
     if (ej__coord_may_start(job->coord, session))
         atomic_store(&job->cancel, false);
     ej__coord_set_busy(job->coord, true);
-    do_fire(job, s, gen, reasons, cron, cron ? f->scheduled_ms : 0, &fr);
+    if (ncatch > 0) {
+        EJ_LOG(EJ_LOG_INFO, MOD, 0,
+               "job %s: catching up %zu missed fire time(s) within catchUpWindowSeconds %d",
+               job->name, ncatch, s->cfg.catch_up_window_seconds);
+        for (size_t i = 0; i < ncatch; i++) {
+            struct fire_ref one = fr;
+            one.at = catch_up[i];
+            one.catch_up = true;
+            do_fire(job, s, gen, reasons, cron, catch_up[i], &one);
+        }
+    } else {
+        do_fire(job, s, gen, reasons, cron, cron ? f->scheduled_ms : 0, &fr);
+    }
     ej__coord_set_busy(job->coord, false);
     pthread_mutex_lock(&job->mu);
     while (job->marker_inflight > 0)

@@ -50,6 +50,8 @@ enum ej__not_run_reason {
     EJ__NOT_RUN_STOPPED,             /* the job is shutting down, or stopped by an operator */
     EJ__NOT_RUN_RUNNING,             /* a console trigger while the job runs (ignored) */
     EJ__NOT_RUN_START_FAILED,        /* the running nodes could not be written */
+    EJ__NOT_RUN_DEADLINE,            /* not started within startingDeadlineSeconds */
+    EJ__NOT_RUN_OVERLAP,             /* overlapPolicy SKIP: the item still ran */
     EJ__NOT_RUN_MISSED,              /* its owner died; taken over without a catch-up run */
     EJ__NOT_RUN_REASONS
 };
@@ -157,7 +159,53 @@ struct ej_job {
     size_t nowned;
     int64_t owned_session; /* the session they were this instance's in */
     char last_error[1024];
+    /* Kills (kill.c): the items running now, and the cache of kills/. */
+    pthread_mutex_t kill_mu;
+    struct ej__running *running;
+    struct ej_tree_cache *kill_cache;
+    bool kill_ready;        /* the cache's first load is done */
+    int64_t kill_seen_zxid; /* requests created up to here were handled */
 };
+
+/* One item running on this instance, as kills see it (kill.c). */
+struct ej__running {
+    int item;
+    atomic_bool *kill;
+    char *killed_by; /* KILLED_BY_LEN bytes, written under kill_mu */
+    struct ej__running *next;
+};
+#define EJ__KILLED_BY_LEN 128
+
+/* Kills (kill.c): track an item from before its run to after it; watch the
+ * job's kills/ node while the job is started. */
+void ej__kill_track(struct ej_job *job, struct ej__running *r);
+void ej__kill_untrack(struct ej_job *job, struct ej__running *r);
+int ej__kill_watch_start(struct ej_job *job);
+void ej__kill_watch_stop(struct ej_job *job);
+/* Retries (retry.c). The delay before the attempt after failed_attempt
+ * (1..), in ms, jittered with *seed; -1 when no attempt is left. */
+int64_t ej__retry_delay_ms(const struct ej_retry_config *r, int failed_attempt, uint64_t *seed);
+/* Waits delay_ms (the item's running node held), then says whether attempt
+ * next_attempt may start: not killed or stopping, still fenced-open in the
+ * fire's session, the item still this instance's, and the job's next cron
+ * fire not due before it (the next fire wins). When not, posts a status
+ * event naming why and returns false. */
+bool ej__retry_wait(struct ej_job *job, const atomic_bool *kill, int64_t fire_session, int item,
+                    int64_t delay_ms, int next_attempt, const char *task_id);
+
+/* misfirePolicy CATCH_UP (policy.c): the missed cron fire times of the
+ * misfired fire f to run, oldest first, into times (max <=
+ * EJ_CONFIG_CATCH_UP_MAX); 0 when the policy is another. Under job->mu. */
+struct ej__fire;
+size_t ej__policy_catch_up_times(struct ej_job *job, const struct ej__rt_settings *s,
+                                 const struct ej__fire *f, int64_t *times, size_t max);
+
+/* overlapPolicy SKIP: the cron fire time due came while the job's items
+ * still ran here; counted and posted as not run ("overlap"). */
+void ej__rt_not_run_overlap(struct ej_job *job, int64_t due);
+
+/* Sets the kill flag of the matching items running now; the count. */
+size_t ej__kill_items(struct ej_job *job, int item, const char *by);
 
 /* Misfire marking (misfire.c). A normal run opens the window with its
  * items and arms a marker at its fire time; its misfire loop reads the

@@ -119,7 +119,10 @@ static void marker_work(void *user)
     pthread_mutex_lock(&job->mu);
     bool busy = job->firing && job->fire_gen == m->gen && job->state == EJ__JOB_STARTED &&
                 job->misfire_window;
-    bool misfire = job->settings && job->settings->cfg.misfire;
+    const char *overlap = job->settings ? job->settings->cfg.overlap_policy : "QUEUE";
+    bool skip = strcmp(overlap, "SKIP") == 0, replace = strcmp(overlap, "REPLACE") == 0;
+    bool misfire =
+        job->settings && (ej_job_config_misfire(&job->settings->cfg) || replace) && !skip;
     int *run = NULL;
     size_t nrun = 0;
     if (busy) {
@@ -133,6 +136,10 @@ static void marker_work(void *user)
     pthread_mutex_unlock(&job->mu);
     if (busy) {
         bool marked = !misfire; /* a job without misfire drops the fire (reported) */
+        if (skip)
+            ej__rt_not_run_overlap(job, m->due);
+        if (replace) /* the old run ends now; the misfire loop starts the new one */
+            ej__kill_items(job, -1, "overlapPolicy REPLACE");
         if (misfire) {
             size_t n = 0;
             int *items = items_to_mark(job, run, nrun, &n);

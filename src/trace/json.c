@@ -174,6 +174,9 @@ json_t *ej__trace_execution_json(const struct ej_trace_execution *e)
     json_object_set_new(o, "source", json_text(e->execution_source));
     json_object_set_new(o, "completed", json_boolean(e->completed));
     json_object_set_new(o, "success", json_boolean(e->completed && e->is_success));
+    json_object_set_new(o, "result", json_text(e->result));
+    json_object_set_new(o, "attempt", json_integer(e->attempt > 0 ? e->attempt : 1));
+    json_object_set_new(o, "killedBy", json_text(e->killed_by));
     json_object_set_new(o, "start", json_time(e->start_ms));
     json_object_set_new(o, "complete", json_time(e->completed ? e->complete_ms : 0));
     json_object_set_new(o, "durationMs",
@@ -261,6 +264,8 @@ json_t *ej__trace_fire_json(const struct ej_trace_fire *f)
     json_object_set_new(o, "kind", json_text(f->kind));
     json_object_set_new(o, "ran", json_boolean(ran));
     json_object_set_new(o, "result", ran ? json_text(f->result) : json_null());
+    json_object_set_new(o, "attempts",
+                        ran && f->attempts > 0 ? json_integer(f->attempts) : json_null());
     json_object_set_new(o, "reason", ran ? json_null() : json_text(f->outcome));
     json_object_set_new(o, "why",
                         ran ? json_null() : json_text(ej__trace_fire_reason_text(f->outcome)));

@@ -21,6 +21,7 @@ struct ej_trace_reader {
     const struct ej__trace_ops *ops;
     struct ej__trace_conn *conn;
     bool has_instants; /* the store has EJOB_EXECUTION_INSTANT */
+    bool has_results;  /* and EJOB_EXECUTION_RESULT */
     char err[512];
 };
 
@@ -222,6 +223,8 @@ int ej_trace_reader_open(const struct ej_trace_target *target, ej_trace_reader *
     /* A store no ejob of this version wrote to yet has no instants. */
     r->has_instants = r->ops->run(r->conn, "SELECT 1 FROM EJOB_EXECUTION_INSTANT WHERE 1 = 0",
                                   NULL, 0, NULL) == 0;
+    r->has_results = r->ops->run(r->conn, "SELECT 1 FROM EJOB_EXECUTION_RESULT WHERE 1 = 0", NULL,
+                                 0, NULL) == 0;
     *out = r;
     return 0;
 }
@@ -247,19 +250,30 @@ void ej_trace_reader_close(ej_trace_reader *r)
     "d.exit_code, d.term_signal, d.http_status, d.fencing_token, d.stdout_truncated, "             \
     "d.stderr_truncated, d.failure_cause_truncated"
 #define EXEC_FROM " FROM JOB_EXECUTION_LOG e LEFT JOIN EJOB_EXECUTION_DETAIL d ON d.id = e.id"
-/* Columns 20-22: the instants (or NULLs when the store has none). */
-#define INSTANT_COLUMNS ", i.start_ms, i.complete_ms, i.utc_offset_s"
-#define INSTANT_NONE ", NULL, NULL, NULL"
-#define INSTANT_JOIN " LEFT JOIN EJOB_EXECUTION_INSTANT i ON i.id = e.id"
+/* Columns 20-22: how the run ended (EJOB_EXECUTION_RESULT); 23-25: its
+ * instants (EJOB_EXECUTION_INSTANT). NULLs from a store that lacks the
+ * table (Java's alone, or one ejob wrote before it had it). */
+static const char *const extra_columns[2][2] = {
+    {", NULL, NULL, NULL, NULL, NULL, NULL",
+     ", NULL, NULL, NULL, i.start_ms, i.complete_ms, i.utc_offset_s"},
+    {", r.result, r.attempt, r.killed_by, NULL, NULL, NULL",
+     ", r.result, r.attempt, r.killed_by, i.start_ms, i.complete_ms, i.utc_offset_s"},
+};
+static const char *const extra_joins[2][2] = {
+    {"", " LEFT JOIN EJOB_EXECUTION_INSTANT i ON i.id = e.id"},
+    {" LEFT JOIN EJOB_EXECUTION_RESULT r ON r.id = e.id",
+     " LEFT JOIN EJOB_EXECUTION_RESULT r ON r.id = e.id LEFT JOIN EJOB_EXECUTION_INSTANT i ON "
+     "i.id = e.id"},
+};
 
-static const char *instant_columns(const ej_trace_reader *r)
+static const char *ejob_columns(const ej_trace_reader *r)
 {
-    return r->has_instants ? INSTANT_COLUMNS : INSTANT_NONE;
+    return extra_columns[r->has_results][r->has_instants];
 }
 
-static const char *instant_join(const ej_trace_reader *r)
+static const char *ejob_joins(const ej_trace_reader *r)
 {
-    return r->has_instants ? INSTANT_JOIN : "";
+    return extra_joins[r->has_results][r->has_instants];
 }
 
 static char *dup_col(const struct ej__row *row, int col, bool *oom)
@@ -290,6 +304,8 @@ static void execution_fini(struct ej_trace_execution *e)
     free(e->instance_id);
     free(e->execution_source);
     free(e->failure_cause);
+    free(e->result);
+    free(e->killed_by);
     free(e->out);
     free(e->err);
     memset(e, 0, sizeof *e);
@@ -311,14 +327,14 @@ static int execution_from_row(const struct ej__row *row, struct ej_trace_executi
     e->execution_source = dup_col0(row, 6, &oom);
     e->failure_cause = dup_col(row, 7, &oom);
     e->is_success = row->int64(row, 8) != 0;
-    e->utc_offset_known = !row->is_null(row, 20);
+    e->utc_offset_known = !row->is_null(row, 23);
     if (e->utc_offset_known)
-        e->utc_offset_s = (int32_t)row->int64(row, 22);
-    e->start_ms = e->utc_offset_known ? row->int64(row, 20)
+        e->utc_offset_s = (int32_t)row->int64(row, 25);
+    e->start_ms = e->utc_offset_known ? row->int64(row, 23)
                                       : ej__trace_parse_time(row->text(row, 9));
     e->completed = !row->is_null(row, 10);
-    e->complete_ms = e->utc_offset_known && !row->is_null(row, 21)
-                         ? row->int64(row, 21)
+    e->complete_ms = e->utc_offset_known && !row->is_null(row, 24)
+                         ? row->int64(row, 24)
                          : ej__trace_parse_time_at(row->text(row, 10), e->utc_offset_known,
                                                    e->utc_offset_s);
     e->sort_ms = e->start_ms;
@@ -337,6 +353,14 @@ static int execution_from_row(const struct ej__row *row, struct ej_trace_executi
         e->err_truncated = row->int64(row, 18) != 0;
         e->failure_cause_truncated = row->int64(row, 19) != 0;
     }
+    /* Rows from before EJOB_EXECUTION_RESULT, or Java's: by is_success. */
+    e->result = row->is_null(row, 20) ? strdup(!e->completed   ? ""
+                                               : e->is_success ? EJ_RUN_SUCCESS
+                                                               : EJ_RUN_FAILED)
+                                      : strdup(row->text(row, 20));
+    oom = oom || e->result == NULL;
+    e->attempt = row->is_null(row, 21) ? 1 : (int)row->int64(row, 21);
+    e->killed_by = dup_col(row, 22, &oom);
     if (e->duration_ms < 0 && e->completed && e->start_ms)
         e->duration_ms = e->complete_ms - e->start_ms;
     if (oom) {
@@ -452,9 +476,9 @@ static int build_query(struct query_sql *b, const ej_trace_reader *r,
 {
     ej_buf *sql = &b->sql;
     add_param(b, int_param((int64_t)ej__trace_utc_offset_s(ej__now_ms()) * 1000));
-    ej__buf_printf(sql, "SELECT " EXEC_COLUMNS "%s, ", instant_columns(r));
+    ej__buf_printf(sql, "SELECT " EXEC_COLUMNS "%s, ", ejob_columns(r));
     put_sort_key(r, sql);
-    ej__buf_printf(sql, " AS sort_ms" EXEC_FROM "%s WHERE 1 = 1", instant_join(r));
+    ej__buf_printf(sql, " AS sort_ms" EXEC_FROM "%s WHERE 1 = 1", ejob_joins(r));
     if (q->job_name)
         ej__buf_printf(sql, " AND e.job_name = $%d", add_param(b, text_param(q->job_name)));
     if (q->since_ms)
@@ -507,7 +531,7 @@ static int add_listed(const struct ej__row *row, void *arg)
     struct ej_trace_execution_list *l = arg;
     int rc = add_execution(row, l);
     if (rc == 0)
-        l->rows[l->count - 1].sort_ms = row->int64(row, 23);
+        l->rows[l->count - 1].sort_ms = row->int64(row, 26);
     return rc;
 }
 
@@ -574,8 +598,8 @@ static int take_one(const struct ej__row *row, void *arg)
     if (rc != 0)
         return rc;
     bool oom = false;
-    o->e->out = row->blob(row, 23, &o->e->out_len, &oom);
-    o->e->err = row->blob(row, 24, &o->e->err_len, &oom);
+    o->e->out = row->blob(row, 26, &o->e->out_len, &oom);
+    o->e->err = row->blob(row, 27, &o->e->err_len, &oom);
     return oom ? EJ_ENOMEM : 0;
 }
 
@@ -668,7 +692,7 @@ int ej_trace_get_execution(ej_trace_reader *r, const char *id,
     snprintf(sql, sizeof sql,
              "SELECT " EXEC_COLUMNS "%s, d.stdout, d.stderr" EXEC_FROM
              "%s WHERE e.id LIKE $1 ESCAPE '\\' ORDER BY e.id LIMIT 2",
-             instant_columns(r), instant_join(r));
+             ejob_columns(r), ejob_joins(r));
     char *pattern = like_suffix(id);
     if (pattern == NULL)
         return EJ_ENOMEM;
@@ -776,6 +800,7 @@ static int add_fire(const struct ej__row *row, void *arg)
     f->instance_id = dup_col0(row, 6, &oom);
     f->recorded_ms = row->int64(row, 10);
     f->result = strdup(fire_result(row, row->text(row, 3)));
+    f->attempts = row->is_null(row, 11) ? (row->is_null(row, 7) ? 0 : 1) : (int)row->int64(row, 11);
     if (oom || f->result == NULL) {
         fire_fini(f);
         return EJ_ENOMEM;
@@ -808,8 +833,9 @@ int ej_trace_query_fires(ej_trace_reader *r, const struct ej_trace_fire_query *q
     ej__buf_init(&sql);
     ej__buf_puts(&sql, "SELECT f.job_name, f.fire_time_ms, f.sharding_item, f.outcome, f.kind, "
                        "f.execution_id, f.instance_id, e.id, e.is_success, e.complete_time, "
-                       "f.recorded_time_ms FROM EJOB_FIRE_LEDGER f LEFT JOIN JOB_EXECUTION_LOG "
-                       "e ON e.id = f.execution_id WHERE 1 = 1");
+                       "f.recorded_time_ms, r.attempt FROM EJOB_FIRE_LEDGER f LEFT JOIN "
+                       "JOB_EXECUTION_LOG e ON e.id = f.execution_id LEFT JOIN "
+                       "EJOB_EXECUTION_RESULT r ON r.id = f.execution_id WHERE 1 = 1");
     struct ej__tp p[5];
     int n = 0;
     if (q->job_name) {

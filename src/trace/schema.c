@@ -56,6 +56,17 @@ static const char ddl_detail_fmt[] = "CREATE TABLE IF NOT EXISTS EJOB_EXECUTION_
                                      "failure_cause_truncated INT NOT NULL, "
                                      "PRIMARY KEY (id))";
 
+/* ejob's: how each run ended (timeout and killed are failures to 2.1.5's
+ * is_success), who killed it, and its attempt within its fire (retries).
+ * A table of its own: JOB_EXECUTION_LOG stays 2.1.5's for Java's console,
+ * and EJOB_EXECUTION_DETAIL of databases made before needs no change. */
+static const char ddl_result[] = "CREATE TABLE IF NOT EXISTS EJOB_EXECUTION_RESULT ("
+                                 "id VARCHAR(40) NOT NULL, "
+                                 "result VARCHAR(20) NOT NULL, "
+                                 "attempt INT NOT NULL, "
+                                 "killed_by VARCHAR(255) NULL, "
+                                 "PRIMARY KEY (id))";
+
 /* The instants of a run, ejob's (JOB_EXECUTION_LOG keeps 2.1.5's local-time
  * text for Java's console): epoch ms of its start and end, and the writer's
  * UTC offset at its start, which reads its JOB_STATUS_TRACE_LOG rows (local
@@ -106,6 +117,8 @@ int ej__trace_create_schema(const struct ej__trace_ops *ops, struct ej__trace_co
         rc = ops->run(c, ddl_status, NULL, 0, NULL);
     if (rc == 0)
         rc = ops->run(c, detail, NULL, 0, NULL);
+    if (rc == 0)
+        rc = ops->run(c, ddl_result, NULL, 0, NULL);
     if (rc == 0)
         rc = ops->run(c, ddl_ledger, NULL, 0, NULL);
     if (rc == 0)
@@ -366,6 +379,25 @@ static int write_instant(const struct ej__trace_ops *ops, struct ej__trace_conn 
     return ops->run(c, sql_instant, p, 4, NULL);
 }
 
+static const char sql_result[] =
+    "INSERT INTO EJOB_EXECUTION_RESULT (id, result, attempt, killed_by) VALUES ($1, $2, $3, $4) "
+    "ON CONFLICT (id) DO UPDATE SET result = excluded.result, attempt = excluded.attempt, "
+    "killed_by = excluded.killed_by";
+
+static int write_result(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
+                        const ej_execution_event *e)
+{
+    bool oom = false;
+    char *by = e->killed_by ? ej__trace_clean_text(e->killed_by, 255, NULL, &oom) : NULL;
+    if (oom)
+        return EJ_ENOMEM;
+    struct ej__tp p[4] = {tp_text(e->id), tp_text(ej_execution_result(e)),
+                          tp_int(e->attempt > 0 ? e->attempt : 1), tp_text(by)};
+    int rc = ops->run(c, sql_result, p, 4, NULL);
+    free(by);
+    return rc;
+}
+
 static int write_execution(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
                            const ej_execution_event *e)
 {
@@ -392,6 +424,8 @@ static int write_execution(const struct ej__trace_ops *ops, struct ej__trace_con
         rc = ops->run(c, sql_exec_end_one, p, 11, NULL);
         if (rc == 0)
             rc = write_detail(ops, c, e, &v);
+        if (rc == 0)
+            rc = write_result(ops, c, e);
         goto out;
     }
     struct ej__tp u[4] = {tp_int(e->is_success), tp_text(v.complete), tp_text(v.cause),
@@ -407,6 +441,8 @@ static int write_execution(const struct ej__trace_ops *ops, struct ej__trace_con
     }
     if (rc == 0)
         rc = write_detail(ops, c, e, &v);
+    if (rc == 0)
+        rc = write_result(ops, c, e);
 out:
     exec_vals_fini(&v);
     return rc;
@@ -459,7 +495,12 @@ static const char sql_fire[] =
     "ON CONFLICT (job_name, fire_time_ms, sharding_item) DO UPDATE SET outcome = "
     "excluded.outcome, kind = excluded.kind, execution_id = excluded.execution_id, instance_id "
     "= excluded.instance_id, recorded_time_ms = excluded.recorded_time_ms WHERE " FIRE_RANK(
-        "EJOB_FIRE_LEDGER") " < " FIRE_RANK("excluded");
+        "EJOB_FIRE_LEDGER") " < " FIRE_RANK("excluded") " OR (EJOB_FIRE_LEDGER.outcome = 'ran' "
+                                                        "AND excluded.outcome = 'ran' AND "
+                                                        "EJOB_FIRE_LEDGER.instance_id = "
+                                                        "excluded.instance_id)";
+/* (The last clause: a retry of the item on the instance that ran it points
+ * the row at its latest attempt, so the ledger shows the final outcome.) */
 /* The start-up scan's rows: only after the job's last row (none: nothing,
  * the job has no ledger to extend), and never over another row. */
 static const char sql_fire_after_last[] =
@@ -540,12 +581,22 @@ int ej__trace_purge_chunk(const struct ej__trace_ops *ops, struct ej__trace_conn
             return rc;
         *deleted += n;
     }
+    /* Results go with their runs (they have no time of their own). */
+    static const char sql_orphans[] =
+        "DELETE FROM EJOB_EXECUTION_RESULT WHERE id IN (SELECT r.id FROM EJOB_EXECUTION_RESULT r "
+        "LEFT JOIN JOB_EXECUTION_LOG e ON e.id = r.id WHERE e.id IS NULL LIMIT $1)";
+    struct ej__tp rp[1] = {tp_int(chunk)};
     static const char sql_instant_purge[] =
         "DELETE FROM EJOB_EXECUTION_INSTANT WHERE id IN (SELECT id FROM EJOB_EXECUTION_INSTANT "
         "WHERE start_ms < $1 LIMIT $2)";
-    struct ej__tp lp[2] = {tp_int(cutoff_ms), tp_int(chunk)};
     int64_t n = 0;
-    int rc = ops->run(c, sql_ledger, lp, 2, &n);
+    int rc = ops->run(c, sql_orphans, rp, 1, &n);
+    if (rc != 0)
+        return rc;
+    *deleted += n;
+    struct ej__tp lp[2] = {tp_int(cutoff_ms), tp_int(chunk)};
+    n = 0;
+    rc = ops->run(c, sql_ledger, lp, 2, &n);
     if (rc == 0)
         *deleted += n;
     n = 0;

@@ -175,6 +175,11 @@ done
 req POST /api/registries/capi/jobs/apiJob/trigger '{}'; expect_code 200 "trigger"
 expect_json 'len(d["targets"])' 2 "trigger reached both instances"
 req POST /api/registries/capi/jobs/apiJob/trigger '{"instance":"9.9.9.9@-@1"}'; expect_code 404 "trigger an unknown instance"
+req POST /api/registries/capi/jobs/apiJob/kill '{"item":1}'; expect_code 200 "kill item 1"
+expect_json 'd["targets"][0].startswith("kill-")' True "kill names its request"
+KILLNODE=$(zkf_cli get "/capi/apiJob/kills/$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["targets"][0])' "$BODY" 2>/dev/null)" | tr '\n' ' ')
+grep -q "item=1 instance= server= by=console:alice" <<<"$KILLNODE" && pass "the kill request in ZooKeeper names the item and the console user" || fail "kill node: $KILLNODE"
+req POST /api/registries/capi/jobs/apiJob/kill '{"item":"x"}'; expect_code 400 "kill with a bad item"
 req POST /api/registries/capi/jobs/apiJob/disable '{"server":"127.0.0.51"}'; expect_code 200 "disable one server"
 [ "$(zkf_cli get /capi/apiJob/servers/127.0.0.51)" = DISABLED ] && pass "servers/127.0.0.51 is DISABLED in ZooKeeper" || fail "server node not DISABLED"
 wait_json 20 /api/registries/capi/jobs/apiJob 'sorted(set(i["instanceId"].split("@")[0] for i in d["items"]))' "['127.0.0.52']" "items move off the disabled server"
@@ -252,6 +257,7 @@ wait_json 10 /api/registries/capi/jobs 'd[0]["status"]' CRASHED "no instance lef
 
 # ---------------------------------------------------------------- audit, logout, expiry
 grep -q '"user":"alice","auth":"session","role":"admin",.*"method":"POST","path":"/api/registries/capi/jobs/apiJob/trigger","result":200' "$D/audit.log" && pass "audit line for a write" || fail "audit log: $(cat "$D/audit.log")"
+grep -q '"user":"alice",.*"path":"/api/registries/capi/jobs/apiJob/kill","result":200.*"item":1' "$D/audit.log" && pass "audit line for a kill, with its item" || fail "no kill in the audit log: $(grep kill "$D/audit.log")"
 grep -q '"user":"gus","auth":"session","role":"viewer",.*"result":403' "$D/audit.log" && pass "audit line for a refused write" || fail "no refused write in the audit log"
 grep -q '"method":"PUT","path":"/api/registries/capi/jobs/apiJob/config","result":422,"error":"' "$D/audit.log" && pass "audit line names the error" || fail "no 422 line"
 grep -q 'adm1n' "$D/audit.log" "$D/console.log" "$D/console.log.err" && fail "a password reached a log" || pass "no password in the logs"

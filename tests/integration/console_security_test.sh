@@ -276,6 +276,7 @@ GET /api/registries/R/jobs/J/history viewer
 GET /api/registries/R/jobs/J/fires viewer
 POST /api/registries/R/jobs/noSuchJob/trigger operator
 POST /api/registries/R/jobs/noSuchJob/shutdown operator
+POST /api/registries/R/jobs/noSuchJob/kill admin
 POST /api/registries/R/jobs/noSuchJob/disable operator
 POST /api/registries/R/jobs/noSuchJob/enable operator
 POST /api/registries/R/jobs/noSuchJob/items/0/disable operator

@@ -96,6 +96,8 @@ static void check_all_zero(const char *text, size_t reasons)
 {
     expect(text, "ejob_item_runs_total{ejob_job=\"" JOB_NAME "\",result=\"success\"}", 0);
     expect(text, "ejob_item_runs_total{ejob_job=\"" JOB_NAME "\",result=\"failed\"}", 0);
+    expect(text, "ejob_item_runs_total{ejob_job=\"" JOB_NAME "\",result=\"timeout\"}", 0);
+    expect(text, "ejob_item_runs_total{ejob_job=\"" JOB_NAME "\",result=\"killed\"}", 0);
     expect_reason(text, "busy", 0);
     for (size_t i = 0; i < reasons; i++)
         expect_reason(text, ej_fire_not_run_reason(i), 0);

@@ -595,11 +595,13 @@ static void sink_reads_events(void **state)
     e->complete_time_ms = 1795741201000LL;
     e->failure_cause = "Execute script failure: 'sleep' timed out after 100 ms; process group "
                        "killed";
+    e->result = EJ_RUN_TIMEOUT; /* the flag, not the words, makes it a timeout */
     e->has_exit_code = true;
     e->exit_code = -1;
     e->term_signal = 15;
     ej_alert_event_sink(&ev, NULL);
-    e->failure_cause = "HTTP job failure: GET http://x/: HTTP status 502";
+    e->failure_cause = "HTTP job failure: GET http://x/: timed out (by its words only)";
+    e->result = NULL;
     e->has_exit_code = false;
     e->http_status = 502;
     e->sharding_item = 1;

@@ -1907,6 +1907,40 @@ static void test_yaml_job_errors(void **state)
                       "jobs.yaml:7:66: jobs.j.props.script.timeout.milliseconds: must be >= 0, "
                       "got -5");
     assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
+                                "    timeoutSeconds: -3\n"
+                                "    props: {script.command.line: x}\n",
+                      "jobs.yaml:7:21: jobs.j.timeoutSeconds: must be 0 (none) to 31536000, "
+                      "got -3");
+    assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
+                                "    timeoutSeconds: 2\n"
+                                "    props: {script.command.line: x, script.timeout.milliseconds: "
+                                "5000}\n",
+                      "jobs.yaml:7:21: jobs.j.timeoutSeconds: 2 s disagrees with its alias "
+                      "scriptTimeoutMilliseconds (5000 ms): set one");
+    assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
+                                "    misfirePolicy: CATCH_UP\n"
+                                "    props: {script.command.line: x}\n",
+                      "jobs.yaml:7:20: jobs.j.misfirePolicy: CATCH_UP needs catchUpWindowSeconds "
+                      "(1 to 86400)");
+    assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
+                                "    overlapPolicy: ALLOW\n"
+                                "    props: {script.command.line: x}\n",
+                      "jobs.yaml:7:20: jobs.j.overlapPolicy: must be QUEUE, SKIP or REPLACE, got "
+                      "\"ALLOW\"");
+    assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
+                                "    retry: {maxAttempts: 3, multiplier: 0}\n"
+                                "    props: {script.command.line: x}\n",
+                      "jobs.yaml:7:41: jobs.j.retry.multiplier: must be an integer 1 to 10, got 0");
+    assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
+                                "    retry: {maxAttempts: 3, backoff: 1}\n"
+                                "    props: {script.command.line: x}\n",
+                      "jobs.yaml:7:29: jobs.j.retry: unknown key \"backoff\"");
+    assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
+                                "    timeoutGraceSeconds: 7200\n"
+                                "    props: {script.command.line: x}\n",
+                      "jobs.yaml:7:26: jobs.j.timeoutGraceSeconds: must be 0 (2 s) to 3600, "
+                      "got 7200");
+    assert_yaml_error(YAML_HEAD "    cron: 0 * * * * ?\n    shardingTotalCount: 1\n"
                                 "    props: {script.command.line: x, script.timeout.milliseconds: "
                                 "soon}\n",
                       "jobs.yaml:7:66: jobs.j.props.script.timeout.milliseconds: expected an "
@@ -2286,6 +2320,17 @@ static const struct {
     {"overwrite", EJ_CFG_F_OVERWRITE},
     {"props.script.command.line", EJ_CFG_F_SCRIPT_COMMAND_LINE},
     {"props.script.timeout.milliseconds", EJ_CFG_F_SCRIPT_TIMEOUT},
+    {"timeoutSeconds", EJ_CFG_F_TIMEOUT_SECONDS},
+    {"timeoutGraceSeconds", EJ_CFG_F_TIMEOUT_GRACE_SECONDS},
+    {"retry.maxAttempts", EJ_CFG_F_RETRY_MAX_ATTEMPTS},
+    {"retry.initialBackoffSeconds", EJ_CFG_F_RETRY_INITIAL_BACKOFF_SECONDS},
+    {"retry.multiplier", EJ_CFG_F_RETRY_MULTIPLIER},
+    {"retry.maxBackoffSeconds", EJ_CFG_F_RETRY_MAX_BACKOFF_SECONDS},
+    {"retry.jitter", EJ_CFG_F_RETRY_JITTER},
+    {"overlapPolicy", EJ_CFG_F_OVERLAP_POLICY},
+    {"startingDeadlineSeconds", EJ_CFG_F_STARTING_DEADLINE_SECONDS},
+    {"misfirePolicy", EJ_CFG_F_MISFIRE_POLICY},
+    {"catchUpWindowSeconds", EJ_CFG_F_CATCH_UP_WINDOW_SECONDS},
     {"props.http.uri", EJ_CFG_F_HTTP_URI},
     {"props.http.method", EJ_CFG_F_HTTP_METHOD},
     {"props.http.data", EJ_CFG_F_HTTP_DATA},
@@ -2307,7 +2352,9 @@ static void yaml_job_with(char *buf, size_t len, ej_job_type type, const char *k
         n += snprintf(buf + n, len - (size_t)n, "    cron: 0 * * * * ?\n");
     if (strcmp(key, "shardingTotalCount") != 0)
         n += snprintf(buf + n, len - (size_t)n, "    shardingTotalCount: 2\n");
-    if (prop == NULL)
+    if (strncmp(key, "retry.", 6) == 0)
+        n += snprintf(buf + n, len - (size_t)n, "    retry:\n      %s: %s\n", key + 6, text);
+    else if (prop == NULL)
         n += snprintf(buf + n, len - (size_t)n, "    %s: %s\n", key, text);
     n += snprintf(buf + n, len - (size_t)n, "    props:\n");
     if (prop == NULL || strcmp(prop, need) != 0)
@@ -2339,6 +2386,8 @@ static void test_yaml_field_table_keys(void **state)
          "com.dangdang.ddframe.job.lite.api.strategy.impl.OdevitySortByNameJobShardingStrategy"},
         {EJ_CFG_F_HTTP_URI, "'https://example.com/a?b=c'", "https://example.com/a?b=c"},
         {EJ_CFG_F_HTTP_METHOD, "put", "PUT"},
+        {EJ_CFG_F_OVERLAP_POLICY, "REPLACE", "REPLACE"},
+        {EJ_CFG_F_MISFIRE_POLICY, "ONCE", "ONCE"},
         {EJ_CFG_F_JOB_TYPE, "http", NULL},
     };
     enum { NDOC = sizeof documented_yaml_keys / sizeof documented_yaml_keys[0] };

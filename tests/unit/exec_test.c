@@ -556,6 +556,66 @@ static void test_script_cancel(void **state)
     ej__exec_context_fini(&ctx);
 }
 
+/* A C job that works until the flag says stop (as a well-behaved job
+ * polls it), at most 10 s. */
+static int poll_until_cancelled(const ej_shard_context *ctx, void *user)
+{
+    (void)user;
+    for (int i = 0; i < 1000 && !ej_shard_context_is_cancelled(ctx); i++)
+        ej__sleep_ms(10);
+    return 0;
+}
+
+static void test_c_job_timeout_and_kill(void **state)
+{
+    (void)state;
+    struct ej_job_def d = {.type = EJ_JOB_TYPE_SIMPLE, .simple = poll_until_cancelled};
+    d.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
+    ej_shard_context ctx;
+    fill_ctx(&ctx, NULL, 0, NULL);
+    ej__exec_context_limit(&ctx, NULL, 300);
+    ej__exec_result r;
+    int64_t t0 = ej__mono_ms();
+    /* It returned 0, but after its time: a timeout. */
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), EJ_ETIMEDOUT);
+    int64_t took = ej__mono_ms() - t0;
+    assert_true(took >= 300 && took < 800);
+    assert_true(r.timed_out);
+    assert_non_null(strstr(r.failure_cause, "timed out"));
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&ctx);
+
+    /* A kill wins over a timeout still ahead. */
+    atomic_bool kill = false;
+    fill_ctx(&ctx, NULL, 0, NULL);
+    ej__exec_context_limit(&ctx, &kill, 5000);
+    pthread_t th;
+    pthread_create(&th, NULL, cancel_later, &kill);
+    assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), EJ_ESTOPPED);
+    pthread_join(th, NULL);
+    assert_true(ej__mono_ms() - atomic_load(&cancelled_at_ms) < 200);
+    assert_true(r.killed);
+    assert_false(r.timed_out);
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&ctx);
+
+    /* A script killed: SIGTERM to its group, recorded as killed. */
+    struct ej_job_def sd = {.type = EJ_JOB_TYPE_SCRIPT};
+    sd.script.command_line = "/bin/sh -c 'sleep 30'";
+    sd.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
+    atomic_store(&kill, false);
+    fill_ctx(&ctx, NULL, 0, NULL);
+    ej__exec_context_limit(&ctx, &kill, 0);
+    pthread_create(&th, NULL, cancel_later, &kill);
+    assert_int_equal(ej__exec_run_item(&sd, &ctx, NULL, &r), EJ_ESTOPPED);
+    pthread_join(th, NULL);
+    assert_true(ej__mono_ms() - atomic_load(&cancelled_at_ms) < 1000);
+    assert_true(r.killed);
+    assert_int_equal(r.term_signal, SIGTERM);
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&ctx);
+}
+
 struct daemon_item {
     struct ej_job_def def;
     ej_shard_context ctx;
@@ -1101,6 +1161,38 @@ static void test_http(void **state)
     ej__exec_result_fini(&r);
     ej__exec_context_fini(&cctx);
 
+    /* The job's timeout (300 ms) ends a request its read timeout (5 s)
+     * would let run: aborted, and the result is a timeout, not a cancel. */
+    ej_shard_context tctx;
+    fill_ctx(&tctx, NULL, 0, NULL);
+    ej__exec_context_limit(&tctx, NULL, 300);
+    t0 = ej__mono_ms();
+    assert_int_equal(ej__exec_run_item(&j, &tctx, NULL, &r), EJ_ETIMEDOUT);
+    took = ej__mono_ms() - t0;
+    print_message("http item past its timeoutSeconds: ended after %lld ms (limit 300)\n",
+                  (long long)took);
+    assert_true(took >= 300 && took < 800);
+    assert_true(r.timed_out);
+    assert_false(r.cancelled);
+    assert_false(r.killed);
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&tctx);
+
+    /* Killed 200 ms in: aborted, recorded as killed. */
+    atomic_bool kill = false;
+    fill_ctx(&tctx, NULL, 0, NULL);
+    ej__exec_context_limit(&tctx, &kill, 0);
+    pthread_create(&th, NULL, cancel_later, &kill);
+    assert_int_equal(ej__exec_run_item(&j, &tctx, NULL, &r), EJ_ESTOPPED);
+    took = ej__mono_ms() - atomic_load(&cancelled_at_ms);
+    pthread_join(th, NULL);
+    assert_true(took < 750);
+    assert_true(r.killed);
+    assert_false(r.timed_out);
+    assert_non_null(strstr(r.failure_cause, "killed"));
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&tctx);
+
     /* Nothing listens on this port (the daemon's port + 0 is taken:
      * bind a socket, close it, use its port). */
     j.http.uri = "http://127.0.0.1:1/nothing";
@@ -1292,6 +1384,7 @@ int main(void)
         cmocka_unit_test(test_script_failure_exit_code),
         cmocka_unit_test(test_script_fencing_token_env),
         cmocka_unit_test(test_script_timeout_kills_group),
+        cmocka_unit_test(test_c_job_timeout_and_kill),
         cmocka_unit_test(test_script_output_cap),
         cmocka_unit_test(test_script_cancel),
         cmocka_unit_test(test_script_group_dies_with_daemon),

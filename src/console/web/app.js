@@ -198,6 +198,7 @@ function jobView(job) {
       opButton('Disable', 'op-disable', 'Disable ' + job + ' on every server?', 'POST', regPath(jp + '/disable'), {}, refresh),
       opButton('Enable', 'op-enable', 'Enable ' + job + ' on every server?', 'POST', regPath(jp + '/enable'), {}, refresh),
       opButton('Shut down', 'op-shutdown', 'Shut down every instance of ' + job + '?', 'POST', regPath(jp + '/shutdown'), {}, refresh, true),
+      opButton('Kill', 'op-kill', 'Kill every running item of ' + job + ' (SIGTERM, then SIGKILL after its grace)?', 'POST', regPath(jp + '/kill'), {}, refresh, true, 'admin'),
       opButton('Remove', 'op-remove', 'Remove ' + job + ' from the registry?', 'DELETE', regPath(jp), undefined, refresh, true, 'admin'),
       el('a', { href: link('/job/' + enc(job) + '/config'), id: 'op-config' }, isAdmin() ? 'Edit config' : 'Config'), ' ',
       el('a', { href: link('/job/' + enc(job) + '/history'), id: 'op-history' }, 'History'), ' ',
@@ -219,7 +220,8 @@ function jobView(job) {
       el('td', {}, it.misfire ? 'yes' : ''), el('td', {}, it.disabled ? 'yes' : ''), el('td', {}, it.parameter || ''),
       el('td', { class: 'ops' }, it.disabled
         ? opButton('Enable', null, 'Enable item ' + it.item + ' of ' + job + '?', 'POST', regPath(jp + '/items/' + it.item + '/enable'), {}, refresh)
-        : opButton('Disable', null, 'Disable item ' + it.item + ' of ' + job + '?', 'POST', regPath(jp + '/items/' + it.item + '/disable'), {}, refresh)))));
+        : opButton('Disable', null, 'Disable item ' + it.item + ' of ' + job + '?', 'POST', regPath(jp + '/items/' + it.item + '/disable'), {}, refresh),
+        it.running ? opButton('Kill', null, 'Kill item ' + it.item + ' of ' + job + ' now?', 'POST', regPath(jp + '/kill'), { item: it.item }, refresh, true, 'admin') : null))));
   };
   poll(refresh);
 }
