@@ -228,9 +228,13 @@ static json_t *instance_live(ej_console *con, const struct ej_trace_execution *e
     if (con == NULL || e->completed || e->instance_id == NULL || e->instance_id[0] == '\0' ||
         !ej_console_is_job_name(e->job_name) || !ej_console_is_segment(e->instance_id))
         return json_null();
+    /* A job this registry does not have: unknown here, not dead. */
     char path[EJ_REG_MAX_PATH_LEN + 1];
+    ej_console_path(path, sizeof path, e->job_name, EJ_CONSOLE_NODE_CONFIG, 0, NULL);
+    bool known = false, live = false;
+    if (ej__console_exists(con, path, &known) != 0 || !known)
+        return json_null();
     ej_console_path(path, sizeof path, e->job_name, EJ_CONSOLE_NODE_INSTANCE, 0, e->instance_id);
-    bool live = false;
     if (ej__console_exists(con, path, &live) != 0)
         return json_null();
     return json_boolean(live);

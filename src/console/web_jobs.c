@@ -164,11 +164,9 @@ struct row {
     int64_t next_fire; /* 0: none */
 };
 
-static const struct list_query *sort_by; /* qsort has no argument: under sort_mu */
-static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static int cmp_rows(const void *a, const void *b)
+static int cmp_rows(const void *a, const void *b, void *query)
 {
+    const struct list_query *sort_by = query;
     const struct row *x = a, *y = b;
     const char *s = sort_by->sort;
     int c = 0;
@@ -202,9 +200,13 @@ static json_t *page_body(struct ej__console_request *req, ej_console *con,
                          int64_t *valid_until)
 {
     struct row *rows = calloc(n ? n : 1, sizeof *rows);
+    if (rows == NULL) {
+        ej__console_reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return NULL;
+    }
     size_t k = 0;
     int64_t now = ej__now_ms();
-    for (size_t i = 0; rows != NULL && i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (!matches(&jobs[i], q))
             continue;
         rows[k].job = &jobs[i];
@@ -213,11 +215,7 @@ static json_t *page_body(struct ej__console_request *req, ej_console *con,
             next_fires(&jobs[i], job_zone(&jobs[i], &assumed), now, &rows[k].next_fire, 1);
         k++;
     }
-    pthread_mutex_lock(&sort_mu);
-    sort_by = q;
-    if (rows != NULL)
-        qsort(rows, k, sizeof *rows, cmp_rows);
-    pthread_mutex_unlock(&sort_mu);
+    qsort_r(rows, k, sizeof *rows, cmp_rows, (void *)q);
     size_t from = (size_t)q->offset < k ? (size_t)q->offset : k;
     size_t to = q->limit == 0 || from + (size_t)q->limit > k ? k : from + (size_t)q->limit;
     json_t *arr = json_array();
