@@ -94,6 +94,8 @@ async function registries(page) {
 async function history(page) {
   await page.goto(url + '/#/r/scale/history');
   await waitFor(page, () => document.querySelectorAll('#history-body tr').length === 50, null, 'history: first page of 50');
+  await waitFor(page, () => document.querySelector('#history-body tr[data-run="h00000"] .result').textContent === 'killed by console:alice' &&
+    document.querySelector('#history-body tr[data-run="h00001"] .result').textContent === 'timed out', null, 'killed and timed-out runs say so');
   for (const [id, label] of [['history-job', 'Job'], ['history-since', 'Since'], ['history-instance', 'Instance'], ['history-q', 'Output contains']])
     check(await page.evaluate(([i, l]) => { const e = document.querySelector('label[for="' + i + '"]'); return !!e && e.textContent.trim().startsWith(l); }, [id, label]),
       'filter ' + id + ' has the label ' + label);

@@ -79,6 +79,9 @@ db.executemany('INSERT INTO EJOB_EXECUTION_INSTANT (id, start_ms, complete_ms, u
 db.executemany('INSERT INTO EJOB_EXECUTION_DETAIL (id, instance_id, start_time, duration_ms, fencing_token, '
                'exit_code, term_signal, stdout, stdout_truncated, stderr_truncated, failure_cause_truncated) '
                'VALUES (?,?,?,?,?,?,?,?,?,?,?)', det)
+# How two runs ended, as the supervisor records it (EJOB_EXECUTION_RESULT).
+db.executemany('INSERT INTO EJOB_EXECUTION_RESULT (id, result, attempt, killed_by) VALUES (?,?,?,?)',
+               [('h00000', 'killed', 1, 'console:alice'), ('h00001', 'timeout', 1, None)])
 db.commit()
 PY
 
