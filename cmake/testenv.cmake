@@ -25,7 +25,8 @@ set(EJ_TESTENV_DIR ${PROJECT_BINARY_DIR}/testenv)
 # last makes the run's tail; with them the longest start first.
 set(EJ_TEST_COSTS
   integration.coord_takeover=141 integration.coord_leaderbusy=86
-  integration.coord_console=65 shell.console_security_test=47
+  shell.daemon_retry_failover_test=68 integration.coord_console=65
+  shell.console_security_test=47
   shell.daemon_http_flood_test=45 unit.schedule=43 shell.console_api_test=41
   shell.fire_ledger_test=40 integration.coord_large=38 integration.coord_notrun=35
   shell.daemon_reload_test=32 shell.daemon_metrics_test=30

@@ -41,6 +41,7 @@
                                                       names, timeZone, httpMethod,                 \
                                                       httpContentType */
 #define EJ_CONFIG_MAX_URI 8192                     /* httpUri */
+#define EJ_CONFIG_MAX_RETENTION_DAYS 36500         /* tracing.retentionDays of a job */
 #define EJ_CONFIG_MAX_TIMEOUT_SECONDS 31536000     /* timeoutSeconds: a year */
 #define EJ_CONFIG_MAX_SHARDING_TOTAL_COUNT 1000000 /* shardingTotalCount */
 /* Largest `config` node ej_job_config_from_json accepts (ZooKeeper's own
@@ -138,6 +139,12 @@ struct ej_job_config {
         int read_timeout_ms;     /* httpReadTimeoutMilliseconds (5000) */
         char *content_type;      /* httpContentType ("" = none) */
     } http;
+    /* The job's own history retention (docs/tracing.md "Never in the way of
+     * a fire"): -1 = the daemon's tracing.retentionDays, 0 = forever. */
+    struct ej_job_tracing_config {
+        int retention_days;        /* tracingRetentionDays (-1; 0..36500) */
+        int failed_retention_days; /* tracingFailedRetentionDays (-1 = as retention_days) */
+    } tracing;
     /* Unknown top-level keys of the JSON it was read from, as JSON object
      * text, written back after all known keys; NULL when none. */
     char *extra_json;
@@ -324,6 +331,38 @@ EJ_EXTERN size_t ej_job_config_java_ignored(const struct ej_job_config *cfg, con
  */
 EJ_EXTERN int ej_job_config_from_json(const char *json, size_t len, struct ej_job_config *cfg,
                                       char *err, size_t errlen);
+
+/*
+ * The job's fields as a form shows them, from the one field table
+ * (src/config/fields.h), as compact JSON: an array of
+ *   {"key": "cron", "name": "cron", "inProps": false,
+ *    "type": "string"|"integer"|"boolean"|"enum"|"object",
+ *    "scope": "ANY"|"DATAFLOW"|"SCRIPT"|"HTTP", "form": "main"|"more"|"java",
+ *    "choices": [...], "default": ..., "timeZone": false, "help": "..."}
+ * in the config node's order; inProps: the key is inside jobProperties
+ * (name is then "jobProperties.KEY"); form "java": what only Java
+ * ElasticJob instances use; timeZone: a name of the tz database
+ * (ej_tz_names). A heap string the caller frees, NULL when out of memory.
+ */
+EJ_EXTERN char *ej_config_fields_json(void);
+
+/*
+ * ej_job_config_from_json then ej_job_config_validate_all, reporting every
+ * problem at once (the console's config form, `ejob config set`): each
+ * value of the wrong type ("shardingTotalCount: expected an integer, got
+ * \"abc\""), then every rule's problem about the fields that did read (a
+ * field whose value did not read is not blamed twice). A bad time zone
+ * does not hide the cron's problems, nor a bad cron the zone's. Messages
+ * are appended to errs in the format of ej_job_config_validate.
+ * job: the job the node belongs to, or NULL. A missing jobName is taken
+ * from it; a different one is a problem (`jobName: is "x" but the job is
+ * "y"`).
+ * cfg: initialised; receives what was read unless the JSON as a whole is
+ * unusable (syntax, not an object: EJ_EPARSE with that one message).
+ * Returns 0, EJ_ECONFIG (messages added), EJ_EPARSE, EJ_EINVAL or EJ_ENOMEM.
+ */
+EJ_EXTERN int ej_job_config_check_json(const char *json, size_t len, const char *job,
+                                       struct ej_job_config *cfg, struct ej_config_errors *errs);
 
 /*
  * ej_job_config_from_json then ej_job_config_validate: what a `config` node

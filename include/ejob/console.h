@@ -34,6 +34,14 @@
 #define EJ_CONSOLE_SERVER_ENABLED ""
 /* Data the console writes into instances/{id} to run the job once now. */
 #define EJ_CONSOLE_INSTANCE_TRIGGER "TRIGGER"
+/* The data of an ejob instance's marker (EJ_CONSOLE_NODE_EJOB_INSTANCE):
+ * "" while it runs the job; SHUTDOWN once an operator shut it down and its
+ * `ejob run` daemon waits for a restart request; RESTART written there
+ * (over SHUTDOWN, at its version) asks the daemon to start the job again.
+ * A marker with no instances/{id} node and no SHUTDOWN: an ejob instance
+ * that was shut down and that only a restart of its process brings back. */
+#define EJ_CONSOLE_EJOB_SHUTDOWN "SHUTDOWN"
+#define EJ_CONSOLE_EJOB_RESTART "RESTART"
 /* Separator of an instance id: {ip}@-@{pid}. */
 #define EJ_CONSOLE_ID_SEP "@-@"
 
@@ -69,7 +77,10 @@ typedef enum {
     EJ_CONSOLE_NODE_GUARANTEE_COMPLETED,      /* guarantee/completed */
     EJ_CONSOLE_NODE_GUARANTEE_COMPLETED_ITEM, /* guarantee/completed/{item} (item) */
     EJ_CONSOLE_NODE_SYSTEM_TIME,              /* systemTime/current */
-    EJ_CONSOLE_NODE_KILLS,                    /* kills (ejob's: kill requests) */
+    /* ejob's own nodes, which Java 2.1.5 ignores: */
+    EJ_CONSOLE_NODE_KILLS,          /* kills (kill requests) */
+    EJ_CONSOLE_NODE_EJOB_INSTANCES, /* ejob/instances */
+    EJ_CONSOLE_NODE_EJOB_INSTANCE,  /* ejob/instances/{id} (name): the marker */
     EJ_CONSOLE_NODE_COUNT_                    /* not a node */
 } ej_console_node;
 
@@ -172,6 +183,14 @@ struct ej_console_server {
     char *ip;
     bool disabled; /* data is EJ_CONSOLE_SERVER_DISABLED */
     size_t instance_count;
+    size_t shut_down_count; /* its ejob instances shut down (not brief) */
+};
+
+/* An ejob instance an operator shut down: its process lives (its marker
+ * does) but it left the job. */
+struct ej_console_shut_down {
+    char *id;
+    bool restartable; /* its daemon restarts the job on request (ej_console_restart) */
 };
 
 struct ej_console_instance {
@@ -211,6 +230,8 @@ struct ej_console_job {
     struct ej_console_item *items; /* 0..count-1 plus any other numeric sharding/ child */
     size_t item_count;
     size_t failover_waiting; /* leader/failover/items children */
+    struct ej_console_shut_down *shut_down; /* by id; none when brief */
+    size_t shut_down_count;
     ej_console_status status;
 };
 
@@ -320,11 +341,26 @@ struct ej_console_kill_request {
 };
 EJ_EXTERN bool ej_console_kill_parse(const char *text, struct ej_console_kill_request *req);
 
-/* Shut the selected instances down: delete instances/{id}. */
+/* Shut the selected instances down: delete instances/{id}. The instance
+ * leaves the job until its process restarts, or (an `ejob run` daemon)
+ * until ej_console_restart. */
 EJ_EXTERN int ej_console_shutdown(ej_console *con, const char *job,
                                   const struct ej_console_select *sel,
                                   ej_console_touched_fn touched, void *user, char *err,
                                   size_t errlen);
+
+/* Bring shut-down instances back: EJ_CONSOLE_EJOB_RESTART into the marker
+ * of each selected instance whose daemon waits for it (its marker holds
+ * EJ_CONSOLE_EJOB_SHUTDOWN; written at that version). The daemon, on any
+ * host, then starts the job again with the config it runs it with. Returns
+ * 0 once written (touched per instance); EJ_ENOTFOUND when nothing
+ * selected waits for a restart, with why in err (a live instance, or an
+ * instance only a restart of its process brings back); EJ_EINVAL; a
+ * registry error. */
+EJ_EXTERN int ej_console_restart(ej_console *con, const char *job,
+                                 const struct ej_console_select *sel,
+                                 ej_console_touched_fn touched, void *user, char *err,
+                                 size_t errlen);
 
 /* Disable (or enable) the job on server ip, or on every server when ip is
  * NULL: servers/{ip} = EJ_CONSOLE_SERVER_DISABLED / ENABLED. */

@@ -63,6 +63,16 @@ typedef enum ej_tz_resolve {
  */
 EJ_EXTERN int ej_tz_load(const char *name, ej_tz **out);
 
+/*
+ * The names of the tz database that ej_tz_load loads (its zones and their
+ * links, from tzdata.zi in the directory ej_tz_load reads), sorted: what a
+ * form offers as time zones. *names: NULL-terminated, free with
+ * ej_tz_names_free; *count may be NULL. Returns 0, EJ_ENOTFOUND (no
+ * tzdata.zi), EJ_ENOMEM or -errno. Thread-safe.
+ */
+EJ_EXTERN int ej_tz_names(char ***names, size_t *count);
+EJ_EXTERN void ej_tz_names_free(char **names);
+
 /* Releases a handle from ej_tz_load(). Zones are cached for the process, so
  * this does nothing today; call it anyway. Accepts NULL. Thread-safe. */
 EJ_EXTERN void ej_tz_free(ej_tz *tz);

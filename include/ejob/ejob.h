@@ -120,6 +120,14 @@ struct ej_job_opts {
     /* Tests only: reconcile every this many ms instead of
      * reconcileIntervalMinutes. 0: off. */
     int64_t reconcile_interval_ms;
+    /* Called once when the job stops on its own: an operator shut this
+     * instance down (by_operator; its instance node deleted), or the job
+     * was removed from ZooKeeper. The process lives on; only a new job
+     * (ej_job_create) runs it here again. Runs on one of the job's threads,
+     * which may call the registry's synchronous operations; it must not
+     * block otherwise nor destroy the job. NULL: none. */
+    void (*on_stopped)(ej_job *job, bool by_operator, void *user);
+    void *on_stopped_user;
 };
 
 /*

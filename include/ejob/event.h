@@ -142,10 +142,34 @@ typedef struct ej_fire_event {
     int64_t recorded_time_ms; /* when it was known (epoch ms) */
 } ej_fire_event;
 
+/* ej_output_event.stream */
+#define EJ_OUTPUT_STDOUT 1
+#define EJ_OUTPUT_STDERR 2
+
+/*
+ * ejob's own (no 2.1.5 table): a piece of a running item's output, posted
+ * while it runs so that it can be read before the item ends (stores keep it
+ * in EJOB_EXECUTION_OUTPUT until the end event, which carries the whole
+ * output, replaces it). The pieces of one stream follow each other without
+ * a gap or an overlap, and stop at the job's output cap: they are the
+ * first bytes of what the end event's output will hold.
+ */
+typedef struct ej_output_event {
+    char execution_id[EJ_EVENT_ID_LEN]; /* the JOB_EXECUTION_LOG id */
+    const char *job_name;
+    int sharding_item;
+    int stream;       /* EJ_OUTPUT_STDOUT or EJ_OUTPUT_STDERR */
+    int64_t offset;   /* of data[0] in the stream */
+    const char *data; /* len bytes (may hold NULs); NULL when dropped from the queue */
+    size_t len;
+    int64_t time_ms; /* when it was read (epoch ms) */
+} ej_output_event;
+
 typedef enum ej_event_type {
     EJ_EVENT_EXECUTION = 1,
     EJ_EVENT_STATUS = 2,
-    EJ_EVENT_FIRE = 3, /* ejob's fire ledger; sinks that do not know it skip it */
+    EJ_EVENT_FIRE = 3,   /* ejob's fire ledger; sinks that do not know it skip it */
+    EJ_EVENT_OUTPUT = 4, /* ejob's live output; sinks that do not know it skip it */
 } ej_event_type;
 
 typedef struct ej_event {
@@ -154,12 +178,15 @@ typedef struct ej_event {
         ej_execution_event execution; /* EJ_EVENT_EXECUTION */
         ej_status_event status;       /* EJ_EVENT_STATUS */
         ej_fire_event fire;           /* EJ_EVENT_FIRE */
+        ej_output_event output;       /* EJ_EVENT_OUTPUT */
     } u;
 } ej_event;
 
 /* The fire member does not change ej_event's size or layout (docs/abi.md). */
 _Static_assert(sizeof(ej_fire_event) <= sizeof(ej_execution_event),
                "ej_fire_event must fit in the union without growing ej_event");
+_Static_assert(sizeof(ej_output_event) <= sizeof(ej_execution_event),
+               "ej_output_event must fit in the union without growing ej_event");
 
 /* Fills out with a new random (version 4) UUID string. Thread-safe. */
 EJ_EXTERN void ej_event_new_id(char out[EJ_EVENT_ID_LEN]);
@@ -172,14 +199,15 @@ EJ_EXTERN char *ej_event_items_string(const int *items, size_t count);
 
 /*
  * A copy of ev with all of its strings and bytes in one allocation (free()
- * it). without_output leaves out output and error_output, marking them
+ * it). without_output leaves out output and error_output (an output
+ * event's data), marking them
  * truncated. NULL on allocation failure, or when ev is NULL or of an
  * unknown type. Thread-safe.
  */
 EJ_EXTERN ej_event *ej_event_dup(const ej_event *ev, bool without_output);
 
-/* Bytes of output and error_output an execution event carries; 0 for
- * other events. */
+/* Bytes of output and error_output an execution event carries, or of data
+ * an output event carries; 0 for other events. */
 EJ_EXTERN size_t ej_event_output_bytes(const ej_event *ev);
 
 /* --------------------------------------------------------------- bus */
@@ -237,6 +265,7 @@ EJ_EXTERN int ej_event_bus_post(ej_event_bus *bus, const ej_event *ev);
 EJ_EXTERN int ej_event_bus_post_execution(ej_event_bus *bus, const ej_execution_event *ev);
 EJ_EXTERN int ej_event_bus_post_status(ej_event_bus *bus, const ej_status_event *ev);
 EJ_EXTERN int ej_event_bus_post_fire(ej_event_bus *bus, const ej_fire_event *ev);
+EJ_EXTERN int ej_event_bus_post_output(ej_event_bus *bus, const ej_output_event *ev);
 
 /*
  * Waits until every event posted before the call has been delivered, at

@@ -181,6 +181,18 @@ EJ_EXTERN int ej_trace_store_purge(ej_trace_store *store, int64_t timeout_ms);
  */
 EJ_EXTERN void ej_trace_store_destroy(ej_trace_store *store);
 
+/*
+ * A job's own retention (its tracing.retentionDays / failedRetentionDays):
+ * its runs are kept days (-1: the store's retention_days; 0: forever), its
+ * failed runs (and TASK_ERROR status rows) failed_days (-1: as days).
+ * Both -1 drops the job's rule. Written to ejob's EJOB_JOB_RETENTION at the
+ * next retention pass, so every daemon sharing the store applies it; the
+ * store-wide retention then leaves that job alone.
+ * Returns 0; EJ_EINVAL (no store, no name or one over 100 bytes); EJ_ENOMEM.
+ */
+EJ_EXTERN int ej_trace_store_set_job_retention(ej_trace_store *store, const char *job_name,
+                                               int days, int failed_days);
+
 /* ------------------------------------------------------------- reading */
 
 typedef struct ej_trace_reader ej_trace_reader;
@@ -311,6 +323,34 @@ EJ_EXTERN int ej_trace_get_execution(ej_trace_reader *reader, const char *id,
 /* Free what the functions above filled. Accept NULL and zeroed structs. */
 EJ_EXTERN void ej_trace_execution_list_fini(struct ej_trace_execution_list *list);
 EJ_EXTERN void ej_trace_execution_detail_fini(struct ej_trace_execution_detail *detail);
+
+/* ---------------------------------------------------------- live output */
+
+/* What a run has written from given byte offsets: while it runs, the
+ * pieces its daemon has stored so far (EJOB_EXECUTION_OUTPUT, at most
+ * ~250 ms behind the item); once it has ended, its whole output. */
+struct ej_trace_output {
+    bool completed;     /* the run has ended: these are its last bytes */
+    bool is_success;    /* when completed */
+    unsigned char *out; /* stdout bytes from out_from (NUL follows); NULL: none */
+    size_t out_len;
+    int64_t out_next;   /* the offset to ask for next */
+    unsigned char *err; /* stderr, the same way */
+    size_t err_len;
+    int64_t err_next;
+    bool out_truncated, err_truncated; /* cut at the cap (known once completed) */
+};
+
+/*
+ * The output of run id (the whole id) from out_from / err_from: call again
+ * with out_next / err_next to follow it until completed. Bytes a full queue
+ * dropped are stepped over (next then jumps). Caller finalises with
+ * ej_trace_output_fini.
+ * Returns 0; EJ_ENOTFOUND (no such run yet); EJ_EDB; EJ_EINVAL; EJ_ENOMEM.
+ */
+EJ_EXTERN int ej_trace_read_output(ej_trace_reader *reader, const char *id, int64_t out_from,
+                                   int64_t err_from, struct ej_trace_output *out);
+EJ_EXTERN void ej_trace_output_fini(struct ej_trace_output *out);
 
 /* ---------------------------------------------------------- fire ledger */
 

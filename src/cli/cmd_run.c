@@ -25,6 +25,7 @@
 #include "cli/daemon_clock.h"
 #include "cli/daemon_metrics.h"
 #include "cli/daemon_notify.h"
+#include "cli/daemon_restart.h"
 #include "cli/daemon_run.h"
 #include "cli/embedded.h"
 
@@ -83,8 +84,9 @@ static const char usage[] =
     "  SIGTERM, SIGINT  stop firing, let running items finish (bounded by\n"
     "                   --drain-timeout-ms), leave ZooKeeper cleanly, exit 0\n"
     "  SIGHUP           reload the file: added jobs start, removed jobs stop,\n"
-    "                   changed jobs take their new config; the others are not\n"
-    "                   touched. A file with errors is ignored (the errors are\n"
+    "                   changed jobs take their new config, jobs an operator\n"
+    "                   shut down start again; the others are not touched.\n"
+    "                   A file with errors is ignored (the errors are\n"
     "                   logged) and the running configuration is kept. A reload\n"
     "                   is read and applied on its own thread: SIGTERM is acted\n"
     "                   on at once even while a reload reads a slow or huge\n"
@@ -338,7 +340,21 @@ static void reload_done(struct daemon *d)
     if (d->reload_again) {
         d->reload_again = false;
         ejd_run_begin_reload(d);
+    } else if (d->restart_again) {
+        d->restart_again = false;
+        ejd_run_begin_restarts(d);
     }
+}
+
+/* A restart was asked (daemon_restart.h): done on the reload thread, after
+ * the reload going on if there is one. */
+static void restart_asked(struct daemon *d)
+{
+    ejd_restart_ack();
+    if (d->reload != NULL)
+        d->restart_again = true;
+    else
+        ejd_run_begin_restarts(d);
 }
 
 /* The main loop: reloads on SIGHUP until SIGTERM or SIGINT, which pauses
@@ -346,9 +362,10 @@ static void reload_done(struct daemon *d)
 static void serve(struct daemon *d, int sfd)
 {
     for (;;) {
-        struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN},
-                                {.fd = d->reload ? d->reload->efd : -1, .events = POLLIN}};
-        if (poll(pfd, 2, -1) < 0) {
+        struct pollfd pfd[3] = {{.fd = sfd, .events = POLLIN},
+                                {.fd = d->reload ? d->reload->efd : -1, .events = POLLIN},
+                                {.fd = ejd_restart_fd(), .events = POLLIN}};
+        if (poll(pfd, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
             EJ_LOG(EJ_LOG_ERROR, "daemon", -errno, "poll failed; stopping");
@@ -356,6 +373,8 @@ static void serve(struct daemon *d, int sfd)
         }
         if (pfd[1].revents & POLLIN)
             reload_done(d);
+        if (pfd[2].revents & POLLIN)
+            restart_asked(d);
         if (!(pfd[0].revents & POLLIN))
             continue;
         struct signalfd_siginfo si;
@@ -458,6 +477,9 @@ static int run(struct daemon *d, const struct run_opts *o, const char *secret, i
         rc = EJ_EXIT_FAILED;
         goto out_jobs;
     }
+    if ((e = ejd_restart_init(d->reg)) != 0)
+        EJ_LOG(EJ_LOG_WARN, "daemon", e, "restart requests will not be seen; SIGHUP restarts a "
+               "job that was shut down");
     ejd_notify_status("registering %zu job(s)", d->cfg.job_count);
     if (ejd_run_start_all(d) != 0) {
         rc = EJ_EXIT_FAILED;
@@ -479,6 +501,7 @@ out_jobs:
     ejd_run_reload_finish(d->reload);
     d->reload = NULL;
     ejd_run_stop_all(d);
+    ejd_restart_fini();
     ejd_fini();
 out_reg:
     ejd_metrics_stop();

@@ -35,9 +35,25 @@ static const char *yn(bool b)
     return b ? "yes" : "no";
 }
 
+/* A server whose ejob instances were all shut down is not simply ENABLED. */
 static const char *server_status(const struct ej_console_server *s)
 {
-    return s->disabled ? ej_console_status_name(EJ_CONSOLE_STATUS_DISABLED) : "ENABLED";
+    if (s->disabled)
+        return ej_console_status_name(EJ_CONSOLE_STATUS_DISABLED);
+    return s->shut_down_count > 0 && s->instance_count == 0 ? "SHUT DOWN" : "ENABLED";
+}
+
+/* What brings a shut-down instance back (docs/cli.md, `ejob start`). */
+static void print_shut_down(const struct ej_console_job *j)
+{
+    for (size_t i = 0; i < j->shut_down_count; i++) {
+        const struct ej_console_shut_down *s = &j->shut_down[i];
+        if (s->restartable)
+            printf("Shut down:  %s: restart needed (ejob start %s --instance %s)\n", s->id,
+                   j->name, s->id);
+        else
+            printf("Shut down:  %s: restart needed (restart its process)\n", s->id);
+    }
 }
 
 static json_t *config_json(const struct ej_console_job *j)
@@ -133,6 +149,11 @@ static void print_json(const struct ej_console_job *j, const char *ns, const str
         json_array_append_new(instances, s);
     }
     json_object_set_new(o, "instances", instances);
+    json_t *down = json_array();
+    for (size_t i = 0; i < j->shut_down_count; i++)
+        json_array_append_new(down, json_pack("{s:s,s:b}", "instanceId", j->shut_down[i].id,
+                                              "restartable", j->shut_down[i].restartable));
+    json_object_set_new(o, "shutDown", down);
     json_t *items = json_array();
     for (size_t i = 0; i < j->item_count; i++) {
         const struct ej_console_item *it = &j->items[i];
@@ -200,6 +221,7 @@ static void print_text(const struct ej_console_job *j, const char *ns, const str
                j->sharding_processing ? "in progress" : "needed at the next fire");
     if (j->failover_waiting > 0)
         printf("Failover:   %zu item(s) waiting to be taken over\n", j->failover_waiting);
+    print_shut_down(j);
 
     printf("\n");
     static const char *const sh[] = {"SERVER", "STATUS", "INSTANCES"};

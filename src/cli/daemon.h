@@ -54,6 +54,10 @@ const struct ej_job_config *ejd_job_config(const ejd_job *job);
  * error with err set (the job keeps its old config). */
 int ejd_job_update(ejd_job *job, const struct ej_job_config *cfg, char *err, size_t errlen);
 
+/* True when the job stopped on its own: an operator shut it down, or the
+ * job was removed from ZooKeeper (it then runs again only as a new job). */
+bool ejd_job_is_stopped(const ejd_job *job);
+
 /* Stop cron firing (running items go on). */
 void ejd_job_pause(ejd_job *job);
 

@@ -209,3 +209,12 @@ bool ejd_events_history_stats(struct ej_trace_stats *out)
     pthread_mutex_unlock(&store_mu);
     return have;
 }
+
+void ejd_events_job_retention(const char *job_name, int days, int failed_days)
+{
+    pthread_mutex_lock(&store_mu);
+    if (store != NULL && ej_trace_store_set_job_retention(store, job_name, days, failed_days) != 0)
+        EJ_LOG(EJ_LOG_WARN, "daemon", EJ_ENOMEM, "job %s: its history retention not kept",
+               job_name);
+    pthread_mutex_unlock(&store_mu);
+}

@@ -54,6 +54,11 @@ void ejd_events_destroy(struct ej_event_bus *bus);
  */
 bool ejd_events_history_stats(struct ej_trace_stats *out);
 
+/* A job's own retention (its tracing.retentionDays / failedRetentionDays;
+ * -1: none) for the history store (ej_trace_store_set_job_retention);
+ * nothing without a store. */
+void ejd_events_job_retention(const char *job_name, int days, int failed_days);
+
 /* daemon_ledger.c: lets the fire ledger's start-up scan read where the
  * ledger of a job ends in the history store at t (copied). Returns 0 or
  * EJ_ENOMEM. Uninstall waits for a read in flight. */

@@ -13,6 +13,7 @@
 #include "cli/daemon.h"
 #include "cli/daemon_events.h"
 #include "cli/daemon_metrics.h"
+#include "cli/daemon_restart.h"
 #include "cli/daemon_retry.h"
 
 struct ejd_job {
@@ -94,9 +95,14 @@ static int job_create(ej_registry *reg, const struct ej_job_config *cfg, ejd_job
         snprintf(err, errlen, "out of memory");
         return EJ_ENOMEM;
     }
-    struct ej_job_opts opts = {
-        .events = bus, .drain_timeout_ms = drain_timeout_ms, .def = def_with_cap(d, cfg)};
+    struct ej_job_opts opts = {.events = bus,
+                               .drain_timeout_ms = drain_timeout_ms,
+                               .def = def_with_cap(d, cfg),
+                               .on_stopped = ejd_restart_on_stopped};
     int rc = ej_job_create(reg, cfg, &opts, &d->job);
+    if (rc == 0)
+        ejd_events_job_retention(cfg->job_name, cfg->tracing.retention_days,
+                                 cfg->tracing.failed_retention_days);
     if (rc != 0) {
         snprintf(err, errlen, "%s", ej_strerror(rc));
         ej_job_config_fini(&d->cfg);
@@ -220,9 +226,21 @@ int ejd_job_update(ejd_job *job, const struct ej_job_config *cfg, char *err, siz
     if (rc == EJ_ETIMEDOUT)
         EJ_LOG(EJ_LOG_WARN, "daemon", rc, "job %s: new config written, not applied yet",
                cfg->job_name);
+    ejd_events_job_retention(cfg->job_name, cfg->tracing.retention_days,
+                             cfg->tracing.failed_retention_days);
     ej_job_config_fini(&job->cfg);
     job->cfg = copy;
     return 0;
+}
+
+bool ejd_job_is_stopped(const ejd_job *job)
+{
+    struct ej_job_status st;
+    if (ej_job_status(job->job, &st) != 0)
+        return false;
+    bool stopped = st.started && st.stopped;
+    ej_job_status_fini(&st);
+    return stopped;
 }
 
 void ejd_job_pause(ejd_job *job)

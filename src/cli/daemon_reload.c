@@ -15,6 +15,7 @@
 #include "ejob/log.h"
 #include "alert/alert.h"
 #include "cli/daemon_notify.h"
+#include "cli/daemon_restart.h"
 #include "cli/daemon_retry.h"
 #include "cli/daemon_run.h"
 
@@ -22,7 +23,7 @@ static void reload_apply(struct daemon *d, struct reload *rl);
 
 static void reload_free(struct reload *r)
 {
-    if (r->rc == 0 && !r->taken)
+    if (r->rc == 0 && !r->taken && !r->restarts_only)
         ej_daemon_config_fini(&r->next);
     ej_config_errors_fini(&r->errs);
     close(r->efd);
@@ -49,7 +50,7 @@ static void *reload_main(void *arg)
 {
     struct reload *r = arg;
     ej_config_errors_init(&r->errs);
-    r->rc = ej_daemon_config_load_file(r->file, &r->next, &r->errs);
+    r->rc = r->restarts_only ? 0 : ej_daemon_config_load_file(r->file, &r->next, &r->errs);
     int reading = RELOAD_READING;
     if (!atomic_compare_exchange_strong(&r->phase, &reading, RELOAD_APPLYING)) {
         reload_free(r); /* abandoned: the daemon may be gone */
@@ -67,13 +68,15 @@ static void *reload_main(void *arg)
     return NULL;
 }
 
-/* Start reading the file for a reload. Returns 0 or an error (logged). */
-static int reload_start(struct daemon *d)
+/* Start reading the file for a reload (or, restarts_only, the restarts
+ * asked). Returns 0 or an error (logged). */
+static int reload_start(struct daemon *d, bool restarts_only)
 {
     struct reload *r = calloc(1, sizeof(*r));
     if (r == NULL)
         return EJ_ENOMEM;
     r->d = d;
+    r->restarts_only = restarts_only;
     r->file = d->file;
     atomic_init(&r->phase, RELOAD_READING);
     r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -319,10 +322,62 @@ void ejd_run_apply_log_config(const struct daemon *d, const struct ej_log_config
     }
 }
 
+/* Start again, with cfg (copied first), a job of the running set that
+ * stopped on its own (an operator's shutdown): the stopped job leaves the
+ * set and ZooKeeper (its marker goes with it), a new one registers. */
+static int restart_job(struct daemon *d, const struct ej_job_config *cfg)
+{
+    struct ej_job_config copy;
+    if (ej_job_config_copy(&copy, cfg) != 0)
+        return EJ_ENOMEM;
+    ejd_job *old = NULL;
+    pthread_mutex_lock(&d->jobs_mu);
+    for (size_t i = 0; i < d->njobs && old == NULL; i++) {
+        if (strcmp(d->jobs[i].name, copy.job_name) != 0 || !ejd_job_is_stopped(d->jobs[i].job))
+            continue;
+        old = d->jobs[i].job;
+        free(d->jobs[i].name);
+        d->jobs[i] = d->jobs[--d->njobs];
+    }
+    pthread_mutex_unlock(&d->jobs_mu);
+    int rc = EJ_ENOTFOUND;
+    if (old != NULL) {
+        EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: starting again (it was shut down)",
+               copy.job_name);
+        ejd_jobs_stop(&old, 1);
+        rc = start_job(d, &copy);
+    }
+    ej_job_config_fini(&copy);
+    return rc;
+}
+
+/* The restarts asked through ZooKeeper, with the config each job runs with. */
+static void apply_restarts(struct daemon *d, struct reload *rl)
+{
+    char **names = ejd_restart_take();
+    size_t done = 0, asked = 0;
+    for (size_t i = 0; names != NULL && names[i] != NULL && !atomic_load(&d->stopping); i++) {
+        asked++;
+        const struct ej_job_config *cfg = find_cfg(&d->cfg, names[i]);
+        int rc = cfg != NULL ? restart_job(d, cfg) : EJ_ENOTFOUND;
+        if (rc == 0)
+            done++;
+        else
+            EJ_LOG(EJ_LOG_WARN, "daemon", rc, "job %s: restart asked, not done: %s", names[i],
+                   rc == EJ_ENOTFOUND ? "it is not a shut-down job of this daemon"
+                                      : ej_strerror(rc));
+    }
+    ej_registry_free_names(names);
+    snprintf(rl->outcome, sizeof rl->outcome, "restarted %zu of %zu job(s) on request", done,
+             asked);
+}
+
 /* Apply a reload (on its thread) once its file is read. Stops between
  * steps when the daemon is told to stop. */
 static void reload_apply(struct daemon *d, struct reload *rl)
 {
+    if (rl->restarts_only)
+        return apply_restarts(d, rl);
     int rc = rl->rc;
     if (rc != 0) {
         log_errors(&rl->errs, d->file, rc);
@@ -365,7 +420,7 @@ static void reload_apply(struct daemon *d, struct reload *rl)
     /* Jobs waiting for another start are the file's again: the loop below
      * starts those it still has (and queues them again if they fail). */
     ejd_retry_clear();
-    size_t removed = stop_removed(d, &next), added = 0, changed = 0, unchanged = 0;
+    size_t removed = stop_removed(d, &next), added = 0, changed = 0, unchanged = 0, restarted = 0;
     for (size_t i = 0; i < next.job_count; i++) {
         if (atomic_load(&d->stopping)) {
             EJ_LOG(EJ_LOG_INFO, "daemon", 0,
@@ -379,6 +434,12 @@ static void reload_apply(struct daemon *d, struct reload *rl)
         if (job == NULL) {
             if (start_job(d, cfg) == 0)
                 added++;
+            continue;
+        }
+        /* A job an operator shut down starts again, with the file's config. */
+        if (ejd_job_is_stopped(job)) {
+            if (restart_job(d, cfg) == 0)
+                restarted++;
             continue;
         }
         if (ej_job_config_equal(ejd_job_config(job), cfg)) {
@@ -400,11 +461,11 @@ static void reload_apply(struct daemon *d, struct reload *rl)
     ej_daemon_config_fini(&d->cfg);
     d->cfg = next;
     EJ_LOG(EJ_LOG_INFO, "daemon", 0,
-           "reload done: %zu added, %zu removed, %zu changed, %zu unchanged", added, removed,
-           changed, unchanged);
+           "reload done: %zu added, %zu removed, %zu changed, %zu unchanged, %zu restarted", added,
+           removed, changed, unchanged, restarted);
     snprintf(rl->outcome, sizeof rl->outcome,
-             "last reload: %zu added, %zu removed, %zu changed, %zu unchanged", added, removed,
-             changed, unchanged);
+             "last reload: %zu added, %zu removed, %zu changed, %zu unchanged, %zu restarted",
+             added, removed, changed, unchanged, restarted);
 }
 
 /* A SIGHUP acted on: systemd hears of the reload, and of its end at once
@@ -413,6 +474,12 @@ void ejd_run_begin_reload(struct daemon *d)
 {
     EJ_LOG(EJ_LOG_INFO, "daemon", 0, "SIGHUP: reloading %s", d->file);
     ejd_notify_reloading(d->file);
-    if (reload_start(d) != 0)
+    if (reload_start(d, false) != 0)
         ejd_notify_ready(d->njobs, d->file, "the reload could not start");
+}
+
+void ejd_run_begin_restarts(struct daemon *d)
+{
+    if (reload_start(d, true) != 0)
+        EJ_LOG(EJ_LOG_ERROR, "daemon", 0, "the restarts asked could not start; SIGHUP does them");
 }

@@ -42,6 +42,7 @@ struct daemon {
     bool level_fixed, format_fixed;
     struct reload *reload; /* the reload being read or applied, or NULL */
     bool reload_again;     /* a SIGHUP came while one was going on */
+    bool restart_again;    /* a restart was asked while a reload was going on */
 };
 
 /* A reload, read and applied on a thread of its own: reading a large file
@@ -59,7 +60,8 @@ struct reload {
     int efd; /* written by the thread when done */
     pthread_t thread;
     int rc;
-    bool taken;        /* next was moved into the daemon */
+    bool restarts_only; /* no file: the restarts asked (daemon_restart.h) */
+    bool taken;         /* next was moved into the daemon */
     char outcome[160]; /* how it went, for systemd's STATUS= */
     struct ej_daemon_config next;
     struct ej_config_errors errs;
@@ -86,6 +88,11 @@ void ejd_run_stop_all(struct daemon *d);
  * d->reload->efd becomes readable when it is done. systemd hears of the
  * reload, and of its end at once when it cannot even start. */
 void ejd_run_begin_reload(struct daemon *d);
+
+/* Restarts asked through ZooKeeper (daemon_restart.h): applied on the
+ * reload's thread like a reload without a file, so that they and reloads
+ * never change the job set at once. */
+void ejd_run_begin_restarts(struct daemon *d);
 
 /* The main loop is done with a reload: join its thread, or leave a thread
  * still reading to free it. Accepts NULL. */

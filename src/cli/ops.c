@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 
+#include "common/util.h"
 #include "ejob/console.h"
 #include "ejob/error.h"
 #include "cli/cli.h"
@@ -91,6 +92,28 @@ const char ejcli_shutdown_usage[] =
     "  shut down demoJob instance 127.0.0.12@-@4241\n"
     "\n"
     "Exit codes: 0 done, 1 no such job or instance / registry error, 2 usage error.\n";
+
+const char ejcli_start_usage[] =
+    "Usage: ejob start JOB [--instance ID | --server IP] [--json] [registry options]\n"
+    "\n"
+    "Bring back instances that were shut down (ejob shutdown, the console). A\n"
+    "shut-down instance has left the job until its process restarts; an `ejob run`\n"
+    "daemon, on any host, starts the job again when asked: this writes \"RESTART\"\n"
+    "into /NAMESPACE/JOB/ejob/instances/ID (an ejob-only node; Java ElasticJob\n"
+    "ignores it), then waits up to 30 s for each instance to register again.\n"
+    "A Java instance, or a program that embeds ejob, comes back only with a\n"
+    "restart of its process. `kill -HUP` of the daemon does the same for every\n"
+    "job of its file.\n"
+    "\n"
+    "  --instance ID   only this instance\n"
+    "  --server IP     only the instances of this server\n"
+    "\n" EJCLI_COMMON_HELP "\n"
+    "Example:\n"
+    "  $ ejob start demoJob --instance 127.0.0.12@-@4241\n"
+    "  started demoJob instance 127.0.0.12@-@4241\n"
+    "\n"
+    "Exit codes: 0 every instance asked is back, 1 no such job / nothing waits for\n"
+    "a restart / not back within 30 s / registry error, 2 usage error.\n";
 
 const char ejcli_remove_usage[] =
     "Usage: ejob remove JOB [--json] [registry options]\n"
@@ -241,6 +264,62 @@ static int do_shutdown(ej_console *con, const struct op_args *a, struct report *
     return ej_console_shutdown(con, a->job, &sel, report_touched, r, err, errlen);
 }
 
+/* How long `ejob start` waits for an instance to register again: the
+ * daemon first drains what the stopped job still runs. */
+#define START_WAIT_MS 30000
+
+static void collect_id(const char *target, void *user)
+{
+    json_array_append_new(user, json_string(target));
+}
+
+/* Wait for instance inst of job to register again. 0 when back. */
+static int wait_back(ej_registry *reg, const char *job, const char *inst, char *err,
+                     size_t errlen)
+{
+    char path[EJ_REG_MAX_PATH_LEN + 1];
+    ej_console_path(path, sizeof path, job, EJ_CONSOLE_NODE_INSTANCE, 0, inst);
+    bool back = false;
+    for (int waited = 0; !back; waited += 100) {
+        int rc = ej_registry_exists(reg, path, &back, NULL);
+        if (rc != 0) {
+            snprintf(err, errlen, "%s", ej_registry_errmsg(reg));
+            return rc;
+        }
+        if (!back && waited >= START_WAIT_MS) {
+            snprintf(err, errlen,
+                     "instance %s of %s was asked to start again and has not registered within "
+                     "%d s (see its daemon's log)",
+                     inst, job, START_WAIT_MS / 1000);
+            return EJ_ETIMEDOUT;
+        }
+        if (!back)
+            ej__sleep_ms(100);
+    }
+    return 0;
+}
+
+/* Ask, then wait for each instance's node to be back. */
+static int do_start(ej_console *con, const struct op_args *a, struct report *r, char *err,
+                    size_t errlen)
+{
+    struct ej_console_select sel = {a->instance, a->server};
+    json_t *asked = json_array();
+    int rc = ej_console_restart(con, a->job, &sel, collect_id, asked, err, errlen);
+    size_t i;
+    json_t *id;
+    json_array_foreach(asked, i, id)
+    {
+        if (rc != 0)
+            break;
+        rc = wait_back(ej_console_registry(con), a->job, json_string_value(id), err, errlen);
+        if (rc == 0)
+            report_touched(json_string_value(id), r);
+    }
+    json_decref(asked);
+    return rc;
+}
+
 static int do_disable(ej_console *con, const struct op_args *a, struct report *r, char *err,
                       size_t errlen)
 {
@@ -313,6 +392,14 @@ int ejcli_op_shutdown(int argc, char **argv)
     return rc != 0 ? rc
                    : run_op("shutdown", &a, do_shutdown,
                             (const char *const[]){"shut down", "instance "});
+}
+
+int ejcli_op_start(int argc, char **argv)
+{
+    struct op_args a;
+    int rc = parse_op("start", argc, argv, &a, true, false, false);
+    return rc != 0 ? rc
+                   : run_op("start", &a, do_start, (const char *const[]){"started", "instance "});
 }
 
 int ejcli_op_server(int argc, char **argv, bool disable)

@@ -17,11 +17,13 @@ int ejcli_op_server(int argc, char **argv, bool disable);
 int ejcli_op_item(int argc, char **argv, bool disable);
 /* shutdown: delete instances/{id}. */
 int ejcli_op_shutdown(int argc, char **argv);
+/* start: RESTART into the ejob marker of shut-down instances, wait for them. */
+int ejcli_op_start(int argc, char **argv);
 /* remove: delete /{job} recursively once no instance is live. */
 int ejcli_op_remove(int argc, char **argv);
 
 extern const char ejcli_trigger_usage[], ejcli_disable_usage[], ejcli_enable_usage[],
     ejcli_disable_item_usage[], ejcli_enable_item_usage[], ejcli_shutdown_usage[],
-    ejcli_remove_usage[];
+    ejcli_start_usage[], ejcli_remove_usage[];
 
 #endif

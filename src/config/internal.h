@@ -13,7 +13,8 @@
 /* Every field of the job, in fields.h's order: EJ_CFG_F_JOB_NAME ... Validation
  * names the field a problem is about with it; the daemon YAML loader marks
  * where each came from. */
-#define EJ_CFG_FIELD_ID(id, member, type, where, scope, key, yaml, dflt) EJ_CFG_F_##id,
+#define EJ_CFG_FIELD_ID(id, member, type, where, scope, key, yaml, dflt, form, choices, help)     \
+    EJ_CFG_F_##id,
 enum ej__cfg_field { EJ_JOB_FIELDS(EJ_CFG_FIELD_ID) EJ_CFG_F_COUNT_ };
 #undef EJ_CFG_FIELD_ID
 
@@ -33,6 +34,12 @@ enum ej__cfg_where {
     EJ_CFG_W_PROP,
     EJ_CFG_W_REST,
 };
+enum ej__cfg_form {
+    EJ_CFG_FORM_MAIN,
+    EJ_CFG_FORM_MORE,
+    EJ_CFG_FORM_JAVA,
+    EJ_CFG_FORM_NONE,
+};
 #define EJ_CFG_S_ANY (-1)
 #define EJ_CFG_S_DATAFLOW EJ_JOB_TYPE_DATAFLOW
 #define EJ_CFG_S_SCRIPT EJ_JOB_TYPE_SCRIPT
@@ -49,7 +56,13 @@ struct ej__cfg_field_desc {
     int scope;           /* EJ_CFG_S_ANY or an ej_job_type */
     const char *def_str; /* default of STR and CLASS rows */
     long long def_num;   /* default of INT, INT64, BOOL and TYPE rows */
+    enum ej__cfg_form form;
+    const char *choices; /* "A,B,C", "@tz" or NULL */
+    const char *help;
 };
+
+/* True when value is one of f's choices (f has a list of them). */
+bool ej__config_field_choice_ok(const struct ej__cfg_field_desc *f, const char *value);
 
 /* The table, indexed by enum ej__cfg_field. */
 extern const struct ej__cfg_field_desc ej__cfg_fields[EJ_CFG_F_COUNT_];
@@ -92,6 +105,16 @@ typedef int (*ej__config_verr_fn)(void *ctx, enum ej__cfg_field field, const cha
 /* Run every validation rule, calling fn per problem. Returns the number of
  * problems (0 = valid) or EJ_ENOMEM. */
 int ej__config_validate(const struct ej_job_config *cfg, ej__config_verr_fn fn, void *ctx);
+
+/* ej_job_config_from_json, collecting: every value of the wrong type is
+ * added to errs ("shardingTotalCount: expected an integer, got \"abc\"")
+ * and its field marked in bad, and the reading goes on; cfg then receives
+ * the fields that read (the others keep Java's defaults). A problem of the
+ * JSON as a whole (syntax, not an object, too large) is added alone and cfg
+ * is untouched. Returns 0, EJ_EPARSE (messages added), EJ_EINVAL or
+ * EJ_ENOMEM. */
+int ej__config_from_json_all(const char *json, size_t len, struct ej_job_config *cfg,
+                             struct ej_config_errors *errs, bool bad[EJ_CFG_F_COUNT_]);
 
 /* Append a formatted message to errs (NULL errs: ignored). Past
  * EJ_CONFIG_MAX_ERRORS messages are counted, not kept. Returns 0 or

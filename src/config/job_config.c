@@ -84,7 +84,7 @@ int ej_job_config_set_str(char **field, const char *value)
 #define EJ_CFG_NAME_REST(k) k
 
 const struct ej__cfg_field_desc ej__cfg_fields[EJ_CFG_F_COUNT_] = {
-#define EJ_CFG_FIELD_DESC(id, member, type, where, scope, key, yaml, dflt)                         \
+#define EJ_CFG_FIELD_DESC(id, member, type, where, scope, key, yaml, dflt, form, choices, help)   \
     [EJ_CFG_F_##id] = {key,                                                                        \
                        EJ_CFG_NAME_##where(key),                                                   \
                        yaml,                                                                       \
@@ -92,7 +92,10 @@ const struct ej__cfg_field_desc ej__cfg_fields[EJ_CFG_F_COUNT_] = {
                        EJ_CFG_T_##type,                                                            \
                        EJ_CFG_W_##where,                                                           \
                        EJ_CFG_S_##scope,                                                           \
-                       EJ_CFG_DEF_##type(dflt)},
+                       EJ_CFG_DEF_##type(dflt),                                                    \
+                       EJ_CFG_FORM_##form,                                                         \
+                       choices,                                                                    \
+                       help},
     EJ_JOB_FIELDS(EJ_CFG_FIELD_DESC)
 #undef EJ_CFG_FIELD_DESC
 };

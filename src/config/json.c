@@ -331,7 +331,14 @@ size_t ej_job_config_java_ignored(const struct ej_job_config *cfg, const char **
 struct reader {
     char *err;
     size_t errlen;
-    int rc; /* first failure */
+    int rc; /* first failure that stops the reading */
+    /* Collecting (ej__config_from_json_all): a value of the wrong type is
+     * added to errs and marks its field in bad; the reading goes on, so
+     * every field's problem is reported at once. NULL: the first stops. */
+    struct ej_config_errors *errs;
+    bool *bad;
+    const struct ej__cfg_field_desc *cur; /* the field being read, or NULL */
+    int value_errors;                     /* collected */
 };
 
 static void fail(struct reader *r, int rc, const char *fmt, ...) EJ_PRINTF(3, 4);
@@ -340,13 +347,21 @@ static void fail(struct reader *r, int rc, const char *fmt, ...)
 {
     if (r->rc != 0)
         return;
-    r->rc = rc;
-    if (r->err != NULL && r->errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(r->err, r->errlen, fmt, ap);
-        va_end(ap);
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (r->errs != NULL && rc == EJ_EPARSE && r->cur != NULL) {
+        r->bad[r->cur - ej__cfg_fields] = true;
+        r->value_errors++;
+        if (ej__config_errors_add(r->errs, "%s", msg) != 0)
+            r->rc = EJ_ENOMEM;
+        return;
     }
+    r->rc = rc;
+    if (r->err != NULL && r->errlen > 0)
+        snprintf(r->err, r->errlen, "%s", msg);
 }
 
 /* A short rendition of a JSON value for messages: strings quoted, others as
@@ -574,7 +589,10 @@ static void read_field(struct reader *r, const struct ej__cfg_field_desc *f, jso
                        struct ej_job_config *cfg)
 {
     assert((size_t)f->type < sizeof(readers) / sizeof(readers[0]) && readers[f->type] != NULL);
+    const struct ej__cfg_field_desc *outer = r->cur; /* jobProperties around a PROP row */
+    r->cur = f;
     readers[f->type](r, f, v, cfg);
+    r->cur = outer;
 }
 
 /* Offset of the bracket that nests deeper than EJ_CONFIG_MAX_JSON_DEPTH, or
@@ -602,47 +620,72 @@ static size_t too_deep_at(const char *json, size_t len)
     return (size_t)-1;
 }
 
+static int from_json(struct reader *r, const char *json, size_t len, struct ej_job_config *cfg);
+
 int ej_job_config_from_json(const char *json, size_t len, struct ej_job_config *cfg, char *err,
                             size_t errlen)
 {
-    struct reader r = {err, errlen, 0};
+    struct reader r = {.err = err, .errlen = errlen};
+    return from_json(&r, json, len, cfg);
+}
+
+int ej__config_from_json_all(const char *json, size_t len, struct ej_job_config *cfg,
+                             struct ej_config_errors *errs, bool bad[EJ_CFG_F_COUNT_])
+{
+    char err[1024] = "";
+    memset(bad, 0, EJ_CFG_F_COUNT_ * sizeof(bool));
+    struct reader r = {.err = err, .errlen = sizeof err, .errs = errs, .bad = bad};
+    int rc = from_json(&r, json, len, cfg);
+    if (rc != 0 && err[0] != '\0' && ej__config_errors_add(errs, "%s", err) != 0)
+        return EJ_ENOMEM;
+    if (rc == 0 && r.value_errors > 0)
+        return EJ_EPARSE;
+    return rc;
+}
+
+/* Read json into cfg under r's rules. Collecting, cfg receives the fields
+ * that read (the others keep Java's defaults) when only values were wrong. */
+static int from_json(struct reader *r, const char *json, size_t len, struct ej_job_config *cfg)
+{
     char shown[128];
+    char *err = r->err;
+    size_t errlen = r->errlen;
     if (err != NULL && errlen > 0)
         err[0] = '\0';
     if (cfg == NULL || (json == NULL && len > 0)) {
-        fail(&r, EJ_EINVAL, "config: NULL argument");
-        return r.rc;
+        fail(r, EJ_EINVAL, "config: NULL argument");
+        return r->rc;
     }
     if (len > EJ_CONFIG_MAX_JSON) {
-        fail(&r, EJ_EPARSE, "config: JSON is %zu bytes, larger than the limit of %d", len,
+        fail(r, EJ_EPARSE, "config: JSON is %zu bytes, larger than the limit of %d", len,
              EJ_CONFIG_MAX_JSON);
-        return r.rc;
+        return r->rc;
     }
     size_t deep_at = too_deep_at(json, len);
     if (deep_at != (size_t)-1) {
-        fail(&r, EJ_EPARSE, "config: JSON nested deeper than %d levels at byte %zu",
+        fail(r, EJ_EPARSE, "config: JSON nested deeper than %d levels at byte %zu",
              EJ_CONFIG_MAX_JSON_DEPTH, deep_at + 1);
-        return r.rc;
+        return r->rc;
     }
     json_error_t jerr;
     json_t *root = json_loadb(json ? json : "", len, JSON_DECODE_ANY, &jerr);
     if (root == NULL) {
         /* jansson says column 0 before the first character of a line. */
-        fail(&r, EJ_EPARSE, "JSON syntax error at line %d, column %d: %s",
+        fail(r, EJ_EPARSE, "JSON syntax error at line %d, column %d: %s",
              jerr.line > 0 ? jerr.line : 1, jerr.column > 0 ? jerr.column : 1, jerr.text);
-        return r.rc;
+        return r->rc;
     }
     if (!json_is_object(root)) {
         describe(root, shown, sizeof(shown));
-        fail(&r, EJ_EPARSE, "config: expected a JSON object, got %s", shown);
+        fail(r, EJ_EPARSE, "config: expected a JSON object, got %s", shown);
         json_decref(root);
-        return r.rc;
+        return r->rc;
     }
 
     struct ej_job_config tmp;
     json_t *extra = NULL;
     if (ej_job_config_init(&tmp) != 0) {
-        fail(&r, EJ_ENOMEM, "config: out of memory");
+        fail(r, EJ_ENOMEM, "config: out of memory");
         goto out_free_root;
     }
     /* Java 2.1.5's reader defaults where they differ from the builder's. */
@@ -651,7 +694,7 @@ int ej_job_config_from_json(const char *json, size_t len, struct ej_job_config *
 
     extra = json_object();
     if (extra == NULL) {
-        fail(&r, EJ_ENOMEM, "config: out of memory");
+        fail(r, EJ_ENOMEM, "config: out of memory");
         goto out_fini_tmp;
     }
     bool saw_type = false;
@@ -660,13 +703,16 @@ int ej_job_config_from_json(const char *json, size_t len, struct ej_job_config *
     json_t *guarded[N_GUARDS] = {0}; /* the ejob-only keys' values, borrowed */
     json_object_foreach(root, key, v)
     {
-        if (r.rc != 0)
+        if (r->rc != 0)
             break;
         const struct java_guard *g = guard_of_key(key);
         if (g != NULL) {
             if (!json_is_string(v) && !json_is_null(v)) {
                 describe(v, shown, sizeof(shown));
-                fail(&r, EJ_EPARSE, "%s: expected a string, got %s", g->ejob_key, shown);
+                r->cur = &ej__cfg_fields[g->field];
+                fail(r, EJ_EPARSE, "%s: expected a string, got %s", g->ejob_key, shown);
+                r->cur = NULL;
+                continue;
             }
             guarded[g - java_guards] = v;
             continue;
@@ -674,27 +720,30 @@ int ej_job_config_from_json(const char *json, size_t len, struct ej_job_config *
         const struct ej__cfg_field_desc *f = find_field(key, false);
         if (f == NULL) {
             if (json_object_set(extra, key, v) != 0)
-                fail(&r, EJ_ENOMEM, "config: out of memory");
+                fail(r, EJ_ENOMEM, "config: out of memory");
             continue;
         }
         if (json_is_null(v))
             continue; /* Gson omits nulls; an explicit null reads as missing */
-        read_field(&r, f, v, &tmp);
+        read_field(r, f, v, &tmp);
         saw_type = saw_type || f->type == EJ_CFG_T_TYPE;
     }
-    if (r.rc == 0 && !saw_type)
-        fail(&r, EJ_EPARSE, "jobType: is required");
-    for (size_t g = 0; g < N_GUARDS && r.rc == 0; g++) {
+    if (r->rc == 0 && !saw_type) {
+        r->cur = &ej__cfg_fields[EJ_CFG_F_JOB_TYPE];
+        fail(r, EJ_EPARSE, "jobType: is required");
+        r->cur = NULL;
+    }
+    for (size_t g = 0; g < N_GUARDS && r->rc == 0; g++) {
         const struct ej__cfg_field_desc *f = &ej__cfg_fields[java_guards[g].field];
         char **member = ej__config_field_strp(&tmp, f);
         if (json_is_string(guarded[g]) && json_string_value(guarded[g])[0] != '\0' &&
             strcmp(ej__config_str(*member), f->def_str) == 0 &&
             ej_job_config_set_str(member, json_string_value(guarded[g])) != 0)
-            fail(&r, EJ_ENOMEM, "config: out of memory");
+            fail(r, EJ_ENOMEM, "config: out of memory");
     }
-    if (r.rc == 0)
-        store_extra(&r, extra, &tmp.extra_json);
-    if (r.rc == 0) {
+    if (r->rc == 0)
+        store_extra(r, extra, &tmp.extra_json);
+    if (r->rc == 0) {
         ej_job_config_fini(cfg);
         *cfg = tmp;
         goto out_free_extra;
@@ -706,7 +755,7 @@ out_free_extra:
     json_decref(extra);
 out_free_root:
     json_decref(root);
-    return r.rc;
+    return r->rc;
 }
 
 int ej_job_config_parse(const char *json, size_t len, struct ej_job_config *cfg, char *err,

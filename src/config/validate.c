@@ -103,13 +103,16 @@ int ej_config_check_time_zone(const char *name, char *err, size_t errlen)
     return 0;
 }
 
-/* Cron syntax, then a fire time ahead in the job's zone. `why` receives the
- * message without the field name. Returns 0, EJ_ECONFIG (with field set to
- * the culprit) or EJ_ENOMEM. */
-static int check_cron_text(const char *cron, const char *time_zone, enum ej__cfg_field *field,
-                           char *why, size_t whylen)
+/* The cron rule: Quartz syntax, then a fire time ahead in the job's zone.
+ * A zone that does not load is the zone rule's problem, reported in
+ * *zone_why when zone_why is not NULL: the fire time is then judged in
+ * UTC, so a bad zone never hides a bad cron. `why` receives the cron's
+ * problem without the field name. Returns 0, EJ_ECONFIG (a cron problem
+ * in why) or EJ_ENOMEM; *zone_bad tells whether the zone failed. */
+static int check_cron_text(const char *cron, const char *time_zone, char *why, size_t whylen,
+                           bool *zone_bad, char *zone_why, size_t zone_whylen)
 {
-    *field = EJ_CFG_F_CRON;
+    *zone_bad = false;
     ej_cron *parsed = NULL;
     int rc = ej_cron_parse(cron, &parsed, why, whylen);
     if (rc == EJ_ENOMEM)
@@ -118,13 +121,14 @@ static int check_cron_text(const char *cron, const char *time_zone, enum ej__cfg
         return EJ_ECONFIG;
     ej_tz *tz = NULL;
     if (time_zone != NULL && time_zone[0] != '\0') {
-        rc = ej_config_check_time_zone(time_zone, why, whylen);
-        if (rc != 0) {
+        rc = ej_config_check_time_zone(time_zone, zone_why, zone_whylen);
+        if (rc == EJ_ENOMEM) {
             ej_cron_free(parsed);
-            *field = EJ_CFG_F_TIME_ZONE;
             return rc;
         }
-        (void)ej_tz_load(time_zone, &tz);
+        *zone_bad = rc != 0;
+        if (rc == 0)
+            (void)ej_tz_load(time_zone, &tz);
     } else if (ej_tz_load(NULL, &tz) != 0) {
         tz = NULL; /* no usable host zone: judge in UTC */
     }
@@ -141,16 +145,26 @@ static int check_cron_text(const char *cron, const char *time_zone, enum ej__cfg
 
 int ej_config_check_cron(const char *cron, const char *time_zone, char *err, size_t errlen)
 {
-    char why[300] = "";
-    enum ej__cfg_field field = EJ_CFG_F_CRON;
+    char why[300] = "", zone_why[300] = "";
+    bool zone_bad = false;
     if (cron == NULL || cron[0] == '\0') {
         if (err && errlen)
             snprintf(err, errlen, "cron: is required");
         return EJ_ECONFIG;
     }
-    int rc = check_cron_text(cron, time_zone, &field, why, sizeof(why));
+    int rc = check_cron_text(cron, time_zone, why, sizeof why, &zone_bad, zone_why, sizeof zone_why);
+    if (rc == EJ_ENOMEM)
+        return rc;
+    /* One message: the syntax, then the zone, then the fire time ahead. */
+    bool syntax = rc != 0 && strcmp(why, "has no fire time ahead") != 0;
+    if (zone_bad && !syntax) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s: %s", ej__config_field_json_name(EJ_CFG_F_TIME_ZONE),
+                     zone_why);
+        return EJ_ECONFIG;
+    }
     if (rc != 0 && err && errlen)
-        snprintf(err, errlen, "%s: %s", ej__config_field_json_name(field), why);
+        snprintf(err, errlen, "%s: %s", ej__config_field_json_name(EJ_CFG_F_CRON), why);
     return rc;
 }
 
@@ -296,12 +310,14 @@ static int check_cron(struct vstate *v, const struct ej_job_config *cfg)
     if (!check_text(v, EJ_CFG_F_CRON, cfg->cron, EJ_CONFIG_MAX_SHORT))
         return 0;
     char why[300] = "";
-    enum ej__cfg_field field;
-    int rc = check_cron_text(cfg->cron, ej__config_str(cfg->time_zone), &field, why, sizeof(why));
+    bool zone_bad;
+    /* A bad zone is reported by the zone rule, once; the cron is judged
+     * all the same. */
+    int rc = check_cron_text(cfg->cron, ej__config_str(cfg->time_zone), why, sizeof why,
+                             &zone_bad, NULL, 0);
     if (rc == EJ_ENOMEM)
         return rc;
-    /* A bad zone is reported by the zone rule, once. */
-    if (rc != 0 && field == EJ_CFG_F_CRON)
+    if (rc != 0)
         report(v, EJ_CFG_F_CRON, "%s", why);
     return 0;
 }
@@ -346,6 +362,51 @@ static int check_params(struct vstate *v, const struct ej_job_config *cfg)
     return 0;
 }
 
+/* A job's history retention: -1 (the daemon's), 0 (forever) or days, at
+ * most a hundred years. */
+static void check_retention(struct vstate *v, const struct ej_job_tracing_config *t)
+{
+    if (t->retention_days < -1 || t->retention_days > EJ_CONFIG_MAX_RETENTION_DAYS)
+        report(v, EJ_CFG_F_TRACING_RETENTION_DAYS,
+               "must be -1 (the daemon's), 0 (forever) or days up to %d, got %d",
+               EJ_CONFIG_MAX_RETENTION_DAYS, t->retention_days);
+    if (t->failed_retention_days < -1 || t->failed_retention_days > EJ_CONFIG_MAX_RETENTION_DAYS)
+        report(v, EJ_CFG_F_TRACING_FAILED_RETENTION_DAYS,
+               "must be -1 (as retentionDays), 0 (forever) or days up to %d, got %d",
+               EJ_CONFIG_MAX_RETENTION_DAYS, t->failed_retention_days);
+}
+
+/* The choices of f's row for a message: "A, B, C", or (or_last) "A, B or C". */
+static void choices_text(const struct ej__cfg_field_desc *f, bool or_last, char *out, size_t len)
+{
+    const char *last = strrchr(f->choices, ',');
+    size_t n = 0;
+    for (const char *c = f->choices; *c != '\0' && n + 4 < len; c++) {
+        if (*c != ',') {
+            out[n++] = *c;
+        } else if (c == last && or_last) {
+            memcpy(out + n, " or ", 4);
+            n += 4;
+        } else {
+            memcpy(out + n, ", ", 2);
+            n += 2;
+        }
+    }
+    out[n] = '\0';
+}
+
+/* A policy field (a string of its row's choices; "" allowed when that is
+ * its default). */
+static void check_choice(struct vstate *v, enum ej__cfg_field id, const char *value)
+{
+    const struct ej__cfg_field_desc *f = &ej__cfg_fields[id];
+    if ((value[0] == '\0' && f->def_str[0] == '\0') || ej__config_field_choice_ok(f, value))
+        return;
+    char list[160];
+    choices_text(f, true, list, sizeof list);
+    report(v, id, "must be %s, got \"%.64s\"", list, value);
+}
+
 /* timeoutSeconds (every type) and scriptTimeoutMilliseconds, its alias from
  * before it (SCRIPT): at most a year; both set must agree. */
 static void check_timeouts(struct vstate *v, const struct ej_job_config *cfg)
@@ -373,14 +434,10 @@ static void check_timeouts(struct vstate *v, const struct ej_job_config *cfg)
     if (r->jitter_percent < 0 || r->jitter_percent > 100)
         report(v, EJ_CFG_F_RETRY_JITTER, "must be a percentage 0 to 100, got %d",
                r->jitter_percent);
-    if (strcmp(cfg->overlap_policy, "QUEUE") != 0 && strcmp(cfg->overlap_policy, "SKIP") != 0 &&
-        strcmp(cfg->overlap_policy, "REPLACE") != 0)
-        report(v, EJ_CFG_F_OVERLAP_POLICY, "must be QUEUE, SKIP or REPLACE, got \"%.64s\"",
-               cfg->overlap_policy);
+    check_choice(v, EJ_CFG_F_OVERLAP_POLICY, cfg->overlap_policy);
     const char *mp = cfg->misfire_policy;
     bool catch_up = strcmp(mp, "CATCH_UP") == 0;
-    if (mp[0] != '\0' && strcmp(mp, "ONCE") != 0 && strcmp(mp, "SKIP") != 0 && !catch_up)
-        report(v, EJ_CFG_F_MISFIRE_POLICY, "must be ONCE, SKIP or CATCH_UP, got \"%.64s\"", mp);
+    check_choice(v, EJ_CFG_F_MISFIRE_POLICY, mp);
     if (cfg->catch_up_window_seconds < 0 || cfg->catch_up_window_seconds > 86400)
         report(v, EJ_CFG_F_CATCH_UP_WINDOW_SECONDS, "must be 0 to 86400, got %d",
                cfg->catch_up_window_seconds);
@@ -396,8 +453,6 @@ static void check_timeouts(struct vstate *v, const struct ej_job_config *cfg)
 
 static void check_http(struct vstate *v, const struct ej_http_config *h)
 {
-    static const char *const methods[] = {"GET",   "POST", "PUT",    "DELETE",
-                                          "PATCH", "HEAD", "OPTIONS"};
     char shown[96];
     const char *uri = ej__config_str(h->uri);
     if (is_blank(uri)) {
@@ -411,13 +466,12 @@ static void check_http(struct vstate *v, const struct ej_http_config *h)
                    shown);
     }
     const char *method = ej__config_str(h->method);
-    bool known = false;
-    for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
-        known = known || strcmp(method, methods[i]) == 0;
-    if (!known) {
+    const struct ej__cfg_field_desc *mf = &ej__cfg_fields[EJ_CFG_F_HTTP_METHOD];
+    if (!ej__config_field_choice_ok(mf, method)) {
         ej__config_quote_short(method, strlen(method), shown, sizeof(shown));
-        report(v, EJ_CFG_F_HTTP_METHOD,
-               "must be one of GET, POST, PUT, DELETE, PATCH, HEAD, OPTIONS, got %s", shown);
+        char list[160];
+        choices_text(mf, false, list, sizeof list);
+        report(v, EJ_CFG_F_HTTP_METHOD, "must be one of %s, got %s", list, shown);
     }
     check_text(v, EJ_CFG_F_HTTP_DATA, h->data, EJ_CONFIG_MAX_TEXT);
     if (h->connect_timeout_ms < 1)
@@ -480,6 +534,7 @@ int ej__config_validate(const struct ej_job_config *cfg, ej__config_verr_fn fn, 
         report(&v, EJ_CFG_F_TIME_ZONE, "%s", msg);
     if (cfg->job_type == EJ_JOB_TYPE_HTTP)
         check_http(&v, &cfg->http);
+    check_retention(&v, &cfg->tracing);
     if (cfg->extra_json != NULL && !is_json_object_text(cfg->extra_json))
         report(&v, EJ_CFG_F_EXTRA, "extra keys are not a JSON object");
     return v.count;
@@ -542,4 +597,54 @@ int ej_job_config_validate_all(const struct ej_job_config *cfg, struct ej_config
     if (ae.rc != 0)
         return ae.rc;
     return n == 0 ? 0 : EJ_ECONFIG;
+}
+
+/* Drops the problems of fields whose value did not even read (their
+ * member holds a default the rules would blame), then keeps the rest. */
+struct read_filter {
+    const bool *bad;
+    struct all_errs all;
+};
+
+static int keep_readable(void *ctx, enum ej__cfg_field field, const char *msg)
+{
+    struct read_filter *rf = ctx;
+    if (rf->bad[field])
+        return 0;
+    return keep_all(&rf->all, field, msg);
+}
+
+int ej_job_config_check_json(const char *json, size_t len, const char *job,
+                             struct ej_job_config *cfg, struct ej_config_errors *errs)
+{
+    if (cfg == NULL || errs == NULL)
+        return EJ_EINVAL;
+    bool bad[EJ_CFG_F_COUNT_];
+    size_t before = errs->count;
+    int rc = ej__config_from_json_all(json, len, cfg, errs, bad);
+    if (rc != 0 && rc != EJ_EPARSE)
+        return rc;
+    bool some_value = false;
+    for (int i = 0; i < EJ_CFG_F_COUNT_; i++)
+        some_value = some_value || bad[i];
+    if (rc == EJ_EPARSE && !some_value)
+        return rc; /* the JSON itself is unusable: nothing was read */
+    if (job != NULL && !bad[EJ_CFG_F_JOB_NAME]) {
+        if (cfg->job_name[0] == '\0' && ej_job_config_set_str(&cfg->job_name, job) != 0)
+            return EJ_ENOMEM;
+        if (strcmp(cfg->job_name, job) != 0) {
+            char shown[96];
+            ej__config_quote_short(cfg->job_name, strlen(cfg->job_name), shown, sizeof shown);
+            if (ej__config_errors_add(errs, "jobName: is %s but the job is \"%s\"", shown, job))
+                return EJ_ENOMEM;
+            bad[EJ_CFG_F_JOB_NAME] = true;
+        }
+    }
+    struct read_filter rf = {bad, {errs, 0}};
+    int n = ej__config_validate(cfg, keep_readable, &rf);
+    if (n < 0)
+        return n;
+    if (rf.all.rc != 0)
+        return rf.all.rc;
+    return errs->count > before ? EJ_ECONFIG : 0;
 }

@@ -798,17 +798,22 @@ static void load_log(struct yctx *c, yaml_node_t *map, struct ej_log_config *lc)
  * fields, so one seen[] array covers a job's mapping. */
 #define PROPS_PREFIX "props."
 #define PROPS_PREFIX_LEN (sizeof(PROPS_PREFIX) - 1)
-/* `retry:` is a mapping of its own too ("retry.maxAttempts"). */
+/* `retry:` and `tracing:` are mappings of their own too
+ * ("retry.maxAttempts", "tracing.retentionDays"). */
 #define RETRY_PREFIX "retry."
-enum { JK_PROPS = EJ_CFG_F_COUNT_, JK_RETRY, JK_ALERTS, JK_COUNT };
+#define TRACING_PREFIX "tracing."
+enum { JK_PROPS = EJ_CFG_F_COUNT_, JK_RETRY, JK_TRACING, JK_ALERTS, JK_COUNT };
 
-/* The sub-mapping a yaml key is under ("props." or "retry."), or NULL. */
+/* The sub-mapping a yaml key is under ("props.", "retry." or "tracing."),
+ * or NULL. */
 static const char *yaml_prefix(const char *y)
 {
     if (strncmp(y, PROPS_PREFIX, PROPS_PREFIX_LEN) == 0)
         return PROPS_PREFIX;
     if (strncmp(y, RETRY_PREFIX, sizeof(RETRY_PREFIX) - 1) == 0)
         return RETRY_PREFIX;
+    if (strncmp(y, TRACING_PREFIX, sizeof(TRACING_PREFIX) - 1) == 0)
+        return TRACING_PREFIX;
     return NULL;
 }
 
@@ -840,6 +845,8 @@ static int job_key_index(const char *key)
         return JK_ALERTS;
     if (strcmp(key, "retry") == 0)
         return JK_RETRY;
+    if (strcmp(key, "tracing") == 0)
+        return JK_TRACING;
     return strcmp(key, "props") == 0 ? JK_PROPS : yaml_field(key, false);
 }
 
@@ -925,15 +932,16 @@ static bool apply_value(struct yctx *c, enum ej__cfg_field f, yaml_node_t *v, co
     return ok;
 }
 
-/* The retry: mapping of a job (its keys are fields "retry.KEY"); seen as
+/* The retry: or tracing: mapping of a job (prefix RETRY_PREFIX or
+ * TRACING_PREFIX: its keys are fields "retry.KEY", "tracing.KEY"); seen as
  * for props (shared seen_props: the keys differ). */
-static void load_retry(struct yctx *c, yaml_node_t *map, const char *jpath,
-                       struct ej_job_config *cfg, struct job_marks *jm, bool *seen_props,
-                       const bool *skip)
+static void load_sub(struct yctx *c, yaml_node_t *map, const char *jpath, const char *prefix,
+                     struct ej_job_config *cfg, struct job_marks *jm, bool *seen_props,
+                     const bool *skip)
 {
     char path[512], full[640];
     bool seen[EJ_CFG_F_COUNT_] = {false};
-    snprintf(path, sizeof(path), "%s.retry", jpath);
+    snprintf(path, sizeof(path), "%s.%.*s", jpath, (int)strlen(prefix) - 1, prefix);
     if (is_null(map))
         return;
     if (map->type != YAML_MAPPING_NODE) {
@@ -946,7 +954,7 @@ static void load_retry(struct yctx *c, yaml_node_t *map, const char *jpath,
         const char *key = pair_key(c, pr, path, &k, &v);
         if (key == NULL)
             continue;
-        int i = yaml_field_under(key, RETRY_PREFIX);
+        int i = yaml_field_under(key, prefix);
         if (i < 0) {
             unknown_key(c, k, path);
             continue;
@@ -1074,9 +1082,9 @@ static void apply_job_map(struct job_load *jl, yaml_node_t *map, bool as_default
                        as_defaults ? jl->seen_props : NULL);
             continue;
         }
-        if (i == JK_RETRY) {
-            load_retry(c, v, jl->jpath, jl->cfg, &jl->jm, jl->seen_props,
-                       as_defaults ? jl->seen_props : NULL);
+        if (i == JK_RETRY || i == JK_TRACING) {
+            load_sub(c, v, jl->jpath, i == JK_RETRY ? RETRY_PREFIX : TRACING_PREFIX, jl->cfg,
+                     &jl->jm, jl->seen_props, as_defaults ? jl->seen_props : NULL);
             continue;
         }
         /* An empty value counts as absent; the job's own value wins. */

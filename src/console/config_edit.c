@@ -93,6 +93,11 @@ int ej_console_config_check(const char *job, const char *json, size_t len,
 {
     if (job == NULL || json == NULL || cfg == NULL)
         return EJ_EINVAL;
+    if (errs != NULL) {
+        /* Every problem at once: the form shows each by its field. */
+        int rc = ej_job_config_check_json(json, len, job, cfg, errs);
+        return rc == EJ_EPARSE ? EJ_ECONFIG : rc;
+    }
     char err[1024];
     int rc = ej_job_config_from_json(json, len, cfg, err, sizeof err);
     if (rc == EJ_ENOMEM)
@@ -106,9 +111,7 @@ int ej_console_config_check(const char *job, const char *json, size_t len,
             return EJ_ENOMEM;
         return EJ_ECONFIG;
     }
-    if (errs == NULL)
-        return ej_job_config_validate(cfg, NULL, 0) != 0 ? EJ_ECONFIG : 0;
-    return ej_job_config_validate_all(cfg, errs);
+    return ej_job_config_validate(cfg, NULL, 0) != 0 ? EJ_ECONFIG : 0;
 }
 
 void ej_console_config_change_fini(struct ej_console_config_change *c)

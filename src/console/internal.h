@@ -47,5 +47,9 @@ int ej__console_require_job(ej_console *con, const char *job, char *err, size_t 
 
 /* Parse and validate a config node into job (fills config_* fields). */
 int ej__console_load_config(ej_console *con, struct ej_console_job *j);
+/* restart.c: j's shut-down instances (after its servers and instances are
+ * loaded), and their release. */
+int ej__console_load_shut_down(ej_console *con, struct ej_console_job *j);
+void ej__console_shut_down_fini(struct ej_console_job *j);
 
 #endif

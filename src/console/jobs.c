@@ -339,7 +339,8 @@ int ej_console_job_load(ej_console *con, const char *job, bool brief, struct ej_
         return EJ_ENONODE;
     if ((rc = ej__console_load_config(con, out)) != 0 || (rc = load_servers(con, out)) != 0 ||
         (rc = load_instances(con, out)) != 0 || (rc = load_leader(con, out, brief)) != 0 ||
-        (rc = load_items(con, out, brief)) != 0)
+        (rc = load_items(con, out, brief)) != 0 ||
+        (!brief && (rc = ej__console_load_shut_down(con, out)) != 0))
         return rc;
     out->status = compute_status(out);
     return 0;
@@ -366,6 +367,7 @@ void ej_console_job_fini(struct ej_console_job *j)
         free(j->items[i].failover);
     }
     free(j->items);
+    ej__console_shut_down_fini(j);
     memset(j, 0, sizeof(*j));
     j->config_version = -1;
 }

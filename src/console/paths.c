@@ -45,6 +45,8 @@ static const struct node_shape shapes[EJ_CONSOLE_NODE_COUNT_] = {
     /* ejob's own: kill requests (ej_console_kill). Java 2.1.5 reads no
      * node it does not know, and reshards only sharding/ and leader/. */
     [EJ_CONSOLE_NODE_KILLS] = {"/kills", ARG_NONE, ""},
+    [EJ_CONSOLE_NODE_EJOB_INSTANCES] = {"/ejob/instances", ARG_NONE, ""},
+    [EJ_CONSOLE_NODE_EJOB_INSTANCE] = {"/ejob/instances/", ARG_NAME, ""},
 };
 
 bool ej_console_is_segment(const char *s)
@@ -100,16 +102,7 @@ char *ej_console_path_dup(const char *job, ej_console_node node, int item, const
 
 char *ej_console_ejob_marker_path_dup(const char *job, const char *id)
 {
-    char *inst = ej_console_path_dup(job, EJ_CONSOLE_NODE_JOB, 0, NULL);
-    char *p = NULL;
-    if (inst != NULL && ej_console_is_segment(id)) {
-        size_t len = strlen(inst) + strlen("/ejob/instances/") + strlen(id) + 1;
-        p = len <= EJ_REG_MAX_PATH_LEN + 1 ? malloc(len) : NULL;
-        if (p)
-            snprintf(p, len, "%s/ejob/instances/%s", inst, id);
-    }
-    free(inst);
-    return p;
+    return ej_console_path_dup(job, EJ_CONSOLE_NODE_EJOB_INSTANCE, 0, id);
 }
 
 void ej_console_instance_ip(const char *id, char *buf, size_t len)

@@ -193,6 +193,9 @@ int ej__console_history_init(ej_console_web *web, char *err, size_t errlen);
 void ej__console_history_fini(ej_console_web *web);
 void ej__console_api_history(struct ej__console_request *req, ej_console *con, const char *job,
                              const char *id);
+/* GET /api/history/ID/output?out=N&err=N: a run's output from byte offsets,
+ * for the run page to follow it live (web_history.c). */
+void ej__console_api_history_output(struct ej__console_request *req, const char *id);
 /* Shared with web_fires.c. False, with a 404 reply, when no store is
  * configured. */
 bool ej__console_history_configured(struct ej__console_request *req);

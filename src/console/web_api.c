@@ -1,15 +1,17 @@
 /*
  * The REST API of `ejob console`, over the console library. Paths:
  *   GET    /api/registries
+ *   GET    /api/fields                              the config form's fields, time zones
  *   GET    /api/registries/R/jobs                   job list with status, paged (web_jobs.c)
  *   GET    /api/registries/R/jobs/J                 servers, instances, items
  *   DELETE /api/registries/R/jobs/J                 remove
  *   GET|PUT /api/registries/R/jobs/J/config         read / validated, versioned write
- *   POST   /api/registries/R/jobs/J/{trigger,shutdown,disable,enable}
+ *   POST   /api/registries/R/jobs/J/{trigger,shutdown,restart,disable,enable}
  *   POST   /api/registries/R/jobs/J/items/N/{disable,enable}
  *   GET    /api/registries/R/jobs/J/history         its runs (web_history.c)
  *   GET    /api/registries/R/jobs/J/fires           its fire ledger (web_fires.c)
  *   GET    /api/history[/ID]                        runs of every job / one run
+ *   GET    /api/history/ID/output?out=N&err=N       its output from offsets (live)
  *   GET    /api/registries/R/servers                servers with their jobs
  *   POST   /api/registries/R/servers/IP/{disable,enable,shutdown}
  * Authentication is checked before (web_server.c); the role each route
@@ -23,6 +25,7 @@
 
 #include "console/internal.h"
 #include "console/web.h"
+#include "ejob/cron.h"
 #include "ejob/error.h"
 
 #define MAX_SEGMENTS 8
@@ -101,10 +104,21 @@ static json_t *job_detail_json(const struct ej_console_job *j)
     json_t *servers = json_array();
     for (size_t i = 0; i < j->server_count; i++)
         json_array_append_new(servers,
-                              json_pack("{s:s,s:b,s:I}", "ip", j->servers[i].ip, "disabled",
+                              json_pack("{s:s,s:b,s:I,s:I}", "ip", j->servers[i].ip, "disabled",
                                         j->servers[i].disabled, "instanceCount",
-                                        (json_int_t)j->servers[i].instance_count));
+                                        (json_int_t)j->servers[i].instance_count, "shutDownCount",
+                                        (json_int_t)j->servers[i].shut_down_count));
     json_object_set_new(o, "servers", servers);
+    /* Instances an operator shut down: gone from instances/, alive. */
+    json_t *down = json_array();
+    for (size_t i = 0; i < j->shut_down_count; i++) {
+        char ip[256];
+        ej_console_instance_ip(j->shut_down[i].id, ip, sizeof ip);
+        json_array_append_new(down, json_pack("{s:s,s:s,s:b}", "instanceId", j->shut_down[i].id,
+                                              "serverIp", ip, "restartable",
+                                              j->shut_down[i].restartable));
+    }
+    json_object_set_new(o, "shutDown", down);
     json_t *instances = json_array();
     for (size_t i = 0; i < j->instance_count; i++) {
         char ip[256];
@@ -143,6 +157,26 @@ static void list_registries(struct ej__console_request *req, ej_console *con, ch
                                              "connected", ej_registry_is_connected(b->reg)));
     }
     ok(req, arr);
+}
+
+/* The job's fields as the config form shows them (the config module's
+ * field table) and the time zones it offers. */
+static void list_fields(struct ej__console_request *req, ej_console *con, char **args)
+{
+    (void)con;
+    (void)args;
+    char *text = ej_config_fields_json();
+    json_t *fields = text != NULL ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    if (fields == NULL)
+        return fail(req, EJ_ENOMEM, NULL);
+    char **names = NULL;
+    json_t *zones = json_array();
+    if (ej_tz_names(&names, NULL) == 0)
+        for (size_t i = 0; names[i] != NULL; i++)
+            json_array_append_new(zones, json_string(names[i]));
+    ej_tz_names_free(names);
+    ok(req, json_pack("{s:o,s:o}", "fields", fields, "timeZones", zones));
 }
 
 static void list_jobs(struct ej__console_request *req, ej_console *con, char **args)
@@ -265,6 +299,8 @@ static void job_action(struct ej__console_request *req, ej_console *con, char **
         rc = ej_console_trigger(con, job, &sel, collect, targets, err, sizeof err);
     else if (strcmp(action, "shutdown") == 0)
         rc = ej_console_shutdown(con, job, &sel, collect, targets, err, sizeof err);
+    else if (strcmp(action, "restart") == 0)
+        rc = ej_console_restart(con, job, &sel, collect, targets, err, sizeof err);
     else if (strcmp(action, "disable") == 0 || strcmp(action, "enable") == 0)
         rc = ej_console_server_set_disabled(con, job, sel.server, action[0] == 'd', collect,
                                             targets, err, sizeof err);
@@ -360,6 +396,12 @@ static void history(struct ej__console_request *req, ej_console *con, char **arg
     ej__console_api_history(req, con, NULL, args[0]);
 }
 
+static void history_output(struct ej__console_request *req, ej_console *con, char **args)
+{
+    (void)con;
+    ej__console_api_history_output(req, args[0]);
+}
+
 #define VIEWER EJ_CONSOLE_ROLE_VIEWER
 #define OPERATOR EJ_CONSOLE_ROLE_OPERATOR
 #define ADMIN EJ_CONSOLE_ROLE_ADMIN
@@ -368,8 +410,10 @@ static void history(struct ej__console_request *req, ej_console *con, char **arg
  * ":x" segments are arguments, in order. */
 static const struct ej__console_route routes[] = {
     {"GET", "registries", VIEWER, list_registries},
+    {"GET", "fields", VIEWER, list_fields},
     {"GET", "history", VIEWER, history},
     {"GET", "history/:id", VIEWER, history},
+    {"GET", "history/:id/output", VIEWER, history_output},
     {"GET", "registries/:r/jobs", VIEWER, list_jobs},
     {"GET", "registries/:r/jobs/:j", VIEWER, show_job},
     {"DELETE", "registries/:r/jobs/:j", ADMIN, remove_job},
@@ -379,6 +423,7 @@ static const struct ej__console_route routes[] = {
     {"GET", "registries/:r/jobs/:j/fires", VIEWER, job_fires},
     {"POST", "registries/:r/jobs/:j/trigger", OPERATOR, job_action},
     {"POST", "registries/:r/jobs/:j/shutdown", OPERATOR, job_action},
+    {"POST", "registries/:r/jobs/:j/restart", OPERATOR, job_action},
     {"POST", "registries/:r/jobs/:j/kill", ADMIN, job_action},
     {"POST", "registries/:r/jobs/:j/disable", OPERATOR, job_action},
     {"POST", "registries/:r/jobs/:j/enable", OPERATOR, job_action},

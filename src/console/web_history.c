@@ -5,6 +5,7 @@
  *   GET /api/history?job=&since=&until=&failed=&item=&instance=&q=&limit=
  *                   &before=CURSOR|&after=CURSOR&registry=R
  *   GET /api/history/ID                    one run: row, status trail, output
+ *   GET /api/history/ID/output?out=N&err=N its output from byte offsets (live)
  *   GET /api/registries/R/jobs/J/history   the list, for job J
  * A list is newest first; "older" and "newer" in its reply are the cursors
  * (START_MS:ID of a row) of the pages next to it, null at either end.
@@ -348,5 +349,39 @@ void ej__console_api_history(struct ej__console_request *req, ej_console *con, c
         show_locked(req, r, id);
     else if (r != NULL)
         list_locked(req, liveness_registry(req, con), r, &q);
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* The offsets of a live reader: out and err, bytes already shown. */
+static bool parse_offsets(struct ej__console_request *req, int64_t *out, int64_t *err)
+{
+    long o = 0, e = 0;
+    if (!ej__console_parse_arg_long(req, "out", 0, 1L << 40, &o) ||
+        !ej__console_parse_arg_long(req, "err", 0, 1L << 40, &e))
+        return false;
+    *out = o;
+    *err = e;
+    return true;
+}
+
+void ej__console_api_history_output(struct ej__console_request *req, const char *id)
+{
+    struct ej__console_history *h = &req->web->history;
+    if (!ej__console_history_configured(req))
+        return;
+    int64_t out_from, err_from;
+    if (!parse_offsets(req, &out_from, &err_from))
+        return;
+    pthread_mutex_lock(&h->mu);
+    ej_trace_reader *r = ej__console_history_reader_locked(req);
+    struct ej_trace_output o;
+    int rc = r != NULL ? ej_trace_read_output(r, id, out_from, err_from, &o) : 0;
+    if (r != NULL && rc != 0) {
+        ej__console_history_failed_locked(req, rc);
+    } else if (r != NULL) {
+        req->status = MHD_HTTP_OK;
+        req->reply = ej__trace_output_json(id, &o);
+        ej_trace_output_fini(&o);
+    }
     pthread_mutex_unlock(&h->mu);
 }

@@ -56,4 +56,8 @@ typedef struct ej_tz_span {
 
 void ej__tz_span_at(const ej_tz *tz, int64_t utc_s, ej_tz_span *span);
 
+/* The tz database's directory: $TZDIR when absolute, else
+ * /usr/share/zoneinfo. Borrowed. */
+const char *ej__tz_dir(void);
+
 #endif

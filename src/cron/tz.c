@@ -808,7 +808,7 @@ static bool valid_zone_name(const char *name)
     return true;
 }
 
-static const char *zoneinfo_dir(void)
+const char *ej__tz_dir(void)
 {
     const char *d = getenv("TZDIR");
     return d != NULL && d[0] == '/' ? d : "/usr/share/zoneinfo";
@@ -834,7 +834,7 @@ static int load_named(const char *name, ej_tz **out)
     if (!valid_zone_name(name))
         return EJ_EINVAL;
     char path[PATH_MAX];
-    int n = snprintf(path, sizeof(path), "%s/%s", zoneinfo_dir(), name);
+    int n = snprintf(path, sizeof(path), "%s/%s", ej__tz_dir(), name);
     if (n < 0 || (size_t)n >= sizeof(path))
         return EJ_EINVAL;
     int rc = load_path(path, name, out);

@@ -163,6 +163,8 @@ static const char *put_bytes(char **pos, const char *p, size_t n, size_t *len_ou
 
 size_t ej_event_output_bytes(const ej_event *ev)
 {
+    if (ev != NULL && ev->type == EJ_EVENT_OUTPUT)
+        return ev->u.output.data ? ev->u.output.len : 0;
     if (ev == NULL || ev->type != EJ_EVENT_EXECUTION)
         return 0;
     const ej_execution_event *e = &ev->u.execution;
@@ -172,7 +174,8 @@ size_t ej_event_output_bytes(const ej_event *ev)
 
 static bool known_type(ej_event_type t)
 {
-    return t == EJ_EVENT_EXECUTION || t == EJ_EVENT_STATUS || t == EJ_EVENT_FIRE;
+    return t == EJ_EVENT_EXECUTION || t == EJ_EVENT_STATUS || t == EJ_EVENT_FIRE ||
+           t == EJ_EVENT_OUTPUT;
 }
 
 /* One allocation holding the event and all of its strings. */
@@ -188,6 +191,9 @@ static ej_event *event_copy(const ej_event *ev, bool strip)
     } else if (ev->type == EJ_EVENT_FIRE) {
         const ej_fire_event *e = &ev->u.fire;
         extra = slen(e->job_name) + slen(e->outcome) + slen(e->kind) + slen(e->instance_id);
+    } else if (ev->type == EJ_EVENT_OUTPUT) {
+        const ej_output_event *e = &ev->u.output;
+        extra = slen(e->job_name) + (strip || e->data == NULL ? 0 : e->len + 1);
     } else {
         const ej_status_event *e = &ev->u.status;
         extra = slen(e->job_name) + slen(e->original_task_id ? e->original_task_id : "") +
@@ -229,6 +235,18 @@ static ej_event *event_copy(const ej_event *ev, bool strip)
         d->outcome = put(&pos, e->outcome);
         d->kind = put(&pos, e->kind);
         d->instance_id = put(&pos, e->instance_id);
+    } else if (ev->type == EJ_EVENT_OUTPUT) {
+        ej_output_event *d = &c->u.output;
+        const ej_output_event *e = &ev->u.output;
+        d->job_name = put(&pos, e->job_name);
+        if (strip || e->data == NULL) {
+            d->data = NULL;
+        } else {
+            memcpy(pos, e->data, e->len);
+            pos[e->len] = '\0';
+            d->data = pos;
+            pos += e->len + 1;
+        }
     } else {
         ej_status_event *d = &c->u.status;
         const ej_status_event *e = &ev->u.status;
@@ -437,6 +455,15 @@ int ej_event_bus_post_fire(ej_event_bus *bus, const ej_fire_event *ev)
         return EJ_EINVAL;
     ej_event e = {.type = EJ_EVENT_FIRE};
     e.u.fire = *ev;
+    return ej_event_bus_post(bus, &e);
+}
+
+int ej_event_bus_post_output(ej_event_bus *bus, const ej_output_event *ev)
+{
+    if (ev == NULL)
+        return EJ_EINVAL;
+    ej_event e = {.type = EJ_EVENT_OUTPUT};
+    e.u.output = *ev;
     return ej_event_bus_post(bus, &e);
 }
 

@@ -509,7 +509,7 @@ int ej__exec_run_item(const struct ej_job_def *def, const ej_shard_context *ctx,
             run_dataflow(def, ctx, opts, res);
         break;
     case EJ_JOB_TYPE_SCRIPT:
-        ej__exec_run_script(&def->script, ctx, res);
+        ej__exec_run_script(&def->script, ctx, opts, res);
         break;
     case EJ_JOB_TYPE_HTTP:
         ej__exec_run_http(&def->http, ctx, res);

@@ -10,7 +10,7 @@ void ej__exec_fail(ej__exec_result *res, int rc, const char *fmt, ...) EJ_PRINTF
 
 /* The runners of script.c and http.c; they fill res (already zeroed). */
 void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context *ctx,
-                         ej__exec_result *res);
+                         const struct ej__exec_opts *opts, ej__exec_result *res);
 void ej__exec_run_http(const struct ej_http_job *job, const ej_shard_context *ctx,
                        ej__exec_result *res);
 

@@ -86,7 +86,17 @@ struct ej__exec_opts {
      * isEligibleForJobRunning). NULL: always true. */
     bool (*keep_going)(void *arg);
     void *keep_going_arg;
+    /* Live output of a script: called on the item's thread with the next
+     * len bytes of stream (EJ_OUTPUT_STDOUT / _STDERR) from offset, at
+     * most every EJ__LIVE_FLUSH_MS per stream while the item runs, and only
+     * bytes within the output cap (the pieces are the first bytes of
+     * res->output / err_output). NULL: none. */
+    void (*output)(void *arg, int stream, int64_t offset, const char *data, size_t len);
+    void *output_arg;
 };
+
+/* How long a script's output may wait before it goes to opts->output. */
+#define EJ__LIVE_FLUSH_MS 250
 
 /* The outcome of one item run. Caller finalises with ej__exec_result_fini. */
 typedef struct ej__exec_result {

@@ -17,6 +17,7 @@
 
 #include "common/util.h"
 #include "ejob/error.h"
+#include "ejob/event.h"
 #include "ejob/log.h"
 #include "exec/exec_impl.h"
 #include "exec/internal.h"
@@ -42,9 +43,22 @@ int ej__exec_split_command(const char *line, char ***argv_out, int *argc_out, ch
 struct capture {
     char *data;
     size_t len, cap, limit;
+    size_t sent; /* bytes handed to the live output */
+    int stream;  /* EJ_OUTPUT_STDOUT or EJ_OUTPUT_STDERR */
     bool truncated;
     bool failed;
 };
+
+/* Hands what the item wrote since the last call to opts->output (only
+ * bytes kept within the cap: the live pieces are the output's first bytes). */
+static void send_live(const struct ej__exec_opts *opts, struct capture *c)
+{
+    if (opts == NULL || opts->output == NULL || c->len <= c->sent)
+        return;
+    opts->output(opts->output_arg, c->stream, (int64_t)c->sent, c->data + c->sent,
+                 c->len - c->sent);
+    c->sent = c->len;
+}
 
 static void capture_add(struct capture *c, const char *buf, size_t n)
 {
@@ -147,7 +161,7 @@ static void append_tail(ej__exec_result *res, const char *name, const struct cap
 }
 
 void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context *ctx,
-                         ej__exec_result *res)
+                         const struct ej__exec_opts *opts, ej__exec_result *res)
 {
     res->exit_code = -1;
     if (job->command_line == NULL || job->command_line[0] == '\0') {
@@ -176,7 +190,8 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
 
     /* stdout and stderr are captured apart, each up to the cap. */
     size_t limit = job->output_cap ? job->output_cap : EJ_JOB_OUTPUT_CAP_DEFAULT;
-    struct capture cap = {.limit = limit}, ecap = {.limit = limit};
+    struct capture cap = {.limit = limit, .stream = EJ_OUTPUT_STDOUT},
+                   ecap = {.limit = limit, .stream = EJ_OUTPUT_STDERR};
     int pipefd[2] = {-1, -1}, errfd[2] = {-1, -1};
     int devnull = -1, pidfd = -1;
     char **env = NULL;
@@ -244,6 +259,10 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     int64_t start = ej__mono_ms();
     int64_t deadline = job->timeout_ms > 0 ? start + job->timeout_ms : 0;
     int64_t kill_at = 0;
+    /* Output waits at most EJ__LIVE_FLUSH_MS for the live readers: the
+     * first line at once, then a piece per stream at most that often. */
+    bool live = opts != NULL && opts->output != NULL;
+    int64_t next_live = start;
     enum { RUNNING, TERMED, KILLED } kstate = RUNNING;
     bool pipe_open = true, err_open = true;
     int status = 0, exited;
@@ -283,9 +302,16 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
             kstate = KILLED;
         }
         int64_t wait = -1;
-        if (kstate == RUNNING && deadline)
+        if (live && now >= next_live && (cap.len > cap.sent || ecap.len > ecap.sent)) {
+            send_live(opts, &cap);
+            send_live(opts, &ecap);
+            next_live = now + EJ__LIVE_FLUSH_MS;
+        }
+        if (live && (cap.len > cap.sent || ecap.len > ecap.sent))
+            wait = next_live > now ? next_live - now : 0;
+        if (kstate == RUNNING && deadline && (wait < 0 || deadline - now < wait))
             wait = deadline - now;
-        if (kstate == TERMED)
+        if (kstate == TERMED && (wait < 0 || kill_at - now < wait))
             wait = kill_at - now;
         if (kstate == RUNNING && ej__exec_cancellable(ctx) && (wait < 0 || wait > CANCEL_TICK_MS))
             wait = CANCEL_TICK_MS;

@@ -222,6 +222,8 @@ int ej_job_create(ej_registry *reg, const struct ej_job_config *cfg, const struc
     job->manual = opts->manual;
     job->wait_bound_ms = opts->wait_bound_ms;
     job->reconcile_ms = opts->reconcile_interval_ms;
+    job->on_stopped = opts->on_stopped;
+    job->on_stopped_user = opts->on_stopped_user;
     job->state = EJ__JOB_CREATED;
     job->name = strdup(cfg->job_name);
     /* A failed copy leaves local_cfg safe to finalise (ej__job_unref). */

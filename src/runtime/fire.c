@@ -243,6 +243,8 @@ void ej__rt_count_not_run(struct ej_job *job, enum ej__not_run_reason r, const i
 /* A fire the scheduler delivered, as far as counting it goes. */
 struct fire_ref {
     int64_t at;        /* its cron fire time, or when the fire-now request was made */
+    int64_t last;      /* with count > 1: the last fire time it covers */
+    uint32_t count;    /* fire times it covers, when more than at alone */
     bool off_schedule; /* a fire-now request only (no cron fire time) */
     bool catch_up;     /* a missed fire time run late (CATCH_UP): arms no misfire marker */
     enum {
@@ -281,8 +283,8 @@ static void not_run(struct ej_job *job, struct fire_ref *fr, enum ej__not_run_re
     const char *note = "";
     if (fr->state == FIRE_PENDING) {
         fr->state = FIRE_REPORTED;
-        count_not_run(job, not_run_kinds[r].name, NULL, 0, 1, fr->at, fr->at,
-                      fr->off_schedule ? "TRIGGER" : "CRON");
+        count_not_run(job, not_run_kinds[r].name, NULL, 0, fr->count > 1 ? fr->count : 1, fr->at,
+                      fr->count > 1 ? fr->last : fr->at, fr->off_schedule ? "TRIGGER" : "CRON");
     } else {
         level = EJ_LOG_DEBUG;
         note = fr->state == FIRE_FAILOVER ? " [a failover fire: the items wait for the next fire]"
@@ -418,6 +420,26 @@ static void post_exec(struct item_run *r, bool end)
     }
     ev.fencing_token = r->ctx.fencing_token;
     ej_event_bus_post_execution(bus, &ev);
+}
+
+/* A running script's output as it comes (docs/tracing.md "Live output"). */
+static void post_output(void *arg, int stream, int64_t offset, const char *data, size_t len)
+{
+    struct item_run *r = arg;
+    ej_event_bus *bus = bus_of(r->job);
+    if (bus == NULL)
+        return;
+    ej_output_event ev = {
+        .job_name = r->ctx.job_name,
+        .sharding_item = r->ctx.sharding_item,
+        .stream = stream,
+        .offset = offset,
+        .data = data,
+        .len = len,
+        .time_ms = ej__now_ms(),
+    };
+    memcpy(ev.execution_id, r->event_id, sizeof ev.execution_id);
+    ej_event_bus_post_output(bus, &ev);
 }
 
 static bool in_done(const struct batch_sync *b, int item)
@@ -705,6 +727,8 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         r->ctx.execution_source = source;
         r->xo.keep_going = keep_going;
         r->xo.keep_going_arg = job;
+        r->xo.output = post_output;
+        r->xo.output_arg = r;
         r->session = s->cfg.monitor_execution ? session : 0;
         r->bs = &bs;
         args[k] = r;
@@ -1017,6 +1041,27 @@ static int64_t fire_covers(const struct ej__fire *f)
     return (f->now_reasons & EJ__FIRE_TRIGGER) ? f->scheduled_ms : 0;
 }
 
+/*
+ * startingDeadlineSeconds: whether the cron fire f, begun more than the
+ * deadline after its (first) fire time, is dropped for it. Not a misfired
+ * fire that is dropped anyway (misfire off, its fire times re-run by the
+ * misfire loop already) or whose fire times CATCH_UP runs. Under job->mu.
+ */
+static bool past_deadline(struct ej_job *job, const struct ej__rt_settings *s,
+                          const struct ej__fire *f)
+{
+    int deadline_s = s->cfg.starting_deadline_seconds;
+    if (!f->cron_due || deadline_s <= 0 || f->scheduled_ms <= 0 ||
+        f->started_ms - f->scheduled_ms <= (int64_t)deadline_s * 1000)
+        return false;
+    if (!f->misfired || f->now_reasons != 0)
+        return true;
+    if (f->last_scheduled_ms <= job->misfire_handled_until || !ej_job_config_misfire(&s->cfg))
+        return false;
+    int64_t times[EJ_CONFIG_CATCH_UP_MAX];
+    return ej__policy_catch_up_times(job, s, f, times, EJ_CONFIG_CATCH_UP_MAX) == 0;
+}
+
 void ej__fire_cb(const struct ej__fire *f, void *arg)
 {
     struct ej_job *job = arg;
@@ -1034,6 +1079,22 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
     }
     struct ej__rt_settings *s = job->settings;
     ej__rt_settings_ref(s);
+    /* Decided by the miss hook for a misfired fire (it left the fire
+     * times to this, to be counted under "deadline"), here otherwise. */
+    bool deadline =
+        f->misfired ? job->deadline_fire_ms == f->scheduled_ms : past_deadline(job, s, f);
+    job->deadline_fire_ms = 0;
+    if (deadline) {
+        pthread_mutex_unlock(&job->mu);
+        fr.state = FIRE_PENDING;
+        fr.count = f->missed_count;
+        fr.last = f->last_scheduled_ms;
+        not_run(job, &fr, EJ__NOT_RUN_DEADLINE,
+                "started %" PRId64 " ms after its time, past startingDeadlineSeconds %d",
+                f->started_ms - f->scheduled_ms, s->cfg.starting_deadline_seconds);
+        ej__rt_settings_unref(s);
+        return;
+    }
     if (cron && f->misfired && reasons == 0) {
         /* Fire times that passed while this job ran were marked misfire
          * and re-run already; others (paused, stalled) run now, once, if
@@ -1050,16 +1111,6 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
     size_t ncatch = cron && f->misfired && reasons == 0
                         ? ej__policy_catch_up_times(job, s, f, catch_up, EJ_CONFIG_CATCH_UP_MAX)
                         : 0;
-    int deadline_s = s->cfg.starting_deadline_seconds;
-    if (cron && deadline_s > 0 && f->scheduled_ms > 0 && ncatch == 0 &&
-        f->started_ms - f->scheduled_ms > (int64_t)deadline_s * 1000) {
-        pthread_mutex_unlock(&job->mu);
-        not_run(job, &fr, EJ__NOT_RUN_DEADLINE,
-                "started %" PRId64 " ms after its time, past startingDeadlineSeconds %d",
-                f->started_ms - f->scheduled_ms, deadline_s);
-        ej__rt_settings_unref(s);
-        return;
-    }
     EJ_LOG(EJ_LOG_DEBUG, MOD, 0,
            "job %s: fire (cron %d, misfired %d, missed %u, reasons 0x%x, late %" PRId64 " ms)",
            job->name, cron, f->misfired, f->missed_count, reasons, f->started_ms - f->scheduled_ms);
@@ -1167,6 +1218,19 @@ bool ej__rt_wait_idle(struct ej_job *job, int64_t ms)
  * logs a rate-limited warning). Runs on a pool thread. */
 static void on_miss(const ej__miss *miss, void *arg)
 {
+    struct ej_job *job = arg;
+    if (miss->fire != NULL) {
+        /* A misfired fire its startingDeadlineSeconds drops: the callback
+         * that comes next counts its fire times under "deadline". */
+        pthread_mutex_lock(&job->mu);
+        bool deadline = job->deadline_fire_ms == miss->fire->scheduled_ms ||
+                        past_deadline(job, job->settings, miss->fire);
+        if (deadline)
+            job->deadline_fire_ms = miss->fire->scheduled_ms;
+        pthread_mutex_unlock(&job->mu);
+        if (deadline)
+            return;
+    }
     count_not_run(arg, ej__miss_reason_name(miss->reason), NULL, 0, miss->count, miss->first_ms,
                   miss->last_ms, "CRON");
 }
@@ -1302,6 +1366,8 @@ void ej__rt_on_stop(void *user, int why)
     if (t)
         ej__sched_trigger_pause(t);
     ej__rt_trigger_put(job, t);
+    if (job->on_stopped != NULL)
+        job->on_stopped(job, why == EJ__STOP_OPERATOR, job->on_stopped_user);
 }
 
 void ej__rt_on_conn(void *user, ej_reg_state state, bool new_session)

@@ -107,6 +107,8 @@ struct ej_job {
     bool manual;
     int wait_bound_ms;
     int64_t reconcile_ms;
+    void (*on_stopped)(struct ej_job *job, bool by_operator, void *user); /* ej_job_opts */
+    void *on_stopped_user;
     struct ej_job_config local_cfg; /* as given to create/update (api.c) */
 
     pthread_mutex_t mu;
@@ -158,6 +160,9 @@ struct ej_job {
     size_t ncatchups;
     size_t nowned;
     int64_t owned_session; /* the session they were this instance's in */
+    /* The fire time of the misfired fire the miss hook found past its
+     * startingDeadlineSeconds (ej__fire_cb counts it); 0: none. job->mu. */
+    int64_t deadline_fire_ms;
     char last_error[1024];
     /* Kills (kill.c): the items running now, and the cache of kills/. */
     pthread_mutex_t kill_mu;

@@ -43,6 +43,14 @@ int64_t ej__retry_delay_ms(const struct ej_retry_config *r, int failed_attempt, 
     return (int64_t)ms;
 }
 
+static bool holds(const int *items, size_t n, int item)
+{
+    for (size_t i = 0; i < n; i++)
+        if (items[i] == item)
+            return true;
+    return false;
+}
+
 /* Why the attempt may not start now; NULL when it may. */
 static const char *blocked(struct ej_job *job, int64_t fire_session, int item)
 {
@@ -54,12 +62,16 @@ static const char *blocked(struct ej_job *job, int64_t fire_session, int item)
     if (!ej__coord_may_start(job->coord, fire_session))
         return "fenced: not registered in this fire's session, or no recent contact with "
                "ZooKeeper";
+    /* Its own by sharding (not taken away by a failover), or taken over
+     * here: the failover node, like the running node, stays this
+     * instance's until the failover run and its retries end. */
     int *own = NULL;
     size_t n = 0;
-    bool mine = false;
-    if (ej__exec_local_items(job->coord, &own, &n) == 0)
-        for (size_t i = 0; i < n; i++)
-            mine = mine || own[i] == item;
+    bool mine = ej__exec_local_items(job->coord, &own, &n) == 0 && holds(own, n, item);
+    free(own);
+    own = NULL;
+    n = 0;
+    mine = mine || (ej__failover_mine(job->coord, &own, &n, NULL) == 0 && holds(own, n, item));
     free(own);
     return mine ? NULL : "the item moved to another instance";
 }

@@ -144,8 +144,11 @@ typedef enum ej__miss_reason {
 const char *ej__miss_reason_name(ej__miss_reason r);
 
 /* What a miss hook is told (see ej__sched_trigger_set_miss_fn). */
+struct ej__fire;
 typedef struct ej__miss {
     ej__trigger *trigger;
+    const struct ej__fire *fire; /* the misfired callback about to be made; NULL:
+                                  * none (the fire times are dropped) */
     ej__miss_reason reason;
     uint32_t count;   /* fire times missed for this reason (capped at 10,000) */
     int64_t first_ms; /* the first of them, epoch ms (approximate when several

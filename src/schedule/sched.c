@@ -763,6 +763,7 @@ static void fire_run(ej__sched *s, ej__trigger *t)
         if (fire.missed_by[r] == 0)
             continue;
         ej__miss m = {.trigger = t,
+                      .fire = &fire,
                       .reason = (ej__miss_reason)r,
                       .count = fire.missed_by[r],
                       .first_ms = fire.scheduled_ms,

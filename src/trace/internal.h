@@ -91,6 +91,15 @@ extern const struct ej__trace_ops ej__trace_pg_ops;
 
 const struct ej__trace_ops *ej__trace_ops_of(ej_trace_kind kind);
 
+/* The reader behind the read API (read.c, live.c). */
+struct ej_trace_reader {
+    const struct ej__trace_ops *ops;
+    struct ej__trace_conn *conn;
+    bool has_instants; /* the store has EJOB_EXECUTION_INSTANT */
+    bool has_results;  /* and EJOB_EXECUTION_RESULT */
+    char err[512];
+};
+
 /* ------------------------------------------------------------ schema.c */
 
 /* Creates the tables and indexes that are missing (IF NOT EXISTS). */
@@ -100,10 +109,51 @@ int ej__trace_create_schema(const struct ej__trace_ops *ops, struct ej__trace_co
 int ej__trace_write_event(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
                           const ej_event *ev);
 
-/* Deletes at most chunk rows older than cutoff_ms from each table;
- * *deleted receives how many in all. */
+/* Deletes at most chunk rows older than cutoff_ms (0: none, kept
+ * forever) from each table, but for the jobs of EJOB_JOB_RETENTION, whose
+ * own rules apply (default_days: theirs when they say -1); *deleted
+ * receives how many in all. */
 int ej__trace_purge_chunk(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
-                          int64_t cutoff_ms, int chunk, int64_t *deleted);
+                          int64_t cutoff_ms, int default_days, int chunk, int64_t *deleted);
+
+/* ------------------------------------------------------- retention.c */
+
+/* A job's own retention (ej_trace_store_set_job_retention). */
+struct ej__job_retention {
+    char job_name[101];
+    int days;        /* -1: the store's; 0: forever */
+    int failed_days; /* -1: as days; 0: forever */
+};
+
+/* EJOB_JOB_RETENTION, the jobs' own rules. */
+int ej__trace_retention_create(const struct ej__trace_ops *ops, struct ej__trace_conn *c);
+/* Writes (both -1: removes) the rules. */
+int ej__trace_retention_write(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
+                              const struct ej__job_retention *rules, size_t n);
+/* Applies every rule of the table (at most chunk rows per statement), then
+ * deletes the details whose run row is gone. */
+int ej__trace_retention_purge(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
+                              int default_days, int64_t now_ms, int chunk, int64_t *deleted);
+
+/* ------------------------------------------------------------- live.c */
+
+/* EJOB_EXECUTION_OUTPUT, the pieces of running items' output. */
+int ej__trace_live_create(const struct ej__trace_ops *ops, struct ej__trace_conn *c);
+/* Writes one piece (an EJ_EVENT_OUTPUT; one without data is skipped). */
+int ej__trace_live_write(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
+                         const ej_output_event *e);
+/* The item ended: its end event holds the whole output, the pieces go
+ * (unless the end event lost its output in the queue: e's output NULL and
+ * marked truncated). */
+int ej__trace_live_end(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
+                       const ej_execution_event *e);
+/* Retention of the pieces: those written before cutoff_ms, and those of
+ * runs whose JOB_EXECUTION_LOG row is gone. */
+int ej__trace_live_purge(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
+                         int64_t cutoff_ms, int chunk, int64_t *deleted);
+/* Fills e's out / err from the pieces of its run (it has not ended, or its
+ * end lost the output). */
+int ej__trace_live_fill(ej_trace_reader *r, struct ej_trace_execution *e);
 
 /* "YYYY-MM-DD HH:MM:SS.mmm" in local time. */
 void ej__trace_format_time(int64_t epoch_ms, char out[32]);

@@ -243,6 +243,8 @@ static const struct {
     {"timer-late", "the instance's timer woke late"},
     {"clock-step", "the instance's clock was stepped"},
     {"late-start", "the fire started too late"},
+    {"deadline", "the fire could not start within the job's startingDeadlineSeconds"},
+    {"overlap", "the job's items still ran here (overlapPolicy SKIP)"},
 };
 
 const char *ej__trace_fire_reason_text(const char *reason)
@@ -274,4 +276,43 @@ json_t *ej__trace_fire_json(const struct ej_trace_fire *f)
                         f->execution_id[0] ? json_text(f->execution_id) : json_null());
     json_object_set_new(o, "recorded", json_time(f->recorded_ms));
     return o;
+}
+
+/* Bytes at the end of p[0..n) that begin a UTF-8 sequence not complete
+ * yet (0 to 3): a live reader gets them with the next piece. */
+static size_t partial_utf8_tail(const unsigned char *p, size_t n)
+{
+    for (size_t k = 1; k <= 3 && k <= n; k++) {
+        unsigned char c = p[n - k];
+        if ((c & 0xc0) == 0x80)
+            continue; /* a continuation byte: look further back */
+        size_t need = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 1;
+        return need > k ? k : 0;
+    }
+    return 0;
+}
+
+json_t *ej__trace_output_json(const char *id, const struct ej_trace_output *o)
+{
+    json_t *j = json_pack("{s:s,s:b,s:b}", "id", id, "completed", o->completed, "success",
+                          o->completed && o->is_success);
+    const unsigned char *data[2] = {o->out, o->err};
+    const size_t len[2] = {o->out_len, o->err_len};
+    const int64_t next[2] = {o->out_next, o->err_next};
+    const bool cut[2] = {o->out_truncated, o->err_truncated};
+    static const char *const names[2][4] = {
+        {"stdout", "stdoutBinary", "outNext", "stdoutTruncated"},
+        {"stderr", "stderrBinary", "errNext", "stderrTruncated"}};
+    for (int s = 0; s < 2; s++) {
+        size_t keep = len[s];
+        if (!o->completed && data[s] != NULL)
+            keep -= partial_utf8_tail(data[s], len[s]);
+        bool bin = false;
+        json_object_set_new(j, names[s][0],
+                            data[s] ? json_bytes(data[s], keep, &bin) : json_string(""));
+        json_object_set_new(j, names[s][1], json_boolean(bin));
+        json_object_set_new(j, names[s][2], json_integer(next[s] - (json_int_t)(len[s] - keep)));
+        json_object_set_new(j, names[s][3], json_boolean(cut[s]));
+    }
+    return j;
 }

@@ -32,6 +32,13 @@ json_t *ej__trace_execution_json(const struct ej_trace_execution *e);
  * flags, and statusTrail. New reference. */
 json_t *ej__trace_detail_json(const struct ej_trace_execution_detail *d);
 
+/* What a run wrote from given offsets (ej_trace_read_output), for a live
+ * reader: id, completed, success, stdout / stderr (as in the detail) and
+ * outNext / errNext, the offsets to ask for next (a UTF-8 sequence cut by
+ * the piece's end waits for the next one), stdoutTruncated /
+ * stderrTruncated. New reference. */
+json_t *ej__trace_output_json(const char *id, const struct ej_trace_output *o);
+
 /* A fire-ledger reason ("paused", "missed" ...) in words; "not run" for
  * a name it does not know. Static string. */
 const char *ej__trace_fire_reason_text(const char *reason);

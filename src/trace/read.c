@@ -11,13 +11,6 @@
 #define TRAIL_WINDOW_MS (10 * 60 * 1000)
 #define TRAIL_MAX 2000
 
-struct ej_trace_reader {
-    const struct ej__trace_ops *ops;
-    struct ej__trace_conn *conn;
-    bool has_instants; /* the store has EJOB_EXECUTION_INSTANT */
-    bool has_results;  /* and EJOB_EXECUTION_RESULT */
-    char err[512];
-};
 
 /* ------------------------------------------------------------- readers */
 
@@ -526,6 +519,12 @@ int ej_trace_get_execution(ej_trace_reader *r, const char *id,
                  o.found ? "execution id %s is ambiguous" : "no execution %s", id);
         return o.found ? EJ_EINVAL : EJ_ENOTFOUND;
     }
+    /* A run still going (or whose end lost its output) shows what its
+     * daemon has stored of it so far; a store without the table has none. */
+    struct ej_trace_execution *x = &out->execution;
+    if (rc == 0 && (!x->completed || !x->has_detail || (x->out == NULL && x->out_truncated) ||
+                    (x->err == NULL && x->err_truncated)))
+        (void)ej__trace_live_fill(r, x);
     struct trail t = {NULL, 0, &out->execution};
     if (rc == 0) {
         const struct ej_trace_execution *e = &out->execution;

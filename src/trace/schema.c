@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/util.h"
 #include "ejob/error.h"
 #include "trace/internal.h"
 
@@ -121,6 +122,10 @@ int ej__trace_create_schema(const struct ej__trace_ops *ops, struct ej__trace_co
         rc = ops->run(c, ddl_result, NULL, 0, NULL);
     if (rc == 0)
         rc = ops->run(c, ddl_ledger, NULL, 0, NULL);
+    if (rc == 0)
+        rc = ej__trace_live_create(ops, c);
+    if (rc == 0)
+        rc = ej__trace_retention_create(ops, c);
     if (rc == 0)
         rc = ops->run(c, ddl_instant, NULL, 0, NULL);
     for (size_t i = 0; rc == 0 && i < sizeof ddl_indexes / sizeof ddl_indexes[0]; i++)
@@ -426,6 +431,8 @@ static int write_execution(const struct ej__trace_ops *ops, struct ej__trace_con
             rc = write_detail(ops, c, e, &v);
         if (rc == 0)
             rc = write_result(ops, c, e);
+        if (rc == 0)
+            rc = ej__trace_live_end(ops, c, e);
         goto out;
     }
     struct ej__tp u[4] = {tp_int(e->is_success), tp_text(v.complete), tp_text(v.cause),
@@ -443,6 +450,8 @@ static int write_execution(const struct ej__trace_ops *ops, struct ej__trace_con
         rc = write_detail(ops, c, e, &v);
     if (rc == 0)
         rc = write_result(ops, c, e);
+    if (rc == 0)
+        rc = ej__trace_live_end(ops, c, e);
 out:
     exec_vals_fini(&v);
     return rc;
@@ -549,36 +558,45 @@ int ej__trace_write_event(const struct ej__trace_ops *ops, struct ej__trace_conn
         return write_status(ops, c, &ev->u.status);
     if (ev->type == EJ_EVENT_FIRE)
         return write_fire(ops, c, &ev->u.fire);
+    if (ev->type == EJ_EVENT_OUTPUT)
+        return ej__trace_live_write(ops, c, &ev->u.output);
     return EJ_EDB;
 }
 
 /* ------------------------------------------------------------ retention */
 
 int ej__trace_purge_chunk(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
-                          int64_t cutoff_ms, int chunk, int64_t *deleted)
+                          int64_t cutoff_ms, int default_days, int chunk, int64_t *deleted)
 {
+    /* The jobs with a rule of their own are purged by it (retention.c). */
+#define NOT_RULED " AND job_name NOT IN (SELECT job_name FROM EJOB_JOB_RETENTION)"
     static const char *const sql[] = {
         "DELETE FROM JOB_EXECUTION_LOG WHERE id IN (SELECT id FROM JOB_EXECUTION_LOG WHERE "
-        "start_time < $1 LIMIT $2)",
+        "start_time < $1" NOT_RULED " LIMIT $2)",
         "DELETE FROM JOB_STATUS_TRACE_LOG WHERE id IN (SELECT id FROM JOB_STATUS_TRACE_LOG "
-        "WHERE creation_time < $1 LIMIT $2)",
-        "DELETE FROM EJOB_EXECUTION_DETAIL WHERE id IN (SELECT id FROM EJOB_EXECUTION_DETAIL "
-        "WHERE start_time < $1 LIMIT $2)",
+        "WHERE creation_time < $1" NOT_RULED " LIMIT $2)",
     };
     /* The ledger keys by epoch ms (the others by local-time text). */
     static const char sql_ledger[] =
         "DELETE FROM EJOB_FIRE_LEDGER WHERE (job_name, fire_time_ms, sharding_item) IN (SELECT "
-        "job_name, fire_time_ms, sharding_item FROM EJOB_FIRE_LEDGER WHERE fire_time_ms < $1 "
-        "LIMIT $2)";
-    char cutoff[32];
-    ej__trace_format_time(cutoff_ms, cutoff);
-    struct ej__tp p[2] = {tp_text(cutoff), tp_int(chunk)};
+        "job_name, fire_time_ms, sharding_item FROM EJOB_FIRE_LEDGER WHERE fire_time_ms < "
+        "$1" NOT_RULED " LIMIT $2)";
+#undef NOT_RULED
     *deleted = 0;
-    for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) {
+    int rc = 0;
+    if (cutoff_ms > 0) {
+        char cutoff[32];
+        ej__trace_format_time(cutoff_ms, cutoff);
+        struct ej__tp p[2] = {tp_text(cutoff), tp_int(chunk)};
+        for (size_t i = 0; rc == 0 && i < sizeof sql / sizeof sql[0]; i++) {
+            int64_t n = 0;
+            rc = ops->run(c, sql[i], p, 2, &n);
+            *deleted += n;
+        }
+        struct ej__tp lp[2] = {tp_int(cutoff_ms), tp_int(chunk)};
         int64_t n = 0;
-        int rc = ops->run(c, sql[i], p, 2, &n);
-        if (rc != 0)
-            return rc;
+        if (rc == 0)
+            rc = ops->run(c, sql_ledger, lp, 2, &n);
         *deleted += n;
     }
     /* Results go with their runs (they have no time of their own). */
@@ -586,24 +604,23 @@ int ej__trace_purge_chunk(const struct ej__trace_ops *ops, struct ej__trace_conn
         "DELETE FROM EJOB_EXECUTION_RESULT WHERE id IN (SELECT r.id FROM EJOB_EXECUTION_RESULT r "
         "LEFT JOIN JOB_EXECUTION_LOG e ON e.id = r.id WHERE e.id IS NULL LIMIT $1)";
     struct ej__tp rp[1] = {tp_int(chunk)};
-    static const char sql_instant_purge[] =
-        "DELETE FROM EJOB_EXECUTION_INSTANT WHERE id IN (SELECT id FROM EJOB_EXECUTION_INSTANT "
-        "WHERE start_ms < $1 LIMIT $2)";
+    /* The jobs' own rules, and the details of the runs gone. */
+    if (rc == 0)
+        rc = ej__trace_retention_purge(ops, c, default_days, ej__now_ms(), chunk, deleted);
     int64_t n = 0;
-    int rc = ops->run(c, sql_orphans, rp, 1, &n);
-    if (rc != 0)
-        return rc;
+    if (rc == 0)
+        rc = ops->run(c, sql_orphans, rp, 1, &n);
     *deleted += n;
-    struct ej__tp lp[2] = {tp_int(cutoff_ms), tp_int(chunk)};
+    /* Instants go with their runs too. */
+    static const char sql_instant_orphans[] =
+        "DELETE FROM EJOB_EXECUTION_INSTANT WHERE id IN (SELECT i.id FROM EJOB_EXECUTION_INSTANT "
+        "i LEFT JOIN JOB_EXECUTION_LOG e ON e.id = i.id WHERE e.id IS NULL LIMIT $1)";
     n = 0;
-    rc = ops->run(c, sql_ledger, lp, 2, &n);
     if (rc == 0)
-        *deleted += n;
-    n = 0;
+        rc = ops->run(c, sql_instant_orphans, rp, 1, &n);
+    *deleted += n;
     if (rc == 0)
-        rc = ops->run(c, sql_instant_purge, lp, 2, &n);
-    if (rc == 0)
-        *deleted += n;
+        rc = ej__trace_live_purge(ops, c, cutoff_ms, chunk, deleted);
     return rc;
 }
 

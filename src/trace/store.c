@@ -40,6 +40,9 @@ struct ej_trace_store {
     struct ej_trace_stats st;
     int64_t drop_logged_ms;
     uint64_t drop_logged;
+    /* Jobs' own retention not yet written to EJOB_JOB_RETENTION. */
+    struct ej__job_retention *rules;
+    size_t nrules;
     pthread_t th;
 };
 
@@ -47,6 +50,8 @@ struct ej_trace_store {
 
 static size_t output_bytes(const ej_event *ev)
 {
+    if (ev->type == EJ_EVENT_OUTPUT)
+        return ev->u.output.data ? ev->u.output.len : 0;
     if (ev->type != EJ_EVENT_EXECUTION)
         return 0;
     return ev->u.execution.output_len + ev->u.execution.error_output_len;
@@ -183,9 +188,11 @@ static void log_rejected(ej_trace_store *s, const ej_event *ev, const char *why)
 {
     const char *id = ev->type == EJ_EVENT_EXECUTION ? ev->u.execution.id
                      : ev->type == EJ_EVENT_FIRE    ? "(fire ledger row)"
+                     : ev->type == EJ_EVENT_OUTPUT  ? ev->u.output.execution_id
                                                     : ev->u.status.id;
     const char *job = ev->type == EJ_EVENT_EXECUTION ? ev->u.execution.job_name
                       : ev->type == EJ_EVENT_FIRE    ? ev->u.fire.job_name
+                      : ev->type == EJ_EVENT_OUTPUT  ? ev->u.output.job_name
                                                      : ev->u.status.job_name;
     EJ_LOG(EJ_LOG_ERROR, MOD, EJ_EDB, "%s store refused event %s of job %s: %s", s->ops->name, id,
            job ? job : "?", why);
@@ -246,20 +253,63 @@ static void write_some(struct writer *w)
     pop(s, n);
 }
 
-/* One chunk of the retention pass; called and returns with mu held. */
+/* Adds rule to the pending ones (replacing one of its job); mu held. */
+static int add_rule(ej_trace_store *s, const struct ej__job_retention *rule)
+{
+    for (size_t i = 0; i < s->nrules; i++) {
+        if (strcmp(s->rules[i].job_name, rule->job_name) == 0) {
+            s->rules[i] = *rule;
+            return 0;
+        }
+    }
+    struct ej__job_retention *r = realloc(s->rules, (s->nrules + 1) * sizeof *r);
+    if (r == NULL)
+        return EJ_ENOMEM;
+    s->rules = r;
+    s->rules[s->nrules++] = *rule;
+    return 0;
+}
+
+/* Writes the jobs' rules set since the last pass; mu held, released for
+ * the database. Returns 0, or the database's error (the rules stay
+ * pending). */
+static int write_rules(struct writer *w)
+{
+    ej_trace_store *s = w->s;
+    struct ej__job_retention *rules = s->rules;
+    size_t n = s->nrules;
+    if (n == 0)
+        return 0;
+    s->rules = NULL;
+    s->nrules = 0;
+    pthread_mutex_unlock(&s->mu);
+    int rc = ej__trace_retention_write(s->ops, w->conn, rules, n);
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; rc != 0 && i < n; i++) {
+        bool newer = false;
+        for (size_t k = 0; k < s->nrules; k++)
+            newer = newer || strcmp(s->rules[k].job_name, rules[i].job_name) == 0;
+        if (!newer)
+            add_rule(s, &rules[i]);
+    }
+    free(rules);
+    return rc;
+}
+
+/* One chunk of the retention pass; called and returns with mu held. Runs
+ * also when the store keeps rows forever: jobs may have rules of their own
+ * (this daemon's or another's sharing the store). */
 static void purge_some(struct writer *w)
 {
     ej_trace_store *s = w->s;
-    if (s->o.retention_days <= 0) { /* keep forever */
-        w->purging = false;
-        s->purges_done++;
-        pthread_cond_broadcast(&s->done_cv);
-        return;
-    }
-    int64_t cutoff = ej__now_ms() - (int64_t)s->o.retention_days * 86400 * 1000;
+    int64_t cutoff =
+        s->o.retention_days > 0 ? ej__now_ms() - (int64_t)s->o.retention_days * 86400 * 1000 : 0;
+    int rc = write_rules(w);
     pthread_mutex_unlock(&s->mu);
     int64_t deleted = 0;
-    int rc = ej__trace_purge_chunk(s->ops, w->conn, cutoff, PURGE_CHUNK, &deleted);
+    if (rc == 0)
+        rc = ej__trace_purge_chunk(s->ops, w->conn, cutoff, s->o.retention_days, PURGE_CHUNK,
+                                   &deleted);
     if (rc != 0) {
         char why[512];
         snprintf(why, sizeof why, "retention: %s", w->conn ? s->ops->errmsg(w->conn) : "lost");
@@ -291,7 +341,7 @@ static void *writer_main(void *arg)
         if (s->abandon || (s->stop && s->count == 0 && !s->purge_asked))
             break;
         int64_t now = ej__mono_ms();
-        bool purge_due = s->o.retention_days > 0 && (w.purging || now >= w.next_purge);
+        bool purge_due = w.purging || now >= w.next_purge;
         if (s->purge_asked) {
             purge_due = true;
             if (!w.purging)
@@ -417,7 +467,7 @@ int ej_trace_store_post(ej_trace_store *s, const ej_event *ev)
 {
     if (s == NULL || ev == NULL ||
         (ev->type != EJ_EVENT_EXECUTION && ev->type != EJ_EVENT_STATUS &&
-         ev->type != EJ_EVENT_FIRE))
+         ev->type != EJ_EVENT_FIRE && ev->type != EJ_EVENT_OUTPUT))
         return EJ_EINVAL;
     /* Decide about the output under the lock, copy outside it. */
     size_t need = ej_event_output_bytes(ev);
@@ -510,6 +560,21 @@ int ej_trace_store_purge(ej_trace_store *s, int64_t timeout_ms)
     return rc;
 }
 
+int ej_trace_store_set_job_retention(ej_trace_store *s, const char *job_name, int days,
+                                     int failed_days)
+{
+    struct ej__job_retention rule = {.days = days < 0 ? -1 : days,
+                                     .failed_days = failed_days < 0 ? -1 : failed_days};
+    if (s == NULL || job_name == NULL || job_name[0] == '\0' ||
+        strlen(job_name) >= sizeof rule.job_name)
+        return EJ_EINVAL;
+    memcpy(rule.job_name, job_name, strlen(job_name) + 1);
+    pthread_mutex_lock(&s->mu);
+    int rc = add_rule(s, &rule);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
 void ej_trace_store_stats(ej_trace_store *s, struct ej_trace_stats *out)
 {
     if (out == NULL)
@@ -563,5 +628,6 @@ void ej_trace_store_destroy(ej_trace_store *s)
     free((char *)s->target.url);
     free((char *)s->target.password);
     free(s->ring);
+    free(s->rules);
     free(s);
 }

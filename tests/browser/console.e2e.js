@@ -6,62 +6,22 @@
 // survivor's IP), ARTIFACTS (screenshot directory), USER_DATA_DIR.
 'use strict';
 const path = require('path');
-const { chromium } = require('playwright-core');
+const lib = require('./lib.js');
+const { check, waitFor, confirmYes } = lib;
 
 const url = process.env.CONSOLE_URL;
 const artifacts = process.env.ARTIFACTS;
-let failures = 0;
-function ok(what) { console.log('ok: ' + what); }
-function fail(what) { console.error('FAIL: ' + what); failures++; }
-function check(cond, what) { cond ? ok(what) : fail(what); }
-
-// Polls the predicate from here: the page may be between views (an element not
-// made yet, a navigation under way), so a throw counts as "not yet". A string
-// predicate for waitForFunction would need eval, which the console's CSP forbids.
-async function waitFor(page, fn, arg, what, timeout) {
-  const deadline = Date.now() + (timeout || 15000);
-  let last = 'false';
-  for (;;) {
-    try {
-      if (await page.evaluate(fn, arg)) { ok(what); return true; }
-      last = 'false';
-    } catch (e) {
-      last = e.message.split('\n')[0];
-    }
-    if (Date.now() >= deadline) { fail(what + ' (last poll: ' + last + ')'); return false; }
-    await new Promise(r => setTimeout(r, 200));
-  }
-}
 
 async function shot(page, name) {
   await page.screenshot({ path: path.join(artifacts, name + '.png'), fullPage: true });
 }
 
-async function confirmYes(page) {
-  await page.waitForSelector('#confirm:not([hidden])', { timeout: 5000 });
-  await page.click('#confirm-ok');
-}
-
-async function login(page, user, password) {
-  await page.goto(url + '/', { waitUntil: 'domcontentloaded' });
-  await page.waitForSelector('#login-form', { timeout: 10000 });
-  await page.fill('#login-user', user);
-  await page.fill('#login-password', password);
-  await page.click('#login-submit');
-}
+const login = (page, user, password) => lib.login(page, url, user, password);
 
 const owners = () => [...document.querySelectorAll('#items-body tr td.owner')].map(td => td.textContent);
 
 async function main() {
-  const ctx = await chromium.launchPersistentContext(process.env.USER_DATA_DIR, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1280, height: 900 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  const page = ctx.pages()[0] || await ctx.newPage();
-  page.on('pageerror', e => fail('script error in the page: ' + e.message));
+  const { ctx, page } = await lib.launch(process.env.USER_DATA_DIR, 900);
 
   // ---------------------------------------------------------------- login
   await login(page, 'alice', 'wrong');
@@ -203,6 +163,6 @@ async function main() {
 }
 
 main().then(() => {
-  console.log(failures + ' failure(s)');
-  process.exit(failures === 0 ? 0 : 1);
+  console.log(lib.failed() + ' failure(s)');
+  process.exit(lib.failed() === 0 ? 0 : 1);
 }).catch(e => { console.error('FAIL: ' + e.stack); process.exit(1); });

@@ -4,6 +4,8 @@
 #   cenv_console LOG ARGS...             starts `ejob console` with ARGS; sets
 #                                        CENV_URL (from its first line), CENV_CONSOLE_PID
 #   cenv_hash PASSWORD                   prints a passwordHash
+#   cenv_need_browser                    fails (exit 1) without chromium, node and
+#                                        tests/browser's playwright-core; sets NODE_MODULES
 # Every process started is tracked for the fixture's cleanup (killed by pid).
 E=${EJOB:?EJOB must name the ejob binary}
 
@@ -54,3 +56,15 @@ cenv_console() {
 }
 
 cenv_hash() { printf '%s\n' "$1" | "$E" console hash-password; }
+
+cenv_need_browser() {
+  NODE_MODULES=$EJ_SOURCE_DIR/tests/browser/node_modules
+  local missing=
+  [ -x /usr/bin/chromium ] || missing="$missing chromium (/usr/bin/chromium)"
+  command -v node >/dev/null || missing="$missing node"
+  [ -d "$NODE_MODULES/playwright-core" ] || missing="$missing playwright-core ($NODE_MODULES)"
+  if [ -n "$missing" ]; then
+    echo "FAIL: missing:$missing; run scripts/install-deps (this test installs nothing)" >&2
+    exit 1
+  fi
+}

@@ -265,8 +265,10 @@ grep -q '"auth":"local","action":"token revoke","token":"t-operator"' "$D/audit.
 # allowed write answers 404 and a refused one 403.
 ROUTES=$(cat <<'EOF'
 GET /api/registries viewer
+GET /api/fields viewer
 GET /api/history viewer
 GET /api/history/1 viewer
+GET /api/history/1/output viewer
 GET /api/registries/R/jobs viewer
 GET /api/registries/R/jobs/J viewer
 DELETE /api/registries/R/jobs/noSuchJob admin
@@ -276,6 +278,7 @@ GET /api/registries/R/jobs/J/history viewer
 GET /api/registries/R/jobs/J/fires viewer
 POST /api/registries/R/jobs/noSuchJob/trigger operator
 POST /api/registries/R/jobs/noSuchJob/shutdown operator
+POST /api/registries/R/jobs/noSuchJob/restart operator
 POST /api/registries/R/jobs/noSuchJob/kill admin
 POST /api/registries/R/jobs/noSuchJob/disable operator
 POST /api/registries/R/jobs/noSuchJob/enable operator

@@ -2,7 +2,8 @@
  * The PostgreSQL store against a real server (Debian's, started by the
  * test): ElasticJob's DDL as PostgreSQL sees it, a round trip with binary
  * output, the server killed while events keep coming (they are buffered
- * and written when it is back), and a full buffer counted exactly.
+ * and written when it is back), a full buffer counted exactly, live output
+ * pieces and a job's own retention.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -348,6 +349,88 @@ static void test_pg_fire_ledger(void **state)
     ej_trace_reader_close(r);
 }
 
+static void post_piece(ej_trace_store *s, const char *id, int64_t off, const char *data)
+{
+    ej_event ev = {.type = EJ_EVENT_OUTPUT};
+    snprintf(ev.u.output.execution_id, sizeof ev.u.output.execution_id, "%s", id);
+    ev.u.output.job_name = "liveJob";
+    ev.u.output.stream = EJ_OUTPUT_STDOUT;
+    ev.u.output.offset = off;
+    ev.u.output.data = data;
+    ev.u.output.len = strlen(data);
+    ev.u.output.time_ms = ej__now_ms();
+    assert_int_equal(ej_trace_store_post(s, &ev), 0);
+}
+
+/* Live pieces read back by offset, replaced by the detail at the end; a
+ * job's own retention over the store's 7 days. */
+static void test_pg_live_output_and_job_retention(void **state)
+{
+    (void)state;
+    struct ej_trace_store_opts o = {
+        .target = {.kind = EJ_TRACE_POSTGRESQL, .url = pg.url, .password = PGF_PASSWORD},
+        .retention_days = 7,
+        .retry_max_ms = 300,
+        .op_timeout_ms = 3000,
+    };
+    ej_trace_store *s = NULL;
+    assert_int_equal(ej_trace_store_create(&o, &s), 0);
+    int64_t now = ej__now_ms();
+    ej_execution_event e = exec_event("liveJob", 0, now, 0);
+    assert_int_equal(post(s, &e), 0);
+    post_piece(s, e.id, 0, "a\xff");
+    post_piece(s, e.id, 2, "b\n");
+    assert_int_equal(ej_trace_store_flush(s, 10000), 0);
+    struct ej_trace_target t = {
+        .kind = EJ_TRACE_POSTGRESQL, .url = pg.url, .password = PGF_PASSWORD};
+    ej_trace_reader *r = NULL;
+    char err[256] = "";
+    assert_int_equal(ej_trace_reader_open(&t, &r, err, sizeof err), 0);
+    struct ej_trace_output out;
+    assert_int_equal(ej_trace_read_output(r, e.id, 1, 0, &out), 0);
+    assert_false(out.completed);
+    assert_int_equal(out.out_len, 3);
+    assert_memory_equal(out.out,
+                        "\xff"
+                        "b\n",
+                        3);
+    assert_int_equal(out.out_next, 4);
+    ej_trace_output_fini(&out);
+    e.complete_time_ms = now + 10;
+    e.output = "a\xff"
+               "b\n";
+    assert_int_equal(post(s, &e), 0);
+    assert_int_equal(ej_trace_store_set_job_retention(s, "keepJob", 30, -1), 0);
+    ej_execution_event keep10 =
+        exec_event("keepJob", 0, now - 10 * 86400000LL, now - 10 * 86400000LL + 5);
+    assert_int_equal(post(s, &keep10), 0);
+    ej_execution_event keep40 =
+        exec_event("keepJob", 0, now - 40 * 86400000LL, now - 40 * 86400000LL + 5);
+    assert_int_equal(post(s, &keep40), 0);
+    ej_execution_event other10 =
+        exec_event("otherJob", 0, now - 10 * 86400000LL, now - 10 * 86400000LL + 5);
+    assert_int_equal(post(s, &other10), 0);
+    assert_int_equal(ej_trace_store_flush(s, 10000), 0);
+    assert_int_equal(ej_trace_store_purge(s, 10000), 0);
+    struct ej_trace_stats st;
+    ej_trace_store_stats(s, &st);
+    assert_int_equal(st.rejected, 0);
+    ej_trace_store_destroy(s);
+    assert_int_equal(ej_trace_read_output(r, e.id, 1, 0, &out), 0);
+    assert_true(out.completed);
+    assert_int_equal(out.out_len, 3);
+    ej_trace_output_fini(&out);
+    ej_trace_reader_close(r);
+    assert_pg("SELECT count(*) FROM ejob_execution_output", "0");
+    char sql[300];
+    snprintf(sql, sizeof sql,
+             "SELECT string_agg(job_name, ' ' ORDER BY job_name) FROM job_execution_log WHERE "
+             "id IN ('%s', '%s', '%s')",
+             keep10.id, keep40.id, other10.id);
+    assert_pg(sql, "keepJob");
+    assert_pg("SELECT job_name || '=' || retention_days FROM ejob_job_retention", "keepJob=30");
+}
+
 int main(void)
 {
     if (pgf_init(&pg) != 0) {
@@ -361,6 +444,7 @@ int main(void)
         cmocka_unit_test(test_pg_killed_during_run),
         cmocka_unit_test(test_pg_full_buffer_counted),
         cmocka_unit_test(test_pg_fire_ledger),
+        cmocka_unit_test(test_pg_live_output_and_job_retention),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     pgf_fini(&pg);

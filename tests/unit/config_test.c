@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "config/internal.h" /* the field table */
 #include "config/daemon_file.h"
@@ -1156,6 +1157,114 @@ static void test_validate_cron_rule(void **state)
                      EJ_ECONFIG);
     assert_string_equal(err, "timeZone: unknown time zone \"Mars/Base\"");
     ej_job_config_fini(&c);
+}
+
+/* Every problem of a config node at once: a value of the wrong type does
+ * not hide the rules, nor a bad zone the cron. */
+static void test_check_json_all_errors(void **state)
+{
+    (void)state;
+    struct ej_job_config c;
+    struct ej_config_errors e;
+    ej_job_config_init(&c);
+    ej_config_errors_init(&e);
+    static const char three[] =
+        "{\"jobName\":\"j\",\"jobType\":\"SCRIPT\",\"scriptCommandLine\":\"/bin/true\","
+        "\"cron\":\"0 0 0 1 1 ? 2001\",\"shardingTotalCount\":\"abc\",\"timeZone\":\"Mars/Base\"}";
+    assert_int_equal(ej_job_config_check_json(three, strlen(three), "j", &c, &e), EJ_ECONFIG);
+    assert_int_equal(e.count, 3);
+    assert_string_equal(e.messages[0], "shardingTotalCount: expected an integer, got \"abc\"");
+    assert_string_equal(e.messages[1], "cron: has no fire time ahead");
+    assert_string_equal(e.messages[2], "timeZone: unknown time zone \"Mars/Base\"");
+    ej_config_errors_fini(&e);
+
+    /* Two values of the wrong type, a bad syntax cron: all named; the
+     * missing jobName comes from the job, a different one is a problem. */
+    static const char more[] = "{\"jobType\":\"SCRIPT\",\"scriptCommandLine\":\"x\","
+                               "\"cron\":\"bad\",\"shardingTotalCount\":3,\"failover\":\"yes\","
+                               "\"monitorPort\":[1]}";
+    assert_int_equal(ej_job_config_check_json(more, strlen(more), "j", &c, &e), EJ_ECONFIG);
+    assert_int_equal(e.count, 3);
+    assert_string_equal(e.messages[0], "failover: expected true or false, got \"yes\"");
+    assert_string_equal(e.messages[1], "monitorPort: expected an integer, got [1]");
+    assert_memory_equal(e.messages[2], "cron: ", 6);
+    assert_string_equal(c.job_name, "j");
+    assert_int_equal(c.sharding_total_count, 3);
+    ej_config_errors_fini(&e);
+    assert_int_equal(ej_job_config_check_json(three, strlen(three), "k", &c, &e), EJ_ECONFIG);
+    assert_int_equal(e.count, 4);
+    assert_string_equal(e.messages[1], "jobName: is \"j\" but the job is \"k\"");
+    ej_config_errors_fini(&e);
+
+    /* JSON that is not usable at all: its one message. */
+    assert_int_equal(ej_job_config_check_json("{", 1, NULL, &c, &e), EJ_EPARSE);
+    assert_int_equal(e.count, 1);
+    assert_memory_equal(e.messages[0], "JSON syntax error", 17);
+    ej_config_errors_fini(&e);
+    static const char good[] = "{\"jobName\":\"j\",\"jobType\":\"SCRIPT\",\"scriptCommandLine\":"
+                               "\"x\",\"cron\":\"0 * * * * ?\",\"shardingTotalCount\":2}";
+    assert_int_equal(ej_job_config_check_json(good, strlen(good), NULL, &c, &e), 0);
+    assert_int_equal(e.count, 0);
+    assert_int_equal(ej_job_config_check_json(good, strlen(good), NULL, NULL, &e), EJ_EINVAL);
+
+    /* The one-message check keeps its order: syntax, zone, fire time. */
+    char err[256];
+    assert_int_equal(ej_config_check_cron("0 0 0 1 1 ? 2001", "Mars/Base", err, sizeof err),
+                     EJ_ECONFIG);
+    assert_string_equal(err, "timeZone: unknown time zone \"Mars/Base\"");
+    assert_int_equal(ej_config_check_cron("bad", "Mars/Base", err, sizeof err), EJ_ECONFIG);
+    assert_memory_equal(err, "cron: ", 6);
+    ej_job_config_fini(&c);
+}
+
+/* The form's view of the field table: every row but the unknown keys, in
+ * the table's order, with its type, group, choices and help line. */
+static void test_fields_json(void **state)
+{
+    (void)state;
+    char *text = ej_config_fields_json();
+    assert_non_null(text);
+    json_t *all = json_loads(text, 0, NULL);
+    free(text);
+    assert_true(json_is_array(all));
+    size_t i;
+    json_t *f;
+    int seen = 0;
+    json_array_foreach(all, i, f)
+    {
+        const char *name = json_string_value(json_object_get(f, "name"));
+        const char *help = json_string_value(json_object_get(f, "help"));
+        assert_non_null(name);
+        assert_true(help != NULL && strlen(help) > 10);
+        if (strcmp(name, "jobType") == 0) {
+            assert_string_equal(json_string_value(json_object_get(f, "type")), "enum");
+            assert_int_equal(json_array_size(json_object_get(f, "choices")), 4);
+            assert_string_equal(json_string_value(json_object_get(f, "default")), "SIMPLE");
+            seen++;
+        } else if (strcmp(name, "httpMethod") == 0) {
+            assert_string_equal(json_string_value(json_object_get(f, "type")), "enum");
+            assert_string_equal(json_string_value(json_object_get(f, "scope")), "HTTP");
+            assert_int_equal(json_array_size(json_object_get(f, "choices")), 7);
+            seen++;
+        } else if (strcmp(name, "shardingTotalCount") == 0) {
+            assert_string_equal(json_string_value(json_object_get(f, "type")), "integer");
+            assert_string_equal(json_string_value(json_object_get(f, "form")), "main");
+            seen++;
+        } else if (strcmp(name, "monitorPort") == 0 || strcmp(name, "jobClass") == 0) {
+            assert_string_equal(json_string_value(json_object_get(f, "form")), "java");
+            seen++;
+        } else if (strcmp(name, "jobProperties.job_exception_handler") == 0) {
+            assert_true(json_is_true(json_object_get(f, "inProps")));
+            seen++;
+        } else if (strcmp(name, "timeZone") == 0) {
+            assert_true(json_is_true(json_object_get(f, "timeZone")));
+            assert_string_equal(json_string_value(json_object_get(f, "type")), "string");
+            seen++;
+        }
+        assert_string_not_equal(name, "(unknown keys)");
+    }
+    assert_int_equal(seen, 7);
+    json_decref(all);
 }
 
 /* A command line the executor cannot split is refused at validation. */
@@ -2337,7 +2446,45 @@ static const struct {
     {"props.http.connect.timeout.milliseconds", EJ_CFG_F_HTTP_CONNECT_TIMEOUT},
     {"props.http.read.timeout.milliseconds", EJ_CFG_F_HTTP_READ_TIMEOUT},
     {"props.http.content.type", EJ_CFG_F_HTTP_CONTENT_TYPE},
+    {"tracing.retentionDays", EJ_CFG_F_TRACING_RETENTION_DAYS},
+    {"tracing.failedRetentionDays", EJ_CFG_F_TRACING_FAILED_RETENTION_DAYS},
 };
+
+/* A job's own retention: -1, 0 or days up to 36500, both named when bad,
+ * and kept in the config node only when set. */
+static void test_job_retention_fields(void **state)
+{
+    (void)state;
+    struct ej_job_config c;
+    assert_int_equal(ej_job_config_init(&c), 0);
+    ej_job_config_set_str(&c.job_name, "retJob");
+    ej_job_config_set_str(&c.cron, "0 * * * * ?");
+    assert_int_equal(c.tracing.retention_days, -1);
+    assert_int_equal(c.tracing.failed_retention_days, -1);
+    char *json = ej_job_config_to_json(&c);
+    assert_non_null(json);
+    assert_null(strstr(json, "Retention"));
+    free(json);
+    c.tracing.retention_days = 30;
+    c.tracing.failed_retention_days = 0;
+    assert_int_equal(ej_job_config_validate(&c, NULL, 0), 0);
+    json = ej_job_config_to_json(&c);
+    assert_non_null(strstr(json, "\"tracingRetentionDays\":30,\"tracingFailedRetentionDays\":0"));
+    free(json);
+    c.tracing.retention_days = -2;
+    c.tracing.failed_retention_days = 36501;
+    struct ej_config_errors errs;
+    ej_config_errors_init(&errs);
+    assert_int_equal(ej_job_config_validate_all(&c, &errs), EJ_ECONFIG);
+    assert_int_equal(errs.count, 2);
+    assert_string_equal(errs.messages[0], "tracingRetentionDays: must be -1 (the daemon's), 0 "
+                                          "(forever) or days up to 36500, got -2");
+    assert_string_equal(errs.messages[1], "tracingFailedRetentionDays: must be -1 (as "
+                                          "retentionDays), 0 (forever) or days up to 36500, got "
+                                          "36501");
+    ej_config_errors_fini(&errs);
+    ej_job_config_fini(&c);
+}
 
 /* A job of one type around one key: the required keys (unless key is one
  * of them) plus key: text, under props for a "props." key. */
@@ -2354,6 +2501,8 @@ static void yaml_job_with(char *buf, size_t len, ej_job_type type, const char *k
         n += snprintf(buf + n, len - (size_t)n, "    shardingTotalCount: 2\n");
     if (strncmp(key, "retry.", 6) == 0)
         n += snprintf(buf + n, len - (size_t)n, "    retry:\n      %s: %s\n", key + 6, text);
+    else if (strncmp(key, "tracing.", 8) == 0)
+        n += snprintf(buf + n, len - (size_t)n, "    tracing:\n      %s: %s\n", key + 8, text);
     else if (prop == NULL)
         n += snprintf(buf + n, len - (size_t)n, "    %s: %s\n", key, text);
     n += snprintf(buf + n, len - (size_t)n, "    props:\n");
@@ -2558,6 +2707,9 @@ int main(void)
         cmocka_unit_test(test_field_table_every_path),
         cmocka_unit_test(test_field_table_covers_struct),
         cmocka_unit_test(test_yaml_field_table_keys),
+        cmocka_unit_test(test_job_retention_fields),
+        cmocka_unit_test(test_check_json_all_errors),
+        cmocka_unit_test(test_fields_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

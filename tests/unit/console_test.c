@@ -8,7 +8,9 @@
 
 #include <cmocka.h>
 
+#include "config/daemon_file.h"
 #include "console/web.h"
+#include "ejob/config.h"
 #include "ejob/console.h"
 #include "ejob/error.h"
 
@@ -51,6 +53,13 @@ static void test_every_node(void **state)
     expect_path(EJ_CONSOLE_NODE_GUARANTEE_COMPLETED_ITEM, 2, NULL,
                 "/demoJob/guarantee/completed/2");
     expect_path(EJ_CONSOLE_NODE_SYSTEM_TIME, 0, NULL, "/demoJob/systemTime/current");
+    expect_path(EJ_CONSOLE_NODE_EJOB_INSTANCES, 0, NULL, "/demoJob/ejob/instances");
+    expect_path(EJ_CONSOLE_NODE_EJOB_INSTANCE, 0, "10.0.0.1@-@7",
+                "/demoJob/ejob/instances/10.0.0.1@-@7");
+    char *marker = ej_console_ejob_marker_path_dup("demoJob", "10.0.0.1@-@7");
+    assert_string_equal(marker, "/demoJob/ejob/instances/10.0.0.1@-@7");
+    free(marker);
+    assert_null(ej_console_ejob_marker_path_dup("demoJob", "a/b"));
 }
 
 static void test_bad_arguments(void **state)
@@ -172,6 +181,82 @@ static void test_config_check(void **state)
     assert_non_null(strstr(errs.messages[0], "JSON"));
     ej_job_config_fini(&cfg);
     ej_config_errors_fini(&errs);
+}
+
+/* The supervision settings (retry, timeouts, policies, deadline): a bad
+ * value is refused by the console's check (naming its JSON key) and by the
+ * daemon file's reader, which `ejob run --check` is (at its line and
+ * column, naming its YAML key), with the one validator's same words. */
+static void test_config_check_supervision_fields(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json_key, *yaml_key, *value, *json_value, *words;
+    } cases[] = {
+        {"timeoutSeconds", "timeoutSeconds", "-3", NULL, "must be 0 (none) to 31536000, got -3"},
+        {"timeoutGraceSeconds", "timeoutGraceSeconds", "7200", NULL,
+         "must be 0 (2 s) to 3600, got 7200"},
+        {"retryMaxAttempts", "retry.maxAttempts", "101", NULL, "must be 0 to 100, got 101"},
+        {"retryInitialBackoffSeconds", "retry.initialBackoffSeconds", "-1", NULL,
+         "must be 0 to 86400, got -1"},
+        {"retryMultiplier", "retry.multiplier", "11", NULL, "must be an integer 1 to 10, got 11"},
+        {"retryMaxBackoffSeconds", "retry.maxBackoffSeconds", "86401", NULL,
+         "must be 0 to 86400, got 86401"},
+        {"retryJitterPercent", "retry.jitter", "101", NULL,
+         "must be a percentage 0 to 100, got 101"},
+        {"overlapPolicy", "overlapPolicy", "ALLOW", "\"ALLOW\"",
+         "must be QUEUE, SKIP or REPLACE, got \"ALLOW\""},
+        {"startingDeadlineSeconds", "startingDeadlineSeconds", "-1", NULL,
+         "must be 0 (none) to 86400, got -1"},
+        {"misfirePolicy", "misfirePolicy", "LATER", "\"LATER\"",
+         "must be ONCE, SKIP or CATCH_UP, got \"LATER\""},
+        {"misfirePolicy", "misfirePolicy", "CATCH_UP", "\"CATCH_UP\"",
+         "CATCH_UP needs catchUpWindowSeconds (1 to 86400)"},
+        {"catchUpWindowSeconds", "catchUpWindowSeconds", "86401", NULL,
+         "must be 0 to 86400, got 86401"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *jv = cases[i].json_value ? cases[i].json_value : cases[i].value;
+        char json[512], line[128], yaml[512], want[256];
+        snprintf(json, sizeof json,
+                 "{\"jobName\":\"j\",\"jobType\":\"SCRIPT\",\"cron\":\"0/5 * * * * ?\","
+                 "\"shardingTotalCount\":1,\"scriptCommandLine\":\"x\",\"%s\":%s}",
+                 cases[i].json_key, jv);
+        struct ej_job_config cfg;
+        struct ej_config_errors errs;
+        ej_config_errors_init(&errs);
+        assert_int_equal(ej_job_config_init(&cfg), 0);
+        assert_int_equal(ej_console_config_check("j", json, strlen(json), &cfg, &errs), EJ_ECONFIG);
+        snprintf(want, sizeof want, "%s: %s", cases[i].json_key, cases[i].words);
+        if (errs.count != 1 || strcmp(errs.messages[0], want) != 0)
+            fail_msg("console check of %s: %zu error(s), first \"%s\", expected \"%s\"", json,
+                     errs.count, errs.count ? errs.messages[0] : "", want);
+        ej_job_config_fini(&cfg);
+        ej_config_errors_fini(&errs);
+
+        const char *dot = strchr(cases[i].yaml_key, '.');
+        if (dot != NULL)
+            snprintf(line, sizeof line, "    retry: {%s: %s}", dot + 1, cases[i].value);
+        else
+            snprintf(line, sizeof line, "    %s: %s", cases[i].yaml_key, cases[i].value);
+        snprintf(yaml, sizeof yaml,
+                 "regCenter:\n  namespace: ns\njobs:\n  j:\n    cron: 0 * * * * ?\n"
+                 "    shardingTotalCount: 1\n%s\n    props: {script.command.line: x}\n",
+                 line);
+        struct ej_daemon_config d;
+        ej_config_errors_init(&errs);
+        assert_int_equal(ej_daemon_config_load_string(yaml, "jobs.yaml", &d, &errs), EJ_ECONFIG);
+        int column = (int)(strstr(line, ": ") - line) + 3;
+        if (dot != NULL)
+            column = (int)(strrchr(line, ' ') - line) + 2;
+        snprintf(want, sizeof want, "jobs.yaml:7:%d: jobs.j.%s: %s", column, cases[i].yaml_key,
+                 cases[i].words);
+        if (errs.count != 1 || strcmp(errs.messages[0], want) != 0)
+            fail_msg("the daemon file with \"%s\": %zu error(s), first \"%s\", expected \"%s\"",
+                     line, errs.count, errs.count ? errs.messages[0] : "", want);
+        ej_daemon_config_fini(&d);
+        ej_config_errors_fini(&errs);
+    }
 }
 
 static int parse(const char *text, struct ej_console_settings *s, char *err, size_t errlen)
@@ -312,10 +397,15 @@ static void test_passwords(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_node),     cmocka_unit_test(test_bad_arguments),
-        cmocka_unit_test(test_instance_ids),   cmocka_unit_test(test_status_names),
-        cmocka_unit_test(test_config_check),   cmocka_unit_test(test_settings_file),
-        cmocka_unit_test(test_settings_check), cmocka_unit_test(test_passwords),
+        cmocka_unit_test(test_every_node),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_instance_ids),
+        cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_config_check),
+        cmocka_unit_test(test_config_check_supervision_fields),
+        cmocka_unit_test(test_settings_file),
+        cmocka_unit_test(test_settings_check),
+        cmocka_unit_test(test_passwords),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -816,6 +816,51 @@ static void test_tz_bad_files(void **state)
     rmdir(dir);
 }
 
+/* The tz database's names for a form: zones and links of tzdata.zi,
+ * sorted; a TZDIR without tzdata.zi has none. */
+static void test_tz_list(void **state)
+{
+    (void)state;
+    char **names = NULL;
+    size_t n = 0;
+    assert_int_equal(ej_tz_names(&names, &n), 0);
+    assert_true(n > 300);
+    bool shanghai = false, utc = false;
+    for (size_t i = 0; i < n; i++) {
+        shanghai = shanghai || strcmp(names[i], "Asia/Shanghai") == 0;
+        utc = utc || strcmp(names[i], "UTC") == 0; /* a link */
+        if (i > 0)
+            assert_true(strcmp(names[i - 1], names[i]) <= 0);
+    }
+    assert_null(names[n]);
+    assert_true(shanghai && utc);
+    ej_tz_names_free(names);
+    assert_int_equal(ej_tz_names(NULL, &n), EJ_EINVAL);
+
+    char dir[] = "/tmp/ej_cron_tznXXXXXX";
+    assert_non_null(mkdtemp(dir));
+    setenv("TZDIR", dir, 1);
+    assert_int_equal(ej_tz_names(&names, NULL), EJ_ENOTFOUND);
+    assert_null(names);
+    char path[256];
+    snprintf(path, sizeof path, "%s/tzdata.zi", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("# version x\nZ Pacific/Zed 1 - Z\nR X 1 2 - 1 1 1 0\nL Pacific/Zed Alpha/Link\n"
+          "Zbroken\nL onlytarget\n",
+          f);
+    fclose(f);
+    assert_int_equal(ej_tz_names(&names, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(names[0], "Alpha/Link");
+    assert_string_equal(names[1], "Pacific/Zed");
+    ej_tz_names_free(names);
+    ej_tz_names_free(NULL);
+    unsetenv("TZDIR");
+    unlink(path);
+    rmdir(dir);
+}
+
 /* The host zone from a POSIX TZ rule string in $TZ. Runs first: the host
  * zone is cached on first use. */
 static void test_tz_host_rule(void **state)
@@ -857,6 +902,7 @@ int main(void)
         cmocka_unit_test(test_tz_local_to_utc),
         cmocka_unit_test(test_tz_names),
         cmocka_unit_test(test_tz_bad_files),
+        cmocka_unit_test(test_tz_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

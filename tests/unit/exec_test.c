@@ -459,6 +459,63 @@ static void run_timeout_case(const char *trap, int64_t grace, int64_t min_ms, in
     free(pidfile);
 }
 
+/* What a script's live output callback received. */
+struct live_seen {
+    char out[4096];
+    size_t out_len, pieces;
+    int64_t first_ms, last_ms, min_gap_ms;
+    bool gap_or_overlap;
+};
+
+static void on_live(void *arg, int stream, int64_t offset, const char *data, size_t len)
+{
+    struct live_seen *l = arg;
+    int64_t now = ej__mono_ms();
+    if (stream != EJ_OUTPUT_STDOUT)
+        return;
+    if (offset != (int64_t)l->out_len || l->out_len + len > sizeof l->out)
+        l->gap_or_overlap = true;
+    else
+        memcpy(l->out + l->out_len, data, len);
+    l->out_len += len;
+    if (l->pieces++ == 0)
+        l->first_ms = now;
+    else if (l->min_gap_ms < 0 || now - l->last_ms < l->min_gap_ms)
+        l->min_gap_ms = now - l->last_ms;
+    l->last_ms = now;
+}
+
+/* Live output: the first line at once, then a piece at most every 250 ms,
+ * contiguous, the first bytes of the output, never past the cap. */
+static void test_script_live_output(void **state)
+{
+    (void)state;
+    struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
+    d.script.command_line =
+        "/bin/sh -c 'i=0; while [ $i -lt 20 ]; do echo line$i; i=$((i+1)); sleep 0.05; done'";
+    d.script.output_cap = 64;
+    ej_shard_context ctx;
+    fill_ctx(&ctx, NULL, 0, NULL);
+    struct live_seen l = {.min_gap_ms = -1};
+    struct ej__exec_opts o = {.output = on_live, .output_arg = &l};
+    ej__exec_result r;
+    int64_t start = ej__mono_ms();
+    assert_int_equal(ej__exec_run_item(&d, &ctx, &o, &r), 0);
+    int64_t took = ej__mono_ms() - start;
+    assert_false(l.gap_or_overlap);
+    assert_true(l.pieces >= 2);
+    assert_true(l.first_ms - start < 200); /* the first line at once */
+    assert_true(l.min_gap_ms >= EJ__LIVE_FLUSH_MS - 5);
+    assert_true(l.last_ms - start < took);
+    /* The pieces are the first bytes of the output, which stops at the cap. */
+    assert_true(r.output_truncated);
+    assert_int_equal(r.output_len, 64);
+    assert_true(l.out_len <= r.output_len);
+    assert_memory_equal(l.out, r.output, l.out_len);
+    ej__exec_result_fini(&r);
+    ej__exec_context_fini(&ctx);
+}
+
 static void test_script_fencing_token_env(void **state)
 {
     (void)state;
@@ -1383,6 +1440,7 @@ int main(void)
         cmocka_unit_test(test_script_context_per_item),
         cmocka_unit_test(test_script_failure_exit_code),
         cmocka_unit_test(test_script_fencing_token_env),
+        cmocka_unit_test(test_script_live_output),
         cmocka_unit_test(test_script_timeout_kills_group),
         cmocka_unit_test(test_c_job_timeout_and_kill),
         cmocka_unit_test(test_script_output_cap),

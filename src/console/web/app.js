@@ -192,7 +192,8 @@ function jobView(job) {
           (j.nextFires || []).length ? el('ol', {}, j.nextFires.map(t => el('li', {}, fmtTime(t, j.timeZone)))) : '-')),
       j.failoverItemsWaiting ? el('p', { class: 'error', id: 'job-failover-waiting' },
         j.failoverItemsWaiting + ' item(s) waiting for failover' + (waiting.length ? ': ' + waiting.join(', ') : '') +
-        ' (their instance died; a live instance with failover on runs them at its next fire)') : null);
+        ' (their instance died; a live instance with failover on runs them at its next fire)') : null,
+      shutDownNote(j, job, refresh));
     put(ops, 
       opButton('Trigger', 'op-trigger', 'Trigger ' + job + ' on every live instance?', 'POST', regPath(jp + '/trigger'), {}, refresh),
       opButton('Disable', 'op-disable', 'Disable ' + job + ' on every server?', 'POST', regPath(jp + '/disable'), {}, refresh),
@@ -204,7 +205,7 @@ function jobView(job) {
       el('a', { href: link('/job/' + enc(job) + '/history'), id: 'op-history' }, 'History'), ' ',
       el('a', { href: link('/job/' + enc(job) + '/fires'), id: 'op-fires' }, 'Fires'));
     put(servers, ...j.servers.map(s => el('tr', { 'data-ip': s.ip },
-      el('td', {}, s.ip), el('td', {}, statusBadge(s.disabled ? 'DISABLED' : 'ENABLED')), el('td', {}, s.instanceCount),
+      el('td', {}, s.ip), el('td', {}, serverState(s)), el('td', {}, s.instanceCount),
       el('td', { class: 'ops' }, s.disabled
         ? opButton('Enable', null, 'Enable ' + job + ' on ' + s.ip + '?', 'POST', regPath(jp + '/enable'), { server: s.ip }, refresh)
         : opButton('Disable', null, 'Disable ' + job + ' on ' + s.ip + '?', 'POST', regPath(jp + '/disable'), { server: s.ip }, refresh)))));
@@ -228,66 +229,8 @@ function jobView(job) {
 
 // ------------------------------------------------------------ config
 
-async function configView(job) {
-  stopPolling();
-  const seq = viewSeq;
-  const r = await api('GET', regPath('/jobs/' + enc(job) + '/config'));
-  if (!viewIs(seq)) return;
-  const view = document.getElementById('view');
-  if (r.status !== 200) { put(view, el('p', { class: 'error' }, r.data.error)); return; }
-  const cfg = r.data.config || {};
-  const version = r.data.version;
-  const inputs = {};
-  const rows = Object.entries(cfg).map(([k, v]) => {
-    let input;
-    if (typeof v === 'boolean') input = el('input', { type: 'checkbox', name: k, checked: v });
-    else if (v !== null && typeof v === 'object') input = el('textarea', { name: k }, JSON.stringify(v, null, 2));
-    else input = el('input', { type: 'text', name: k, value: v === null ? '' : String(v) });
-    if (!isAdmin()) input.disabled = true;
-    inputs[k] = { input, kind: typeof v === 'boolean' ? 'bool' : (v !== null && typeof v === 'object') ? 'json' : typeof v };
-    return el('label', { 'data-field': k }, el('span', { class: 'name' }, k), input,
-      el('span', { class: 'field-error', id: 'err-' + k }));
-  });
-  const general = el('p', { class: 'error', id: 'config-errors' });
-  const problems = (r.data.problems || []).length
-    ? el('p', { class: 'error' }, 'Stored config is not valid: ' + r.data.problems.join('; ')) : null;
-  const form = el('form', { class: 'config', id: 'config-form' },
-    el('h1', {}, 'Config of ', job), el('p', { class: 'muted' }, 'version ' + version), problems,
-    rows, general, isAdmin() ? el('button', { type: 'submit', id: 'config-save' }, 'Save') : null,
-    ' ', el('a', { href: link('/job/' + enc(job)) }, 'Back to the job'));
-  form.onsubmit = async ev => {
-    ev.preventDefault();
-    const next = {};
-    for (const [k, { input, kind }] of Object.entries(inputs)) {
-      if (kind === 'bool') next[k] = input.checked;
-      else if (kind === 'json') {
-        try { next[k] = JSON.parse(input.value); } catch (e) { next[k] = input.value; }
-      } else if (kind === 'number') {
-        // Sent as typed when it is not a number, so the validator names it.
-        next[k] = /^-?\d+$/.test(input.value.trim()) ? Number(input.value.trim()) : input.value;
-      } else next[k] = input.value;
-    }
-    const changed = Object.keys(next).filter(k => JSON.stringify(next[k]) !== JSON.stringify(cfg[k]));
-    if (!(await confirmDialog('Save the config of ' + job + '?',
-      changed.map(k => k + ': ' + JSON.stringify(cfg[k]) + ' -> ' + JSON.stringify(next[k])).join('\n') || '(no field changed)'))) return;
-    for (const k of Object.keys(inputs)) document.getElementById('err-' + k).textContent = '';
-    general.textContent = '';
-    const w = await api('PUT', regPath('/jobs/' + enc(job) + '/config'), { version, config: next });
-    if (!viewIs(seq)) return;
-    if (w.status === 200) {
-      flash('config of ' + job + (w.data.changed ? ' saved (version ' + w.data.version + ')' : ' unchanged'), true);
-      configView(job);
-      return;
-    }
-    flash(w.data.error || ('failed: HTTP ' + w.status), false);
-    for (const e of (w.data.errors || [])) {
-      const spot = document.getElementById('err-' + e.field);
-      if (spot) spot.textContent = e.message;
-      else general.textContent += (e.field ? e.field + ': ' : '') + e.message + ' ';
-    }
-  };
-  put(view, form);
-}
+// The config form is generated from the field table (form.js).
+function configView(job) { return ejConfigForm(job); }
 
 // ------------------------------------------------------------ history
 // Runs from the history store (GET /api/history). Output and failure causes
@@ -420,6 +363,7 @@ async function runView(id) {
     stream('stdout', e.stdout, e.stdoutBinary, e.stdoutTruncated),
     stream('stderr', e.stderr, e.stderrBinary, e.stderrTruncated),
     el('a', { href: link('/history') }, 'All history'));
+  if (!e.completed) followRun(e, seq); // live.js
 }
 
 // ------------------------------------------------------------ fires
