@@ -8,28 +8,9 @@
 // ARTIFACTS (screenshots), USER_DATA_DIR. The browser runs in TZ=UTC.
 'use strict';
 const path = require('path');
-const { chromium } = require('playwright-core');
+const { check, failed, waitFor, launch } = require('./lib.js');
 
 const url = process.env.CONSOLE_URL;
-let failures = 0;
-function ok(what) { console.log('ok: ' + what); }
-function fail(what) { console.error('FAIL: ' + what); failures++; }
-function check(cond, what) { cond ? ok(what) : fail(what); }
-
-async function waitFor(page, fn, arg, what, timeout) {
-  const deadline = Date.now() + (timeout || 20000);
-  let last = 'false';
-  for (;;) {
-    try {
-      if (await page.evaluate(fn, arg)) { ok(what); return true; }
-      last = 'false';
-    } catch (e) {
-      last = e.message.split('\n')[0];
-    }
-    if (Date.now() >= deadline) { fail(what + ' (last poll: ' + last + ')'); return false; }
-    await new Promise(r => setTimeout(r, 200));
-  }
-}
 
 const shot = (page, name) => page.screenshot({ path: path.join(process.env.ARTIFACTS, name + '.png'), fullPage: true });
 
@@ -147,15 +128,7 @@ async function zookeeperDown(page) {
 }
 
 async function main() {
-  const ctx = await chromium.launchPersistentContext(process.env.USER_DATA_DIR, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1400, height: 900 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  const page = ctx.pages()[0] || await ctx.newPage();
-  page.on('pageerror', e => fail('script error in the page: ' + e.message));
+  const { ctx, page } = await launch(process.env.USER_DATA_DIR, 900);
   await jobList(page);
   await jobPage(page);
   await registries(page);
@@ -165,6 +138,6 @@ async function main() {
 }
 
 main().then(() => {
-  console.log(failures + ' failure(s)');
-  process.exit(failures === 0 ? 0 : 1);
+  console.log(failed() + ' failure(s)');
+  process.exit(failed() === 0 ? 0 : 1);
 }).catch(e => { console.error('FAIL: ' + e.stack); process.exit(1); });

@@ -7,19 +7,11 @@
 # failover-waiting items, disabled servers, running vs died runs, labelled
 # filters, output search, and the banner when ZooKeeper goes down.
 set -u
-NODE_MODULES=$EJ_SOURCE_DIR/tests/browser/node_modules
 FILL=${EJ_BUILD_DIR:?}/ej_zkfill
-missing=
-[ -x /usr/bin/chromium ] || missing="$missing chromium (/usr/bin/chromium)"
-command -v node >/dev/null || missing="$missing node"
-[ -d "$NODE_MODULES/playwright-core" ] || missing="$missing playwright-core ($NODE_MODULES)"
-[ -x "$FILL" ] || missing="$missing $FILL (build it)"
-if [ -n "$missing" ]; then
-  echo "FAIL: missing:$missing; run scripts/install-deps (this test installs nothing)" >&2
-  exit 1
-fi
+[ -x "$FILL" ] || { echo "FAIL: missing $FILL (build it)" >&2; exit 1; }
 source "$EJ_SOURCE_DIR/tests/support/zkfixture.sh"
 source "$EJ_SOURCE_DIR/tests/integration/console_env.sh"
+cenv_need_browser
 zkf_start || exit 1
 D=$ZKF_DIR
 ART=${EJ_BUILD_DIR:-$D}/console-scale-screenshots
