@@ -75,6 +75,10 @@ typedef void (*ej_reg_state_fn)(ej_registry *reg, ej_reg_state state, bool new_s
 /* A task run on the dispatch thread (ej_registry_post). */
 typedef void (*ej_reg_task_fn)(ej_registry *reg, void *user);
 
+/* The takeover margin's default and largest value (ms). */
+#define EJ_REG_TAKEOVER_MARGIN_DEFAULT_MS 1000
+#define EJ_REG_TAKEOVER_MARGIN_MAX_MS 600000
+
 struct ej_registry_opts {
     const char *servers;       /* "host:port[,host:port...]", required */
     const char *namespace_;    /* without leading '/', e.g. "ejob-demo"; NULL or "" = root */
@@ -88,6 +92,11 @@ struct ej_registry_opts {
      * so it sees EJ_REG_CONNECTED. Same rules as ej_registry_add_listener. */
     ej_reg_state_fn on_state;
     void *on_state_user;
+    /* How long no item of a job starts after another instance's node went
+     * (docs/coordination.md, "takeover margin"): 0 = the default, 1000 ms
+     * (or EJOB_TAKEOVER_MARGIN_MS from the environment); > 0 that many ms;
+     * negative = none. */
+    int takeover_margin_ms;
 };
 
 /* Node metadata (ZooKeeper's Stat). Times are ms since the epoch. */
@@ -166,6 +175,10 @@ EJ_EXTERN int ej_registry_session_credentials(const ej_registry *reg, int64_t *s
 /* The session timeout the server granted (zoo_recv_timeout), in ms; 0 before
  * the first connection. Thread-safe. */
 EJ_EXTERN int ej_registry_negotiated_timeout_ms(const ej_registry *reg);
+
+/* The takeover margin of this registry's jobs in ms (opts.takeover_margin_ms
+ * resolved: 0 when none). Thread-safe. */
+EJ_EXTERN int ej_registry_takeover_margin_ms(const ej_registry *reg);
 
 /* The namespace without leading '/' ("" for none). Borrowed for the
  * registry's lifetime. */

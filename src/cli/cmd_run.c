@@ -319,6 +319,10 @@ static int connect_registry(struct daemon *d, const char *servers, const char *n
         .max_retries = rcfg->max_retries,
         .digest = secret != NULL ? secret : rcfg->digest,
         .on_state = ejd_metrics_registry_state,
+        /* unset (-1): the registry's default; 0 in the file: none */
+        .takeover_margin_ms = rcfg->takeover_margin_ms < 0    ? 0
+                              : rcfg->takeover_margin_ms == 0 ? -1
+                                                              : rcfg->takeover_margin_ms,
     };
     ejd_notify_status("connecting to ZooKeeper at %s", servers);
     int e = ej_registry_create(&d->reg, &opts);

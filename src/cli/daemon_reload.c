@@ -394,7 +394,8 @@ static void reload_apply(struct daemon *d, struct reload *rl)
     const struct ej_reg_center_config *a = &d->cfg.reg_center, *b = &next.reg_center;
     if (a->embedded != b->embedded || !same_str(a->server_lists, b->server_lists) ||
         !same_str(a->name_space, b->name_space) || !same_str(a->digest, b->digest) ||
-        a->session_timeout_ms != b->session_timeout_ms)
+        a->session_timeout_ms != b->session_timeout_ms ||
+        a->takeover_margin_ms != b->takeover_margin_ms)
         EJ_LOG(EJ_LOG_WARN, "daemon", 0,
                "reload: regCenter changes take effect only after a restart; ignored");
     if (d->cfg.tracing.type != next.tracing.type || d->cfg.tracing.off != next.tracing.off ||

@@ -31,6 +31,7 @@ struct ej_reg_center_config {
     int base_sleep_time_ms;    /* baseSleepTimeMilliseconds (1000) */
     int max_sleep_time_ms;     /* maxSleepTimeMilliseconds (3000) */
     int max_retries;           /* maxRetries (3) */
+    int takeover_margin_ms;    /* takeoverMarginMilliseconds (1000; 0 none) */
     char *digest;              /* "user:password", or NULL for none */
     char *digest_file;         /* digestFile as given, or NULL; digest then
                                   holds what it contains */

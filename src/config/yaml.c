@@ -22,6 +22,7 @@
 #include "ejob/error.h"
 #include "ejob/log.h"
 #include "ejob/metrics.h"
+#include "ejob/registry.h"
 
 /* Mapping pairs visited at most: aliases can make a small file describe an
  * enormous tree, and walking it must stay cheap. */
@@ -385,6 +386,7 @@ enum {
     RC_MAX_RETRIES,
     RC_DIGEST,
     RC_DIGEST_FILE,
+    RC_TAKEOVER_MARGIN,
     RC_COUNT
 };
 /* regCenter's keys: strings or integers of struct ej_reg_center_config. */
@@ -406,6 +408,7 @@ static const struct rc_key {
     RC_KEY("maxRetries", true, max_retries),
     RC_KEY("digest", false, digest),
     RC_KEY("digestFile", false, digest_file),
+    RC_KEY("takeoverMarginMilliseconds", true, takeover_margin_ms),
 #undef RC_KEY
 };
 
@@ -615,6 +618,11 @@ static void load_reg_center(struct yctx *c, yaml_node_t *k0, yaml_node_t *map,
     if (set[RC_MAX_RETRIES] && (rc->max_retries < 0 || rc->max_retries > 29))
         yerr(c, marks[RC_MAX_RETRIES], "regCenter.maxRetries", "must be 0..29, got %d",
              rc->max_retries);
+    if (set[RC_TAKEOVER_MARGIN] &&
+        (rc->takeover_margin_ms < 0 || rc->takeover_margin_ms > EJ_REG_TAKEOVER_MARGIN_MAX_MS))
+        yerr(c, marks[RC_TAKEOVER_MARGIN], "regCenter.takeoverMarginMilliseconds",
+             "must be 0 (none)..%d, got %d", EJ_REG_TAKEOVER_MARGIN_MAX_MS,
+             rc->takeover_margin_ms);
     if (set[RC_DIGEST] && set[RC_DIGEST_FILE])
         yerr(c, marks[RC_DIGEST_FILE], "regCenter.digestFile",
              "give digest or digestFile, not both");
@@ -1465,6 +1473,7 @@ int ej_daemon_config_init(struct ej_daemon_config *cfg)
     rc->base_sleep_time_ms = 1000;
     rc->max_sleep_time_ms = 3000;
     rc->max_retries = 3;
+    rc->takeover_margin_ms = -1; /* unset: the registry's default */
     rc->digest = NULL;
     cfg->tracing.type = EJ_TRACING_NONE;
     cfg->tracing.url = NULL;

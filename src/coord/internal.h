@@ -321,9 +321,8 @@ bool ej__coord_may_start(ej__coord *c, int64_t session);
  * expired owner fences itself at 0.6 of the session timeout after its last
  * answer when its threads run on time; a scheduling stall (a CPU quota, a
  * noisy neighbour) delays that by up to the stall, and the margin covers
- * it (docs/coordination.md). EJOB_TAKEOVER_MARGIN_MS overrides it; 0 off. */
-#define EJ__TAKEOVER_MARGIN_MS_DEFAULT 1000
-int64_t ej__coord_takeover_margin_ms(void);
+ * it (docs/coordination.md). Its length is the registry's
+ * (ej_registry_takeover_margin_ms: regCenter.takeoverMarginMilliseconds). */
 
 /* Blocks until the takeover margin of the last expiry seen is over (at
  * once when there is none). Called before each item starts, off the

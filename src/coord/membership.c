@@ -174,7 +174,7 @@ static void on_instances_event_body(ej_tree_cache *cache, const struct ej_tree_e
             ej__coord_leader_set_necessary(c);
         ej__exec_note_departed(c, id);
         if (ev->stat && ev->stat->ephemeral_owner != 0) {
-            int64_t hold = ej__mono_ms() + ej__coord_takeover_margin_ms();
+            int64_t hold = ej__mono_ms() + ej_registry_takeover_margin_ms(c->reg);
             pthread_mutex_lock(&c->mu);
             if (hold > c->takeover_hold_until)
                 c->takeover_hold_until = hold;
@@ -476,21 +476,6 @@ bool ej__coord_may_start(ej__coord *c, int64_t session)
               !c->closed && c->connected;
     pthread_mutex_unlock(&c->mu);
     return ok && ej_registry_fence(c->reg, session) == EJ_REG_FENCE_OPEN;
-}
-
-int64_t ej__coord_takeover_margin_ms(void)
-{
-    static atomic_llong margin = -1;
-    long long m = atomic_load(&margin);
-    if (m < 0) {
-        const char *env = getenv("EJOB_TAKEOVER_MARGIN_MS");
-        char *end = NULL;
-        long long v = env != NULL ? strtoll(env, &end, 10) : -1;
-        m = env != NULL && end != env && *end == '\0' && v >= 0 ? v
-                                                                 : EJ__TAKEOVER_MARGIN_MS_DEFAULT;
-        atomic_store(&margin, m);
-    }
-    return m;
 }
 
 void ej__coord_takeover_wait(ej__coord *c)

@@ -160,6 +160,7 @@ struct ej_registry {
     bool live_started, live_stop;
     int64_t contact_ms;      /* mono ms: send time of the latest answered probe */
     int64_t contact_session; /* the session of that answer; 0: none or expired */
+    int takeover_margin_ms;  /* resolved at create, read-only after */
     int contact_timeout_ms;  /* negotiated timeout of that session */
     bool zk_up;              /* the client's own view: connected */
     bool probe_now;          /* a connection came: probe at once */

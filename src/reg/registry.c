@@ -873,6 +873,20 @@ static int dup_opt(char **dst, const char *src)
     return *dst ? 0 : -ENOMEM;
 }
 
+/* opts.takeover_margin_ms: 0 is the default, which the environment's
+ * EJOB_TAKEOVER_MARGIN_MS (a decimal >= 0) overrides; negative is none. */
+static int resolve_takeover_margin(int asked)
+{
+    if (asked != 0)
+        return asked > 0 ? asked : 0;
+    const char *env = getenv("EJOB_TAKEOVER_MARGIN_MS");
+    char *end = NULL;
+    long v = env != NULL ? strtol(env, &end, 10) : -1;
+    if (env != NULL && end != env && *end == '\0' && v >= 0 && v <= EJ_REG_TAKEOVER_MARGIN_MAX_MS)
+        return (int)v;
+    return EJ_REG_TAKEOVER_MARGIN_DEFAULT_MS;
+}
+
 int ej_registry_create(ej_registry **out, const struct ej_registry_opts *opts)
 {
     if (!out)
@@ -921,6 +935,7 @@ int ej_registry_create(ej_registry **out, const struct ej_registry_opts *opts)
     reg->base_sleep_ms = opts->base_sleep_ms ? opts->base_sleep_ms : 1000;
     reg->max_sleep_ms = opts->max_sleep_ms ? opts->max_sleep_ms : 3000;
     reg->max_retries = opts->max_retries == 0 ? 3 : (opts->max_retries < 0 ? 0 : opts->max_retries);
+    reg->takeover_margin_ms = resolve_takeover_margin(opts->takeover_margin_ms);
     reg->use_creator_acl = opts->digest != NULL;
     reg->next_cache_id = 1;
     atomic_init(&reg->state, 0);
@@ -1027,6 +1042,11 @@ int ej_registry_session_credentials(const ej_registry *reg, int64_t *session_id,
         return ej__reg_fail(rc, "session_credentials: no session established with %s",
                             reg->servers);
     return 0;
+}
+
+int ej_registry_takeover_margin_ms(const ej_registry *reg)
+{
+    return reg != NULL ? reg->takeover_margin_ms : 0;
 }
 
 int ej_registry_negotiated_timeout_ms(const ej_registry *reg)

@@ -14,6 +14,7 @@ and the driver writes the faults to a third:
   chaos_check.py watch LOG GONE STOPFILE
   chaos_check.py check LOG GONE FAULTS --from MS --to MS --period S
                        --items N --session-ms MS [--margin-ms MS]
+                       [--busy-gap-ms MS]
 check prints the figures and exits 1 on a violation:
   overlap   one item alive in two processes at overlapping times
   lost      a fire of an item with no START in its period, no run of the
@@ -133,6 +134,9 @@ def check(argv):
     ap.add_argument("--items", type=int, required=True)
     ap.add_argument("--session-ms", type=int, required=True)
     ap.add_argument("--margin-ms", type=int, default=None)
+    # The longest pause of an instance still busy with the job between two
+    # runs: the misfire loop's (under a second), or a retry's back-off.
+    ap.add_argument("--busy-gap-ms", type=int, default=1000)
     a = ap.parse_args(argv)
     period_ms = a.period * 1000
     margin = a.margin_ms if a.margin_ms is not None else period_ms
@@ -209,8 +213,10 @@ def check(argv):
         rs.sort()
 
     def folded(item, f0):
-        # The instance was busy at f0 and stayed busy (gaps under a second:
-        # the loop between re-runs) until it started the item.
+        # The instance was busy at f0 and stayed busy (gaps under
+        # --busy-gap-ms: the loop between re-runs, a retry's back-off) until
+        # it started the item, or until a fault's detection window (what
+        # follows a fault, a leader waiting to reshard, is the fault's).
         for rs in by_inst.values():
             busy_to = None
             for s0, e0, it in rs:
@@ -218,7 +224,10 @@ def check(argv):
                     if s0 < f0 < e0:
                         busy_to = e0
                     continue
-                if s0 > busy_to + 1000:
+                if s0 > busy_to + a.busy_gap_ms:
+                    if any(ft["start"] <= busy_to < ft["end"] + a.session_ms + margin
+                           for ft in faults):
+                        return True
                     break
                 if it == item and s0 >= f0:
                     return True

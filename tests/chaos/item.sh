@@ -1,8 +1,10 @@
 #!/bin/bash
-# A chaos-suite item: item.sh LOG MIN_S MAX_S CONTEXT_JSON
+# A chaos-suite item: item.sh LOG MIN_S MAX_S [FAIL_PCT] CONTEXT_JSON
 # Appends START, then END (finished) or STOP (got SIGTERM) to LOG, one
-# write per line (O_APPEND), and runs MIN_S..MAX_S seconds meanwhile.
-log=$1 min=$2 max=$3 ctx=$4
+# write per line (O_APPEND), and runs MIN_S..MAX_S seconds meanwhile; with
+# FAIL_PCT, that percentage of runs exit 1 after their END (EJ_CHAOS_RETRY).
+log=$1 min=$2 max=$3 fail=0 ctx=$4
+[ $# -ge 5 ] && fail=$4 ctx=$5
 ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
 [[ $ctx =~ \"jobName\":\"([^\"]*)\" ]] && job=${BASH_REMATCH[1]}
 [[ $ctx =~ \"shardingItem\":([0-9]+) ]] && item=${BASH_REMATCH[1]}
@@ -17,3 +19,4 @@ echo "START $id $(ms) ${EJOB_FENCING_TOKEN:-0} $secs" >>"$log"
 sleep "$secs" &
 wait $!
 echo "END $id $(ms)" >>"$log"
+[ $((RANDOM % 100)) -ge "$fail" ]

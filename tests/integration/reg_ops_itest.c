@@ -60,6 +60,40 @@ static void assert_msg_has(const char *needle)
 
 /* ------------------------------------------------------------------------ */
 
+/* opts.takeover_margin_ms: 0 the default (or EJOB_TAKEOVER_MARGIN_MS), > 0
+ * as given, negative none. */
+static void test_takeover_margin(void **state)
+{
+    (void)state;
+    const struct {
+        int asked;
+        const char *env;
+        int want;
+    } cases[] = {
+        {0, NULL, EJ_REG_TAKEOVER_MARGIN_DEFAULT_MS},
+        {0, "250", 250},
+        {0, "junk", EJ_REG_TAKEOVER_MARGIN_DEFAULT_MS},
+        {2500, "250", 2500},
+        {-1, NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].env != NULL)
+            setenv("EJOB_TAKEOVER_MARGIN_MS", cases[i].env, 1);
+        else
+            unsetenv("EJOB_TAKEOVER_MARGIN_MS");
+        struct ej_registry_opts o = base_opts("margin");
+        o.takeover_margin_ms = cases[i].asked;
+        ej_registry *reg = NULL;
+        if (ej_registry_create(&reg, &o) != 0)
+            fail_msg("create: %s", ej_registry_errmsg(NULL));
+        if (ej_registry_takeover_margin_ms(reg) != cases[i].want)
+            fail_msg("case %zu: margin %d, want %d", i, ej_registry_takeover_margin_ms(reg),
+                     cases[i].want);
+        ej_registry_destroy(reg);
+    }
+    unsetenv("EJOB_TAKEOVER_MARGIN_MS");
+}
+
 static void test_crud(void **state)
 {
     (void)state;
@@ -754,6 +788,7 @@ int main(void)
         cmocka_unit_test(test_multi_create_stat),
         cmocka_unit_test(test_digest),
         cmocka_unit_test(test_dispatch),
+        cmocka_unit_test(test_takeover_margin),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     return rc;

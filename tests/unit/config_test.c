@@ -1456,6 +1456,7 @@ static void test_yaml_spec_example(void **state)
     assert_string_equal(d.reg_center.server_lists, "");
     assert_string_equal(d.reg_center.name_space, "ejob-demo");
     assert_int_equal(d.reg_center.session_timeout_ms, 10000);
+    assert_int_equal(d.reg_center.takeover_margin_ms, -1); /* unset: the registry's default */
     assert_int_equal(d.reg_center.connection_timeout_ms, 15000);
     assert_int_equal(d.reg_center.base_sleep_time_ms, 1000);
     assert_int_equal(d.reg_center.max_sleep_time_ms, 3000);
@@ -1816,6 +1817,12 @@ static void test_yaml_errors(void **state)
                       "baseSleepTimeMilliseconds 1000, got 10");
     assert_yaml_error("regCenter:\n  namespace: n\n  maxRetries: -1\n",
                       "jobs.yaml:3:15: regCenter.maxRetries: must be 0..29, got -1");
+    assert_yaml_error("regCenter:\n  namespace: n\n  takeoverMarginMilliseconds: -5\n",
+                      "jobs.yaml:3:31: regCenter.takeoverMarginMilliseconds: must be 0 "
+                      "(none)..600000, got -5");
+    assert_yaml_error("regCenter:\n  namespace: n\n  takeoverMarginMilliseconds: 700000\n",
+                      "jobs.yaml:3:31: regCenter.takeoverMarginMilliseconds: must be 0 "
+                      "(none)..600000, got 700000");
     assert_yaml_error("regCenter:\n  namespace: n\n  maxRetries: 3.5\n",
                       "jobs.yaml:3:15: regCenter.maxRetries: expected an integer, got \"3.5\"");
     assert_yaml_error("regCenter:\n  namespace: n\n  maxRetries: 99999999999\n",
