@@ -11,7 +11,7 @@
  *
  *   cc -o embed embed.c $(pkg-config --cflags --libs ejob)
  *
- * or from CMake, find_package(ejob 0.1 REQUIRED) and link ejob::ejob.
+ * or from CMake, find_package(ejob 1.0 REQUIRED) and link ejob::ejob.
  */
 #include <signal.h>
 #include <stdatomic.h>

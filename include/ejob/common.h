@@ -13,16 +13,16 @@
 /* The version of this header; ej_version() gives the library's (they differ
  * only when a program runs against another build than it was compiled
  * with). Kept in step with project(ejob VERSION ...) in CMakeLists.txt. */
-#define EJ_VERSION_MAJOR 0
-#define EJ_VERSION_MINOR 1
+#define EJ_VERSION_MAJOR 1
+#define EJ_VERSION_MINOR 0
 #define EJ_VERSION_PATCH 0
 #define EJ_VERSION_HEX ((EJ_VERSION_MAJOR << 16) | (EJ_VERSION_MINOR << 8) | EJ_VERSION_PATCH)
 
-/* The library's version as EJ_VERSION_HEX computes it, e.g. 0x000100 for
- * 0.1.0. Thread-safe. */
+/* The library's version as EJ_VERSION_HEX computes it, e.g. 0x010000 for
+ * 1.0.0. Thread-safe. */
 EJ_EXTERN unsigned ej_version(void);
 
-/* The library's version as text, "0.1.0". Static. Thread-safe. */
+/* The library's version as text, "1.0.0". Static. Thread-safe. */
 EJ_EXTERN const char *ej_version_string(void);
 
 #endif

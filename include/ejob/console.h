@@ -146,6 +146,10 @@ EJ_EXTERN int ej_console_create(ej_registry *reg, const struct ej_console_opts *
 EJ_EXTERN void ej_console_destroy(ej_console *con);
 /* The registry, borrowed. */
 EJ_EXTERN ej_registry *ej_console_registry(const ej_console *con);
+/* A count of the changes the console's tree cache has seen: equal on two
+ * calls, nothing under the namespace changed between them (0 without a
+ * cache: unknown, never equal to a later call's). Thread-safe. */
+EJ_EXTERN uint64_t ej_console_generation(ej_console *con);
 
 /* ------------------------------------------------------------------------ */
 /* Queries                                                                   */
@@ -202,6 +206,7 @@ struct ej_console_item {
     char *failover; /* sharding/{item}/failover, NULL when absent */
     bool misfire;
     bool disabled;
+    bool failover_waiting; /* leader/failover/items/{item}: waits for a live instance */
     const char *parameter; /* borrowed from the job, NULL when none */
     ej_console_item_status status;
 };

@@ -98,6 +98,11 @@ EJ_EXTERN int32_t ej_tz_offset_at(const ej_tz *tz, int64_t epoch_ms);
 EJ_EXTERN void ej_tz_to_local(const ej_tz *tz, int64_t epoch_ms, ej_civil_time *out,
                               int32_t *offset_s);
 
+/* The instant as ISO 8601 in the zone, with its offset in force:
+ * "2026-01-01T08:00:00+08:00" (seconds of an offset appended when it has
+ * some). tz NULL means UTC. Thread-safe. */
+EJ_EXTERN void ej_tz_format_iso(const ej_tz *tz, int64_t epoch_ms, char *buf, size_t len);
+
 /* Converts a wall time in the zone to an instant (epoch ms), resolving gaps
  * and repeated hours as described at ej_tz_resolve. Fields outside their
  * ranges are normalised as java.util.Calendar does when lenient (month 13 is

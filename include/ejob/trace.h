@@ -218,7 +218,14 @@ struct ej_trace_query {
     bool failed_only;        /* ended and not successful */
     int item;                /* -1: every item (set it: 0 means item 0) */
     const char *instance_id; /* "IP@-@PID": runs whose task id ends with it; NULL: any */
-    size_t limit;            /* newest first; 0: 100 */
+    const char *output_text; /* in its stdout, stderr or failure cause; NULL: any */
+    /* Paging by cursor, the (sort_ms, id) of a row of an earlier page:
+     * older (-1) or newer (+1) rows than it; 0: the newest. Newest first
+     * either way. */
+    int page;
+    int64_t cursor_ms;
+    const char *cursor_id;
+    size_t limit; /* newest first; 0: 100 */
 };
 
 /* One JOB_EXECUTION_LOG row with ejob's detail when it has one. Strings
@@ -236,6 +243,12 @@ struct ej_trace_execution {
     bool completed;        /* complete_time is set */
     int64_t start_ms;      /* epoch ms; 0 when NULL */
     int64_t complete_ms;   /* epoch ms; 0 when NULL */
+    /* The writer's UTC offset at the start (an EJOB_EXECUTION_INSTANT row:
+     * the instants above are exact); else the times were read as local
+     * times of this process, as Java's console reads them. */
+    bool utc_offset_known;
+    int32_t utc_offset_s;
+    int64_t sort_ms; /* the query's order and cursor (ej_trace_query_executions) */
     char *failure_cause;   /* NULL when none */
     bool has_detail;       /* an EJOB_EXECUTION_DETAIL row exists */
     int64_t duration_ms;   /* detail, else complete - start, else -1 */
@@ -287,7 +300,8 @@ struct ej_trace_execution_detail {
 };
 
 /*
- * Executions matching q (NULL: the newest 100), newest first. out is
+ * Executions matching q (NULL: the newest 100), newest first (by the
+ * start instant, then id ascending). out is
  * filled on success (caller finalises with ej_trace_execution_list_fini).
  * Returns 0; EJ_EDB (reader errmsg says why); EJ_EINVAL; EJ_ENOMEM.
  */

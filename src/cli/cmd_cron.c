@@ -56,19 +56,6 @@ static bool parse_i64(const char *s, int64_t *out)
     return true;
 }
 
-static void format_local(const ej_tz *tz, int64_t ms, char *buf, size_t len)
-{
-    ej_civil_time lt;
-    int32_t off;
-    ej_tz_to_local(tz, ms, &lt, &off);
-    int32_t a = off < 0 ? -off : off;
-    int n =
-        snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d%c%02d:%02d", lt.year, lt.month, lt.day,
-                 lt.hour, lt.minute, lt.second, off < 0 ? '-' : '+', a / 3600, a / 60 % 60);
-    if (a % 60 != 0 && n > 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, ":%02d", a % 60);
-}
-
 /* Joins argv[from..to) with single spaces (an expression given unquoted). */
 static char *join_args(char **argv, int from, int to)
 {
@@ -236,7 +223,7 @@ static int cron_next(int argc, char **argv)
     for (; got < count; got++) {
         if (ej_cron_next(cron, tz, t, &t) != 0)
             break;
-        format_local(tz, t, buf, sizeof(buf));
+        ej_tz_format_iso(tz, t, buf, sizeof(buf));
         printf("%" PRId64 "\t%s\n", t, buf);
     }
     if (got == 0)

@@ -13,13 +13,16 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ejob/console.h"
 #include "ejob/registry.h"
 
 struct ej_console {
     ej_registry *reg;
-    ej_tree_cache *cache; /* NULL: direct reads */
+    ej_tree_cache *cache;   /* NULL: direct reads */
+    uint64_t generation;    /* cache events seen (atomic) */
+    uint64_t uncached_reads; /* without a cache: a new generation per call (atomic) */
 };
 
 /* Reads through the console's source. Same conventions as ej_registry_*:

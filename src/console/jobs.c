@@ -189,6 +189,13 @@ static int load_item(ej_console *con, struct ej_console_job *j, struct ej_consol
     PATH(f, j->name, EJ_CONSOLE_NODE_ITEM_FAILOVER, it->item, NULL);
     if ((rc = ej__console_get_opt(con, f, &it->failover)) != 0)
         return rc;
+    if (j->failover_waiting > 0) {
+        PATH(fo, j->name, EJ_CONSOLE_NODE_FAILOVER_ITEMS, 0, NULL);
+        char waiting[EJ_REG_MAX_PATH_LEN + 16];
+        snprintf(waiting, sizeof waiting, "%s/%d", fo, it->item);
+        if ((rc = ej__console_exists(con, waiting, &it->failover_waiting)) != 0)
+            return rc;
+    }
     it->parameter = ej_sharding_params_get(&j->params, it->item);
     /* ShardingStatisticsAPI's order of precedence. */
     if (it->disabled)

@@ -8,6 +8,23 @@
 #include "console/internal.h"
 #include "ejob/error.h"
 
+static void count_change(ej_tree_cache *cache, const struct ej_tree_event *event, void *user)
+{
+    (void)cache;
+    (void)event;
+    ej_console *con = user;
+    __atomic_add_fetch(&con->generation, 1, __ATOMIC_RELAXED);
+}
+
+uint64_t ej_console_generation(ej_console *con)
+{
+    if (con == NULL)
+        return 0;
+    if (con->cache == NULL)
+        return __atomic_add_fetch(&con->uncached_reads, 1, __ATOMIC_RELAXED) | (1ULL << 63);
+    return __atomic_load_n(&con->generation, __ATOMIC_RELAXED);
+}
+
 int ej_console_create(ej_registry *reg, const struct ej_console_opts *opts, ej_console **out)
 {
     if (reg == NULL || out == NULL)
@@ -18,7 +35,7 @@ int ej_console_create(ej_registry *reg, const struct ej_console_opts *opts, ej_c
         return EJ_ENOMEM;
     con->reg = reg;
     if (opts != NULL && opts->cached) {
-        int rc = ej_tree_cache_create(reg, "/", NULL, NULL, &con->cache);
+        int rc = ej_tree_cache_create(reg, "/", count_change, con, &con->cache);
         if (rc == 0)
             rc = ej_tree_cache_start(con->cache);
         if (rc == 0)

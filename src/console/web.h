@@ -42,10 +42,31 @@ struct ej__console_throttle {
     int64_t last_ms, not_before_ms;
 };
 
+#define EJ__CONSOLE_ETAG_MAX 32
+#define EJ__CONSOLE_LIST_ETAGS 8
+
+/* The ETag a job list query last got, and until when its times hold
+ * (web_jobs.c). */
+struct ej__console_list_etag {
+    char key[640]; /* the query with the tree cache's generation; "" free */
+    char etag[EJ__CONSOLE_ETAG_MAX];
+    int64_t valid_until_ms;
+};
+
 struct ej__console_backend {
     const struct ej_console_registry *def; /* in web->settings */
     ej_registry *reg;
     ej_console *con; /* cached reads */
+    struct ej__console_list_etag list_etags[EJ__CONSOLE_LIST_ETAGS]; /* under web->mu */
+    unsigned list_etag_next;
+    /* The jobs as last loaded, while the tree cache's generation is
+     * list_gen: a list that only has to show times anew reuses them. */
+    pthread_mutex_t list_mu;
+    bool list_mu_ready;
+    bool list_loaded;
+    uint64_t list_gen;
+    struct ej_console_job *list_jobs;
+    size_t list_count;
 };
 
 /* The execution history store, when one is configured. */
@@ -108,6 +129,7 @@ struct ej__console_request {
     json_t *reply;
     char *set_cookie;     /* Set-Cookie header value, or NULL */
     char *allow;          /* Allow header of a 405, or NULL */
+    char etag[EJ__CONSOLE_ETAG_MAX]; /* ETag of the reply (304: no body); "" none */
     unsigned retry_after; /* seconds, for a 429; 0: none */
     json_t *audit_extra;  /* fields added to the audit line, or NULL */
 };
@@ -169,13 +191,26 @@ const struct ej__console_route *ej__console_routes(size_t *count);
  * (seg: what follows "/api/history/"; job: a job's history, or NULL). */
 int ej__console_history_init(ej_console_web *web, char *err, size_t errlen);
 void ej__console_history_fini(ej_console_web *web);
-void ej__console_api_history(struct ej__console_request *req, const char *job, const char *id);
+void ej__console_api_history(struct ej__console_request *req, ej_console *con, const char *job,
+                             const char *id);
 /* GET /api/history/ID/output?out=N&err=N: a run's output from byte offsets,
  * for the run page to follow it live (web_history.c). */
 void ej__console_api_history_output(struct ej__console_request *req, const char *id);
 /* Shared with web_fires.c. False, with a 404 reply, when no store is
  * configured. */
 bool ej__console_history_configured(struct ej__console_request *req);
+/* The newest fire of job in the fire ledger into *ms; false when there is
+ * none or no store to ask (never replies). */
+bool ej__console_last_fire(ej_console_web *web, const char *job, int64_t *ms);
+
+/* web_jobs.c: the job list route; a job's zone, next fires (count: 1 sets
+ * nextFire, more nextFires) and last fire into o; returns its next fire
+ * (epoch ms, 0: none). */
+void ej__console_api_jobs(struct ej__console_request *req, ej_console *con);
+int64_t ej__console_job_times(ej_console_web *web, const struct ej_console_job *j, int count,
+                              json_t *o);
+/* web_api.c: a job as the job list shows it. */
+json_t *ej__console_job_brief_json(const struct ej_console_job *j);
 /* With history.mu held: the reader, opened when it is not. NULL with the
  * reply set when the store cannot be read. */
 ej_trace_reader *ej__console_history_reader_locked(struct ej__console_request *req);

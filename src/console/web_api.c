@@ -2,7 +2,7 @@
  * The REST API of `ejob console`, over the console library. Paths:
  *   GET    /api/registries
  *   GET    /api/fields                              the config form's fields, time zones
- *   GET    /api/registries/R/jobs                   job list with status
+ *   GET    /api/registries/R/jobs                   job list with status, paged (web_jobs.c)
  *   GET    /api/registries/R/jobs/J                 servers, instances, items
  *   DELETE /api/registries/R/jobs/J                 remove
  *   GET|PUT /api/registries/R/jobs/J/config         read / validated, versioned write
@@ -69,7 +69,7 @@ static json_t *str_or_null(const char *s)
     return s != NULL ? json_string(s) : json_null();
 }
 
-static json_t *job_brief_json(const struct ej_console_job *j)
+json_t *ej__console_job_brief_json(const struct ej_console_job *j)
 {
     const struct ej_job_config *c = &j->cfg;
     json_t *o = json_object();
@@ -87,12 +87,17 @@ static json_t *job_brief_json(const struct ej_console_job *j)
     json_object_set_new(o, "leaderLive", json_boolean(j->leader_live));
     json_object_set_new(o, "configError",
                         j->config_ok ? json_null() : json_string(j->config_error));
+    json_t *servers = json_array();
+    for (size_t i = 0; i < j->server_count; i++)
+        if (j->servers[i].disabled)
+            json_array_append_new(servers, json_string(j->servers[i].ip));
+    json_object_set_new(o, "disabledServerIps", servers);
     return o;
 }
 
 static json_t *job_detail_json(const struct ej_console_job *j)
 {
-    json_t *o = job_brief_json(j);
+    json_t *o = ej__console_job_brief_json(j);
     json_object_set_new(o, "shardingNecessary", json_boolean(j->sharding_necessary));
     json_object_set_new(o, "shardingProcessing", json_boolean(j->sharding_processing));
     json_object_set_new(o, "failoverItemsWaiting", json_integer((json_int_t)j->failover_waiting));
@@ -129,9 +134,10 @@ static json_t *job_detail_json(const struct ej_console_job *j)
     for (size_t i = 0; i < j->item_count; i++) {
         const struct ej_console_item *it = &j->items[i];
         json_t *x = json_pack(
-            "{s:i,s:o,s:b,s:b,s:o,s:b,s:b,s:s,s:o}", "item", it->item, "instanceId",
+            "{s:i,s:o,s:b,s:b,s:o,s:b,s:b,s:b,s:s,s:o}", "item", it->item, "instanceId",
             str_or_null(it->owner), "ownerLive", it->owner_live, "running", it->running, "failover",
-            str_or_null(it->failover), "misfire", it->misfire, "disabled", it->disabled, "status",
+            str_or_null(it->failover), "misfire", it->misfire, "disabled", it->disabled,
+            "failoverWaiting", it->failover_waiting, "status",
             ej_console_item_status_name(it->status), "parameter", str_or_null(it->parameter));
         json_array_append_new(items, x);
     }
@@ -176,16 +182,7 @@ static void list_fields(struct ej__console_request *req, ej_console *con, char *
 static void list_jobs(struct ej__console_request *req, ej_console *con, char **args)
 {
     (void)args;
-    struct ej_console_job *jobs = NULL;
-    size_t n = 0;
-    int rc = ej_console_jobs(con, &jobs, &n);
-    if (rc != 0)
-        return fail(req, rc, NULL);
-    json_t *arr = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(arr, job_brief_json(&jobs[i]));
-    ej_console_jobs_free(jobs, n);
-    ok(req, arr);
+    ej__console_api_jobs(req, con);
 }
 
 /* javaInstances / javaIgnores of a job detail: the live instances that are
@@ -219,8 +216,12 @@ static void show_job(struct ej__console_request *req, ej_console *con, char **ar
         ej__console_reply_error(req, MHD_HTTP_NOT_FOUND, "no job \"%s\"", job);
     else if (rc != 0)
         fail(req, rc, NULL);
-    else
-        ok(req, with_java_note(con, &j, job_detail_json(&j)));
+    else {
+        json_t *o = with_java_note(con, &j, job_detail_json(&j));
+        ej__console_job_times(req->web, &j, 5, o);
+        json_object_set_new(o, "connected", json_boolean(ej_registry_is_connected(con->reg)));
+        ok(req, o);
+    }
     ej_console_job_fini(&j);
 }
 
@@ -381,8 +382,7 @@ static void config(struct ej__console_request *req, ej_console *con, char **args
 
 static void job_history(struct ej__console_request *req, ej_console *con, char **args)
 {
-    (void)con;
-    ej__console_api_history(req, args[1], NULL);
+    ej__console_api_history(req, con, args[1], NULL);
 }
 
 static void job_fires(struct ej__console_request *req, ej_console *con, char **args)
@@ -393,8 +393,7 @@ static void job_fires(struct ej__console_request *req, ej_console *con, char **a
 
 static void history(struct ej__console_request *req, ej_console *con, char **args)
 {
-    (void)con;
-    ej__console_api_history(req, NULL, args[0]);
+    ej__console_api_history(req, con, NULL, args[0]);
 }
 
 static void history_output(struct ej__console_request *req, ej_console *con, char **args)

@@ -2,10 +2,15 @@
  * The history routes of `ejob console`, over the tracing store's read API
  * (ejob/trace.h), rendered by the same code as `ejob history --json`
  * (trace/json.h):
- *   GET /api/history?job=&since=&until=&failed=&item=&instance=&limit=
+ *   GET /api/history?job=&since=&until=&failed=&item=&instance=&q=&limit=
+ *                   &before=CURSOR|&after=CURSOR&registry=R
  *   GET /api/history/ID                    one run: row, status trail, output
  *   GET /api/history/ID/output?out=N&err=N its output from byte offsets (live)
  *   GET /api/registries/R/jobs/J/history   the list, for job J
+ * A list is newest first; "older" and "newer" in its reply are the cursors
+ * (START_MS:ID of a row) of the pages next to it, null at either end.
+ * Runs not ended get instanceLive from the registry (the job's, or
+ * registry=R), so the page tells a running item from a dead instance's.
  * The store is named once for the console (--store or history.store): the
  * tables of ElasticJob hold no namespace, so every registry reads the same
  * history. The reader is opened on first use (the daemons may not have
@@ -148,6 +153,32 @@ bool ej__console_parse_arg_long(struct ej__console_request *req, const char *nam
     return false;
 }
 
+/* before= / after=: "START_MS:ID" as a reply's older / newer gave it. */
+static bool parse_cursor(struct ej__console_request *req, struct ej_trace_query *q)
+{
+    const char *before = ej__console_query_arg(req, "before");
+    const char *after = ej__console_query_arg(req, "after");
+    const char *c = before != NULL ? before : after;
+    if (c == NULL)
+        return true;
+    char *end = NULL;
+    long long ms = strtoll(c, &end, 10);
+    if (before != NULL && after != NULL) {
+        ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "give before or after, not both");
+        return false;
+    }
+    if (end == c || *end != ':' || end[1] == '\0' || strlen(end + 1) >= EJ_EVENT_ID_LEN) {
+        ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST,
+                                "%s: \"%s\" is not a cursor (START_MS:ID from older or newer)",
+                                before != NULL ? "before" : "after", c);
+        return false;
+    }
+    q->page = before != NULL ? -1 : 1;
+    q->cursor_ms = ms;
+    q->cursor_id = end + 1;
+    return true;
+}
+
 /* The query's filters from the URL; false with a 400 reply naming the bad
  * one. */
 static bool parse_query(struct ej__console_request *req, const char *job, struct ej_trace_query *q)
@@ -181,25 +212,64 @@ static bool parse_query(struct ej__console_request *req, const char *job, struct
         return false;
     q->limit = (size_t)n;
     q->instance_id = ej__console_query_arg(req, "instance");
-    return true;
+    q->output_text = ej__console_query_arg(req, "q");
+    return parse_cursor(req, q);
 }
 
-static void list_locked(struct ej__console_request *req, ej_trace_reader *r,
-                        const struct ej_trace_query *q)
+static json_t *cursor_of(const struct ej_trace_execution *e)
 {
+    char buf[64 + EJ_EVENT_ID_LEN];
+    snprintf(buf, sizeof buf, "%lld:%s", (long long)e->sort_ms, e->id);
+    return json_string(buf);
+}
+
+/* Whether the instance of a run not ended is still registered. */
+static json_t *instance_live(ej_console *con, const struct ej_trace_execution *e)
+{
+    if (con == NULL || e->completed || e->instance_id == NULL || e->instance_id[0] == '\0' ||
+        !ej_console_is_job_name(e->job_name) || !ej_console_is_segment(e->instance_id))
+        return json_null();
+    /* A job this registry does not have: unknown here, not dead. */
+    char path[EJ_REG_MAX_PATH_LEN + 1];
+    ej_console_path(path, sizeof path, e->job_name, EJ_CONSOLE_NODE_CONFIG, 0, NULL);
+    bool known = false, live = false;
+    if (ej__console_exists(con, path, &known) != 0 || !known)
+        return json_null();
+    ej_console_path(path, sizeof path, e->job_name, EJ_CONSOLE_NODE_INSTANCE, 0, e->instance_id);
+    if (ej__console_exists(con, path, &live) != 0)
+        return json_null();
+    return json_boolean(live);
+}
+
+static void list_locked(struct ej__console_request *req, ej_console *con, ej_trace_reader *r,
+                        struct ej_trace_query *q)
+{
+    /* One row more than asked tells whether a page lies beyond. */
+    size_t want = q->limit;
+    q->limit = want + 1;
     struct ej_trace_execution_list l;
     int rc = ej_trace_query_executions(r, q, &l);
     if (rc != 0)
         return ej__console_history_failed_locked(req, rc);
+    bool newer_pages = q->page > 0, more = l.count > want;
+    size_t from = more && newer_pages ? 1 : 0; /* newer: the extra row is the newest */
+    size_t to = more && !newer_pages ? want : l.count;
     json_t *rows = json_array();
-    for (size_t i = 0; i < l.count; i++)
-        json_array_append_new(rows, ej__trace_execution_json(&l.rows[i]));
+    for (size_t i = from; i < to; i++) {
+        json_t *o = ej__trace_execution_json(&l.rows[i]);
+        json_object_set_new(o, "instanceLive", instance_live(con, &l.rows[i]));
+        json_array_append_new(rows, o);
+    }
+    bool has_older = newer_pages ? to > from : more;
+    bool has_newer = newer_pages ? more : q->page < 0 && to > from;
+    json_t *older = has_older && to > from ? cursor_of(&l.rows[to - 1]) : json_null();
+    json_t *newer = has_newer && to > from ? cursor_of(&l.rows[from]) : json_null();
     ej_trace_execution_list_fini(&l);
     req->status = MHD_HTTP_OK;
     /* The store as it may be shown: never a password, whatever was given. */
     char *store = ej_trace_target_display(&req->web->history.target);
-    req->reply = json_pack("{s:s?,s:I,s:o}", "store", store, "limit", (json_int_t)q->limit,
-                           "executions", rows);
+    req->reply = json_pack("{s:s?,s:I,s:o,s:o,s:o}", "store", store, "limit", (json_int_t)want,
+                           "executions", rows, "older", older, "newer", newer);
     free(store);
 }
 
@@ -214,6 +284,30 @@ static void show_locked(struct ej__console_request *req, ej_trace_reader *r, con
     ej_trace_execution_detail_fini(&d);
 }
 
+bool ej__console_last_fire(ej_console_web *web, const char *job, int64_t *ms)
+{
+    struct ej__console_history *h = &web->history;
+    if (!h->configured)
+        return false;
+    struct ej_trace_fire_query q = {.job_name = job, .item = -1, .limit = 1};
+    struct ej_trace_fire_list l = {0};
+    char err[256];
+    pthread_mutex_lock(&h->mu);
+    int rc = h->reader != NULL ? 0 : ej_trace_reader_open(&h->target, &h->reader, err, sizeof err);
+    if (rc == 0)
+        rc = ej_trace_query_fires(h->reader, &q, &l);
+    if (rc == EJ_EDB) {
+        ej_trace_reader_close(h->reader);
+        h->reader = NULL;
+    }
+    pthread_mutex_unlock(&h->mu);
+    bool found = rc == 0 && l.count > 0;
+    if (found)
+        *ms = l.rows[0].fire_time_ms;
+    ej_trace_fire_list_fini(&l);
+    return found;
+}
+
 bool ej__console_history_configured(struct ej__console_request *req)
 {
     if (req->web->history.configured)
@@ -226,7 +320,22 @@ bool ej__console_history_configured(struct ej__console_request *req)
     return false;
 }
 
-void ej__console_api_history(struct ej__console_request *req, const char *job, const char *id)
+/* The registry a run list reads instance liveness from: the route's, or
+ * registry=R where the caller may view it; NULL: none. */
+static ej_console *liveness_registry(struct ej__console_request *req, ej_console *con)
+{
+    const char *name = ej__console_query_arg(req, "registry");
+    if (con != NULL || name == NULL)
+        return con;
+    for (size_t i = 0; i < req->web->backend_count; i++)
+        if (strcmp(req->web->backends[i].def->name, name) == 0 &&
+            ej__console_role_on(&req->who, name) >= EJ_CONSOLE_ROLE_VIEWER)
+            return req->web->backends[i].con;
+    return NULL;
+}
+
+void ej__console_api_history(struct ej__console_request *req, ej_console *con, const char *job,
+                             const char *id)
 {
     struct ej__console_history *h = &req->web->history;
     if (!ej__console_history_configured(req))
@@ -239,12 +348,12 @@ void ej__console_api_history(struct ej__console_request *req, const char *job, c
     if (r != NULL && id != NULL)
         show_locked(req, r, id);
     else if (r != NULL)
-        list_locked(req, r, &q);
+        list_locked(req, liveness_registry(req, con), r, &q);
     pthread_mutex_unlock(&h->mu);
 }
 
 /* The offsets of a live reader: out and err, bytes already shown. */
-static bool parse_cursor(struct ej__console_request *req, int64_t *out, int64_t *err)
+static bool parse_offsets(struct ej__console_request *req, int64_t *out, int64_t *err)
 {
     long o = 0, e = 0;
     if (!ej__console_parse_arg_long(req, "out", 0, 1L << 40, &o) ||
@@ -261,7 +370,7 @@ void ej__console_api_history_output(struct ej__console_request *req, const char 
     if (!ej__console_history_configured(req))
         return;
     int64_t out_from, err_from;
-    if (!parse_cursor(req, &out_from, &err_from))
+    if (!parse_offsets(req, &out_from, &err_from))
         return;
     pthread_mutex_lock(&h->mu);
     ej_trace_reader *r = ej__console_history_reader_locked(req);

@@ -45,10 +45,11 @@ static void add_common_headers(struct MHD_Response *r, bool api)
     MHD_add_response_header(r, "Cache-Control", api ? "no-store" : "no-cache");
 }
 
-/* The extra headers of a reply: cookie, Allow, Retry-After. */
+/* The extra headers of a reply: cookie, Allow, Retry-After, ETag. */
 struct reply_headers {
     const char *cookie, *allow;
     unsigned retry_after;
+    const char *etag;
 };
 
 static enum MHD_Result queue(struct MHD_Connection *c, ej_console_web *web, unsigned status,
@@ -61,6 +62,8 @@ static enum MHD_Result queue(struct MHD_Connection *c, ej_console_web *web, unsi
         MHD_add_response_header(r, "Set-Cookie", h->cookie);
     if (h != NULL && h->allow != NULL)
         MHD_add_response_header(r, "Allow", h->allow);
+    if (h != NULL && h->etag != NULL && h->etag[0] != '\0')
+        MHD_add_response_header(r, "ETag", h->etag);
     char retry[16];
     if (h != NULL && h->retry_after > 0) {
         snprintf(retry, sizeof retry, "%u", h->retry_after);
@@ -359,12 +362,19 @@ static enum MHD_Result serve_api(struct MHD_Connection *c, ej_console_web *web, 
                                 EJ__CONSOLE_MAX_BODY);
     else
         handle_api(&req, c, up);
-    if (req.reply == NULL)
+    bool unchanged = req.status == MHD_HTTP_NOT_MODIFIED && req.reply == NULL;
+    if (req.reply == NULL && !unchanged)
         ej__console_reply_error(&req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     if (req.write)
         ej__console_audit(web, &req);
-    struct reply_headers h = {req.set_cookie, req.allow, req.retry_after};
-    enum MHD_Result ret = send_json(c, web, req.status, req.reply, &h);
+    struct reply_headers h = {req.set_cookie, req.allow, req.retry_after, req.etag};
+    enum MHD_Result ret;
+    if (unchanged) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+        ret = r != NULL ? queue(c, web, MHD_HTTP_NOT_MODIFIED, r, true, &h) : MHD_NO;
+    } else {
+        ret = send_json(c, web, req.status, req.reply, &h);
+    }
     json_decref(req.reply);
     json_decref(req.body);
     json_decref(req.audit_extra);

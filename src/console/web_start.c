@@ -90,6 +90,7 @@ static int connect_backends(ej_console_web *web, char *err, size_t errlen)
     for (size_t i = 0; i < s->registry_count; i++) {
         struct ej__console_backend *b = &web->backends[web->backend_count++];
         b->def = &s->registries[i];
+        b->list_mu_ready = pthread_mutex_init(&b->list_mu, NULL) == 0;
         struct ej_registry_opts opts = {
             .servers = b->def->servers,
             .namespace_ = b->def->namespace_,
@@ -243,8 +244,12 @@ void ej_console_web_stop(ej_console_web *web)
     if (web->mhd != NULL)
         MHD_stop_daemon(web->mhd);
     for (size_t i = 0; i < web->backend_count; i++) {
-        ej_console_destroy(web->backends[i].con);
-        ej_registry_destroy(web->backends[i].reg);
+        struct ej__console_backend *b = &web->backends[i];
+        ej_console_jobs_free(b->list_jobs, b->list_count);
+        if (b->list_mu_ready)
+            pthread_mutex_destroy(&b->list_mu);
+        ej_console_destroy(b->con);
+        ej_registry_destroy(b->reg);
     }
     free(web->backends);
     ej__console_history_fini(web);

@@ -951,3 +951,16 @@ const char *ej_tz_name(const ej_tz *tz)
 {
     return tz == NULL ? "UTC" : tz->name;
 }
+
+void ej_tz_format_iso(const ej_tz *tz, int64_t ms, char *buf, size_t len)
+{
+    ej_civil_time lt;
+    int32_t off;
+    ej_tz_to_local(tz, ms, &lt, &off);
+    int32_t a = off < 0 ? -off : off;
+    int n =
+        snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d%c%02d:%02d", lt.year, lt.month, lt.day,
+                 lt.hour, lt.minute, lt.second, off < 0 ? '-' : '+', a / 3600, a / 60 % 60);
+    if (a % 60 != 0 && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, ":%02d", a % 60);
+}

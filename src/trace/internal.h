@@ -71,6 +71,14 @@ struct ej__trace_ops {
      * is returned). */
     int (*select)(struct ej__trace_conn *c, const char *sql, const struct ej__tp *p, int n,
                   ej__row_fn fn, void *arg);
+    /* SQL of the epoch ms of a TIMESTAMP column ({col}) read as UTC. */
+    const char *naive_ms_sql;
+    /* SQL true when the bytes column {col} holds the text of parameter
+     * {param} (SQLite: LIKE, ASCII case-insensitive; PostgreSQL: bytes). */
+    const char *output_match_sql;
+    /* output_match_sql's parameter is a LIKE pattern ("%text%"), else the
+     * text itself. */
+    bool output_match_like;
     /* The type name of a bytes column ("BLOB" / "BYTEA"). */
     const char *blob_type;
     /* Statements inside BEGIN ... COMMIT cannot report rows changed (they
@@ -87,6 +95,8 @@ const struct ej__trace_ops *ej__trace_ops_of(ej_trace_kind kind);
 struct ej_trace_reader {
     const struct ej__trace_ops *ops;
     struct ej__trace_conn *conn;
+    bool has_instants; /* the store has EJOB_EXECUTION_INSTANT */
+    bool has_results;  /* and EJOB_EXECUTION_RESULT */
     char err[512];
 };
 
@@ -147,9 +157,16 @@ int ej__trace_live_fill(ej_trace_reader *r, struct ej_trace_execution *e);
 
 /* "YYYY-MM-DD HH:MM:SS.mmm" in local time. */
 void ej__trace_format_time(int64_t epoch_ms, char out[32]);
+/* The same in the zone of UTC offset offset_s (known_offset), else local. */
+void ej__trace_format_time_at(int64_t epoch_ms, bool known_offset, int32_t offset_s, char out[32]);
 /* Parses what format_time writes (and PostgreSQL's timestamp text: any
  * number of fraction digits, or none). Returns epoch ms, 0 for "" or junk. */
 int64_t ej__trace_parse_time(const char *s);
+/* The same, as the local time of a writer whose UTC offset was offset_s
+ * (known_offset), else of this process. */
+int64_t ej__trace_parse_time_at(const char *s, bool known_offset, int32_t offset_s);
+/* This process's UTC offset at epoch_ms, in seconds. */
+int32_t ej__trace_utc_offset_s(int64_t epoch_ms);
 
 /* A copy of s that is valid UTF-8 (each invalid byte becomes U+FFFD) and
  * at most max_chars characters; *cut says whether it was cut. NULL stays

@@ -504,5 +504,7 @@ const struct ej__trace_ops ej__trace_pg_ops = {
     .run = pg_run,
     .select = pg_select,
     .blob_type = "BYTEA",
+    .naive_ms_sql = "CAST(ROUND(EXTRACT(EPOCH FROM {col}) * 1000) AS BIGINT)",
+    .output_match_sql = "position(convert_to({param}, 'UTF8') in {col}) > 0",
     .pipelined = true,
 };

@@ -1,198 +1,16 @@
 /* The read API: history queries and one execution with its trail. */
-#include <ctype.h>
-#include <errno.h>
-#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "common/util.h"
-#include "ejob/config.h"
 #include "ejob/error.h"
-#include "ejob/log.h"
 #include "trace/internal.h"
 
 #define DEFAULT_LIMIT 100
 #define TRAIL_WINDOW_MS (10 * 60 * 1000)
 #define TRAIL_MAX 2000
 
-/* ------------------------------------------------------------- targets */
-
-/* Whether spec is a libpq keyword string ("host=db dbname=jobs"): it opens
- * with a keyword and '='. A SQLite file whose name looks like that is
- * written sqlite:PATH or ./PATH. */
-static bool is_keyword_form(const char *spec)
-{
-    const char *p = spec;
-    while (*p == ' ' || *p == '\t')
-        p++;
-    const char *word = p;
-    while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_')
-        p++;
-    if (p == word)
-        return false;
-    while (*p == ' ' || *p == '\t')
-        p++;
-    return *p == '=';
-}
-
-/* Options whose value is a secret: refused in a store string. */
-static bool is_secret_option(const char *keyword)
-{
-    return strcmp(keyword, "password") == 0 || strcmp(keyword, "sslpassword") == 0;
-}
-
-/* Checks a PostgreSQL connection string (URI or keyword form) with libpq's
- * own parser: well formed and without a password. */
-static int check_conninfo(const char *spec, char *err, size_t errlen)
-{
-    char *perr = NULL;
-    PQconninfoOption *opts = PQconninfoParse(spec, &perr);
-    if (opts == NULL) {
-        /* libpq's message ends with a newline. */
-        size_t n = perr != NULL ? strcspn(perr, "\n") : 0;
-        snprintf(err, errlen, "bad PostgreSQL connection string: %.*s", (int)n,
-                 perr != NULL ? perr : "out of memory");
-        PQfreemem(perr);
-        return EJ_EINVAL;
-    }
-    bool has_password = false;
-    for (PQconninfoOption *o = opts; o->keyword; o++)
-        if (is_secret_option(o->keyword) && o->val && o->val[0])
-            has_password = true;
-    PQconninfoFree(opts);
-    if (has_password) {
-        snprintf(err, errlen,
-                 "the connection string carries a password; give it in EJOB_TRACING_PASSWORD "
-                 "or PGPASSWORD (or ~/.pgpass, or a password file) instead of on the command "
-                 "line");
-        return EJ_EINVAL;
-    }
-    return 0;
-}
-
-int ej_trace_target_parse(const char *spec, struct ej_trace_target *out, char *err, size_t errlen)
-{
-    memset(out, 0, sizeof *out);
-    if (spec == NULL || spec[0] == '\0') {
-        snprintf(err, errlen, "empty store name");
-        return EJ_EINVAL;
-    }
-    if (strncmp(spec, "sqlite:", 7) == 0) {
-        out->kind = EJ_TRACE_SQLITE;
-        out->url = spec + 7;
-        if (out->url[0] == '\0') {
-            snprintf(err, errlen, "sqlite: needs a file path (sqlite:PATH)");
-            return EJ_EINVAL;
-        }
-        return 0;
-    }
-    if (strncmp(spec, "postgresql://", 13) == 0 || strncmp(spec, "postgres://", 11) == 0 ||
-        is_keyword_form(spec)) {
-        int rc = check_conninfo(spec, err, errlen);
-        if (rc != 0)
-            return rc;
-        out->kind = EJ_TRACE_POSTGRESQL;
-        out->url = spec;
-        return 0;
-    }
-    const char *colon = strchr(spec, ':');
-    const char *slash = strchr(spec, '/');
-    if (colon != NULL && (slash == NULL || colon < slash)) {
-        snprintf(err, errlen, "unknown store \"%.*s:\" (use sqlite:PATH or postgresql://...)",
-                 (int)(colon - spec), spec);
-        return EJ_EINVAL;
-    }
-    out->kind = EJ_TRACE_SQLITE;
-    out->url = spec;
-    return 0;
-}
-
-/* Appends value as a keyword string writes it: bare when it has no white
- * space (isspace: libpq's separator), quote or backslash, else in single
- * quotes with those two escaped. */
-static void put_conninfo_value(ej_buf *b, const char *value)
-{
-    bool bare = value[0] != '\0';
-    for (const char *p = value; *p != '\0'; p++)
-        if (isspace((unsigned char)*p) || *p == '\'' || *p == '\\')
-            bare = false;
-    if (bare) {
-        ej__buf_puts(b, value);
-        return;
-    }
-    ej__buf_puts(b, "'");
-    for (const char *p = value; *p != '\0'; p++)
-        ej__buf_printf(b, "%s%c", *p == '\'' || *p == '\\' ? "\\" : "", *p);
-    ej__buf_puts(b, "'");
-}
-
-char *ej_trace_target_display(const struct ej_trace_target *t)
-{
-    if (t == NULL || t->url == NULL)
-        return NULL;
-    if (t->kind != EJ_TRACE_POSTGRESQL)
-        return ej__asprintf("sqlite:%s", t->url);
-    /* Only what names the database: never a secret, whatever was given. */
-    static const char *const shown[] = {"host", "hostaddr", "port", "dbname", "user", "sslmode"};
-    PQconninfoOption *opts = PQconninfoParse(t->url, NULL);
-    ej_buf b;
-    ej__buf_init(&b);
-    ej__buf_puts(&b, "postgresql:");
-    for (size_t i = 0; opts != NULL && i < sizeof shown / sizeof shown[0]; i++) {
-        for (PQconninfoOption *o = opts; o->keyword; o++) {
-            if (strcmp(o->keyword, shown[i]) != 0 || o->val == NULL || o->val[0] == '\0')
-                continue;
-            ej__buf_printf(&b, " %s=", o->keyword);
-            put_conninfo_value(&b, o->val);
-        }
-    }
-    PQconninfoFree(opts);
-    if (b.failed) {
-        ej__buf_fini(&b);
-        return NULL;
-    }
-    return ej__buf_steal(&b);
-}
-
-int ej_trace_read_password_file(const char *path, char **out, char *err, size_t errlen)
-{
-    *out = NULL;
-    FILE *f = fopen(path, "re");
-    if (f == NULL) {
-        int e = errno;
-        snprintf(err, errlen, "passwordFile %s: %s", path, strerror(e));
-        return -e;
-    }
-    /* The rule of every file that holds a secret (the digest's too). */
-    struct stat st;
-    char warn[600] = "", why[600] = "";
-    int rc = fstat(fileno(f), &st) != 0
-                 ? -errno
-                 : ej_config_check_secret_mode(path, (unsigned)st.st_mode, warn, sizeof warn, why,
-                                               sizeof why);
-    if (rc != 0) {
-        fclose(f);
-        snprintf(err, errlen, "passwordFile %s", rc == EJ_ECONFIG ? why : strerror(-rc));
-        return rc;
-    }
-    if (warn[0] != '\0')
-        EJ_LOG(EJ_LOG_WARN, "trace", 0, "passwordFile %s", warn);
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n = getline(&line, &cap, f);
-    fclose(f);
-    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-        line[--n] = '\0';
-    if (n <= 0) {
-        free(line);
-        snprintf(err, errlen, "passwordFile %s: empty", path);
-        return EJ_EINVAL;
-    }
-    *out = line;
-    return 0;
-}
 
 /* ------------------------------------------------------------- readers */
 
@@ -212,6 +30,11 @@ int ej_trace_reader_open(const struct ej_trace_target *target, ej_trace_reader *
         free(r);
         return rc == EJ_EAGAIN ? EJ_EDB : rc;
     }
+    /* A store no ejob of this version wrote to yet has no instants. */
+    r->has_instants = r->ops->run(r->conn, "SELECT 1 FROM EJOB_EXECUTION_INSTANT WHERE 1 = 0",
+                                  NULL, 0, NULL) == 0;
+    r->has_results = r->ops->run(r->conn, "SELECT 1 FROM EJOB_EXECUTION_RESULT WHERE 1 = 0", NULL,
+                                 0, NULL) == 0;
     *out = r;
     return 0;
 }
@@ -235,10 +58,33 @@ void ej_trace_reader_close(ej_trace_reader *r)
     "e.id, e.job_name, e.task_id, e.hostname, e.ip, e.sharding_item, e.execution_source, "         \
     "e.failure_cause, e.is_success, e.start_time, e.complete_time, d.id, d.duration_ms, "          \
     "d.exit_code, d.term_signal, d.http_status, d.fencing_token, d.stdout_truncated, "             \
-    "d.stderr_truncated, d.failure_cause_truncated, r.result, r.attempt, r.killed_by"
-#define EXEC_FROM                                                                                  \
-    " FROM JOB_EXECUTION_LOG e LEFT JOIN EJOB_EXECUTION_DETAIL d ON d.id = e.id LEFT JOIN "        \
-    "EJOB_EXECUTION_RESULT r ON r.id = e.id"
+    "d.stderr_truncated, d.failure_cause_truncated"
+#define EXEC_FROM " FROM JOB_EXECUTION_LOG e LEFT JOIN EJOB_EXECUTION_DETAIL d ON d.id = e.id"
+/* Columns 20-22: how the run ended (EJOB_EXECUTION_RESULT); 23-25: its
+ * instants (EJOB_EXECUTION_INSTANT). NULLs from a store that lacks the
+ * table (Java's alone, or one ejob wrote before it had it). */
+static const char *const extra_columns[2][2] = {
+    {", NULL, NULL, NULL, NULL, NULL, NULL",
+     ", NULL, NULL, NULL, i.start_ms, i.complete_ms, i.utc_offset_s"},
+    {", r.result, r.attempt, r.killed_by, NULL, NULL, NULL",
+     ", r.result, r.attempt, r.killed_by, i.start_ms, i.complete_ms, i.utc_offset_s"},
+};
+static const char *const extra_joins[2][2] = {
+    {"", " LEFT JOIN EJOB_EXECUTION_INSTANT i ON i.id = e.id"},
+    {" LEFT JOIN EJOB_EXECUTION_RESULT r ON r.id = e.id",
+     " LEFT JOIN EJOB_EXECUTION_RESULT r ON r.id = e.id LEFT JOIN EJOB_EXECUTION_INSTANT i ON "
+     "i.id = e.id"},
+};
+
+static const char *ejob_columns(const ej_trace_reader *r)
+{
+    return extra_columns[r->has_results][r->has_instants];
+}
+
+static const char *ejob_joins(const ej_trace_reader *r)
+{
+    return extra_joins[r->has_results][r->has_instants];
+}
 
 static char *dup_col(const struct ej__row *row, int col, bool *oom)
 {
@@ -291,9 +137,17 @@ static int execution_from_row(const struct ej__row *row, struct ej_trace_executi
     e->execution_source = dup_col0(row, 6, &oom);
     e->failure_cause = dup_col(row, 7, &oom);
     e->is_success = row->int64(row, 8) != 0;
-    e->start_ms = ej__trace_parse_time(row->text(row, 9));
+    e->utc_offset_known = !row->is_null(row, 23);
+    if (e->utc_offset_known)
+        e->utc_offset_s = (int32_t)row->int64(row, 25);
+    e->start_ms = e->utc_offset_known ? row->int64(row, 23)
+                                      : ej__trace_parse_time(row->text(row, 9));
     e->completed = !row->is_null(row, 10);
-    e->complete_ms = ej__trace_parse_time(row->text(row, 10));
+    e->complete_ms = e->utc_offset_known && !row->is_null(row, 24)
+                         ? row->int64(row, 24)
+                         : ej__trace_parse_time_at(row->text(row, 10), e->utc_offset_known,
+                                                   e->utc_offset_s);
+    e->sort_ms = e->start_ms;
     e->has_detail = !row->is_null(row, 11);
     e->duration_ms = -1;
     e->exit_code = -1;
@@ -362,6 +216,135 @@ static struct ej__tp text_param(const char *s)
     return (struct ej__tp){.type = EJ__TP_TEXT, .s = s};
 }
 
+/* The local-time text of JOB_EXECUTION_LOG is some writer's zone: a bound
+ * on it is widened by the largest gap between two zones (UTC-12 to UTC+14)
+ * and the instant itself is compared too. */
+#define ZONE_SPREAD_MS (26LL * 3600 * 1000)
+
+/* Appends tmpl with {col} replaced by col and {param} by $param. */
+static void put_template(ej_buf *sql, const char *tmpl, const char *col, int param)
+{
+    for (const char *p = tmpl; *p != '\0';) {
+        if (strncmp(p, "{col}", 5) == 0) {
+            ej__buf_puts(sql, col);
+            p += 5;
+        } else if (strncmp(p, "{param}", 7) == 0) {
+            ej__buf_printf(sql, "$%d", param);
+            p += 7;
+        } else {
+            ej__buf_printf(sql, "%c", *p++);
+        }
+    }
+}
+
+/* The SQL of a run's start instant: ejob's, else the text read as local
+ * time of this process (offset $1), as Java's console reads it. */
+static void put_sort_key(const ej_trace_reader *r, ej_buf *sql)
+{
+    if (r->has_instants)
+        ej__buf_puts(sql, "COALESCE(i.start_ms, ");
+    else
+        ej__buf_puts(sql, "(");
+    put_template(sql, r->ops->naive_ms_sql, "e.start_time", 0);
+    ej__buf_puts(sql, " - $1)");
+}
+
+struct query_sql {
+    ej_buf sql;
+    struct ej__tp p[16];
+    int n;
+    char texts[4][32];
+    int ntexts;
+    char *like, *match;
+};
+
+static int add_param(struct query_sql *b, struct ej__tp tp)
+{
+    b->p[b->n++] = tp;
+    return b->n;
+}
+
+static struct ej__tp int_param(int64_t i)
+{
+    return (struct ej__tp){.type = EJ__TP_INT, .i = i};
+}
+
+/* " AND e.start_time OP text(ms +- spread) AND key OP ms". */
+static void bound(struct query_sql *b, const ej_trace_reader *r, const char *op, int64_t ms)
+{
+    int64_t widened = op[0] == '>' ? ms - ZONE_SPREAD_MS : ms + ZONE_SPREAD_MS;
+    char *t = b->texts[b->ntexts++];
+    ej__trace_format_time(widened, t);
+    ej__buf_printf(&b->sql, " AND e.start_time %s $%d AND ", op[0] == '>' ? ">=" : "<=",
+                   add_param(b, text_param(t)));
+    put_sort_key(r, &b->sql);
+    ej__buf_printf(&b->sql, " %s $%d", op, add_param(b, int_param(ms)));
+}
+
+static int build_query(struct query_sql *b, const ej_trace_reader *r,
+                       const struct ej_trace_query *q)
+{
+    ej_buf *sql = &b->sql;
+    add_param(b, int_param((int64_t)ej__trace_utc_offset_s(ej__now_ms()) * 1000));
+    ej__buf_printf(sql, "SELECT " EXEC_COLUMNS "%s, ", ejob_columns(r));
+    put_sort_key(r, sql);
+    ej__buf_printf(sql, " AS sort_ms" EXEC_FROM "%s WHERE 1 = 1", ejob_joins(r));
+    if (q->job_name)
+        ej__buf_printf(sql, " AND e.job_name = $%d", add_param(b, text_param(q->job_name)));
+    if (q->since_ms)
+        bound(b, r, ">=", q->since_ms);
+    if (q->until_ms)
+        bound(b, r, "<", q->until_ms);
+    if (q->failed_only)
+        ej__buf_printf(sql, " AND e.complete_time IS NOT NULL AND e.is_success = $%d",
+                       add_param(b, text_param("0")));
+    if (q->item >= 0)
+        ej__buf_printf(sql, " AND e.sharding_item = $%d", add_param(b, int_param(q->item)));
+    if (q->instance_id) {
+        if ((b->like = like_suffix(q->instance_id)) == NULL)
+            return EJ_ENOMEM;
+        ej__buf_printf(sql, " AND e.task_id LIKE $%d ESCAPE '\\'",
+                       add_param(b, text_param(b->like)));
+    }
+    if (q->output_text) {
+        const char *v = q->output_text;
+        if (r->ops->output_match_like) {
+            if ((b->match = like_suffix(q->output_text)) == NULL)
+                return EJ_ENOMEM;
+            strcat(b->match, "%");
+            v = b->match;
+        }
+        int k = add_param(b, text_param(v));
+        ej__buf_puts(sql, " AND (");
+        put_template(sql, r->ops->output_match_sql, "d.stdout", k);
+        ej__buf_puts(sql, " OR ");
+        put_template(sql, r->ops->output_match_sql, "d.stderr", k);
+        ej__buf_puts(sql, ")");
+    }
+    if (q->page != 0 && q->cursor_id != NULL) {
+        bool older = q->page < 0;
+        bound(b, r, older ? "<=" : ">=", q->cursor_ms);
+        ej__buf_puts(sql, " AND (");
+        put_sort_key(r, sql);
+        int k = add_param(b, int_param(q->cursor_ms));
+        ej__buf_printf(sql, " %s $%d OR e.id %s $%d)", older ? "<" : ">", k, older ? ">" : "<",
+                       add_param(b, text_param(q->cursor_id)));
+    }
+    bool newer = q->page > 0 && q->cursor_id != NULL;
+    ej__buf_printf(sql, " ORDER BY sort_ms %s, e.id %s LIMIT %zu", newer ? "ASC" : "DESC",
+                   newer ? "DESC" : "ASC", q->limit ? q->limit : DEFAULT_LIMIT);
+    return sql->failed ? EJ_ENOMEM : 0;
+}
+
+static int add_listed(const struct ej__row *row, void *arg)
+{
+    struct ej_trace_execution_list *l = arg;
+    int rc = add_execution(row, l);
+    if (rc == 0)
+        l->rows[l->count - 1].sort_ms = row->int64(row, 26);
+    return rc;
+}
+
 int ej_trace_query_executions(ej_trace_reader *r, const struct ej_trace_query *q,
                               struct ej_trace_execution_list *out)
 {
@@ -371,60 +354,31 @@ int ej_trace_query_executions(ej_trace_reader *r, const struct ej_trace_query *q
     static const struct ej_trace_query none = {.item = -1};
     if (q == NULL)
         q = &none;
-    ej_buf sql;
-    ej__buf_init(&sql);
-    ej__buf_puts(&sql, "SELECT " EXEC_COLUMNS EXEC_FROM " WHERE 1 = 1");
-    struct ej__tp p[8];
-    int n = 0;
-    char since[32], until[32], item[16];
-    char *like = NULL;
-    if (q->job_name) {
-        p[n++] = text_param(q->job_name);
-        ej__buf_printf(&sql, " AND e.job_name = $%d", n);
-    }
-    if (q->since_ms) {
-        ej__trace_format_time(q->since_ms, since);
-        p[n++] = text_param(since);
-        ej__buf_printf(&sql, " AND e.start_time >= $%d", n);
-    }
-    if (q->until_ms) {
-        ej__trace_format_time(q->until_ms, until);
-        p[n++] = text_param(until);
-        ej__buf_printf(&sql, " AND e.start_time < $%d", n);
-    }
-    if (q->failed_only) {
-        p[n++] = text_param("0");
-        ej__buf_printf(&sql, " AND e.complete_time IS NOT NULL AND e.is_success = $%d", n);
-    }
-    if (q->item >= 0) {
-        snprintf(item, sizeof item, "%d", q->item);
-        p[n++] = (struct ej__tp){.type = EJ__TP_INT, .i = q->item};
-        ej__buf_printf(&sql, " AND e.sharding_item = $%d", n);
-    }
-    if (q->instance_id) {
-        like = like_suffix(q->instance_id);
-        if (like == NULL) {
-            ej__buf_fini(&sql);
-            return EJ_ENOMEM;
-        }
-        p[n++] = text_param(like);
-        ej__buf_printf(&sql, " AND e.task_id LIKE $%d ESCAPE '\\'", n);
-    }
-    ej__buf_printf(&sql, " ORDER BY e.start_time DESC, e.id LIMIT %zu",
-                   q->limit ? q->limit : DEFAULT_LIMIT);
-    int rc = EJ_ENOMEM;
-    if (!sql.failed) {
-        rc = r->ops->select(r->conn, sql.data, p, n, add_execution, out);
+    struct query_sql b;
+    memset(&b, 0, sizeof b);
+    ej__buf_init(&b.sql);
+    int rc = build_query(&b, r, q);
+    if (rc == 0) {
+        rc = r->ops->select(r->conn, b.sql.data, b.p, b.n, add_listed, out);
         if (rc == EJ_EAGAIN || rc == EJ_EDB) {
             snprintf(r->err, sizeof r->err, "%s", r->ops->errmsg(r->conn));
             rc = EJ_EDB;
         }
     }
-    ej__buf_fini(&sql);
-    free(like);
-    if (rc != 0)
+    ej__buf_fini(&b.sql);
+    free(b.like);
+    free(b.match);
+    if (rc != 0) {
         ej_trace_execution_list_fini(out);
-    return rc;
+        return rc;
+    }
+    if (q->page > 0 && q->cursor_id != NULL) /* newest first, as the other pages */
+        for (size_t i = 0; i < out->count / 2; i++) {
+            struct ej_trace_execution t = out->rows[i];
+            out->rows[i] = out->rows[out->count - 1 - i];
+            out->rows[out->count - 1 - i] = t;
+        }
+    return 0;
 }
 
 void ej_trace_execution_list_fini(struct ej_trace_execution_list *l)
@@ -454,8 +408,8 @@ static int take_one(const struct ej__row *row, void *arg)
     if (rc != 0)
         return rc;
     bool oom = false;
-    o->e->out = row->blob(row, 23, &o->e->out_len, &oom);
-    o->e->err = row->blob(row, 24, &o->e->err_len, &oom);
+    o->e->out = row->blob(row, 26, &o->e->out_len, &oom);
+    o->e->err = row->blob(row, 27, &o->e->err_len, &oom);
     return oom ? EJ_ENOMEM : 0;
 }
 
@@ -475,6 +429,7 @@ static void status_fini(struct ej_trace_status *s)
 struct trail {
     struct ej_trace_status *rows;
     size_t count;
+    const struct ej_trace_execution *e; /* its local times are in e's writer's zone */
 };
 
 static int add_status(const struct ej__row *row, void *arg)
@@ -495,7 +450,8 @@ static int add_status(const struct ej__row *row, void *arg)
     s->sharding_item = dup_col0(row, 6, &oom);
     s->state = dup_col0(row, 7, &oom);
     s->message = dup_col(row, 8, &oom);
-    s->creation_ms = ej__trace_parse_time(row->text(row, 9));
+    s->creation_ms =
+        ej__trace_parse_time_at(row->text(row, 9), t->e->utc_offset_known, t->e->utc_offset_s);
     t->count++;
     return oom ? EJ_ENOMEM : 0;
 }
@@ -542,8 +498,11 @@ int ej_trace_get_execution(ej_trace_reader *r, const char *id,
         return EJ_EINVAL;
     memset(out, 0, sizeof *out);
     /* A shorter id is a prefix (as `ejob history` prints ids). */
-    static const char sql[] = "SELECT " EXEC_COLUMNS ", d.stdout, d.stderr" EXEC_FROM
-                              " WHERE e.id LIKE $1 ESCAPE '\\' ORDER BY e.id LIMIT 2";
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "SELECT " EXEC_COLUMNS "%s, d.stdout, d.stderr" EXEC_FROM
+             "%s WHERE e.id LIKE $1 ESCAPE '\\' ORDER BY e.id LIMIT 2",
+             ejob_columns(r), ejob_joins(r));
     char *pattern = like_suffix(id);
     if (pattern == NULL)
         return EJ_ENOMEM;
@@ -566,13 +525,15 @@ int ej_trace_get_execution(ej_trace_reader *r, const char *id,
     if (rc == 0 && (!x->completed || !x->has_detail || (x->out == NULL && x->out_truncated) ||
                     (x->err == NULL && x->err_truncated)))
         (void)ej__trace_live_fill(r, x);
-    struct trail t = {NULL, 0};
+    struct trail t = {NULL, 0, &out->execution};
     if (rc == 0) {
         const struct ej_trace_execution *e = &out->execution;
         char from[32], to[32];
         int64_t end = e->completed ? e->complete_ms : e->start_ms;
-        ej__trace_format_time(e->start_ms - TRAIL_WINDOW_MS, from);
-        ej__trace_format_time(end + TRAIL_WINDOW_MS, to);
+        ej__trace_format_time_at(e->start_ms - TRAIL_WINDOW_MS, e->utc_offset_known,
+                                 e->utc_offset_s, from);
+        ej__trace_format_time_at(end + TRAIL_WINDOW_MS, e->utc_offset_known, e->utc_offset_s,
+                                 to);
         static const char tsql[] =
             "SELECT id, job_name, task_id, slave_id, source, execution_type, sharding_item, "
             "state, message, creation_time FROM JOB_STATUS_TRACE_LOG WHERE task_id = $1 AND "

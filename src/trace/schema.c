@@ -68,6 +68,19 @@ static const char ddl_result[] = "CREATE TABLE IF NOT EXISTS EJOB_EXECUTION_RESU
                                  "killed_by VARCHAR(255) NULL, "
                                  "PRIMARY KEY (id))";
 
+/* The instants of a run, ejob's (JOB_EXECUTION_LOG keeps 2.1.5's local-time
+ * text for Java's console): epoch ms of its start and end, and the writer's
+ * UTC offset at its start, which reads its JOB_STATUS_TRACE_LOG rows (local
+ * text too) as instants. Written with the run's start, so a running row has
+ * one. A run without a row (Java's, or written before) is read in the
+ * reader's zone, as Java's console reads it (docs/tracing.md). */
+static const char ddl_instant[] = "CREATE TABLE IF NOT EXISTS EJOB_EXECUTION_INSTANT ("
+                                  "id VARCHAR(40) NOT NULL, "
+                                  "start_ms BIGINT NOT NULL, "
+                                  "complete_ms BIGINT NULL, "
+                                  "utc_offset_s INT NOT NULL, "
+                                  "PRIMARY KEY (id))";
+
 /* ejob's fire ledger: one row per job, cron fire time and item for the
  * whole cluster (the key), whoever writes it first or best (sql_fire).
  * Times are epoch ms: a local-time text would give two fire times of a
@@ -91,6 +104,7 @@ static const char *const ddl_indexes[] = {
     ("CREATE INDEX IF NOT EXISTS EJOB_STATUS_CREATION_INDEX ON JOB_STATUS_TRACE_LOG "
      "(creation_time)"),
     "CREATE INDEX IF NOT EXISTS EJOB_DETAIL_START_INDEX ON EJOB_EXECUTION_DETAIL (start_time)",
+    "CREATE INDEX IF NOT EXISTS EJOB_INSTANT_START_INDEX ON EJOB_EXECUTION_INSTANT (start_ms)",
     /* Retention, and `ejob fires` over every job. */
     "CREATE INDEX IF NOT EXISTS EJOB_LEDGER_FIRE_INDEX ON EJOB_FIRE_LEDGER (fire_time_ms)",
 };
@@ -112,6 +126,8 @@ int ej__trace_create_schema(const struct ej__trace_ops *ops, struct ej__trace_co
         rc = ej__trace_live_create(ops, c);
     if (rc == 0)
         rc = ej__trace_retention_create(ops, c);
+    if (rc == 0)
+        rc = ops->run(c, ddl_instant, NULL, 0, NULL);
     for (size_t i = 0; rc == 0 && i < sizeof ddl_indexes / sizeof ddl_indexes[0]; i++)
         rc = ops->run(c, ddl_indexes[i], NULL, 0, NULL);
     return rc;
@@ -121,14 +137,37 @@ int ej__trace_create_schema(const struct ej__trace_ops *ops, struct ej__trace_co
 
 void ej__trace_format_time(int64_t epoch_ms, char out[32])
 {
+    ej__trace_format_time_at(epoch_ms, false, 0, out);
+}
+
+void ej__trace_format_time_at(int64_t epoch_ms, bool known_offset, int32_t offset_s, char out[32])
+{
     time_t secs = (time_t)(epoch_ms / 1000);
     struct tm tm;
-    localtime_r(&secs, &tm);
+    if (known_offset) {
+        secs += offset_s;
+        gmtime_r(&secs, &tm);
+    } else {
+        localtime_r(&secs, &tm);
+    }
     size_t n = strftime(out, 32, "%Y-%m-%d %H:%M:%S", &tm);
     snprintf(out + n, 32 - n, ".%03d", (int)(epoch_ms % 1000));
 }
 
+int32_t ej__trace_utc_offset_s(int64_t epoch_ms)
+{
+    time_t secs = (time_t)(epoch_ms / 1000);
+    struct tm tm;
+    localtime_r(&secs, &tm);
+    return (int32_t)tm.tm_gmtoff;
+}
+
 int64_t ej__trace_parse_time(const char *s)
+{
+    return ej__trace_parse_time_at(s, false, 0);
+}
+
+int64_t ej__trace_parse_time_at(const char *s, bool known_offset, int32_t offset_s)
 {
     if (s == NULL || s[0] == '\0')
         return 0;
@@ -148,7 +187,7 @@ int64_t ej__trace_parse_time(const char *s)
         }
     }
     tm.tm_isdst = -1;
-    time_t t = mktime(&tm);
+    time_t t = known_offset ? timegm(&tm) - offset_s : mktime(&tm);
     if (t == (time_t)-1)
         return 0;
     return (int64_t)t * 1000 + ms;
@@ -328,6 +367,23 @@ static int write_detail(const struct ej__trace_ops *ops, struct ej__trace_conn *
     return ops->run(c, sql_detail, p, 13, NULL);
 }
 
+static const char sql_instant[] =
+    "INSERT INTO EJOB_EXECUTION_INSTANT (id, start_ms, complete_ms, utc_offset_s) VALUES ($1, "
+    "$2, $3, $4) ON CONFLICT (id) DO UPDATE SET complete_ms = COALESCE(excluded.complete_ms, "
+    "EJOB_EXECUTION_INSTANT.complete_ms)";
+
+/* The run's instants, with its start and again with its end. */
+static int write_instant(const struct ej__trace_ops *ops, struct ej__trace_conn *c,
+                         const ej_execution_event *e)
+{
+    if (e->start_time_ms <= 0)
+        return 0;
+    struct ej__tp p[4] = {tp_text(e->id), tp_int(e->start_time_ms),
+                          e->complete_time_ms ? tp_int(e->complete_time_ms) : tp_text(NULL),
+                          tp_int(ej__trace_utc_offset_s(e->start_time_ms))};
+    return ops->run(c, sql_instant, p, 4, NULL);
+}
+
 static const char sql_result[] =
     "INSERT INTO EJOB_EXECUTION_RESULT (id, result, attempt, killed_by) VALUES ($1, $2, $3, $4) "
     "ON CONFLICT (id) DO UPDATE SET result = excluded.result, attempt = excluded.attempt, "
@@ -353,7 +409,7 @@ static int write_execution(const struct ej__trace_ops *ops, struct ej__trace_con
     struct exec_vals v;
     exec_vals_init(&v, e);
     int rc = EJ_ENOMEM;
-    if (v.oom)
+    if (v.oom || (rc = write_instant(ops, c, e)) != 0)
         goto out;
     const char *src = ej_execution_source_name(e->execution_source);
     if (e->complete_time_ms == 0) {
@@ -554,6 +610,14 @@ int ej__trace_purge_chunk(const struct ej__trace_ops *ops, struct ej__trace_conn
     int64_t n = 0;
     if (rc == 0)
         rc = ops->run(c, sql_orphans, rp, 1, &n);
+    *deleted += n;
+    /* Instants go with their runs too. */
+    static const char sql_instant_orphans[] =
+        "DELETE FROM EJOB_EXECUTION_INSTANT WHERE id IN (SELECT i.id FROM EJOB_EXECUTION_INSTANT "
+        "i LEFT JOIN JOB_EXECUTION_LOG e ON e.id = i.id WHERE e.id IS NULL LIMIT $1)";
+    n = 0;
+    if (rc == 0)
+        rc = ops->run(c, sql_instant_orphans, rp, 1, &n);
     *deleted += n;
     if (rc == 0)
         rc = ej__trace_live_purge(ops, c, cutoff_ms, chunk, deleted);

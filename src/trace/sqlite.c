@@ -272,4 +272,7 @@ const struct ej__trace_ops ej__trace_sqlite_ops = {
     .run = lite_run,
     .select = lite_select,
     .blob_type = "BLOB",
+    .naive_ms_sql = "CAST(ROUND((julianday({col}) - 2440587.5) * 86400000.0) AS INTEGER)",
+    .output_match_sql = "CAST({col} AS TEXT) LIKE {param} ESCAPE '\\'",
+    .output_match_like = true,
 };

@@ -3,7 +3,7 @@
 # prefix, then examples/embed.c built against that copy only, through
 # pkg-config (shared and --static) and through find_package(ejob); the
 # programs run against a real ZooKeeper and their jobs must fire. The
-# shared library's SONAME is libejob.so.0, it exports every EJ_EXTERN
+# shared library's SONAME is libejob.so.1, it exports every EJ_EXTERN
 # declaration of the installed headers and nothing else (no ej__ symbol).
 set -u
 B=${EJ_BUILD_DIR:?EJ_BUILD_DIR must name the build directory}
@@ -34,9 +34,9 @@ PC=$(find "$P" -name ejob.pc -path '*/pkgconfig/*' | head -n1)
 LIBDIR=$(dirname "$(dirname "$PC")")
 echo "libdir: $LIBDIR"
 check "bin/ejob installed" test -x "$P/bin/ejob"
-check "libejob.so.0 installed" test -f "$LIBDIR/libejob.so.0"
-check "libejob.so dev link points to libejob.so.0" \
-  test "$(readlink "$LIBDIR/libejob.so")" = libejob.so.0
+check "libejob.so.1 installed" test -f "$LIBDIR/libejob.so.1"
+check "libejob.so dev link points to libejob.so.1" \
+  test "$(readlink "$LIBDIR/libejob.so")" = libejob.so.1
 check "libejob.a installed" test -f "$LIBDIR/libejob.a"
 check "public headers installed" test -f "$P/include/ejob/ejob.h"
 check "ejobConfig.cmake installed" test -f "$LIBDIR/cmake/ejob/ejobConfig.cmake"
@@ -69,8 +69,8 @@ installed_as dist/prometheus/ejob-alerts.yml "$(cache CMAKE_INSTALL_DATADIR | gr
 
 # ------------------------------------------------------------ the library
 soname() { readelf -d "$1" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p'; }
-check "SONAME is libejob.so.0" test "$(soname "$LIBDIR/libejob.so.0")" = libejob.so.0
-nm -D --defined-only "$LIBDIR/libejob.so.0" | awk '{print $NF}' | sort -u >"$T/exported"
+check "SONAME is libejob.so.1" test "$(soname "$LIBDIR/libejob.so.1")" = libejob.so.1
+nm -D --defined-only "$LIBDIR/libejob.so.1" | awk '{print $NF}' | sort -u >"$T/exported"
 "${PYTHON:-python3}" "$SRC/tests/install/extern_symbols.py" "$P"/include/ejob/*.h >"$T/declared" ||
   fail "reading the EJ_EXTERN declarations"
 echo "exported symbols: $(wc -l <"$T/exported"), EJ_EXTERN declarations: $(wc -l <"$T/declared")"
@@ -96,7 +96,7 @@ if ! { CFLAGS_PC=$(pkg-config --cflags ejob) && LIBS_PC=$(pkg-config --libs ejob
 fi
 echo "pkg-config --cflags --libs: $CFLAGS_PC $LIBS_PC"
 echo "pkg-config --static --libs: $LIBS_STATIC"
-check "pkg-config --modversion is 0.1.0" test "$(pkg-config --modversion ejob)" = 0.1.0
+check "pkg-config --modversion is 1.0.0" test "$(pkg-config --modversion ejob)" = 1.0.0
 # shellcheck disable=SC2086
 check "embed.c builds with pkg-config (shared)" \
   "$CC" -o "$T/embed_shared" "$SRC/examples/embed.c" $CFLAGS_PC $LIBS_PC
@@ -106,11 +106,11 @@ check "embed.c builds with pkg-config (shared)" \
 check "embed.c builds with pkg-config --static (libejob.a)" \
   "$CC" -o "$T/embed_static" "$SRC/examples/embed.c" $CFLAGS_PC ${LIBS_STATIC//-lejob/-l:libejob.a}
 
-check "embed_shared needs libejob.so.0" bash -c "readelf -d '$T/embed_shared' | grep -q 'NEEDED.*\[libejob.so.0\]'"
+check "embed_shared needs libejob.so.1" bash -c "readelf -d '$T/embed_shared' | grep -q 'NEEDED.*\[libejob.so.1\]'"
 check "embed_static does not need libejob" bash -c "test -x '$T/embed_static' && ! readelf -d '$T/embed_static' | grep -q 'NEEDED.*libejob'"
-RESOLVED=$(LD_LIBRARY_PATH=$LIBDIR ldd "$T/embed_shared" | awk '$1 == "libejob.so.0" {print $3}')
-echo "ldd: libejob.so.0 => $RESOLVED"
-check "embed_shared loads libejob.so.0 from the prefix" test "$RESOLVED" = "$LIBDIR/libejob.so.0"
+RESOLVED=$(LD_LIBRARY_PATH=$LIBDIR ldd "$T/embed_shared" | awk '$1 == "libejob.so.1" {print $3}')
+echo "ldd: libejob.so.1 => $RESOLVED"
+check "embed_shared loads libejob.so.1 from the prefix" test "$RESOLVED" = "$LIBDIR/libejob.so.1"
 
 # ------------------------------------------------------------ running it
 # embed HOST:PORT NAMESPACE SECONDS: the simple job fires every 2 s on 3
@@ -139,7 +139,7 @@ mkdir -p "$T/consumer"
 cat >"$T/consumer/CMakeLists.txt" <<CML
 cmake_minimum_required(VERSION 3.20)
 project(consumer LANGUAGES C)
-find_package(ejob 0.1 REQUIRED)
+find_package(ejob 1.0 REQUIRED)
 add_executable(embed_cmake "$SRC/examples/embed.c")
 target_link_libraries(embed_cmake PRIVATE ejob::ejob)
 add_executable(embed_cmake_static "$SRC/examples/embed.c")
@@ -148,17 +148,17 @@ CML
 if "$CMAKE" -S "$T/consumer" -B "$T/consumer/build" -DCMAKE_PREFIX_PATH="$P" \
      >"$T/consumer.log" 2>&1 &&
    "$CMAKE" --build "$T/consumer/build" >>"$T/consumer.log" 2>&1; then
-  pass "find_package(ejob 0.1) and ejob::ejob, ejob::ejob_static build embed.c"
-  check "embed_cmake needs libejob.so.0" bash -c "readelf -d '$T/consumer/build/embed_cmake' | grep -q 'NEEDED.*\[libejob.so.0\]'"
+  pass "find_package(ejob 1.0) and ejob::ejob, ejob::ejob_static build embed.c"
+  check "embed_cmake needs libejob.so.1" bash -c "readelf -d '$T/consumer/build/embed_cmake' | grep -q 'NEEDED.*\[libejob.so.1\]'"
   check "embed_cmake_static does not need libejob" bash -c "test -x '$T/consumer/build/embed_cmake_static' && ! readelf -d '$T/consumer/build/embed_cmake_static' | grep -q 'NEEDED.*libejob'"
   run_embed embed_cmake "$T/consumer/build/embed_cmake" inst-cmake
 else
   cat "$T/consumer.log" >&2
-  fail "find_package(ejob 0.1) consumer project"
+  fail "find_package(ejob 1.0) consumer project"
 fi
-# SameMajorVersion: a request for 1.0 is refused.
-sed -i 's/find_package(ejob 0.1 REQUIRED)/find_package(ejob 1.0 REQUIRED)/' "$T/consumer/CMakeLists.txt"
-check "find_package(ejob 1.0) is refused" bash -c "! '$CMAKE' -S '$T/consumer' -B '$T/consumer/build1' -DCMAKE_PREFIX_PATH='$P' >'$T/consumer1.log' 2>&1"
+# SameMajorVersion: a request for 2.0 is refused.
+sed -i 's/find_package(ejob 1.0 REQUIRED)/find_package(ejob 2.0 REQUIRED)/' "$T/consumer/CMakeLists.txt"
+check "find_package(ejob 2.0) is refused" bash -c "! '$CMAKE' -S '$T/consumer' -B '$T/consumer/build1' -DCMAKE_PREFIX_PATH='$P' >'$T/consumer1.log' 2>&1"
 
 echo "install tree:"
 (cd "$P" && find . -type f -o -type l | sort | sed 's/^/  /')

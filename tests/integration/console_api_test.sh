@@ -125,15 +125,15 @@ req GET /api/session; expect_code 200 "session"; expect_json 'd["role"]' admin "
 # ---------------------------------------------------------------- queries
 req GET /api/registries; expect_code 200 "registries"
 expect_json 'len(d)' 3 "three registries"
-wait_json 30 /api/registries/capi/jobs 'd[0]["status"]' OK "apiJob OK once both daemons run"
-expect_json 'd[0]["instanceCount"]' 2 "two instances"
+wait_json 30 /api/registries/capi/jobs 'd["jobs"][0]["status"]' OK "apiJob OK once both daemons run"
+expect_json 'd["jobs"][0]["instanceCount"]' 2 "two instances"
 req GET /api/registries/capi/jobs/apiJob; expect_code 200 "job detail"
 expect_json 'len(d["items"])' 4 "four items"
 expect_json 'd["items"][0]["parameter"]' Beijing "item parameter"
 expect_json 'sorted(s["ip"] for s in d["servers"])' "['127.0.0.51', '127.0.0.52']" "two servers"
 req GET /api/registries/other/jobs; expect_code 200 "jobs of the second namespace"
-expect_json '[j["status"] for j in d if j["jobName"]=="lostJob"][0]' LEADER_LOST "leader naming no live instance: LEADER_LOST"
-expect_json '[j["configError"] for j in d if j["jobName"]=="badJob"][0]' "shardingTotalCount: must be >= 1, got 0" "config error shown, naming the field"
+expect_json '[j["status"] for j in d["jobs"] if j["jobName"]=="lostJob"][0]' LEADER_LOST "leader naming no live instance: LEADER_LOST"
+expect_json '[j["configError"] for j in d["jobs"] if j["jobName"]=="badJob"][0]' "shardingTotalCount: must be >= 1, got 0" "config error shown, naming the field"
 # The same verdicts in `ejob jobs` and `ejob status`.
 out=$("$E" jobs --registry "$ZKF_CONNECT/other" 2>"$D/jobs.err")
 grep -qE '^lostJob +LEADER_LOST .* 10\.0\.0\.9@-@9 \(gone\)' <<<"$out" && pass "ejob jobs: LEADER_LOST, leader (gone)" || fail "ejob jobs: $out"
@@ -253,7 +253,7 @@ kill -KILL "$P51"
 wait_json 30 /api/registries/capi/jobs/apiJob 'sorted(set((i["instanceId"] or "-").split("@")[0] for i in d["items"]))' "['127.0.0.52']" "after kill -9 of .51 every item is owned by .52"
 req POST /api/registries/capi/servers/127.0.0.52/shutdown '{}'; expect_code 200 "server view: shut down every job on .52"
 expect_json 'd["jobs"]' "['apiJob']" "shutdown reached apiJob"
-wait_json 10 /api/registries/capi/jobs 'd[0]["status"]' CRASHED "no instance left: CRASHED"
+wait_json 10 /api/registries/capi/jobs 'd["jobs"][0]["status"]' CRASHED "no instance left: CRASHED"
 
 # ---------------------------------------------------------------- audit, logout, expiry
 grep -q '"user":"alice","auth":"session","role":"admin",.*"method":"POST","path":"/api/registries/capi/jobs/apiJob/trigger","result":200' "$D/audit.log" && pass "audit line for a write" || fail "audit log: $(cat "$D/audit.log")"

@@ -45,7 +45,7 @@ cenv_console() {
   zkf_track "$CENV_CONSOLE_PID"
   local i
   CENV_URL=
-  for i in $(seq 1 300); do
+  for i in $(seq 1 "${CENV_START_TENTHS:-300}"); do # tenths of a second
     CENV_URL=$(sed -n 's|^ejob console: serving \(https\{0,1\}://[^ ]*\)/ .*|\1|p' "$log")
     [ -n "$CENV_URL" ] && return 0
     kill -0 "$CENV_CONSOLE_PID" 2>/dev/null || break

@@ -141,7 +141,7 @@ req '/api/history?since=yesterday'; expect_json 'd["error"].startswith("since: \
 # ---------------------------------------------------------------- the fire ledger
 wait_json 60 '/api/registries/chist/jobs/failJob/fires' 'any(f["ran"] and f["result"] == "failed" and f["item"] == 0 and f["kind"] == "CRON" for f in d["fires"])' True "fires: failJob's fire times, its runs failed"
 expect_json 'all(f["fireTimeMs"] % 2000 == 0 for f in d["fires"] if f["kind"] == "CRON") and {f["job"] for f in d["fires"]} == {"failJob"}' True "fires: cron fire times of that job only"
-expect_json 'sorted(d["fires"][0].keys())' "['executionId', 'fireTime', 'fireTimeMs', 'instance', 'item', 'job', 'kind', 'ran', 'reason', 'recorded', 'result', 'why']" "fires: the row's fields"
+expect_json 'sorted(d["fires"][0].keys())' "['attempts', 'executionId', 'fireTime', 'fireTimeMs', 'instance', 'item', 'job', 'kind', 'ran', 'reason', 'recorded', 'result', 'why']" "fires: the row's fields"
 req '/api/registries/chist/jobs/okJob/fires?item=1&since=10m'; expect_json '{f["item"] for f in d["fires"]} <= {1, -1} and len(d["fires"]) > 0' True "fires: item filter"
 req '/api/registries/chist/jobs/okJob/fires?gaps=true'; expect_json 'all(not f["ran"] and f["why"] for f in d["fires"])' True "fires: gaps=true, only rows not run, with why"
 for bad in 'gaps=maybe' 'item=x' 'limit=0' 'since=yesterday'; do

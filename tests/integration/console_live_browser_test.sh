@@ -6,17 +6,9 @@
 # SQLite file that `ejob console` reads; tests/browser/live.e2e.js opens the
 # run's page while it runs. Screenshots in BUILD_DIR/console-live-screenshots/.
 set -u
-NODE_MODULES=$EJ_SOURCE_DIR/tests/browser/node_modules
-missing=
-[ -x /usr/bin/chromium ] || missing="$missing chromium (/usr/bin/chromium)"
-command -v node >/dev/null || missing="$missing node"
-[ -d "$NODE_MODULES/playwright-core" ] || missing="$missing playwright-core ($NODE_MODULES)"
-if [ -n "$missing" ]; then
-  echo "FAIL: missing:$missing; run scripts/install-deps (this test installs nothing)" >&2
-  exit 1
-fi
 source "$EJ_SOURCE_DIR/tests/support/zkfixture.sh"
 source "$EJ_SOURCE_DIR/tests/integration/console_env.sh"
+cenv_need_browser
 source "$EJ_SOURCE_DIR/tests/support/checks.sh"
 zkf_start || exit 1
 D=$ZKF_DIR

@@ -171,6 +171,24 @@ static void test_pg_round_trip(void **state)
     assert_int_equal(ej_trace_query_executions(r, &q, &l), 0);
     assert_int_equal(l.count, 1);
     assert_string_equal(l.rows[0].execution_source, "FAILOVER");
+    assert_true(l.rows[0].utc_offset_known);
+    ej_trace_execution_list_fini(&l);
+    /* Output search (bytes in BYTEA) and a cursor page (the instant key). */
+    struct ej_trace_query found = {.job_name = "rt", .item = -1, .output_text = "oops"};
+    assert_int_equal(ej_trace_query_executions(r, &found, &l), 0);
+    assert_int_equal(l.count, 1);
+    assert_string_equal(l.rows[0].id, e.id);
+    ej_trace_execution_list_fini(&l);
+    struct ej_trace_query all = {.job_name = "rt", .item = -1, .limit = 1};
+    assert_int_equal(ej_trace_query_executions(r, &all, &l), 0);
+    assert_int_equal(l.count, 1);
+    struct ej_trace_query older = {.job_name = "rt", .item = -1, .limit = 5, .page = -1,
+                                   .cursor_ms = l.rows[0].sort_ms, .cursor_id = l.rows[0].id};
+    struct ej_trace_execution_list rest;
+    assert_int_equal(ej_trace_query_executions(r, &older, &rest), 0);
+    assert_int_equal(rest.count, 1); /* the other run of "rt" */
+    assert_string_not_equal(rest.rows[0].id, l.rows[0].id);
+    ej_trace_execution_list_fini(&rest);
     ej_trace_execution_list_fini(&l);
     ej_trace_reader_close(r);
 }

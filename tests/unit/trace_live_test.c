@@ -236,6 +236,44 @@ static void test_job_retention(void **state)
     assert_true(kept(db, &other100)); /* this store keeps forever */
 }
 
+/* A store an older ejob made (no EJOB_EXECUTION_OUTPUT): a running run
+ * reads as no output yet, not as an error. */
+static void test_store_without_pieces(void **state)
+{
+    (void)state;
+    const char *db = path_in("old.db");
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(h,
+                     "CREATE TABLE JOB_EXECUTION_LOG (id VARCHAR(40) NOT NULL, job_name "
+                     "VARCHAR(100) NOT NULL, task_id VARCHAR(255) NOT NULL, hostname VARCHAR(255) "
+                     "NOT NULL, ip VARCHAR(50) NOT NULL, sharding_item INT NOT NULL, "
+                     "execution_source VARCHAR(20) NOT NULL, failure_cause VARCHAR(4000) NULL, "
+                     "is_success INT NOT NULL, start_time TIMESTAMP NULL, complete_time TIMESTAMP "
+                     "NULL, PRIMARY KEY (id));"
+                     "CREATE TABLE EJOB_EXECUTION_DETAIL (id VARCHAR(40) NOT NULL, instance_id "
+                     "VARCHAR(255) NOT NULL, start_time TIMESTAMP NULL, duration_ms BIGINT NULL, "
+                     "fencing_token BIGINT NOT NULL, exit_code INT NULL, term_signal INT NULL, "
+                     "http_status INT NULL, stdout BLOB NULL, stdout_truncated INT NOT NULL, "
+                     "stderr BLOB NULL, stderr_truncated INT NOT NULL, failure_cause_truncated "
+                     "INT NOT NULL, PRIMARY KEY (id));"
+                     "INSERT INTO JOB_EXECUTION_LOG VALUES ('run-1', 'oldJob', 't', 'h', "
+                     "'127.0.0.1', 0, 'NORMAL_TRIGGER', NULL, 0, '2026-01-01 10:00:00.000', "
+                     "NULL);",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(h);
+    ej_trace_reader *r = open_reader(db);
+    struct ej_trace_output o;
+    assert_int_equal(ej_trace_read_output(r, "run-1", 0, 0, &o), 0);
+    assert_false(o.completed);
+    assert_null(o.out);
+    assert_int_equal(o.out_next, 0);
+    ej_trace_output_fini(&o);
+    ej_trace_reader_close(r);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/ejob-trace-live-test-XXXXXX");
@@ -244,6 +282,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_live_pieces_then_the_detail),
         cmocka_unit_test(test_job_retention),
+        cmocka_unit_test(test_store_without_pieces),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[300];

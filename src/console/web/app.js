@@ -2,7 +2,7 @@
 // name that comes from ZooKeeper is put into the page as text, never as HTML.
 'use strict';
 
-const state = { session: null, registries: [], registry: null, timer: null };
+const state = { session: null, registries: [], registry: null, timer: null, connected: true };
 const POLL_MS = 1500; // live views refresh well within 2 s
 
 function el(tag, attrs, ...children) {
@@ -53,6 +53,24 @@ function regPath(rest) {
 }
 
 function enc(s) { return encodeURIComponent(s); }
+
+// A link of the page, with the registry shown in it (#/r/REG/job/X), so
+// that it means the same job whatever registry the reader has chosen.
+function link(path) {
+  return '#/r/' + enc(state.registry || '') + path;
+}
+
+// ZooKeeper of the registry shown is up (true) or not: a banner, and no
+// operation buttons while it is down (what the page shows may be stale).
+function setConnected(up) {
+  if (up === undefined || state.connected === up) return;
+  state.connected = up;
+  const b = document.getElementById('zk-banner');
+  b.hidden = up;
+  b.textContent = up ? '' : 'ZooKeeper of registry ' + state.registry +
+    ' is not reachable: what is shown may be out of date, and operations are disabled until it is back.';
+  for (const btn of document.querySelectorAll('button.op')) btn.disabled = !up;
+}
 
 function statusBadge(s) { return el('span', { class: 'status status-' + s }, s); }
 
@@ -129,54 +147,13 @@ function showLogin() {
   put(document.getElementById('view'), form);
 }
 
-// ------------------------------------------------------------ jobs
-
-function jobsView() {
-  const text = el('input', { id: 'filter-name', placeholder: 'job name contains' });
-  const status = el('select', { id: 'filter-status' },
-    ['', 'OK', 'CRASHED', 'DISABLED', 'SHARDING_FLAG', 'LEADER_LOST'].map(s =>
-      el('option', { value: s }, s === '' ? 'any status' : s)));
-  const errorsOnly = el('input', { type: 'checkbox', id: 'filter-errors' });
-  const body = el('tbody', { id: 'jobs-body' });
-  const table = el('table', { id: 'jobs' },
-    el('thead', {}, el('tr', {}, ['Job', 'Status', 'Cron', 'Items', 'Instances', 'Leader', 'Type',
-      'Description', 'Config error'].map(h => el('th', {}, h)))), body);
-  const count = el('span', { id: 'jobs-count', class: 'muted' });
-  let jobs = [];
-  const render = () => {
-    const t = text.value.toLowerCase();
-    const rows = jobs.filter(j => (!t || j.jobName.toLowerCase().includes(t)) &&
-      (!status.value || j.status === status.value) && (!errorsOnly.checked || j.configError))
-      .map(j => el('tr', { 'data-job': j.jobName },
-        el('td', {}, el('a', { href: '#/job/' + enc(j.jobName) }, j.jobName)),
-        el('td', {}, statusBadge(j.status)),
-        el('td', {}, j.cron === null ? '?' : j.cron),
-        el('td', {}, j.shardingTotalCount),
-        el('td', {}, j.instanceCount),
-        el('td', {}, j.leader ? j.leader + (j.leaderLive ? '' : ' (gone)') : '-'),
-        el('td', {}, j.jobType || '?'),
-        el('td', {}, j.description),
-        el('td', { class: 'error' }, j.configError || '')));
-    put(body, ...rows);
-    count.textContent = rows.length + ' of ' + jobs.length + ' jobs';
-  };
-  text.oninput = render; status.onchange = render; errorsOnly.onchange = render;
-  put(document.getElementById('view'), 
-    el('h1', {}, 'Jobs'),
-    el('div', { class: 'filters' }, text, status, el('label', {}, errorsOnly, ' config errors only'),
-      count),
-    table);
-  poll(async () => {
-    const r = await api('GET', regPath('/jobs'));
-    if (r.status === 200) { jobs = r.data; render(); }
-  });
-}
+// The job list is in jobs.js, times in times.js.
 
 // ------------------------------------------------------------ one job
 
 function opButton(label, id, question, method, path, body, refresh, danger, need) {
   if (need === 'admin' ? !isAdmin() : !canOperate()) return null;
-  return el('button', { id, class: danger ? 'danger' : null,
+  return el('button', { id, class: danger ? 'op danger' : 'op', disabled: !state.connected,
     onclick: () => operate(question, method, path, body, refresh) }, label);
 }
 
@@ -199,12 +176,23 @@ function jobView(job) {
     const r = await api('GET', regPath(jp));
     if (r.status !== 200) { put(head, el('p', { class: 'error' }, r.data.error)); return; }
     const j = r.data;
+    setConnected(j.connected);
+    const waiting = j.items.filter(it => it.failoverWaiting).map(it => it.item);
     put(head, el('p', {}, 'Status ', statusBadge(j.status), '  cron ', j.cron || '?',
       '  type ', j.jobType || '?', '  leader ', j.leader ? j.leader + (j.leaderLive ? '' : ' (gone)') : '-'),
       j.configError ? el('p', { class: 'error', id: 'job-config-error' }, 'Config error: ' + j.configError) : null,
       (j.javaInstances || []).length ? el('p', { class: 'error', id: 'job-java-note' },
         'Java instances ' + j.javaInstances.join(', ') + ' ignore ' + j.javaIgnores.join(', ') +
         ' (a Java leader shards with AverageAllocation, fires in its own time zone)') : null,
+      el('dl', { class: 'run', id: 'job-times' },
+        el('dt', {}, 'Time zone'), el('dd', { id: 'job-zone' }, j.timeZone ? j.timeZone +
+          (j.timeZoneAssumed ? ' (no timeZone set: each daemon fires in its host\'s zone; the console\'s shown)' : '') : '?'),
+        el('dt', {}, 'Last fire'), el('dd', { id: 'job-last-fire' }, j.lastFire ? fmtTime(j.lastFire, j.timeZone) : '- (none recorded)'),
+        el('dt', {}, 'Next fires'), el('dd', { id: 'job-next-fires' },
+          (j.nextFires || []).length ? el('ol', {}, j.nextFires.map(t => el('li', {}, fmtTime(t, j.timeZone)))) : '-')),
+      j.failoverItemsWaiting ? el('p', { class: 'error', id: 'job-failover-waiting' },
+        j.failoverItemsWaiting + ' item(s) waiting for failover' + (waiting.length ? ': ' + waiting.join(', ') : '') +
+        ' (their instance died; a live instance with failover on runs them at its next fire)') : null,
       shutDownNote(j, job, refresh));
     put(ops, 
       opButton('Trigger', 'op-trigger', 'Trigger ' + job + ' on every live instance?', 'POST', regPath(jp + '/trigger'), {}, refresh),
@@ -213,9 +201,9 @@ function jobView(job) {
       opButton('Shut down', 'op-shutdown', 'Shut down every instance of ' + job + '?', 'POST', regPath(jp + '/shutdown'), {}, refresh, true),
       opButton('Kill', 'op-kill', 'Kill every running item of ' + job + ' (SIGTERM, then SIGKILL after its grace)?', 'POST', regPath(jp + '/kill'), {}, refresh, true, 'admin'),
       opButton('Remove', 'op-remove', 'Remove ' + job + ' from the registry?', 'DELETE', regPath(jp), undefined, refresh, true, 'admin'),
-      el('a', { href: '#/job/' + enc(job) + '/config', id: 'op-config' }, isAdmin() ? 'Edit config' : 'Config'), ' ',
-      el('a', { href: '#/job/' + enc(job) + '/history', id: 'op-history' }, 'History'), ' ',
-      el('a', { href: '#/job/' + enc(job) + '/fires', id: 'op-fires' }, 'Fires'));
+      el('a', { href: link('/job/' + enc(job) + '/config'), id: 'op-config' }, isAdmin() ? 'Edit config' : 'Config'), ' ',
+      el('a', { href: link('/job/' + enc(job) + '/history'), id: 'op-history' }, 'History'), ' ',
+      el('a', { href: link('/job/' + enc(job) + '/fires'), id: 'op-fires' }, 'Fires'));
     put(servers, ...j.servers.map(s => el('tr', { 'data-ip': s.ip },
       el('td', {}, s.ip), el('td', {}, serverState(s)), el('td', {}, s.instanceCount),
       el('td', { class: 'ops' }, s.disabled
@@ -229,7 +217,7 @@ function jobView(job) {
         opButton('Shut down', null, 'Shut down ' + i.instanceId + '?', 'POST', regPath(jp + '/shutdown'), { instance: i.instanceId }, refresh, true)))));
     put(items, ...j.items.map(it => el('tr', { 'data-item': it.item },
       el('td', {}, it.item), el('td', { class: 'owner' }, it.instanceId ? it.instanceId + (it.ownerLive ? '' : ' (gone)') : '-'),
-      el('td', {}, statusBadge(it.status)), el('td', {}, it.running ? 'yes' : ''), el('td', {}, it.failover || ''),
+      el('td', {}, statusBadge(it.failoverWaiting ? 'FAILOVER_WAITING' : it.status)), el('td', {}, it.running ? 'yes' : ''), el('td', {}, it.failover || ''),
       el('td', {}, it.misfire ? 'yes' : ''), el('td', {}, it.disabled ? 'yes' : ''), el('td', {}, it.parameter || ''),
       el('td', { class: 'ops' }, it.disabled
         ? opButton('Enable', null, 'Enable item ' + it.item + ' of ' + job + '?', 'POST', regPath(jp + '/items/' + it.item + '/enable'), {}, refresh)
@@ -249,7 +237,9 @@ function configView(job) { return ejConfigForm(job); }
 // are whatever the jobs printed: they go into the page as text only.
 
 function runResult(e) {
-  if (!e.completed) return 'unfinished';
+  if (!e.completed) return e.instanceLive === false ? 'died (instance gone)' : 'running';
+  if (e.result === 'killed') return 'killed' + (e.killedBy ? ' by ' + e.killedBy : '');
+  if (e.result === 'timeout') return 'timed out';
   if (e.success) return 'ok';
   if (e.signal) return 'FAILED signal ' + e.signal;
   if (e.exitCode) return 'FAILED exit ' + e.exitCode;
@@ -257,7 +247,16 @@ function runResult(e) {
   return 'FAILED';
 }
 
-function runTime(t) { return t ? t.replace('T', ' ').replace(/[+-]\d\d:\d\d$/, '') : '-'; }
+// The time zone of a job of the registry shown (null: unknown), asked once.
+const jobZones = new Map();
+async function jobZone(job) {
+  const key = state.registry + '/' + job;
+  if (!jobZones.has(key)) {
+    const r = await api('GET', regPath('/jobs/' + enc(job)));
+    jobZones.set(key, r.status === 200 ? r.data.timeZone : null);
+  }
+  return jobZones.get(key);
+}
 
 function runDuration(e) {
   if (!e.completed || e.durationMs === null) return '-';
@@ -269,44 +268,68 @@ function historyMessage(r) {
     id: 'history-message' }, r.data.error || ('failed: HTTP ' + r.status));
 }
 
+// Runs newest first, a page at a time: "Older" / "Newer" follow the cursors
+// of the reply (a page stays put while newer runs arrive).
 function historyView(job) {
-  const field = (id, placeholder, value) => el('input', { id, placeholder, value: value || '' });
-  const f = {
-    job: field('history-job', 'job name', job),
-    since: field('history-since', 'since (2h, 2026-01-01 10:00)'),
-    until: field('history-until', 'until'),
-    item: field('history-item', 'item'),
-    instance: field('history-instance', 'instance IP@-@PID'),
-    limit: el('input', { id: 'history-limit', type: 'number', min: 1, max: 1000, value: 50 }),
+  const seq = viewSeq;
+  const field = (id, label, placeholder, value) => {
+    const input = el('input', { id, placeholder, value: value || '' });
+    return { input, label: el('label', { for: id }, label + ' ', input) };
   };
+  const f = {
+    job: field('history-job', 'Job', 'job name', job),
+    since: field('history-since', 'Since', '2h, 2026-01-01 10:00'),
+    until: field('history-until', 'Until', '2026-01-01 12:00'),
+    item: field('history-item', 'Item', '0'),
+    instance: field('history-instance', 'Instance', 'IP@-@PID'),
+    q: field('history-q', 'Output contains', 'text printed'),
+  };
+  const limit = el('input', { id: 'history-limit', type: 'number', min: 1, max: 1000, value: 50 });
   const failed = el('input', { type: 'checkbox', id: 'history-failed' });
   const out = el('div', { id: 'history-out' });
   const body = el('tbody', { id: 'history-body' });
   const table = el('table', { id: 'history' },
     el('thead', {}, el('tr', {}, ['Started', 'Job', 'Item', 'Instance', 'Source', 'Result',
       'Duration', 'Run'].map(h => el('th', {}, h)))), body);
+  let cursor = null; // { before } or { after }: the page shown; null: the newest
+  let last = null;
+  const older = el('button', { id: 'history-older', type: 'button', onclick: () => { cursor = { before: last.older }; poll(refresh); } }, 'Older ›');
+  const newer = el('button', { id: 'history-newer', type: 'button', onclick: () => { cursor = { after: last.newer }; poll(refresh); } }, '‹ Newer');
+  const newest = el('button', { id: 'history-newest', type: 'button', onclick: () => { cursor = null; poll(refresh); } }, '« Newest');
   const query = () => {
     const q = new URLSearchParams();
-    for (const [k, input] of Object.entries(f)) if (input.value.trim()) q.set(k, input.value.trim());
+    for (const [k, x] of Object.entries(f)) if (x.input.value.trim()) q.set(k, x.input.value.trim());
+    if (limit.value) q.set('limit', limit.value);
     if (failed.checked) q.set('failed', 'true');
+    if (cursor && cursor.before) q.set('before', cursor.before);
+    if (cursor && cursor.after) q.set('after', cursor.after);
+    if (state.registry) q.set('registry', state.registry);
     return '/api/history?' + q.toString();
   };
   const refresh = async () => {
     const r = await api('GET', query());
+    const zone = f.job.input.value.trim() ? await jobZone(f.job.input.value.trim()) : null;
+    if (!viewIs(seq)) return;
     if (r.status !== 200) { put(out, historyMessage(r)); return; }
+    last = r.data;
+    older.disabled = !last.older;
+    newer.disabled = !last.newer;
+    newest.disabled = !cursor;
     put(body, ...r.data.executions.map(e => el('tr', { 'data-run': e.id, class: e.completed && !e.success ? 'failed' : null },
-      el('td', {}, runTime(e.start)), el('td', {}, el('a', { href: '#/job/' + enc(e.job) }, e.job)),
+      el('td', {}, fmtTime(e.start, zone)), el('td', {}, el('a', { href: link('/job/' + enc(e.job)) }, e.job)),
       el('td', {}, e.item), el('td', {}, e.instance || e.ip), el('td', {}, e.source),
       el('td', { class: 'result' }, runResult(e)), el('td', {}, runDuration(e)),
-      el('td', {}, el('a', { href: '#/run/' + enc(e.id), class: 'run-link' }, e.id.slice(0, 8))))));
+      el('td', {}, el('a', { href: link('/run/' + enc(e.id)), class: 'run-link' }, e.id.slice(0, 8))))));
     put(out, el('p', { class: 'muted', id: 'history-count' },
-      r.data.executions.length + ' runs (newest first, at most ' + r.data.limit + ') from ' + r.data.store), table);
+      r.data.executions.length + ' runs (newest first, ' + r.data.limit + ' a page) from ' + r.data.store),
+      el('div', { class: 'pager' }, newest, newer, older), table);
   };
-  const form = el('form', { class: 'filters', id: 'history-filters' }, Object.values(f),
+  const form = el('form', { class: 'filters', id: 'history-filters' }, Object.values(f).map(x => x.label),
+    el('label', { for: 'history-limit' }, 'Per page ', limit),
     el('label', {}, failed, ' failed only'), el('button', { type: 'submit', id: 'history-search' }, 'Search'));
-  form.onsubmit = ev => { ev.preventDefault(); poll(refresh); };
+  form.onsubmit = ev => { ev.preventDefault(); cursor = null; poll(refresh); };
   put(document.getElementById('view'), el('h1', {}, job ? 'History of ' + job : 'History'), form, out,
-    job ? el('a', { href: '#/job/' + enc(job) }, 'Back to the job') : null);
+    job ? el('a', { href: link('/job/' + enc(job)) }, 'Back to the job') : null);
   poll(refresh);
 }
 
@@ -315,9 +338,11 @@ async function runView(id) {
   const seq = viewSeq;
   const view = document.getElementById('view');
   const r = await api('GET', '/api/history/' + enc(id));
+  const zone = r.status === 200 ? await jobZone(r.data.job) : null;
   if (!viewIs(seq)) return;
   if (r.status !== 200) { put(view, el('h1', {}, 'Run ', id), historyMessage(r)); return; }
   const e = r.data;
+  const runTime = t => fmtTime(t, zone);
   const row = (k, v) => [el('dt', {}, k), el('dd', {}, v === null || v === undefined || v === '' ? '-' : v)];
   const stream = (name, text, binary, cut) => [
     el('h2', {}, name, el('span', { class: 'muted' }, (binary ? '  (not text: bytes shown as \\xNN)' : '') +
@@ -325,7 +350,7 @@ async function runView(id) {
     el('pre', { class: 'output', id: 'run-' + name }, text === null ? '(none)' : text)];
   put(view, el('h1', {}, 'Run ', el('span', { id: 'run-id' }, e.id)),
     el('dl', { class: 'run', id: 'run-fields' },
-      row('Job', el('a', { href: '#/job/' + enc(e.job) + '/history' }, e.job)), row('Item', e.item),
+      row('Job', el('a', { href: link('/job/' + enc(e.job) + '/history') }, e.job)), row('Item', e.item),
       row('Instance', e.instance), row('Host', e.hostname + ' (' + e.ip + ')'), row('Task', e.taskId),
       row('Source', e.source), row('Started', runTime(e.start)), row('Ended', runTime(e.complete)),
       row('Duration', runDuration(e)), row('Result', el('span', { id: 'run-result' }, runResult(e))),
@@ -337,7 +362,7 @@ async function runView(id) {
         el('td', {}, s.shardingItem), el('td', {}, s.slaveId), el('td', {}, el('pre', {}, s.message || '')))))),
     stream('stdout', e.stdout, e.stdoutBinary, e.stdoutTruncated),
     stream('stderr', e.stderr, e.stderrBinary, e.stderrTruncated),
-    el('a', { href: '#/history' }, 'All history'));
+    el('a', { href: link('/history') }, 'All history'));
   if (!e.completed) followRun(e, seq); // live.js
 }
 
@@ -391,13 +416,14 @@ function firesView(job) {
     if (r.status !== 200) { put(out, historyMessage(r)); return; }
     const g = firesGrid(r.data.fires);
     const shown = g.lines.filter(ln => !gaps.checked || ln.gap);
-    const time = ln => runTime(ln.time).replace(/\.\d+$/, '') + (ln.kind === 'CRON' ? '' : ' ' + ln.kind);
+    const zone = await jobZone(job);
+    const time = ln => fmtTime(ln.time, zone) + (ln.kind === 'CRON' ? '' : ' ' + ln.kind);
     put(out, el('p', { class: 'muted', id: 'fires-count' }, shown.length + ' fire times from ' + r.data.store),
       el('table', { id: 'fires' },
         el('thead', {}, el('tr', {}, el('th', {}, 'Fire'), g.items.map(i => el('th', {}, i < 0 ? 'Items' : 'Item ' + i)))),
         el('tbody', {}, shown.map(ln => el('tr', { 'data-fire': ln.at, class: ln.gap ? 'gap' : null }, el('td', {}, time(ln)),
           ln.cells.map(c => el('td', { class: c.gap ? 'not-run' : (c.failed ? 'failed' : null), 'data-reason': c.reason || null },
-            c.run ? el('a', { href: '#/run/' + enc(c.run), class: 'run-link' }, c.text) : c.text)))))),
+            c.run ? el('a', { href: link('/run/' + enc(c.run)), class: 'run-link' }, c.text) : c.text)))))),
       g.legend.length === 0 && !g.lines.some(ln => ln.cells.some(c => c.text === '?')) ? null :
       el('dl', { class: 'run', id: 'fires-legend' }, g.legend.map((x, i) => [
         el('dt', {}, '-' + String.fromCharCode(97 + (i % 26))),
@@ -410,7 +436,7 @@ function firesView(job) {
   form.onsubmit = ev => { ev.preventDefault(); poll(refresh); };
   gaps.onchange = () => poll(refresh);
   put(document.getElementById('view'), el('h1', {}, 'Fires of ' + job), form, out,
-    el('a', { href: '#/job/' + enc(job) }, 'Back to the job'));
+    el('a', { href: link('/job/' + enc(job)) }, 'Back to the job'));
   poll(refresh);
 }
 
@@ -431,7 +457,7 @@ function serversView() {
         opButton('Shut down all', null, 'Shut down every job instance on ' + s.ip + '?', 'POST', regPath('/servers/' + enc(s.ip) + '/shutdown'), {}, refresh, true)),
       el('table', {}, el('thead', {}, el('tr', {}, ['Job', 'On this server', 'Instances here', 'Job status'].map(h => el('th', {}, h)))),
         el('tbody', {}, s.jobs.map(j => el('tr', {},
-          el('td', {}, el('a', { href: '#/job/' + enc(j.jobName) }, j.jobName)),
+          el('td', {}, el('a', { href: link('/job/' + enc(j.jobName)) }, j.jobName)),
           el('td', {}, statusBadge(j.disabled ? 'DISABLED' : 'ENABLED')), el('td', {}, j.instanceCount),
           el('td', {}, statusBadge(j.jobStatus)))))))));
   };
@@ -440,11 +466,24 @@ function serversView() {
 
 // ------------------------------------------------------------ routing
 
+// #/r/REG/job/X (the registry in the link), or #/job/X and the like
+// (links from before: the registry chosen in the page).
 function route() {
   if (!state.session) return showLogin();
   viewSeq++;
-  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  let parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  if (parts[0] === 'r' && parts.length >= 2) {
+    if (state.registries.some(x => x.name === parts[1]) && parts[1] !== state.registry) {
+      state.registry = parts[1];
+      document.getElementById('registry').value = state.registry;
+      showWho();
+      pollRegistries();
+    }
+    parts = parts.slice(2);
+  }
   for (const a of document.querySelectorAll('#nav a')) a.classList.remove('active');
+  for (const [id, path] of [['nav-jobs', '/jobs'], ['nav-servers', '/servers'], ['nav-history', '/history']])
+    document.getElementById(id).setAttribute('href', link(path));
   if (parts[0] === 'job' && parts[1]) {
     if (parts[2] === 'config') return configView(parts[1]);
     if (parts[2] === 'history') return historyView(parts[1]);
@@ -464,6 +503,24 @@ function route() {
   return jobsView();
 }
 
+function showWho() {
+  document.getElementById('who').textContent = state.session.user + ' (' + roleHere() + ')';
+}
+
+// Whether the registry shown reaches its ZooKeeper, every few seconds
+// (the job views also say it with each refresh).
+let registriesTimer = null;
+async function pollRegistries() {
+  clearTimeout(registriesTimer);
+  const r = await api('GET', '/api/registries');
+  if (r.status === 200) {
+    state.registries = r.data;
+    const here = r.data.find(x => x.name === state.registry);
+    if (here) setConnected(here.connected);
+  }
+  if (state.session) registriesTimer = setTimeout(pollRegistries, 3000);
+}
+
 async function start() {
   const s = await api('GET', '/api/session');
   if (s.status !== 200) return showLogin();
@@ -475,15 +532,14 @@ async function start() {
     el('option', { value: x.name }, x.name + ' (' + x.servers + '/' + x.namespace + ')')));
   state.registry = state.registry || (state.registries[0] && state.registries[0].name);
   sel.value = state.registry;
-  const showWho = () => {
-    document.getElementById('who').textContent = state.session.user + ' (' + roleHere() + ')';
-  };
-  sel.onchange = () => { state.registry = sel.value; showWho(); route(); };
+  sel.onchange = () => { location.hash = '#/r/' + enc(sel.value) + '/jobs'; };
   document.getElementById('nav').hidden = false;
+  put(document.getElementById('times-switch'), zoneSwitch(route));
   showWho();
   const out = document.getElementById('logout');
   out.hidden = state.session.noAuth;
   out.onclick = async () => { await api('POST', '/api/logout', {}); state.session = null; showLogin(); };
+  pollRegistries();
   route();
 }
 

@@ -135,7 +135,7 @@ async function ejConfigForm(job) {
     el('h1', {}, 'Config of ', job), el('p', { class: 'muted' }, 'version ' + version), problems,
     summary, groups.main, groups.more, groups.java,
     isAdmin() ? el('button', { type: 'submit', id: 'config-save' }, 'Save') : null,
-    ' ', el('a', { href: '#/job/' + enc(job) }, 'Back to the job'));
+    ' ', el('a', { href: link('/job/' + enc(job)) }, 'Back to the job'));
   form.onsubmit = async ev => {
     ev.preventDefault();
     const next = formValue(cfg, rows);
