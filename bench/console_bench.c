@@ -41,11 +41,11 @@ static double pct(double *v, int n, double p)
     return v[i];
 }
 
-static int put(ej_registry *reg, const char *job, ej_console_node node, int item, const char *name,
+static int put(ej_registry *reg, const char *job, ej_layout_node node, int item, const char *name,
                const char *data)
 {
     char path[512];
-    ej_console_path(path, sizeof path, job, node, item, name);
+    ej_layout_path(path, sizeof path, job, node, item, name);
     return ej_registry_create_node(reg, path, data, strlen(data), EJ_REG_PERSISTENT,
                                    EJ_REG_CREATE_PARENTS, NULL);
 }
@@ -61,12 +61,12 @@ static int create_jobs(ej_registry *reg, int n)
                  "\"shardingTotalCount\":2,\"scriptCommandLine\":\"/bin/true\"}",
                  job);
         const char *id = "10.0.0.1@-@100";
-        if (put(reg, job, EJ_CONSOLE_NODE_CONFIG, 0, NULL, cfg) != 0 ||
-            put(reg, job, EJ_CONSOLE_NODE_SERVER, 0, "10.0.0.1", "") != 0 ||
-            put(reg, job, EJ_CONSOLE_NODE_INSTANCE, 0, id, "") != 0 ||
-            put(reg, job, EJ_CONSOLE_NODE_ELECTION_INSTANCE, 0, NULL, id) != 0 ||
-            put(reg, job, EJ_CONSOLE_NODE_ITEM_INSTANCE, 0, NULL, id) != 0 ||
-            put(reg, job, EJ_CONSOLE_NODE_ITEM_INSTANCE, 1, NULL, id) != 0)
+        if (put(reg, job, EJ_LAYOUT_NODE_CONFIG, 0, NULL, cfg) != 0 ||
+            put(reg, job, EJ_LAYOUT_NODE_SERVER, 0, "10.0.0.1", "") != 0 ||
+            put(reg, job, EJ_LAYOUT_NODE_INSTANCE, 0, id, "") != 0 ||
+            put(reg, job, EJ_LAYOUT_NODE_ELECTION_INSTANCE, 0, NULL, id) != 0 ||
+            put(reg, job, EJ_LAYOUT_NODE_ITEM_INSTANCE, 0, NULL, id) != 0 ||
+            put(reg, job, EJ_LAYOUT_NODE_ITEM_INSTANCE, 1, NULL, id) != 0)
             return -1;
     }
     return 0;

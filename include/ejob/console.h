@@ -1,14 +1,14 @@
 /*
- * The console library: ElasticJob-Lite 2.1.5's ZooKeeper layout (SPEC §2)
- * built in one place, and the queries and operations of ElasticJob's console
+ * The console library: the queries and operations of ElasticJob's console
  * (JobStatisticsAPI, ShardingStatisticsAPI, ServerStatisticsAPI,
- * JobOperateAPI, ShardingOperateAPI, JobSettingsAPI) as C functions.
+ * JobOperateAPI, ShardingOperateAPI, JobSettingsAPI) as C functions, over
+ * the layout of ejob/layout.h (SPEC §2, included here).
  *
  * Everything here reads and writes the nodes directly, with the bytes Java
  * writes, so it works on jobs run by Java instances as well as by ejob. The
- * coordinator, the `ejob` commands and `ejob console` all go through it.
+ * `ejob` commands and `ejob console` go through it.
  *
- * Thread safety: the path functions are pure. An ej_console handle may be
+ * Thread safety: an ej_console handle may be
  * used from several threads at once (the registry and the tree cache are
  * thread-safe); errors are returned through caller buffers, never kept in
  * the handle.
@@ -23,101 +23,65 @@
 
 #include "ejob/common.h"
 #include "ejob/config.h"
+#include "ejob/layout.h"
 #include "ejob/registry.h"
 
 /* ------------------------------------------------------------------------ */
-/* Layout                                                                    */
+/* Layout: the names of 1.0                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Data of servers/{ip}: disabled, enabled. */
-#define EJ_CONSOLE_SERVER_DISABLED "DISABLED"
-#define EJ_CONSOLE_SERVER_ENABLED ""
-/* Data the console writes into instances/{id} to run the job once now. */
-#define EJ_CONSOLE_INSTANCE_TRIGGER "TRIGGER"
-/* The data of an ejob instance's marker (EJ_CONSOLE_NODE_EJOB_INSTANCE):
- * "" while it runs the job; SHUTDOWN once an operator shut it down and its
- * `ejob run` daemon waits for a restart request; RESTART written there
- * (over SHUTDOWN, at its version) asks the daemon to start the job again.
- * A marker with no instances/{id} node and no SHUTDOWN: an ejob instance
- * that was shut down and that only a restart of its process brings back. */
-#define EJ_CONSOLE_EJOB_SHUTDOWN "SHUTDOWN"
-#define EJ_CONSOLE_EJOB_RESTART "RESTART"
-/* Separator of an instance id: {ip}@-@{pid}. */
-#define EJ_CONSOLE_ID_SEP "@-@"
-
 /*
- * The nodes of a job, below /{job}. "(item)" nodes take the item argument,
- * "(name)" nodes the name argument (an IP or an instance id: one path
- * segment).
+ * The layout moved to ejob/layout.h (ej_layout_*, EJ_LAYOUT_*). These names
+ * stay for programs built against 1.0 (docs/abi.md: nothing is removed
+ * within a major version); new code uses the layout's.
+ * ej_console_instance_ip behaves as ej_layout_instance_ip: an IP that does
+ * not fit gives "" (a cut IP would name another server).
  */
-typedef enum {
-    EJ_CONSOLE_NODE_JOB = 0,                  /* /{job} */
-    EJ_CONSOLE_NODE_CONFIG,                   /* config */
-    EJ_CONSOLE_NODE_SERVERS,                  /* servers */
-    EJ_CONSOLE_NODE_SERVER,                   /* servers/{ip} (name) */
-    EJ_CONSOLE_NODE_INSTANCES,                /* instances */
-    EJ_CONSOLE_NODE_INSTANCE,                 /* instances/{id} (name) */
-    EJ_CONSOLE_NODE_SHARDING,                 /* sharding */
-    EJ_CONSOLE_NODE_ITEM,                     /* sharding/{item} (item) */
-    EJ_CONSOLE_NODE_ITEM_INSTANCE,            /* sharding/{item}/instance (item) */
-    EJ_CONSOLE_NODE_ITEM_RUNNING,             /* sharding/{item}/running (item) */
-    EJ_CONSOLE_NODE_ITEM_FAILOVER,            /* sharding/{item}/failover (item) */
-    EJ_CONSOLE_NODE_ITEM_MISFIRE,             /* sharding/{item}/misfire (item) */
-    EJ_CONSOLE_NODE_ITEM_DISABLED,            /* sharding/{item}/disabled (item) */
-    EJ_CONSOLE_NODE_LEADER,                   /* leader */
-    EJ_CONSOLE_NODE_ELECTION_LATCH,           /* leader/election/latch */
-    EJ_CONSOLE_NODE_ELECTION_INSTANCE,        /* leader/election/instance */
-    EJ_CONSOLE_NODE_SHARDING_NECESSARY,       /* leader/sharding/necessary */
-    EJ_CONSOLE_NODE_SHARDING_PROCESSING,      /* leader/sharding/processing */
-    EJ_CONSOLE_NODE_FAILOVER_ITEMS,           /* leader/failover/items */
-    EJ_CONSOLE_NODE_FAILOVER_ITEM,            /* leader/failover/items/{item} (item) */
-    EJ_CONSOLE_NODE_FAILOVER_LATCH,           /* leader/failover/latch */
-    EJ_CONSOLE_NODE_GUARANTEE_STARTED,        /* guarantee/started */
-    EJ_CONSOLE_NODE_GUARANTEE_STARTED_ITEM,   /* guarantee/started/{item} (item) */
-    EJ_CONSOLE_NODE_GUARANTEE_COMPLETED,      /* guarantee/completed */
-    EJ_CONSOLE_NODE_GUARANTEE_COMPLETED_ITEM, /* guarantee/completed/{item} (item) */
-    EJ_CONSOLE_NODE_SYSTEM_TIME,              /* systemTime/current */
-    /* ejob's own nodes, which Java 2.1.5 ignores: */
-    EJ_CONSOLE_NODE_KILLS,          /* kills (kill requests) */
-    EJ_CONSOLE_NODE_EJOB_INSTANCES, /* ejob/instances */
-    EJ_CONSOLE_NODE_EJOB_INSTANCE,  /* ejob/instances/{id} (name): the marker */
-    EJ_CONSOLE_NODE_COUNT_                    /* not a node */
-} ej_console_node;
-
-/*
- * Write the namespace-relative path of node of job into buf (len bytes),
- * e.g. "/demoJob/sharding/3/instance". item is used by "(item)" nodes (>= 0),
- * name by "(name)" nodes (one non-empty segment, no '/'). Returns the
- * length, or EJ_EINVAL (bad job name, node, item or name; buf too small:
- * buf then holds ""). Pure, thread-safe.
- */
+#define EJ_CONSOLE_SERVER_DISABLED EJ_LAYOUT_SERVER_DISABLED
+#define EJ_CONSOLE_SERVER_ENABLED EJ_LAYOUT_SERVER_ENABLED
+#define EJ_CONSOLE_INSTANCE_TRIGGER EJ_LAYOUT_INSTANCE_TRIGGER
+#define EJ_CONSOLE_EJOB_SHUTDOWN EJ_LAYOUT_EJOB_SHUTDOWN
+#define EJ_CONSOLE_EJOB_RESTART EJ_LAYOUT_EJOB_RESTART
+#define EJ_CONSOLE_ID_SEP EJ_LAYOUT_ID_SEP
+typedef ej_layout_node ej_console_node;
+#define EJ_CONSOLE_NODE_JOB EJ_LAYOUT_NODE_JOB
+#define EJ_CONSOLE_NODE_CONFIG EJ_LAYOUT_NODE_CONFIG
+#define EJ_CONSOLE_NODE_SERVERS EJ_LAYOUT_NODE_SERVERS
+#define EJ_CONSOLE_NODE_SERVER EJ_LAYOUT_NODE_SERVER
+#define EJ_CONSOLE_NODE_INSTANCES EJ_LAYOUT_NODE_INSTANCES
+#define EJ_CONSOLE_NODE_INSTANCE EJ_LAYOUT_NODE_INSTANCE
+#define EJ_CONSOLE_NODE_SHARDING EJ_LAYOUT_NODE_SHARDING
+#define EJ_CONSOLE_NODE_ITEM EJ_LAYOUT_NODE_ITEM
+#define EJ_CONSOLE_NODE_ITEM_INSTANCE EJ_LAYOUT_NODE_ITEM_INSTANCE
+#define EJ_CONSOLE_NODE_ITEM_RUNNING EJ_LAYOUT_NODE_ITEM_RUNNING
+#define EJ_CONSOLE_NODE_ITEM_FAILOVER EJ_LAYOUT_NODE_ITEM_FAILOVER
+#define EJ_CONSOLE_NODE_ITEM_MISFIRE EJ_LAYOUT_NODE_ITEM_MISFIRE
+#define EJ_CONSOLE_NODE_ITEM_DISABLED EJ_LAYOUT_NODE_ITEM_DISABLED
+#define EJ_CONSOLE_NODE_LEADER EJ_LAYOUT_NODE_LEADER
+#define EJ_CONSOLE_NODE_ELECTION_LATCH EJ_LAYOUT_NODE_ELECTION_LATCH
+#define EJ_CONSOLE_NODE_ELECTION_INSTANCE EJ_LAYOUT_NODE_ELECTION_INSTANCE
+#define EJ_CONSOLE_NODE_SHARDING_NECESSARY EJ_LAYOUT_NODE_SHARDING_NECESSARY
+#define EJ_CONSOLE_NODE_SHARDING_PROCESSING EJ_LAYOUT_NODE_SHARDING_PROCESSING
+#define EJ_CONSOLE_NODE_FAILOVER_ITEMS EJ_LAYOUT_NODE_FAILOVER_ITEMS
+#define EJ_CONSOLE_NODE_FAILOVER_ITEM EJ_LAYOUT_NODE_FAILOVER_ITEM
+#define EJ_CONSOLE_NODE_FAILOVER_LATCH EJ_LAYOUT_NODE_FAILOVER_LATCH
+#define EJ_CONSOLE_NODE_GUARANTEE_STARTED EJ_LAYOUT_NODE_GUARANTEE_STARTED
+#define EJ_CONSOLE_NODE_GUARANTEE_STARTED_ITEM EJ_LAYOUT_NODE_GUARANTEE_STARTED_ITEM
+#define EJ_CONSOLE_NODE_GUARANTEE_COMPLETED EJ_LAYOUT_NODE_GUARANTEE_COMPLETED
+#define EJ_CONSOLE_NODE_GUARANTEE_COMPLETED_ITEM EJ_LAYOUT_NODE_GUARANTEE_COMPLETED_ITEM
+#define EJ_CONSOLE_NODE_SYSTEM_TIME EJ_LAYOUT_NODE_SYSTEM_TIME
+#define EJ_CONSOLE_NODE_KILLS EJ_LAYOUT_NODE_KILLS
+#define EJ_CONSOLE_NODE_EJOB_INSTANCES EJ_LAYOUT_NODE_EJOB_INSTANCES
+#define EJ_CONSOLE_NODE_EJOB_INSTANCE EJ_LAYOUT_NODE_EJOB_INSTANCE
+#define EJ_CONSOLE_NODE_COUNT_ EJ_LAYOUT_NODE_COUNT_
 EJ_EXTERN int ej_console_path(char *buf, size_t len, const char *job, ej_console_node node,
                               int item, const char *name);
-
-/* The same as a new string (caller frees), or NULL on EJ_EINVAL / no memory. */
 EJ_EXTERN char *ej_console_path_dup(const char *job, ej_console_node node, int item,
                                     const char *name);
-
-/* The ephemeral node every ejob instance holds beside instances/{id}, at
- * /{job}/ejob/instances/{id}, so that instances can be told apart: an
- * instance without one is not an ejob instance (a Java ElasticJob
- * instance; Java ignores this subtree). A new string (caller frees), or
- * NULL when job or id is not a valid name / no memory. Pure. */
 EJ_EXTERN char *ej_console_ejob_marker_path_dup(const char *job, const char *id);
-
-/* True when job is a usable job name: one path segment, no control
- * characters, not "." / "..", at most 255 bytes. */
 EJ_EXTERN bool ej_console_is_job_name(const char *job);
-
-/* True when s can be one path segment (an IP, an instance id): non-empty,
- * no '/', no control characters, not "." / "..". */
 EJ_EXTERN bool ej_console_is_segment(const char *s);
-
-/* Copy the IP part of an instance id ("10.0.0.7" of "10.0.0.7@-@4123")
- * into buf (truncated to len - 1). */
 EJ_EXTERN void ej_console_instance_ip(const char *id, char *buf, size_t len);
-
-/* True when instance id belongs to server ip ("10.0.0.7@-@..." and "10.0.0.7"). */
 EJ_EXTERN bool ej_console_instance_on_server(const char *id, const char *ip);
 
 /* ------------------------------------------------------------------------ */
@@ -181,7 +145,7 @@ EJ_EXTERN const char *ej_console_item_status_name(ej_console_item_status s);
 
 struct ej_console_server {
     char *ip;
-    bool disabled; /* data is EJ_CONSOLE_SERVER_DISABLED */
+    bool disabled; /* data is EJ_LAYOUT_SERVER_DISABLED */
     size_t instance_count;
     size_t shut_down_count; /* its ejob instances shut down (not brief) */
 };
@@ -195,7 +159,7 @@ struct ej_console_shut_down {
 
 struct ej_console_instance {
     char *id;
-    bool trigger_pending; /* data is EJ_CONSOLE_INSTANCE_TRIGGER */
+    bool trigger_pending; /* data is EJ_LAYOUT_INSTANCE_TRIGGER */
 };
 
 struct ej_console_item {
@@ -247,7 +211,7 @@ EJ_EXTERN void ej_console_job_fini(struct ej_console_job *job);
 
 /*
  * The live instances of job that are not ejob instances (no
- * ej_console_ejob_marker_path_dup node): Java ElasticJob instances, in
+ * ej_layout_marker_path_dup node): Java ElasticJob instances, in
  * ElasticJob's order (reverse lexicographic). *ids: free with
  * ej_registry_free_names. Returns 0 (*n may be 0), EJ_EINVAL, EJ_ENOMEM or
  * a registry error.
@@ -309,7 +273,7 @@ struct ej_console_select {
     const char *server;
 };
 
-/* Run the job once now: EJ_CONSOLE_INSTANCE_TRIGGER into each selected
+/* Run the job once now: EJ_LAYOUT_INSTANCE_TRIGGER into each selected
  * instances/{id} (set, never create: a vanished instance stays gone). */
 EJ_EXTERN int ej_console_trigger(ej_console *con, const char *job,
                                  const struct ej_console_select *sel, ej_console_touched_fn touched,
@@ -349,9 +313,9 @@ EJ_EXTERN int ej_console_shutdown(ej_console *con, const char *job,
                                   ej_console_touched_fn touched, void *user, char *err,
                                   size_t errlen);
 
-/* Bring shut-down instances back: EJ_CONSOLE_EJOB_RESTART into the marker
+/* Bring shut-down instances back: EJ_LAYOUT_EJOB_RESTART into the marker
  * of each selected instance whose daemon waits for it (its marker holds
- * EJ_CONSOLE_EJOB_SHUTDOWN; written at that version). The daemon, on any
+ * EJ_LAYOUT_EJOB_SHUTDOWN; written at that version). The daemon, on any
  * host, then starts the job again with the config it runs it with. Returns
  * 0 once written (touched per instance); EJ_ENOTFOUND when nothing
  * selected waits for a restart, with why in err (a live instance, or an
@@ -363,7 +327,7 @@ EJ_EXTERN int ej_console_restart(ej_console *con, const char *job,
                                  size_t errlen);
 
 /* Disable (or enable) the job on server ip, or on every server when ip is
- * NULL: servers/{ip} = EJ_CONSOLE_SERVER_DISABLED / ENABLED. */
+ * NULL: servers/{ip} = EJ_LAYOUT_SERVER_DISABLED / ENABLED. */
 EJ_EXTERN int ej_console_server_set_disabled(ej_console *con, const char *job, const char *ip,
                                              bool disable, ej_console_touched_fn touched,
                                              void *user, char *err, size_t errlen);

@@ -438,11 +438,7 @@ static void *sender(void *arg)
                 pthread_cond_wait(&A.cv, &A.mu);
             } else {
                 int64_t wait = next_due - ej__mono_ms();
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                int64_t ns = ts.tv_nsec + (wait % 1000) * 1000000;
-                ts.tv_sec += (time_t)(wait / 1000 + ns / 1000000000);
-                ts.tv_nsec = (long)(ns % 1000000000);
+                struct timespec ts = ej__mono_timespec_in(wait);
                 pthread_cond_timedwait(&A.cv, &A.mu, &ts);
             }
         }

@@ -375,7 +375,7 @@ int ejcli_connect(const char *cmd, const struct ejcli_common *c, ej_registry **o
 
 int ejcli_check_job_name(const char *cmd, const char *job)
 {
-    if (!ej_console_is_job_name(job))
+    if (!ej_layout_is_job_name(job))
         return ej_cli_usage_error(cmd, "bad job name \"%s\"", job != NULL ? job : "");
     return 0;
 }

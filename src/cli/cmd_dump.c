@@ -77,7 +77,7 @@ static bool try_instances(ej_registry *reg, const char *job, int port)
     if (try_monitor("127.0.0.1", port))
         return true;
     char path[EJ_REG_MAX_PATH_LEN + 1];
-    if (ej_console_path(path, sizeof path, job, EJ_CONSOLE_NODE_INSTANCES, 0, NULL) < 0)
+    if (ej_layout_path(path, sizeof path, job, EJ_LAYOUT_NODE_INSTANCES, 0, NULL) < 0)
         return false;
     char **ids = NULL;
     size_t n = 0;
@@ -88,7 +88,7 @@ static bool try_instances(ej_registry *reg, const char *job, int port)
     size_t ntried = 0;
     for (size_t i = 0; i < n && !ok; i++) {
         char ip[64];
-        ej_console_instance_ip(ids[i], ip, sizeof ip);
+        ej_layout_instance_ip(ids[i], ip, sizeof ip);
         if (ip[0] == '\0' || strlen(ip) + 1 >= sizeof ip)
             continue;
         bool seen = strcmp(ip, "127.0.0.1") == 0;
@@ -137,7 +137,7 @@ static int run_dump(int argc, char **argv)
     char why[1024] = "";
     bool exists = false;
     char jobpath[EJ_REG_MAX_PATH_LEN + 1];
-    ej_console_path(jobpath, sizeof jobpath, job, EJ_CONSOLE_NODE_JOB, 0, NULL);
+    ej_layout_path(jobpath, sizeof jobpath, job, EJ_LAYOUT_NODE_JOB, 0, NULL);
     int e = ej_registry_exists(reg, jobpath, &exists, NULL);
     if (e != 0) {
         rc = ejcli_reg_fail(CMD, e, "cannot read the job");

@@ -56,8 +56,8 @@ static int run_kill(int argc, char **argv)
         return ej_cli_usage_error("kill", "--item must be a number >= 0, got %ld", item);
     if (instance != NULL && server != NULL)
         return ej_cli_usage_error("kill", "give --instance or --server, not both");
-    if ((instance && !ej_console_is_segment(instance)) ||
-        (server && !ej_console_is_segment(server)))
+    if ((instance && !ej_layout_is_segment(instance)) ||
+        (server && !ej_layout_is_segment(server)))
         return ej_cli_usage_error("kill", "bad instance id or server");
     ej_registry *reg;
     ej_console *con;

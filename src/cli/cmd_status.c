@@ -138,7 +138,7 @@ static void print_json(const struct ej_console_job *j, const char *ns, const str
     json_t *instances = json_array();
     for (size_t i = 0; i < j->instance_count; i++) {
         char ip[256];
-        ej_console_instance_ip(j->instances[i].id, ip, sizeof(ip));
+        ej_layout_instance_ip(j->instances[i].id, ip, sizeof(ip));
         json_t *s = json_object();
         json_object_set_new(s, "instanceId", json_string(j->instances[i].id));
         json_object_set_new(s, "serverIp", json_string(ip));
@@ -237,11 +237,11 @@ static void print_text(const struct ej_console_job *j, const char *ns, const str
 
     printf("\n");
     /* The TRIGGER column: is the console's trigger marker waiting there? */
-    static const char *const ih[] = {"INSTANCE", "SERVER", "LEADER", EJ_CONSOLE_INSTANCE_TRIGGER};
+    static const char *const ih[] = {"INSTANCE", "SERVER", "LEADER", EJ_LAYOUT_INSTANCE_TRIGGER};
     t = ejcli_table_new(4, ih);
     for (size_t i = 0; i < j->instance_count; i++) {
         char ip[256];
-        ej_console_instance_ip(j->instances[i].id, ip, sizeof(ip));
+        ej_layout_instance_ip(j->instances[i].id, ip, sizeof(ip));
         bool leader = j->leader != NULL && strcmp(j->leader, j->instances[i].id) == 0;
         const char *row[] = {j->instances[i].id, ip, yn(leader),
                              j->instances[i].trigger_pending ? "pending" : "-"};

@@ -27,7 +27,7 @@ static atomic_bool measured;
  * compared with the middle of the round trip here. */
 static int measure(int64_t *out)
 {
-    char *p = ej_console_path_dup(clock_job, EJ_CONSOLE_NODE_SYSTEM_TIME, 0, NULL);
+    char *p = ej_layout_path_dup(clock_job, EJ_LAYOUT_NODE_SYSTEM_TIME, 0, NULL);
     if (p == NULL)
         return EJ_ENOMEM;
     struct ej_node_stat st = {0};
@@ -52,14 +52,7 @@ static void *clock_main(void *unused)
     int64_t warned_at = 0, wait_ms = 1000;
     pthread_mutex_lock(&mu);
     while (!stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += (time_t)(wait_ms / 1000);
-        ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = ej__mono_timespec_in(wait_ms);
         if (pthread_cond_timedwait(&cv, &mu, &ts) == 0 || stop)
             continue;
         wait_ms = EJD_CLOCK_EVERY_MS;

@@ -120,7 +120,7 @@ static void arm(ej_registry *reg, struct marker_watch *w)
         watch_free(w);
         return;
     }
-    if (strcmp(data, EJ_CONSOLE_EJOB_RESTART) == 0) {
+    if (strcmp(data, EJ_LAYOUT_EJOB_RESTART) == 0) {
         EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: restart asked (%s)", w->job, w->path);
         ask(w->job);
     }
@@ -148,7 +148,7 @@ void ejd_restart_on_stopped(ej_job *job, bool by_operator, void *user)
     struct marker_watch *w = calloc(1, sizeof *w);
     if (w != NULL) {
         w->job = strdup(ej_job_name(job));
-        w->path = ej_console_ejob_marker_path_dup(ej_job_name(job), ej_job_instance_id(job));
+        w->path = ej_layout_marker_path_dup(ej_job_name(job), ej_job_instance_id(job));
     }
     if (w == NULL || w->job == NULL || w->path == NULL) {
         if (w != NULL)
@@ -158,8 +158,8 @@ void ejd_restart_on_stopped(ej_job *job, bool by_operator, void *user)
         return;
     }
     /* set, never create: a marker gone with the session stays gone. */
-    int rc = ej_registry_set(reg, w->path, EJ_CONSOLE_EJOB_SHUTDOWN,
-                             strlen(EJ_CONSOLE_EJOB_SHUTDOWN), -1, NULL);
+    int rc = ej_registry_set(reg, w->path, EJ_LAYOUT_EJOB_SHUTDOWN,
+                             strlen(EJ_LAYOUT_EJOB_SHUTDOWN), -1, NULL);
     if (rc != 0) {
         EJ_LOG(EJ_LOG_WARN, "daemon", rc, "job %s: shut down; cannot mark %s: %s; SIGHUP starts "
                "it again", w->job, w->path, ej_registry_errmsg(reg));

@@ -4,7 +4,7 @@
  * leaves the job until its process restarts. A daemon keeps running its
  * other jobs, so it offers the way back without a restart of the process:
  * when one of its jobs is shut down it writes SHUTDOWN into that job's
- * ejob marker (EJ_CONSOLE_NODE_EJOB_INSTANCE, ejob-only: Java 2.1.5 never
+ * ejob marker (EJ_LAYOUT_NODE_EJOB_INSTANCE, ejob-only: Java 2.1.5 never
  * reads it) and watches it; RESTART written there by `ejob start` or the
  * console, from any host, queues the job for a restart, which the main
  * loop hands to the reload thread (daemon_reload.c). A SIGHUP restarts every

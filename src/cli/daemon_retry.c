@@ -73,15 +73,8 @@ static void *retry_main(void *unused)
                 next = i;
         int64_t now = ej__mono_ms();
         if (paused || next == count || list[next].at > now) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
             int64_t wait = paused || next == count ? 1000 : list[next].at - now;
-            ts.tv_sec += (time_t)(wait / 1000);
-            ts.tv_nsec += (long)(wait % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
+            struct timespec ts = ej__mono_timespec_in(wait);
             pthread_cond_timedwait(&cv, &mu, &ts);
             continue;
         }

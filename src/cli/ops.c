@@ -278,7 +278,7 @@ static int wait_back(ej_registry *reg, const char *job, const char *inst, char *
                      size_t errlen)
 {
     char path[EJ_REG_MAX_PATH_LEN + 1];
-    ej_console_path(path, sizeof path, job, EJ_CONSOLE_NODE_INSTANCE, 0, inst);
+    ej_layout_path(path, sizeof path, job, EJ_LAYOUT_NODE_INSTANCE, 0, inst);
     bool back = false;
     for (int waited = 0; !back; waited += 100) {
         int rc = ej_registry_exists(reg, path, &back, NULL);

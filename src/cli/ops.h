@@ -9,9 +9,9 @@
 
 #include <stdbool.h>
 
-/* trigger: EJ_CONSOLE_INSTANCE_TRIGGER into instances/{id}. */
+/* trigger: EJ_LAYOUT_INSTANCE_TRIGGER into instances/{id}. */
 int ejcli_op_trigger(int argc, char **argv);
-/* disable / enable: servers/{ip} = EJ_CONSOLE_SERVER_DISABLED / ENABLED. */
+/* disable / enable: servers/{ip} = EJ_LAYOUT_SERVER_DISABLED / ENABLED. */
 int ejcli_op_server(int argc, char **argv, bool disable);
 /* disable-item / enable-item: create / delete sharding/{item}/disabled. */
 int ejcli_op_item(int argc, char **argv, bool disable);

@@ -24,6 +24,26 @@ int64_t ej__mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+struct timespec ej__mono_timespec(int64_t deadline_ms)
+{
+    if (deadline_ms < 0)
+        deadline_ms = 0;
+    return (struct timespec){.tv_sec = (time_t)(deadline_ms / 1000),
+                             .tv_nsec = (long)(deadline_ms % 1000) * 1000000L};
+}
+
+struct timespec ej__mono_timespec_in(int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (ms < 0)
+        ms = 0;
+    int64_t ns = (int64_t)ts.tv_nsec + (ms % 1000) * 1000000L;
+    ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000L);
+    ts.tv_nsec = (long)(ns % 1000000000L);
+    return ts;
+}
+
 void ej__sleep_ms(int64_t ms)
 {
     if (ms <= 0)

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "ejob/common.h"
 
@@ -13,6 +14,11 @@
 int64_t ej__now_ms(void);
 /* Milliseconds on CLOCK_MONOTONIC, for measuring durations and deadlines. */
 int64_t ej__mono_ms(void);
+/* The timespec of deadline_ms on the ej__mono_ms clock (CLOCK_MONOTONIC),
+ * for pthread_cond_timedwait on a condition created with that clock. */
+struct timespec ej__mono_timespec(int64_t deadline_ms);
+/* The CLOCK_MONOTONIC timespec ms from now (ms < 0 counts as 0). */
+struct timespec ej__mono_timespec_in(int64_t ms);
 /* Sleep for ms milliseconds, restarting after signals. */
 void ej__sleep_ms(int64_t ms);
 

@@ -1,9 +1,9 @@
 /* The job model: the field table (fields.h) and, driven by it, defaults,
  * copying, comparing. */
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "config/internal.h"
 #include "ejob/error.h"
 
@@ -125,7 +125,7 @@ long long ej__config_field_num(const struct ej_job_config *cfg, const struct ej_
     case EJ_CFG_T_TYPE:
         return *(const ej_job_type *)at;
     default:
-        assert(!"not a number field");
+        EJ_ASSERT(!"not a number field");
         return 0;
     }
 }
@@ -148,7 +148,7 @@ void ej__config_field_set_num(struct ej_job_config *cfg, const struct ej__cfg_fi
         *(ej_job_type *)at = (ej_job_type)value;
         break;
     default:
-        assert(!"not a number field");
+        EJ_ASSERT(!"not a number field");
         break;
     }
 }
@@ -160,14 +160,14 @@ static bool is_str_type(enum ej__cfg_type t)
 
 char **ej__config_field_strp(struct ej_job_config *cfg, const struct ej__cfg_field_desc *f)
 {
-    assert(is_str_type(f->type));
+    EJ_ASSERT(is_str_type(f->type));
     return (char **)(void *)((char *)cfg + f->off);
 }
 
 const char *ej__config_field_str(const struct ej_job_config *cfg,
                                  const struct ej__cfg_field_desc *f)
 {
-    assert(is_str_type(f->type));
+    EJ_ASSERT(is_str_type(f->type));
     return *(char *const *)(const void *)((const char *)cfg + f->off);
 }
 

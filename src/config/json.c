@@ -3,7 +3,6 @@
  * byte as its Gson type adapter does, read in both the adapter's shape and
  * the console's JobSettings shape.
  */
-#include <assert.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -11,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "config/internal.h"
 #include "ejob/error.h"
@@ -588,7 +588,7 @@ static const read_fn readers[] = {
 static void read_field(struct reader *r, const struct ej__cfg_field_desc *f, json_t *v,
                        struct ej_job_config *cfg)
 {
-    assert((size_t)f->type < sizeof(readers) / sizeof(readers[0]) && readers[f->type] != NULL);
+    EJ_ASSERT((size_t)f->type < sizeof(readers) / sizeof(readers[0]) && readers[f->type] != NULL);
     const struct ej__cfg_field_desc *outer = r->cur; /* jobProperties around a PROP row */
     r->cur = f;
     readers[f->type](r, f, v, cfg);

@@ -3,7 +3,6 @@
  * API. Every problem is collected with its file:line:column; nothing stops
  * at the first one except a YAML syntax error (libyaml cannot go on).
  */
-#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -15,6 +14,7 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "config/daemon_file.h"
 #include "config/internal.h"
@@ -925,7 +925,7 @@ static bool apply_value(struct yctx *c, enum ej__cfg_field f, yaml_node_t *v, co
         break;
     case EJ_CFG_T_CLASS:
     case EJ_CFG_T_OBJ:
-        assert(!"a CLASS or OBJ field has no YAML key");
+        EJ_ASSERT(!"a CLASS or OBJ field has no YAML key");
         break;
     }
     /* A strategy type is stored under its Java name when it has one; an

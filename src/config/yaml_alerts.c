@@ -5,12 +5,12 @@
  * (docs/alerts.md). Each channel's secret is read here, so a missing or
  * loose secret file stops the start (and `ejob run --check`) at its line.
  */
-#include <assert.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "config/daemon_file.h"
 #include "config/internal.h"
@@ -124,7 +124,7 @@ static void mapping_values(struct yctx *c, yaml_node_t *map, const char *path,
                            const char *const *names, int n, yaml_node_t **at, yaml_node_t **key_at)
 {
     bool seen[MAX_SECTION_KEYS] = {false};
-    assert(n <= MAX_SECTION_KEYS);
+    EJ_ASSERT(n <= MAX_SECTION_KEYS);
     for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
          pr++) {
         yaml_node_t *k, *v;

@@ -14,7 +14,7 @@
 int ej__console_load_config(ej_console *con, struct ej_console_job *j)
 {
     char path[EJ_REG_MAX_PATH_LEN + 1];
-    ej_console_path(path, sizeof path, j->name, EJ_CONSOLE_NODE_CONFIG, 0, NULL);
+    ej_layout_path(path, sizeof path, j->name, EJ_LAYOUT_NODE_CONFIG, 0, NULL);
     struct ej_node_stat st;
     int rc = ej__console_get(con, path, &j->config_raw, &st);
     if (rc == EJ_ENONODE) {
@@ -55,7 +55,7 @@ int ej_console_config_get(ej_console *con, const char *job, char **raw, int *ver
     if (rc != 0)
         return rc;
     char path[EJ_REG_MAX_PATH_LEN + 1];
-    ej_console_path(path, sizeof path, job, EJ_CONSOLE_NODE_CONFIG, 0, NULL);
+    ej_layout_path(path, sizeof path, job, EJ_LAYOUT_NODE_CONFIG, 0, NULL);
     struct ej_node_stat st;
     rc = ej_registry_get(con->reg, path, raw, NULL, &st);
     if (rc == EJ_ENONODE)
@@ -171,7 +171,7 @@ int ej_console_config_set(ej_console *con, const char *job, const char *json, si
     if (rc != 0)
         goto out;
     char path[EJ_REG_MAX_PATH_LEN + 1];
-    ej_console_path(path, sizeof path, job, EJ_CONSOLE_NODE_CONFIG, 0, NULL);
+    ej_layout_path(path, sizeof path, job, EJ_LAYOUT_NODE_CONFIG, 0, NULL);
     struct ej_node_stat st;
     rc = ej_registry_get(con->reg, path, &c->old_json, NULL, &st);
     bool exists = rc == 0;

@@ -1,6 +1,5 @@
 /*
  * Inside the console library:
- *   paths.c       SPEC §2 paths and instance ids (pure)
  *   source.c      the handle; reads from ZooKeeper or from a tree cache
  *   jobs.c        job, job list and server view queries
  *   ops.c         trigger, shutdown, disable/enable, remove

@@ -44,7 +44,7 @@ const char *ej_console_item_status_name(ej_console_item_status s)
 
 #define PATH(var, job, node, item, name)                                                           \
     char var[EJ_REG_MAX_PATH_LEN + 1];                                                             \
-    ej_console_path(var, sizeof var, job, node, item, name)
+    ej_layout_path(var, sizeof var, job, node, item, name)
 
 static bool instance_live(const struct ej_console_job *j, const char *id)
 {
@@ -56,7 +56,7 @@ static bool instance_live(const struct ej_console_job *j, const char *id)
 
 static int load_servers(ej_console *con, struct ej_console_job *j)
 {
-    PATH(path, j->name, EJ_CONSOLE_NODE_SERVERS, 0, NULL);
+    PATH(path, j->name, EJ_LAYOUT_NODE_SERVERS, 0, NULL);
     char **names = NULL;
     size_t n = 0;
     int rc = ej__console_children(con, path, &names, &n);
@@ -68,15 +68,15 @@ static int load_servers(ej_console *con, struct ej_console_job *j)
         return EJ_ENOMEM;
     }
     for (size_t i = 0; i < n && rc == 0; i++) {
-        if (!ej_console_is_segment(names[i]))
+        if (!ej_layout_is_segment(names[i]))
             continue;
-        PATH(p, j->name, EJ_CONSOLE_NODE_SERVER, 0, names[i]);
+        PATH(p, j->name, EJ_LAYOUT_NODE_SERVER, 0, names[i]);
         char *data = NULL;
         if ((rc = ej__console_get_opt(con, p, &data)) != 0)
             break;
         struct ej_console_server *s = &j->servers[j->server_count++];
         s->ip = strdup(names[i]);
-        s->disabled = data != NULL && strcmp(data, EJ_CONSOLE_SERVER_DISABLED) == 0;
+        s->disabled = data != NULL && strcmp(data, EJ_LAYOUT_SERVER_DISABLED) == 0;
         free(data);
         if (s->ip == NULL)
             rc = EJ_ENOMEM;
@@ -87,7 +87,7 @@ static int load_servers(ej_console *con, struct ej_console_job *j)
 
 static int load_instances(ej_console *con, struct ej_console_job *j)
 {
-    PATH(path, j->name, EJ_CONSOLE_NODE_INSTANCES, 0, NULL);
+    PATH(path, j->name, EJ_LAYOUT_NODE_INSTANCES, 0, NULL);
     char **names = NULL;
     size_t n = 0;
     int rc = ej__console_children(con, path, &names, &n);
@@ -99,9 +99,9 @@ static int load_instances(ej_console *con, struct ej_console_job *j)
         return EJ_ENOMEM;
     }
     for (size_t i = 0; i < n && rc == 0; i++) {
-        if (!ej_console_is_segment(names[i]))
+        if (!ej_layout_is_segment(names[i]))
             continue;
-        PATH(p, j->name, EJ_CONSOLE_NODE_INSTANCE, 0, names[i]);
+        PATH(p, j->name, EJ_LAYOUT_NODE_INSTANCE, 0, names[i]);
         char *data = NULL;
         rc = ej__console_get(con, p, &data, NULL);
         if (rc == EJ_ENONODE) {
@@ -112,7 +112,7 @@ static int load_instances(ej_console *con, struct ej_console_job *j)
             break;
         struct ej_console_instance *in = &j->instances[j->instance_count++];
         in->id = strdup(names[i]);
-        in->trigger_pending = strcmp(data, EJ_CONSOLE_INSTANCE_TRIGGER) == 0;
+        in->trigger_pending = strcmp(data, EJ_LAYOUT_INSTANCE_TRIGGER) == 0;
         free(data);
         if (in->id == NULL)
             rc = EJ_ENOMEM;
@@ -120,7 +120,7 @@ static int load_instances(ej_console *con, struct ej_console_job *j)
     ej_registry_free_names(names);
     for (size_t s = 0; s < j->server_count; s++)
         for (size_t i = 0; i < j->instance_count; i++)
-            if (ej_console_instance_on_server(j->instances[i].id, j->servers[s].ip))
+            if (ej_layout_instance_on_server(j->instances[i].id, j->servers[s].ip))
                 j->servers[s].instance_count++;
     return rc;
 }
@@ -134,7 +134,7 @@ static int cmp_int(const void *a, const void *b)
 /* Items to show: 0..count-1 plus any other numeric child of sharding/. */
 static int item_list(ej_console *con, struct ej_console_job *j, int **items, size_t *n)
 {
-    PATH(path, j->name, EJ_CONSOLE_NODE_SHARDING, 0, NULL);
+    PATH(path, j->name, EJ_LAYOUT_NODE_SHARDING, 0, NULL);
     char **names = NULL;
     size_t count = 0;
     int rc = ej__console_children(con, path, &names, &count);
@@ -166,7 +166,7 @@ static int item_list(ej_console *con, struct ej_console_job *j, int **items, siz
     return 0;
 }
 
-static int flag(ej_console *con, const char *job, ej_console_node node, int item, bool *out)
+static int flag(ej_console *con, const char *job, ej_layout_node node, int item, bool *out)
 {
     PATH(p, job, node, item, NULL);
     return ej__console_exists(con, p, out);
@@ -175,22 +175,22 @@ static int flag(ej_console *con, const char *job, ej_console_node node, int item
 static int load_item(ej_console *con, struct ej_console_job *j, struct ej_console_item *it,
                      bool brief)
 {
-    PATH(p, j->name, EJ_CONSOLE_NODE_ITEM_INSTANCE, it->item, NULL);
+    PATH(p, j->name, EJ_LAYOUT_NODE_ITEM_INSTANCE, it->item, NULL);
     int rc = ej__console_get_opt(con, p, &it->owner);
     if (rc != 0)
         return rc;
     it->owner_live = it->owner != NULL && instance_live(j, it->owner);
     if (brief)
         return 0;
-    if ((rc = flag(con, j->name, EJ_CONSOLE_NODE_ITEM_RUNNING, it->item, &it->running)) != 0 ||
-        (rc = flag(con, j->name, EJ_CONSOLE_NODE_ITEM_MISFIRE, it->item, &it->misfire)) != 0 ||
-        (rc = flag(con, j->name, EJ_CONSOLE_NODE_ITEM_DISABLED, it->item, &it->disabled)) != 0)
+    if ((rc = flag(con, j->name, EJ_LAYOUT_NODE_ITEM_RUNNING, it->item, &it->running)) != 0 ||
+        (rc = flag(con, j->name, EJ_LAYOUT_NODE_ITEM_MISFIRE, it->item, &it->misfire)) != 0 ||
+        (rc = flag(con, j->name, EJ_LAYOUT_NODE_ITEM_DISABLED, it->item, &it->disabled)) != 0)
         return rc;
-    PATH(f, j->name, EJ_CONSOLE_NODE_ITEM_FAILOVER, it->item, NULL);
+    PATH(f, j->name, EJ_LAYOUT_NODE_ITEM_FAILOVER, it->item, NULL);
     if ((rc = ej__console_get_opt(con, f, &it->failover)) != 0)
         return rc;
     if (j->failover_waiting > 0) {
-        PATH(fo, j->name, EJ_CONSOLE_NODE_FAILOVER_ITEMS, 0, NULL);
+        PATH(fo, j->name, EJ_LAYOUT_NODE_FAILOVER_ITEMS, 0, NULL);
         char waiting[EJ_REG_MAX_PATH_LEN + 16];
         snprintf(waiting, sizeof waiting, "%s/%d", fo, it->item);
         if ((rc = ej__console_exists(con, waiting, &it->failover_waiting)) != 0)
@@ -257,16 +257,16 @@ static ej_console_status compute_status(const struct ej_console_job *j)
 
 static int load_leader(ej_console *con, struct ej_console_job *j, bool brief)
 {
-    PATH(path, j->name, EJ_CONSOLE_NODE_ELECTION_INSTANCE, 0, NULL);
+    PATH(path, j->name, EJ_LAYOUT_NODE_ELECTION_INSTANCE, 0, NULL);
     int rc = ej__console_get_opt(con, path, &j->leader);
     if (rc != 0)
         return rc;
     j->leader_live = j->leader != NULL && instance_live(j, j->leader);
     if (brief)
         return 0;
-    PATH(nec, j->name, EJ_CONSOLE_NODE_SHARDING_NECESSARY, 0, NULL);
-    PATH(proc, j->name, EJ_CONSOLE_NODE_SHARDING_PROCESSING, 0, NULL);
-    PATH(fo, j->name, EJ_CONSOLE_NODE_FAILOVER_ITEMS, 0, NULL);
+    PATH(nec, j->name, EJ_LAYOUT_NODE_SHARDING_NECESSARY, 0, NULL);
+    PATH(proc, j->name, EJ_LAYOUT_NODE_SHARDING_PROCESSING, 0, NULL);
+    PATH(fo, j->name, EJ_LAYOUT_NODE_FAILOVER_ITEMS, 0, NULL);
     if ((rc = ej__console_exists(con, nec, &j->sharding_necessary)) != 0 ||
         (rc = ej__console_exists(con, proc, &j->sharding_processing)) != 0)
         return rc;
@@ -280,11 +280,11 @@ static int load_leader(ej_console *con, struct ej_console_job *j, bool brief)
 
 int ej_console_job_java_instances(ej_console *con, const char *job, char ***ids, size_t *n)
 {
-    if (con == NULL || ids == NULL || n == NULL || !ej_console_is_job_name(job))
+    if (con == NULL || ids == NULL || n == NULL || !ej_layout_is_job_name(job))
         return EJ_EINVAL;
     *ids = NULL;
     *n = 0;
-    PATH(path, job, EJ_CONSOLE_NODE_INSTANCES, 0, NULL);
+    PATH(path, job, EJ_LAYOUT_NODE_INSTANCES, 0, NULL);
     char **names = NULL;
     size_t count = 0;
     int rc = ej__console_children(con, path, &names, &count);
@@ -294,7 +294,7 @@ int ej_console_job_java_instances(ej_console *con, const char *job, char ***ids,
         return rc;
     size_t k = 0;
     for (size_t i = 0; i < count && rc == 0; i++) {
-        char *marker = ej_console_ejob_marker_path_dup(job, names[i]);
+        char *marker = ej_layout_marker_path_dup(job, names[i]);
         char *data = NULL;
         int grc = marker ? ej__console_get(con, marker, &data, NULL) : EJ_ENOMEM;
         free(data);
@@ -325,12 +325,12 @@ int ej_console_job_load(ej_console *con, const char *job, bool brief, struct ej_
         return EJ_EINVAL;
     memset(out, 0, sizeof(*out));
     out->config_version = -1;
-    if (con == NULL || !ej_console_is_job_name(job))
+    if (con == NULL || !ej_layout_is_job_name(job))
         return EJ_EINVAL;
     out->name = strdup(job);
     if (out->name == NULL)
         return EJ_ENOMEM;
-    PATH(path, job, EJ_CONSOLE_NODE_JOB, 0, NULL);
+    PATH(path, job, EJ_LAYOUT_NODE_JOB, 0, NULL);
     bool exists = false;
     int rc = ej__console_exists(con, path, &exists);
     if (rc != 0)
@@ -390,7 +390,7 @@ int ej_console_jobs(ej_console *con, struct ej_console_job **jobs, size_t *count
     }
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!ej_console_is_job_name(names[i]))
+        if (!ej_layout_is_job_name(names[i]))
             continue;
         struct ej_console_job *j = &list[k];
         rc = ej_console_job_load(con, names[i], true, j);

@@ -88,8 +88,8 @@ int ej_console_kill(ej_console *con, const char *job, const struct ej_console_se
         return rc;
     const char *inst = sel && sel->instance ? sel->instance : "";
     const char *server = sel && sel->server ? sel->server : "";
-    if ((inst[0] && !ej_console_is_segment(inst)) || strchr(inst, '\n') ||
-        (server[0] && !ej_console_is_segment(server)) || strchr(server, '\n'))
+    if ((inst[0] && !ej_layout_is_segment(inst)) || strchr(inst, '\n') ||
+        (server[0] && !ej_layout_is_segment(server)) || strchr(server, '\n'))
         return ej__console_err(EJ_EINVAL, err, errlen, "bad instance or server");
     if (item < -1 || item > EJ_CONFIG_MAX_SHARDING_TOTAL_COUNT)
         return ej__console_err(EJ_EINVAL, err, errlen, "bad item %d", item);
@@ -99,7 +99,7 @@ int ej_console_kill(ej_console *con, const char *job, const struct ej_console_se
         if ((unsigned char)*p < 0x20)
             *p = ' ';
     char dir[EJ_REG_MAX_PATH_LEN + 1];
-    if (ej_console_path(dir, sizeof dir, job, EJ_CONSOLE_NODE_KILLS, 0, NULL) < 0)
+    if (ej_layout_path(dir, sizeof dir, job, EJ_LAYOUT_NODE_KILLS, 0, NULL) < 0)
         return ej__console_err(EJ_EINVAL, err, errlen, "bad job name");
     ej_registry *reg = ej_console_registry(con);
     drop_old(reg, dir);

@@ -12,11 +12,11 @@
 #include "ejob/error.h"
 
 /* Fresh children of a job's node, reverse lexicographic; none when missing. */
-static int live_children(ej_console *con, const char *job, ej_console_node node, char ***names,
+static int live_children(ej_console *con, const char *job, ej_layout_node node, char ***names,
                          size_t *n)
 {
     char path[EJ_REG_MAX_PATH_LEN + 1];
-    if (ej_console_path(path, sizeof path, job, node, 0, NULL) < 0)
+    if (ej_layout_path(path, sizeof path, job, node, 0, NULL) < 0)
         return EJ_EINVAL;
     int rc = ej_registry_children(con->reg, path, EJ_REG_SORT_DESC, names, n);
     if (rc == EJ_ENONODE) {
@@ -34,7 +34,7 @@ static bool selected(const struct ej_console_select *sel, const char *id)
     if (sel->instance != NULL)
         return strcmp(sel->instance, id) == 0;
     if (sel->server != NULL)
-        return ej_console_instance_on_server(id, sel->server);
+        return ej_layout_instance_on_server(id, sel->server);
     return true;
 }
 
@@ -44,9 +44,9 @@ static int check_select(const struct ej_console_select *sel, char *err, size_t e
         return 0;
     if (sel->instance != NULL && sel->server != NULL)
         return ej__console_err(EJ_EINVAL, err, errlen, "give an instance or a server, not both");
-    if (sel->instance != NULL && !ej_console_is_segment(sel->instance))
+    if (sel->instance != NULL && !ej_layout_is_segment(sel->instance))
         return ej__console_err(EJ_EINVAL, err, errlen, "bad instance id \"%s\"", sel->instance);
-    if (sel->server != NULL && !ej_console_is_segment(sel->server))
+    if (sel->server != NULL && !ej_layout_is_segment(sel->server))
         return ej__console_err(EJ_EINVAL, err, errlen, "bad server \"%s\"", sel->server);
     return 0;
 }
@@ -74,19 +74,19 @@ static int instance_op(ej_console *con, const char *job, const struct ej_console
         return rc;
     char **ids = NULL;
     size_t n = 0;
-    if ((rc = live_children(con, job, EJ_CONSOLE_NODE_INSTANCES, &ids, &n)) != 0)
+    if ((rc = live_children(con, job, EJ_LAYOUT_NODE_INSTANCES, &ids, &n)) != 0)
         return ej__console_reg_err(rc, err, errlen, "cannot list instances");
     size_t done = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         char path[EJ_REG_MAX_PATH_LEN + 1];
         if (!selected(sel, ids[i]) ||
-            ej_console_path(path, sizeof path, job, EJ_CONSOLE_NODE_INSTANCE, 0, ids[i]) < 0)
+            ej_layout_path(path, sizeof path, job, EJ_LAYOUT_NODE_INSTANCE, 0, ids[i]) < 0)
             continue;
         /* set, never persist: an instance node that vanished meanwhile must
          * not come back as a persistent node. */
         int r = shutdown ? ej_registry_delete(con->reg, path, -1)
-                         : ej_registry_set(con->reg, path, EJ_CONSOLE_INSTANCE_TRIGGER,
-                                           strlen(EJ_CONSOLE_INSTANCE_TRIGGER), -1, NULL);
+                         : ej_registry_set(con->reg, path, EJ_LAYOUT_INSTANCE_TRIGGER,
+                                           strlen(EJ_LAYOUT_INSTANCE_TRIGGER), -1, NULL);
         if (r == EJ_ENONODE)
             continue;
         if (r != 0) {
@@ -142,11 +142,11 @@ int ej_console_server_set_disabled(ej_console *con, const char *job, const char 
     int rc = ej__console_require_job(con, job, err, errlen);
     if (rc != 0)
         return rc;
-    if (ip != NULL && !ej_console_is_segment(ip))
+    if (ip != NULL && !ej_layout_is_segment(ip))
         return ej__console_err(EJ_EINVAL, err, errlen, "bad server \"%s\"", ip);
     char **ips = NULL;
     size_t n = 0;
-    if ((rc = live_children(con, job, EJ_CONSOLE_NODE_SERVERS, &ips, &n)) != 0)
+    if ((rc = live_children(con, job, EJ_LAYOUT_NODE_SERVERS, &ips, &n)) != 0)
         return ej__console_reg_err(rc, err, errlen, "cannot list servers");
     bool known = ip == NULL;
     for (size_t i = 0; i < n && !known; i++)
@@ -155,11 +155,11 @@ int ej_console_server_set_disabled(ej_console *con, const char *job, const char 
         rc = unknown_server(job, ip, ips, n, err, errlen);
     else if (n == 0)
         rc = ej__console_err(EJ_ENOTFOUND, err, errlen, "job \"%s\" has no servers yet", job);
-    const char *value = disable ? EJ_CONSOLE_SERVER_DISABLED : EJ_CONSOLE_SERVER_ENABLED;
+    const char *value = disable ? EJ_LAYOUT_SERVER_DISABLED : EJ_LAYOUT_SERVER_ENABLED;
     for (size_t i = 0; i < n && rc == 0; i++) {
         char path[EJ_REG_MAX_PATH_LEN + 1];
         if ((ip != NULL && strcmp(ips[i], ip) != 0) ||
-            ej_console_path(path, sizeof path, job, EJ_CONSOLE_NODE_SERVER, 0, ips[i]) < 0)
+            ej_layout_path(path, sizeof path, job, EJ_LAYOUT_NODE_SERVER, 0, ips[i]) < 0)
             continue;
         int r = ej_registry_persist(con->reg, path, value, strlen(value));
         if (r != 0) {
@@ -177,7 +177,7 @@ int ej_console_server_set_disabled(ej_console *con, const char *job, const char 
 static int check_item_in_range(ej_console *con, const char *job, int item, char *err, size_t errlen)
 {
     char path[EJ_REG_MAX_PATH_LEN + 1];
-    ej_console_path(path, sizeof path, job, EJ_CONSOLE_NODE_CONFIG, 0, NULL);
+    ej_layout_path(path, sizeof path, job, EJ_LAYOUT_NODE_CONFIG, 0, NULL);
     char *raw = NULL;
     int rc = ej_registry_get(con->reg, path, &raw, NULL, NULL);
     if (rc == EJ_ENONODE)
@@ -212,7 +212,7 @@ int ej_console_item_set_disabled(ej_console *con, const char *job, int item, boo
     if (disable && (rc = check_item_in_range(con, job, item, err, errlen)) != 0)
         return rc;
     char path[EJ_REG_MAX_PATH_LEN + 1];
-    ej_console_path(path, sizeof path, job, EJ_CONSOLE_NODE_ITEM_DISABLED, item, NULL);
+    ej_layout_path(path, sizeof path, job, EJ_LAYOUT_NODE_ITEM_DISABLED, item, NULL);
     if (disable) {
         bool exists = false;
         rc = ej_registry_exists(con->reg, path, &exists, NULL);
@@ -239,7 +239,7 @@ int ej_console_remove(ej_console *con, const char *job, char *err, size_t errlen
         return rc;
     char **ids = NULL;
     size_t n = 0;
-    if ((rc = live_children(con, job, EJ_CONSOLE_NODE_INSTANCES, &ids, &n)) != 0)
+    if ((rc = live_children(con, job, EJ_LAYOUT_NODE_INSTANCES, &ids, &n)) != 0)
         return ej__console_reg_err(rc, err, errlen, "cannot list instances");
     if (n > 0) {
         ej_buf b;
@@ -256,7 +256,7 @@ int ej_console_remove(ej_console *con, const char *job, char *err, size_t errlen
     }
     ej_registry_free_names(ids);
     char path[EJ_REG_MAX_PATH_LEN + 1];
-    ej_console_path(path, sizeof path, job, EJ_CONSOLE_NODE_JOB, 0, NULL);
+    ej_layout_path(path, sizeof path, job, EJ_LAYOUT_NODE_JOB, 0, NULL);
     rc = ej_registry_delete_recursive(con->reg, path);
     return rc != 0 ? ej__console_reg_err(rc, err, errlen, path) : 0;
 }
@@ -265,7 +265,7 @@ int ej_console_remove(ej_console *con, const char *job, char *err, size_t errlen
 static int job_has_server(ej_console *con, const char *job, const char *ip, bool *has)
 {
     char path[EJ_REG_MAX_PATH_LEN + 1];
-    if (ej_console_path(path, sizeof path, job, EJ_CONSOLE_NODE_SERVER, 0, ip) < 0) {
+    if (ej_layout_path(path, sizeof path, job, EJ_LAYOUT_NODE_SERVER, 0, ip) < 0) {
         *has = false;
         return 0;
     }
@@ -277,7 +277,7 @@ int ej_console_server_apply(ej_console *con, const char *ip, ej_console_server_o
 {
     if (con == NULL)
         return EJ_EINVAL;
-    if (!ej_console_is_segment(ip))
+    if (!ej_layout_is_segment(ip))
         return ej__console_err(EJ_EINVAL, err, errlen, "bad server \"%s\"", ip ? ip : "");
     char **jobs = NULL;
     size_t n = 0;
@@ -289,7 +289,7 @@ int ej_console_server_apply(ej_console *con, const char *ip, ej_console_server_o
     size_t matched = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         bool has = false;
-        if (!ej_console_is_job_name(jobs[i]) ||
+        if (!ej_layout_is_job_name(jobs[i]) ||
             (rc = job_has_server(con, jobs[i], ip, &has)) != 0 || !has)
             continue;
         matched++;

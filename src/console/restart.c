@@ -24,7 +24,7 @@ static bool has_instance(const struct ej_console_job *j, const char *id)
 int ej__console_load_shut_down(ej_console *con, struct ej_console_job *j)
 {
     char path[EJ_REG_MAX_PATH_LEN + 1];
-    ej_console_path(path, sizeof path, j->name, EJ_CONSOLE_NODE_EJOB_INSTANCES, 0, NULL);
+    ej_layout_path(path, sizeof path, j->name, EJ_LAYOUT_NODE_EJOB_INSTANCES, 0, NULL);
     char **ids = NULL;
     size_t n = 0;
     int rc = ej__console_children(con, path, &ids, &n);
@@ -36,20 +36,20 @@ int ej__console_load_shut_down(ej_console *con, struct ej_console_job *j)
         return EJ_ENOMEM;
     }
     for (size_t i = 0; i < n && rc == 0; i++) {
-        if (has_instance(j, ids[i]) || !ej_console_is_segment(ids[i]))
+        if (has_instance(j, ids[i]) || !ej_layout_is_segment(ids[i]))
             continue;
-        ej_console_path(path, sizeof path, j->name, EJ_CONSOLE_NODE_EJOB_INSTANCE, 0, ids[i]);
+        ej_layout_path(path, sizeof path, j->name, EJ_LAYOUT_NODE_EJOB_INSTANCE, 0, ids[i]);
         char *data = NULL;
         if ((rc = ej__console_get_opt(con, path, &data)) != 0 || data == NULL)
             continue; /* gone meanwhile: its process ended */
         struct ej_console_shut_down *s = &j->shut_down[j->shut_down_count++];
-        s->restartable = strcmp(data, EJ_CONSOLE_EJOB_SHUTDOWN) == 0;
+        s->restartable = strcmp(data, EJ_LAYOUT_EJOB_SHUTDOWN) == 0;
         s->id = strdup(ids[i]);
         free(data);
         if (s->id == NULL)
             rc = EJ_ENOMEM;
         for (size_t k = 0; k < j->server_count && s->id != NULL; k++)
-            if (ej_console_instance_on_server(s->id, j->servers[k].ip))
+            if (ej_layout_instance_on_server(s->id, j->servers[k].ip))
                 j->servers[k].shut_down_count++;
     }
     ej_registry_free_names(ids);
@@ -71,7 +71,7 @@ static bool selected(const struct ej_console_select *sel, const char *id)
         return true;
     if (sel->instance != NULL)
         return strcmp(sel->instance, id) == 0;
-    return ej_console_instance_on_server(id, sel->server);
+    return ej_layout_instance_on_server(id, sel->server);
 }
 
 /* RESTART over SHUTDOWN, at the version that said SHUTDOWN: a daemon that
@@ -86,11 +86,11 @@ static int ask_restart(ej_console *con, const char *path, char *err, size_t errl
         return 0;
     if (rc != 0)
         return ej__console_reg_err(rc, err, errlen, path);
-    bool waiting = strcmp(data, EJ_CONSOLE_EJOB_SHUTDOWN) == 0;
+    bool waiting = strcmp(data, EJ_LAYOUT_EJOB_SHUTDOWN) == 0;
     free(data);
     if (!waiting)
         return 0;
-    rc = ej_registry_set(con->reg, path, EJ_CONSOLE_EJOB_RESTART, strlen(EJ_CONSOLE_EJOB_RESTART),
+    rc = ej_registry_set(con->reg, path, EJ_LAYOUT_EJOB_RESTART, strlen(EJ_LAYOUT_EJOB_RESTART),
                          st.version, NULL);
     if (rc == EJ_EBADVERSION || rc == EJ_ENONODE)
         return 0;
@@ -105,11 +105,11 @@ int ej_console_restart(ej_console *con, const char *job, const struct ej_console
     int rc = ej__console_require_job(con, job, err, errlen);
     if (rc != 0)
         return rc;
-    if (sel != NULL && ((sel->instance != NULL && !ej_console_is_segment(sel->instance)) ||
-                        (sel->server != NULL && !ej_console_is_segment(sel->server))))
+    if (sel != NULL && ((sel->instance != NULL && !ej_layout_is_segment(sel->instance)) ||
+                        (sel->server != NULL && !ej_layout_is_segment(sel->server))))
         return ej__console_err(EJ_EINVAL, err, errlen, "bad instance id or server");
     char path[EJ_REG_MAX_PATH_LEN + 1];
-    ej_console_path(path, sizeof path, job, EJ_CONSOLE_NODE_EJOB_INSTANCES, 0, NULL);
+    ej_layout_path(path, sizeof path, job, EJ_LAYOUT_NODE_EJOB_INSTANCES, 0, NULL);
     char **ids = NULL;
     size_t n = 0, done = 0;
     rc = ej_registry_children(con->reg, path, EJ_REG_SORT_DESC, &ids, &n);
@@ -119,7 +119,7 @@ int ej_console_restart(ej_console *con, const char *job, const struct ej_console
         return ej__console_reg_err(rc, err, errlen, path);
     for (size_t i = 0; i < n && rc >= 0; i++) {
         if (!selected(sel, ids[i]) ||
-            ej_console_path(path, sizeof path, job, EJ_CONSOLE_NODE_EJOB_INSTANCE, 0, ids[i]) < 0)
+            ej_layout_path(path, sizeof path, job, EJ_LAYOUT_NODE_EJOB_INSTANCE, 0, ids[i]) < 0)
             continue;
         rc = ask_restart(con, path, err, errlen);
         if (rc == 1) {

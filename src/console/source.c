@@ -122,11 +122,11 @@ int ej__console_err(int rc, char *err, size_t errlen, const char *fmt, ...)
 
 int ej__console_require_job(ej_console *con, const char *job, char *err, size_t errlen)
 {
-    if (!ej_console_is_job_name(job))
+    if (!ej_layout_is_job_name(job))
         return ej__console_err(EJ_EINVAL, err, errlen, "bad job name \"%s\"",
                                job != NULL ? job : "");
     char path[EJ_REG_MAX_PATH_LEN + 1];
-    ej_console_path(path, sizeof path, job, EJ_CONSOLE_NODE_JOB, 0, NULL);
+    ej_layout_path(path, sizeof path, job, EJ_LAYOUT_NODE_JOB, 0, NULL);
     bool exists = false;
     /* Always ask ZooKeeper: an operation must not act on a stale view. */
     int rc = ej_registry_exists(con->reg, path, &exists, NULL);

@@ -113,7 +113,7 @@ static json_t *job_detail_json(const struct ej_console_job *j)
     json_t *down = json_array();
     for (size_t i = 0; i < j->shut_down_count; i++) {
         char ip[256];
-        ej_console_instance_ip(j->shut_down[i].id, ip, sizeof ip);
+        ej_layout_instance_ip(j->shut_down[i].id, ip, sizeof ip);
         json_array_append_new(down, json_pack("{s:s,s:s,s:b}", "instanceId", j->shut_down[i].id,
                                               "serverIp", ip, "restartable",
                                               j->shut_down[i].restartable));
@@ -122,7 +122,7 @@ static json_t *job_detail_json(const struct ej_console_job *j)
     json_t *instances = json_array();
     for (size_t i = 0; i < j->instance_count; i++) {
         char ip[256];
-        ej_console_instance_ip(j->instances[i].id, ip, sizeof ip);
+        ej_layout_instance_ip(j->instances[i].id, ip, sizeof ip);
         json_array_append_new(
             instances,
             json_pack("{s:s,s:s,s:b,s:b}", "instanceId", j->instances[i].id, "serverIp", ip,

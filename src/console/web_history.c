@@ -187,7 +187,7 @@ static bool parse_query(struct ej__console_request *req, const char *job, struct
     q->item = -1;
     q->limit = LIST_LIMIT_DEFAULT;
     q->job_name = job != NULL ? job : ej__console_query_arg(req, "job");
-    if (q->job_name != NULL && !ej_console_is_segment(q->job_name)) {
+    if (q->job_name != NULL && !ej_layout_is_segment(q->job_name)) {
         ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "job: \"%s\" is not a job name",
                                 q->job_name);
         return false;
@@ -227,15 +227,15 @@ static json_t *cursor_of(const struct ej_trace_execution *e)
 static json_t *instance_live(ej_console *con, const struct ej_trace_execution *e)
 {
     if (con == NULL || e->completed || e->instance_id == NULL || e->instance_id[0] == '\0' ||
-        !ej_console_is_job_name(e->job_name) || !ej_console_is_segment(e->instance_id))
+        !ej_layout_is_job_name(e->job_name) || !ej_layout_is_segment(e->instance_id))
         return json_null();
     /* A job this registry does not have: unknown here, not dead. */
     char path[EJ_REG_MAX_PATH_LEN + 1];
-    ej_console_path(path, sizeof path, e->job_name, EJ_CONSOLE_NODE_CONFIG, 0, NULL);
+    ej_layout_path(path, sizeof path, e->job_name, EJ_LAYOUT_NODE_CONFIG, 0, NULL);
     bool known = false, live = false;
     if (ej__console_exists(con, path, &known) != 0 || !known)
         return json_null();
-    ej_console_path(path, sizeof path, e->job_name, EJ_CONSOLE_NODE_INSTANCE, 0, e->instance_id);
+    ej_layout_path(path, sizeof path, e->job_name, EJ_LAYOUT_NODE_INSTANCE, 0, e->instance_id);
     if (ej__console_exists(con, path, &live) != 0)
         return json_null();
     return json_boolean(live);

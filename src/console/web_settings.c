@@ -555,7 +555,7 @@ int ej_console_settings_check(const struct ej_console_settings *s, char *err, si
     if (s->registry_count == 0)
         return ej__console_err(EJ_ECONFIG, err, errlen, "no registry to show");
     for (size_t i = 0; i < s->registry_count; i++) {
-        if (!ej_console_is_segment(s->registries[i].name))
+        if (!ej_layout_is_segment(s->registries[i].name))
             return ej__console_err(EJ_ECONFIG, err, errlen, "registry name \"%s\" is not usable",
                                    s->registries[i].name);
         for (size_t k = 0; k < i; k++)

@@ -18,7 +18,6 @@
 
 #include "coord/internal.h"
 #include "ejob/config.h"
-#include "ejob/console.h"
 #include "ejob/error.h"
 #include "ejob/log.h"
 #include "ejob/sharding.h"
@@ -52,10 +51,10 @@ struct why {
 };
 
 /* Read a node's data; EJ_ENONODE passes through (not described). */
-static int get_node(ej_registry *reg, const char *job, ej_console_node node, int item,
+static int get_node(ej_registry *reg, const char *job, ej_layout_node node, int item,
                     const char *name, char **data, size_t *len, struct why *w)
 {
-    char *p = ej_console_path_dup(job, node, item, name);
+    char *p = ej_layout_path_dup(job, node, item, name);
     if (p == NULL)
         return EJ_ENOMEM;
     int rc = ej_registry_get(reg, p, data, len, NULL);
@@ -70,8 +69,8 @@ static int server_disabled(ej_registry *reg, const char *job, const char *ip, bo
                            struct why *w)
 {
     char *data = NULL;
-    int rc = get_node(reg, job, EJ_CONSOLE_NODE_SERVER, 0, ip, &data, NULL, w);
-    *dis = rc == 0 && strcmp(data, EJ_CONSOLE_SERVER_DISABLED) == 0;
+    int rc = get_node(reg, job, EJ_LAYOUT_NODE_SERVER, 0, ip, &data, NULL, w);
+    *dis = rc == 0 && strcmp(data, EJ_LAYOUT_SERVER_DISABLED) == 0;
     free(data);
     return rc == EJ_ENONODE ? 0 : rc;
 }
@@ -81,7 +80,7 @@ static int server_disabled(ej_registry *reg, const char *job, const char *ip, bo
  * One read per distinct IP. */
 static int live_instances(ej_registry *reg, struct ns_job *j, struct why *w)
 {
-    char *p = ej_console_path_dup(j->name, EJ_CONSOLE_NODE_INSTANCES, 0, NULL);
+    char *p = ej_layout_path_dup(j->name, EJ_LAYOUT_NODE_INSTANCES, 0, NULL);
     if (p == NULL)
         return EJ_ENOMEM;
     size_t k = 0;
@@ -104,7 +103,7 @@ static int live_instances(ej_registry *reg, struct ns_job *j, struct why *w)
     for (size_t i = 0; i < k; i++) {
         char ip[EJ__IP_MAX];
         bool dis = false;
-        if (ej__coord_instance_ip(j->ids[i], ip, sizeof ip) != 0) {
+        if (ej_layout_instance_ip(j->ids[i], ip, sizeof ip) != 0) {
             ips[i][0] = '\0';
             free(j->ids[i]);
             continue;
@@ -150,7 +149,7 @@ static int current_owners(ej_registry *reg, struct ns_job *j, struct why *w)
         return EJ_ENOMEM;
     for (int i = 0; i < j->count; i++) {
         int rc =
-            get_node(reg, j->name, EJ_CONSOLE_NODE_ITEM_INSTANCE, i, NULL, &j->prev[i], NULL, w);
+            get_node(reg, j->name, EJ_LAYOUT_NODE_ITEM_INSTANCE, i, NULL, &j->prev[i], NULL, w);
         if (rc == EJ_ENONODE)
             continue;
         if (rc != 0)
@@ -169,11 +168,11 @@ static int current_owners(ej_registry *reg, struct ns_job *j, struct why *w)
 static int read_job(ej_registry *reg, const char *name, struct ns_job *j, struct why *w)
 {
     memset(j, 0, sizeof *j);
-    if (!ej_console_is_job_name(name))
+    if (!ej_layout_is_job_name(name))
         return 1;
     char *data = NULL;
     size_t len = 0;
-    int rc = get_node(reg, name, EJ_CONSOLE_NODE_CONFIG, 0, NULL, &data, &len, w);
+    int rc = get_node(reg, name, EJ_LAYOUT_NODE_CONFIG, 0, NULL, &data, &len, w);
     if (rc == EJ_ENONODE)
         return 1;
     if (rc != 0)
@@ -254,7 +253,7 @@ static void ask_to_converge(ej_registry *reg, const ej_sharding_balanced_job *jo
         free(plan);
         if (moves == 0)
             continue;
-        char *p = ej_console_path_dup(o->job_name, EJ_CONSOLE_NODE_SHARDING_NECESSARY, 0, NULL);
+        char *p = ej_layout_path_dup(o->job_name, EJ_LAYOUT_NODE_SHARDING_NECESSARY, 0, NULL);
         int rc = p ? ej_registry_create_node(reg, p, NULL, 0, EJ_REG_PERSISTENT,
                                              EJ_REG_CREATE_PARENTS, NULL)
                    : EJ_ENOMEM;

@@ -43,7 +43,7 @@ int ej__coord_config_sync(ej__coord *c, const struct ej_job_config *local, char 
     if (json == NULL)
         return EJ_ENOMEM;
     size_t jl = strlen(json);
-    const char *srv = local->disabled ? EJ_CONSOLE_SERVER_DISABLED : EJ_CONSOLE_SERVER_ENABLED;
+    const char *srv = local->disabled ? EJ_LAYOUT_SERVER_DISABLED : EJ_LAYOUT_SERVER_ENABLED;
     struct ej_reg_op ops[5] = {
         {.type = EJ_REG_OP_CREATE, .path = c->p_root, .mode = EJ_REG_PERSISTENT},
         {.type = EJ_REG_OP_CREATE,
@@ -107,6 +107,7 @@ int ej__coord_parse_config(const char *data, size_t len, struct ej_job_config *o
 
 static void clear_failover_task(ej__coord *c, void *arg)
 {
+    EJ_ASSERT_SERIAL(c);
     (void)arg;
     ej__failover_clear_all(c);
 }
@@ -121,21 +122,21 @@ static void apply_config(ej__coord *c, const char *data, size_t len)
                "job %s: the config in ZooKeeper is invalid and is not applied (keeping the last "
                "good one): %s",
                c->job, err);
-        pthread_mutex_lock(&c->mu);
+        ej__mutex_lock(&c->mu);
         snprintf(c->err, sizeof c->err, "invalid config in ZooKeeper, not applied: %s", err);
         c->err_is_config = true;
-        pthread_mutex_unlock(&c->mu);
+        ej__mutex_unlock(&c->mu);
         return;
     }
     unsigned changed = 0;
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     if (c->err_is_config) {
         c->err[0] = '\0';
         c->err_is_config = false;
     }
     if (c->have_cfg) {
         if (n.job_name && c->cfg.job_name && strcmp(n.job_name, c->cfg.job_name) != 0) {
-            pthread_mutex_unlock(&c->mu);
+            ej__mutex_unlock(&c->mu);
             EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ECONFIG, "job %s: config names job \"%s\"; not applied",
                    c->job, n.job_name);
             ej_job_config_fini(&n);
@@ -165,7 +166,7 @@ static void apply_config(ej__coord *c, const char *data, size_t len)
     bool started = c->started && !c->closed && !c->stopped;
     bool failover = n.failover;
     pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     if (!started || changed == 0)
         return;
     EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: new config applied (cron \"%s\", %d items%s)", c->job,
@@ -200,9 +201,9 @@ static void on_config_event_body(ej_tree_cache *cache, const struct ej_tree_even
             ej__coord_unref(c);
         return;
     }
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool go = c->started && !c->closed;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     if (go)
         apply_config(c, ev->data, ev->len);
 }
@@ -210,6 +211,7 @@ static void on_config_event_body(ej_tree_cache *cache, const struct ej_tree_even
 void ej__coord_on_config_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
 {
     ej__coord *c = user;
+    EJ_ASSERT_DISPATCH(c);
     if (!ej__coord_enter(c))
         return;
     on_config_event_body(cache, ev, user);

@@ -36,20 +36,20 @@
  * is closed. */
 bool ej__coord_enter(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool ok = !c->closed;
     if (ok)
         c->inflight++;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return ok;
 }
 
 void ej__coord_done(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     c->inflight--;
     pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -57,37 +57,31 @@ void ej__coord_done(ej__coord *c)
 
 void ej__coord_lock(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
 }
 
 void ej__coord_unlock(ej__coord *c)
 {
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
 }
 
 void ej__coord_broadcast(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
 }
 
 bool ej__coord_wait_locked(ej__coord *c, int64_t deadline_ms)
 {
+    EJ_ASSERT_HELD(&c->mu);
     int64_t left = deadline_ms - ej__mono_ms();
     if (left <= 0)
         return false;
     if (left > 200)
         left = 200; /* re-check periodically: some conditions have no event */
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += left / 1000;
-    ts.tv_nsec += (left % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    struct timespec ts = ej__mono_timespec_in(left);
+    ej__mutex_timedwait(&c->mu, &c->cv, &ts);
     return ej__mono_ms() < deadline_ms;
 }
 
@@ -95,10 +89,10 @@ void ej__coord_set_error(ej__coord *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     vsnprintf(c->err, sizeof c->err, fmt, ap);
     c->err_is_config = false;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     va_end(ap);
 }
 
@@ -106,9 +100,9 @@ void ej__coord_last_error(ej__coord *c, char *buf, size_t len)
 {
     if (len == 0)
         return;
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     snprintf(buf, len, "%s", c->err);
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
 }
 
 const char *ej__coord_instance_id(const ej__coord *c)
@@ -159,52 +153,62 @@ struct ej__failover_state *ej__coord_failover_state(ej__coord *c)
     return c->fo;
 }
 
-struct ej__exec_state *ej__coord_exec_state(ej__coord *c)
+struct ej__running_state *ej__coord_exec_state(ej__coord *c)
 {
     return c->ex;
 }
 
 int ej__coord_config(ej__coord *c, struct ej_job_config *out)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     int rc = c->have_cfg ? ej_job_config_copy(out, &c->cfg) : EJ_ENOTFOUND;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return rc;
 }
 
 bool ej__coord_failover_on(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool on = c->have_cfg && c->cfg.failover;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return on;
 }
 
 int ej__coord_total_count(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     int n = c->have_cfg ? c->cfg.sharding_total_count : 0;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return n;
 }
 
 char *ej__coord_strategy_name(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     char *s = strdup(c->have_cfg && c->cfg.job_sharding_strategy_class
                          ? c->cfg.job_sharding_strategy_class
                          : "");
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return s;
 }
 
 bool ej__coord_necessary_locked(ej__coord *c)
 {
+    EJ_ASSERT_HELD(&c->mu);
     return ej_tree_cache_exists(c->c_leader, c->p_necessary, NULL);
+}
+
+bool ej__coord_necessary(ej__coord *c)
+{
+    ej__coord_lock(c);
+    bool need = ej__coord_necessary_locked(c);
+    ej__coord_unlock(c);
+    return need;
 }
 
 bool ej__coord_shard_flag_new(ej__coord *c, int64_t *czxid)
 {
+    EJ_ASSERT_HELD(&c->shard_mu);
     struct ej_node_stat st;
     ej__coord_lock(c);
     bool there = ej_tree_cache_exists(c->c_leader, c->p_necessary, &st);
@@ -215,11 +219,13 @@ bool ej__coord_shard_flag_new(ej__coord *c, int64_t *czxid)
 
 void ej__coord_shard_flag_consumed(ej__coord *c, int64_t czxid)
 {
+    EJ_ASSERT_HELD(&c->shard_mu);
     c->shard_consumed_czxid = czxid;
 }
 
 bool ej__coord_processing_locked(ej__coord *c)
 {
+    EJ_ASSERT_HELD(&c->mu);
     return ej_tree_cache_exists(c->c_leader, c->p_processing, NULL);
 }
 
@@ -261,11 +267,11 @@ bool ej__coord_is_leader(ej__coord *c)
 
 static bool server_disabled_ip(ej__coord *c, const char *ip)
 {
-    char *p = ej_console_path_dup(c->job, EJ_CONSOLE_NODE_SERVER, 0, ip);
+    char *p = ej_layout_path_dup(c->job, EJ_LAYOUT_NODE_SERVER, 0, ip);
     char *data = NULL;
     bool dis = false;
     if (p && c->c_servers && ej_tree_cache_get(c->c_servers, p, &data, NULL, NULL) == 0)
-        dis = strcmp(data, EJ_CONSOLE_SERVER_DISABLED) == 0;
+        dis = strcmp(data, EJ_LAYOUT_SERVER_DISABLED) == 0;
     free(data);
     free(p);
     return dis;
@@ -278,25 +284,25 @@ bool ej__coord_server_disabled(ej__coord *c)
 
 bool ej__coord_registered(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool r = c->reg_session != 0 && c->reg_session == ej_registry_session_id(c->reg) && !c->stopped;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return r;
 }
 
 bool ej__coord_connected(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool r = c->connected;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return r;
 }
 
 bool ej__coord_stopped(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool r = c->stopped || c->closed;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return r;
 }
 
@@ -308,10 +314,10 @@ void ej__coord_notify_failover_taken(ej__coord *c)
 
 void ej__coord_set_busy(ej__coord *c, bool busy)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     c->busy = busy;
     pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     /* A fire that runs no resharding (a failover run) must not keep one
      * waiting for its end. */
     if (busy)
@@ -320,12 +326,12 @@ void ej__coord_set_busy(ej__coord *c, bool busy)
 
 void ej__coord_shard_lock(ej__coord *c)
 {
-    pthread_mutex_lock(&c->shard_mu);
+    ej__mutex_lock(&c->shard_mu);
 }
 
 void ej__coord_shard_unlock(ej__coord *c)
 {
-    pthread_mutex_unlock(&c->shard_mu);
+    ej__mutex_unlock(&c->shard_mu);
 }
 
 bool ej__coord_shard_claim(ej__coord *c)
@@ -340,24 +346,24 @@ void ej__coord_shard_unclaim(ej__coord *c)
 
 void ej__coord_count_reshard(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     c->reshards++;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
 }
 
 uint64_t ej__coord_reshards(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     uint64_t n = c->reshards;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return n;
 }
 
 bool ej__coord_busy(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool b = c->busy;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return b;
 }
 
@@ -375,7 +381,7 @@ int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n)
     size_t j = 0;
     for (size_t i = 0; i < k; i++) {
         char ip[EJ__IP_MAX];
-        if (ej__coord_instance_ip(names[i], ip, sizeof ip) != 0 || server_disabled_ip(c, ip)) {
+        if (ej_layout_instance_ip(names[i], ip, sizeof ip) != 0 || server_disabled_ip(c, ip)) {
             free(names[i]);
             continue;
         }
@@ -390,7 +396,7 @@ int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n)
 
 int64_t ej__coord_instance_session(ej__coord *c, const char *id)
 {
-    char *p = ej_console_path_dup(c->job, EJ_CONSOLE_NODE_INSTANCE, 0, id);
+    char *p = ej_layout_path_dup(c->job, EJ_LAYOUT_NODE_INSTANCE, 0, id);
     struct ej_node_stat st;
     int64_t s = 0;
     if (p && ej_tree_cache_exists(c->c_instances, p, &st))
@@ -436,6 +442,16 @@ static int post_to(ej__coord *c, ej__sched_job *queue, void (*fn)(ej__coord *c, 
         EJ_LOG(EJ_LOG_ERROR, MOD, rc, "job %s: cannot queue a coordination task", c->job);
     }
     return rc;
+}
+
+bool ej__coord_on_serial(ej__coord *c)
+{
+    return ej__sched_job_is_current(c->serial);
+}
+
+bool ej__coord_on_dispatch(ej__coord *c)
+{
+    return ej_registry_on_dispatch_thread(c->reg);
 }
 
 int ej__coord_post(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg)
@@ -512,8 +528,8 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
         o->instance_id == NULL || o->ip == NULL)
         return EJ_EINVAL;
     /* What the path table refuses (so a NULL path below is no memory). */
-    if (!ej_console_is_job_name(o->job_name) || !ej_console_is_segment(o->ip) ||
-        !ej_console_is_segment(o->instance_id))
+    if (!ej_layout_is_job_name(o->job_name) || !ej_layout_is_segment(o->ip) ||
+        !ej_layout_is_segment(o->instance_id))
         return EJ_EINVAL;
     ej__coord *c = calloc(1, sizeof *c);
     if (c == NULL)
@@ -527,8 +543,8 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     c->reconcile_override_ms = o->reconcile_ms;
     int sess = ej_registry_negotiated_timeout_ms(o->reg);
     c->bound_ms = o->wait_bound_ms > 0 ? o->wait_bound_ms : (sess > 0 ? 2 * sess + 2000 : 20000);
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_mutex_init(&c->shard_mu, NULL);
+    ej__mutex_init(&c->mu);
+    ej__mutex_init(&c->shard_mu);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -538,19 +554,19 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     c->fence_told = -1;
     c->connected = ej_registry_is_connected(o->reg);
     const char *j = o->job_name;
-    c->p_root = ej_console_path_dup(j, EJ_CONSOLE_NODE_JOB, 0, NULL);
-    c->p_config = ej_console_path_dup(j, EJ_CONSOLE_NODE_CONFIG, 0, NULL);
-    c->p_servers = ej_console_path_dup(j, EJ_CONSOLE_NODE_SERVERS, 0, NULL);
-    c->p_instances = ej_console_path_dup(j, EJ_CONSOLE_NODE_INSTANCES, 0, NULL);
-    c->p_leader = ej_console_path_dup(j, EJ_CONSOLE_NODE_LEADER, 0, NULL);
-    c->p_leader_inst = ej_console_path_dup(j, EJ_CONSOLE_NODE_ELECTION_INSTANCE, 0, NULL);
-    c->p_el_latch = ej_console_path_dup(j, EJ_CONSOLE_NODE_ELECTION_LATCH, 0, NULL);
-    c->p_necessary = ej_console_path_dup(j, EJ_CONSOLE_NODE_SHARDING_NECESSARY, 0, NULL);
-    c->p_processing = ej_console_path_dup(j, EJ_CONSOLE_NODE_SHARDING_PROCESSING, 0, NULL);
-    c->p_fo_items = ej_console_path_dup(j, EJ_CONSOLE_NODE_FAILOVER_ITEMS, 0, NULL);
-    c->p_fo_latch = ej_console_path_dup(j, EJ_CONSOLE_NODE_FAILOVER_LATCH, 0, NULL);
-    c->p_my_server = ej_console_path_dup(j, EJ_CONSOLE_NODE_SERVER, 0, o->ip);
-    c->p_my_instance = ej_console_path_dup(j, EJ_CONSOLE_NODE_INSTANCE, 0, o->instance_id);
+    c->p_root = ej_layout_path_dup(j, EJ_LAYOUT_NODE_JOB, 0, NULL);
+    c->p_config = ej_layout_path_dup(j, EJ_LAYOUT_NODE_CONFIG, 0, NULL);
+    c->p_servers = ej_layout_path_dup(j, EJ_LAYOUT_NODE_SERVERS, 0, NULL);
+    c->p_instances = ej_layout_path_dup(j, EJ_LAYOUT_NODE_INSTANCES, 0, NULL);
+    c->p_leader = ej_layout_path_dup(j, EJ_LAYOUT_NODE_LEADER, 0, NULL);
+    c->p_leader_inst = ej_layout_path_dup(j, EJ_LAYOUT_NODE_ELECTION_INSTANCE, 0, NULL);
+    c->p_el_latch = ej_layout_path_dup(j, EJ_LAYOUT_NODE_ELECTION_LATCH, 0, NULL);
+    c->p_necessary = ej_layout_path_dup(j, EJ_LAYOUT_NODE_SHARDING_NECESSARY, 0, NULL);
+    c->p_processing = ej_layout_path_dup(j, EJ_LAYOUT_NODE_SHARDING_PROCESSING, 0, NULL);
+    c->p_fo_items = ej_layout_path_dup(j, EJ_LAYOUT_NODE_FAILOVER_ITEMS, 0, NULL);
+    c->p_fo_latch = ej_layout_path_dup(j, EJ_LAYOUT_NODE_FAILOVER_LATCH, 0, NULL);
+    c->p_my_server = ej_layout_path_dup(j, EJ_LAYOUT_NODE_SERVER, 0, o->ip);
+    c->p_my_instance = ej_layout_path_dup(j, EJ_LAYOUT_NODE_INSTANCE, 0, o->instance_id);
     if (!c->job || !c->me || !c->ip || !c->p_root || !c->p_config || !c->p_servers ||
         !c->p_instances || !c->p_leader || !c->p_leader_inst || !c->p_el_latch || !c->p_necessary ||
         !c->p_processing || !c->p_fo_items || !c->p_fo_latch || !c->p_my_server ||
@@ -575,7 +591,7 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
         rc = ej__view_create(c->reg, j, c->me, ej__coord_on_view_change, c, &c->view);
     if (rc == 0) {
         c->fo = ej__failover_state_new();
-        c->ex = ej__exec_state_new();
+        c->ex = ej__running_state_new();
         if (c->fo == NULL || c->ex == NULL)
             rc = EJ_ENOMEM;
     }
@@ -630,13 +646,13 @@ int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
         ej_job_config_fini(&zk);
         return rc;
     }
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     if (c->have_cfg)
         ej_job_config_fini(&c->cfg);
     c->cfg = zk;
     c->have_cfg = true;
     bool failover = zk.failover, disabled = zk.disabled, overwrite = local->overwrite;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
 
     /* 2. Caches, view and listeners. */
     rc = ej_registry_add_listener(reg, ej__coord_on_state, c);
@@ -678,17 +694,17 @@ int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
     rc = ej__coord_register_instance(c);
     if (rc != 0)
         goto reg_error;
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     c->started = true;
     c->last_reconcile_ms = ej__mono_ms();
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     if (!ej__coord_server_disabled(c) && !ej__coord_leader_known(c))
         ej__coord_elect(c);
     /* 6. Unless this instance, just elected, set the flag already in this
      * session (a second create would only fail on the server). */
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool flagged = c->necessary_session != 0 && c->necessary_session == c->reg_session;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     rc = flagged ? 0 : ej__coord_set_necessary(c);
     if (rc != 0)
         goto reg_error;
@@ -707,12 +723,12 @@ void ej__coord_leave(ej__coord *c)
 {
     if (c == NULL)
         return;
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool was = c->closed;
     c->closed = true;
     int64_t sess = c->reg_session;
     pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     if (was)
         return;
     if (c->listener_added) {
@@ -732,7 +748,7 @@ void ej__coord_leave(ej__coord *c)
             EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot delete %s: %s", c->job, c->p_my_instance,
                    ej_registry_errmsg(c->reg));
         /* The marker goes with the instance node (membership.c). */
-        char *marker = ej_console_ejob_marker_path_dup(c->job, c->me);
+        char *marker = ej_layout_marker_path_dup(c->job, c->me);
         if (marker)
             ej_registry_delete(c->reg, marker, -1);
         free(marker);
@@ -747,7 +763,7 @@ void ej__coord_unref(ej__coord *c)
     if (c->have_cfg)
         ej_job_config_fini(&c->cfg);
     ej__failover_state_free(c->fo);
-    ej__exec_state_free(c->ex);
+    ej__running_state_free(c->ex);
     char *paths[] = {
         c->p_root,        c->p_config,      c->p_servers,   c->p_instances,  c->p_leader,
         c->p_leader_inst, c->p_el_latch,    c->p_necessary, c->p_processing, c->p_fo_items,
@@ -755,8 +771,8 @@ void ej__coord_unref(ej__coord *c)
         c->p_fo_latch};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         free(paths[i]);
-    pthread_mutex_destroy(&c->mu);
-    pthread_mutex_destroy(&c->shard_mu);
+    ej__mutex_destroy(&c->mu);
+    ej__mutex_destroy(&c->shard_mu);
     pthread_cond_destroy(&c->cv);
     free(c);
 }
@@ -765,14 +781,14 @@ void ej__coord_destroy(ej__coord *c)
 {
     if (c == NULL)
         return;
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     c->closed = true;
     pthread_cond_broadcast(&c->cv);
     /* Wait for listeners and tasks already inside (bounded by their own
      * bounded waits). */
     while (c->inflight > 0)
-        pthread_cond_wait(&c->cv, &c->mu);
-    pthread_mutex_unlock(&c->mu);
+        ej__mutex_wait(&c->mu, &c->cv);
+    ej__mutex_unlock(&c->mu);
     if (c->listener_added) {
         ej_registry_remove_listener(c->reg, ej__coord_on_state, c);
         c->listener_added = false;

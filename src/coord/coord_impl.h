@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/check.h"
 #include "coord/internal.h"
 #include "ejob/config.h"
 #include "schedule/internal.h"
@@ -40,7 +41,7 @@ struct ej__coord {
     char *p_root, *p_config, *p_servers, *p_instances, *p_leader, *p_leader_inst, *p_el_latch,
         *p_necessary, *p_processing, *p_fo_items, *p_fo_latch, *p_my_server, *p_my_instance;
 
-    pthread_mutex_t mu;
+    ej__mutex mu; /* the coordination state below; see ej__coord_lock */
     pthread_cond_t cv;
     atomic_int refs;
     int inflight; /* listeners and tasks working on the coordinator now */
@@ -69,7 +70,7 @@ struct ej__coord {
     uint64_t reshards; /* assignments written as leader (shard.c) */
     /* One leader resharding at a time: a fire's and a busy leader's
      * (shard.c, ej__shard_when_busy). */
-    pthread_mutex_t shard_mu;
+    ej__mutex shard_mu;
     /* The czxid of the leader/sharding/necessary flag this leader last
      * resharded for: the cache may still show that flag for a moment after
      * the resharding deleted it, and a second resharding (a fire's and a
@@ -87,7 +88,7 @@ struct ej__coord {
     ej__view *view;
     bool listener_added;
     struct ej__failover_state *fo;
-    struct ej__exec_state *ex;
+    struct ej__running_state *ex;
 };
 
 /* Listeners and tasks run between ej__coord_enter() (false: closed, do

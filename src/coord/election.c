@@ -51,9 +51,9 @@ int ej__coord_set_necessary(ej__coord *c)
     if (rc == EJ_ENODEEXISTS)
         rc = 0;
     if (rc == 0) {
-        pthread_mutex_lock(&c->mu);
+        ej__mutex_lock(&c->mu);
         c->necessary_session = ej_registry_session_id(c->reg);
-        pthread_mutex_unlock(&c->mu);
+        ej__mutex_unlock(&c->mu);
     }
     if (rc != 0)
         EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot set the resharding flag: %s", c->job,
@@ -90,9 +90,10 @@ void ej__coord_leader_set_necessary(ej__coord *c)
         ej__coord_set_necessary(c);
 }
 
-/* Can this instance take part in an election? (locked) */
+/* Can this instance take part in an election? */
 bool ej__coord_eligible_locked(ej__coord *c)
 {
+    EJ_ASSERT_HELD(&c->mu);
     return c->started && !c->closed && !c->stopped && c->connected && c->reg_session != 0 &&
            c->reg_session == ej_registry_session_id(c->reg);
 }
@@ -108,7 +109,7 @@ static bool remove_stale_leader_latched(ej__coord *c)
     if (ej_registry_get(c->reg, c->p_leader_inst, &id, NULL, &st) != 0)
         return false;
     bool live = false;
-    char *p = ej_console_path_dup(c->job, EJ_CONSOLE_NODE_INSTANCE, 0, id); /* NULL: not an id */
+    char *p = ej_layout_path_dup(c->job, EJ_LAYOUT_NODE_INSTANCE, 0, id); /* NULL: not an id */
     if (p && ej_registry_exists(c->reg, p, &live, NULL) != 0)
         live = true; /* cannot tell: leave it */
     free(p);
@@ -140,7 +141,7 @@ static int create_leader_if_enabled(ej__coord *c)
     char *data = NULL;
     struct ej_node_stat st;
     bool known = ej_tree_cache_get(c->c_servers, c->p_my_server, &data, NULL, &st) == 0;
-    bool disabled = known && strcmp(data, EJ_CONSOLE_SERVER_DISABLED) == 0;
+    bool disabled = known && strcmp(data, EJ_LAYOUT_SERVER_DISABLED) == 0;
     free(data);
     if (disabled)
         return EJ_EBUSY;
@@ -204,13 +205,13 @@ int ej__coord_heal_leader(ej__coord *c)
 
 static int elect(ej__coord *c, bool heal)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     if (c->closed || c->stopped || c->electing) {
-        pthread_mutex_unlock(&c->mu);
+        ej__mutex_unlock(&c->mu);
         return 0;
     }
     c->electing = true;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
 
     bool won = false;
     int rc = 0;
@@ -239,9 +240,9 @@ static int elect(ej__coord *c, bool heal)
         rc = create_leader_if_enabled(c);
         if (rc == 0) {
             won = true;
-            pthread_mutex_lock(&c->mu);
+            ej__mutex_lock(&c->mu);
             c->won_session = ej_registry_session_id(c->reg);
-            pthread_mutex_unlock(&c->mu);
+            ej__mutex_unlock(&c->mu);
         } else if (rc == EJ_ENODEEXISTS) {
             rc = 0;
         } else if (rc == EJ_EBUSY) {
@@ -251,10 +252,10 @@ static int elect(ej__coord *c, bool heal)
     }
     ej__latch_release(latch);
 out:
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     c->electing = false;
     pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     if (won) {
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: %s is the leader", c->job, c->me);
         /* A new leader reshards at the next fire and handles the crashes
@@ -267,10 +268,11 @@ out:
 
 static void elect_task(ej__coord *c, void *arg)
 {
+    EJ_ASSERT_SERIAL(c);
     (void)arg;
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool go = ej__coord_eligible_locked(c);
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     /* A job being removed (its config or our instance node already gone)
      * must not have its nodes created again by an election. */
     if (go && (!ej_tree_cache_exists(c->c_config, c->p_config, NULL) ||
@@ -302,13 +304,13 @@ bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms)
         ej_registry_free_names(ids);
         if (n == 0)
             return false;
-        pthread_mutex_lock(&c->mu);
+        ej__mutex_lock(&c->mu);
         if (c->closed || c->stopped) {
-            pthread_mutex_unlock(&c->mu);
+            ej__mutex_unlock(&c->mu);
             return false;
         }
         bool run = ej__coord_eligible_locked(c) && !c->electing;
-        pthread_mutex_unlock(&c->mu);
+        ej__mutex_unlock(&c->mu);
         if (run && !ej__coord_server_disabled(c)) {
             ej__coord_elect(c);
             /* The cache shows the result a moment later. */
@@ -318,9 +320,9 @@ bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms)
             EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: waiting for a leader (%s)", c->job,
                    c->p_leader_inst);
         }
-        pthread_mutex_lock(&c->mu);
+        ej__mutex_lock(&c->mu);
         bool more = ej__coord_wait_locked(c, deadline);
-        pthread_mutex_unlock(&c->mu);
+        ej__mutex_unlock(&c->mu);
         if (!more) {
             id = ej__coord_leader_id(c, NULL);
             if (id != NULL) {
@@ -342,9 +344,9 @@ void ej__coord_abdicate(ej__coord *c)
 {
     /* Asked only of an instance that may lead: the cache says so, or it won
      * an election in this session (the cache may not show it yet). */
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool won = c->won_session != 0 && c->won_session == ej_registry_session_id(c->reg);
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     if (!won && !ej__coord_is_leader(c))
         return;
     if (drop_own_leader_node(c))
@@ -361,9 +363,9 @@ static void on_leader_event_body(ej_tree_cache *cache, const struct ej_tree_even
         return;
     }
     ej__coord_broadcast(c);
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool go = c->started && !c->closed && !c->stopped && c->init_leader;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     if (!go)
         return;
     if (strcmp(ev->path, c->p_leader_inst) == 0 && ev->type != EJ_TREE_NODE_REMOVED) {
@@ -392,6 +394,7 @@ static void on_leader_event_body(ej_tree_cache *cache, const struct ej_tree_even
 void ej__coord_on_leader_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
 {
     ej__coord *c = user;
+    EJ_ASSERT_DISPATCH(c);
     if (!ej__coord_enter(c))
         return;
     on_leader_event_body(cache, ev, user);

@@ -79,6 +79,7 @@ void ej__failover_state_free(struct ej__failover_state *s)
 
 static void crash_task(ej__coord *c, void *arg)
 {
+    EJ_ASSERT_SERIAL(c);
     (void)arg;
     ej__failover_process_pending(c);
 }
@@ -104,7 +105,7 @@ static int crashed_items(ej__coord *c, int64_t session, int **out, size_t *nout,
     int rc = ej__view_items_of_session(ej__coord_view(c), session, INT64_MAX / 2, &cand, &n);
     if (rc != 0 || n == 0)
         return rc;
-    char *ip = ej_console_path_dup(job, EJ_CONSOLE_NODE_INSTANCES, 0, NULL);
+    char *ip = ej_layout_path_dup(job, EJ_LAYOUT_NODE_INSTANCES, 0, NULL);
     struct ej_node_stat ist;
     bool ex = false;
     rc = ip ? ej_registry_exists(reg, ip, &ex, &ist) : EJ_ENOMEM;
@@ -115,7 +116,7 @@ static int crashed_items(ej__coord *c, int64_t session, int **out, size_t *nout,
     }
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        char *p = ej_console_path_dup(job, EJ_CONSOLE_NODE_ITEM, cand[i], NULL);
+        char *p = ej_layout_path_dup(job, EJ_LAYOUT_NODE_ITEM, cand[i], NULL);
         struct ej_node_stat st;
         bool e = false;
         if (p && ej_registry_exists(reg, p, &e, &st) == 0 && e && st.pzxid == ist.pzxid)
@@ -180,7 +181,7 @@ void ej__failover_leader_seen(ej__coord *c, const char *leader)
 /* Still the state the crash left? (under the failover latch) */
 static bool item_untouched_since(ej__coord *c, int item, int64_t close_zxid)
 {
-    char *p = ej_console_path_dup(ej__coord_job_name(c), EJ_CONSOLE_NODE_ITEM, item, NULL);
+    char *p = ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_ITEM, item, NULL);
     struct ej_node_stat st;
     bool e = false;
     bool same = p && ej_registry_exists(ej__coord_registry(c), p, &e, &st) == 0 && e &&
@@ -195,7 +196,7 @@ static int record(ej__coord *c, struct crash *cr, size_t ncr)
     ej_registry *reg = ej__coord_registry(c);
     ej__view *v = ej__coord_view(c);
     const char *job = ej__coord_job_name(c);
-    char *latch_path = ej_console_path_dup(job, EJ_CONSOLE_NODE_FAILOVER_LATCH, 0, NULL);
+    char *latch_path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_FAILOVER_LATCH, 0, NULL);
     if (latch_path == NULL)
         return EJ_ENOMEM;
     ej__latch *latch = NULL;
@@ -221,7 +222,7 @@ static int record(ej__coord *c, struct crash *cr, size_t ncr)
             ej__view_item_fini(&it);
             if (taken_by_live || !item_untouched_since(c, item, cr[k].close_zxid))
                 continue;
-            char *p = ej_console_path_dup(job, EJ_CONSOLE_NODE_FAILOVER_ITEM, item, NULL);
+            char *p = ej_layout_path_dup(job, EJ_LAYOUT_NODE_FAILOVER_ITEM, item, NULL);
             if (p == NULL)
                 continue;
             int crc = ej_registry_create_node(reg, p, NULL, 0, EJ_REG_PERSISTENT,
@@ -336,8 +337,8 @@ int ej__failover_take(ej__coord *c)
     ej_registry *reg = ej__coord_registry(c);
     const char *job = ej__coord_job_name(c);
     ej_tree_cache *leader = ej__coord_cache(c, "leader");
-    char *items_path = ej_console_path_dup(job, EJ_CONSOLE_NODE_FAILOVER_ITEMS, 0, NULL);
-    char *latch_path = ej_console_path_dup(job, EJ_CONSOLE_NODE_FAILOVER_LATCH, 0, NULL);
+    char *items_path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_FAILOVER_ITEMS, 0, NULL);
+    char *latch_path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_FAILOVER_LATCH, 0, NULL);
     int rc = 0, taken = -1;
     char **names = NULL;
     size_t n = 0;
@@ -364,12 +365,12 @@ int ej__failover_take(ej__coord *c)
         char *pending = ej__asprintf("%s/%s", items_path, names[i]);
         if (pending == NULL)
             break;
-        if (ej__coord_parse_item(names[i], &item) != 0 || item >= ej__coord_total_count(c)) {
+        if (ej__layout_parse_item(names[i], &item) != 0 || item >= ej__coord_total_count(c)) {
             ej_registry_delete(reg, pending, -1);
             free(pending);
             continue;
         }
-        char *fo = ej_console_path_dup(job, EJ_CONSOLE_NODE_ITEM_FAILOVER, item, NULL);
+        char *fo = ej_layout_path_dup(job, EJ_LAYOUT_NODE_ITEM_FAILOVER, item, NULL);
         const char *me = ej__coord_instance_id(c);
         struct ej_reg_op ops[2] = {
             {.type = EJ_REG_OP_CREATE,
@@ -395,7 +396,7 @@ int ej__failover_take(ej__coord *c)
     }
     ej__latch_release(latch);
     if (taken >= 0) {
-        char *fo = ej_console_path_dup(job, EJ_CONSOLE_NODE_ITEM_FAILOVER, taken, NULL);
+        char *fo = ej_layout_path_dup(job, EJ_LAYOUT_NODE_ITEM_FAILOVER, taken, NULL);
         struct ej_node_stat st;
         bool ex = false;
         memset(&st, 0, sizeof st);
@@ -499,7 +500,7 @@ void ej__failover_done(ej__coord *c, const int *items, size_t n)
         pthread_mutex_unlock(&s->mu);
         if (!ours)
             continue; /* the node went with an earlier session */
-        char *p = ej_console_path_dup(ej__coord_job_name(c), EJ_CONSOLE_NODE_ITEM_FAILOVER,
+        char *p = ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_ITEM_FAILOVER,
                                       items[k], NULL);
         if (p == NULL)
             continue;
@@ -525,13 +526,13 @@ void ej__failover_clear_all(ej__coord *c)
     ej__view_items(ej__coord_view(c), &items, &n);
     size_t removed = 0;
     for (size_t i = 0; i < n; i++) {
-        char *p = ej_console_path_dup(job, EJ_CONSOLE_NODE_ITEM_FAILOVER, items[i], NULL);
+        char *p = ej_layout_path_dup(job, EJ_LAYOUT_NODE_ITEM_FAILOVER, items[i], NULL);
         if (p && ej_registry_delete(reg, p, -1) == 0)
             removed++;
         free(p);
     }
     free(items);
-    char *ip = ej_console_path_dup(job, EJ_CONSOLE_NODE_FAILOVER_ITEMS, 0, NULL);
+    char *ip = ej_layout_path_dup(job, EJ_LAYOUT_NODE_FAILOVER_ITEMS, 0, NULL);
     char **names = NULL;
     size_t k = 0;
     if (ip && ej_registry_children(reg, ip, EJ_REG_UNSORTED, &names, &k) == 0) {

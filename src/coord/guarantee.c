@@ -27,9 +27,9 @@
 
 static char *phase_dir(ej__coord *c, bool completed)
 {
-    return ej_console_path_dup(ej__coord_job_name(c),
-                               completed ? EJ_CONSOLE_NODE_GUARANTEE_COMPLETED
-                                         : EJ_CONSOLE_NODE_GUARANTEE_STARTED,
+    return ej_layout_path_dup(ej__coord_job_name(c),
+                               completed ? EJ_LAYOUT_NODE_GUARANTEE_COMPLETED
+                                         : EJ_LAYOUT_NODE_GUARANTEE_STARTED,
                                0, NULL);
 }
 
@@ -69,9 +69,9 @@ int ej__guarantee_enter(ej__coord *c, bool completed, const int *items, size_t n
         return EJ_ENOMEM;
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        char *p = ej_console_path_dup(ej__coord_job_name(c),
-                                      completed ? EJ_CONSOLE_NODE_GUARANTEE_COMPLETED_ITEM
-                                                : EJ_CONSOLE_NODE_GUARANTEE_STARTED_ITEM,
+        char *p = ej_layout_path_dup(ej__coord_job_name(c),
+                                      completed ? EJ_LAYOUT_NODE_GUARANTEE_COMPLETED_ITEM
+                                                : EJ_LAYOUT_NODE_GUARANTEE_STARTED_ITEM,
                                       items[i], NULL);
         if (p == NULL) {
             rc = EJ_ENOMEM;

@@ -2,7 +2,6 @@
  * The coordination module: what makes an ejob instance an ElasticJob-Lite
  * 2.1.5 peer in ZooKeeper. Internal API used by the runtime module.
  *
- *   paths.c      node names, instance ids, Curator latch names (pure)
  *   waiter.c     waiting, bounded, for a one-shot watch (latch, guarantee)
  *   latch.c      a Curator-LeaderLatch-compatible mutex (bounded waits)
  *   view.c       a watch-based view of /{job}/sharding that costs no reads
@@ -17,7 +16,7 @@
  *   shard.c      the sharding service (lazy resharding by the leader, in
  *                chunked transactions)
  *   failover.c   crash detection, failover items, taking them over
- *   execution.c  running / misfire / failover nodes around item runs,
+ *   running.c    running / misfire / failover nodes around item runs,
  *                clock-skew check
  *   guarantee.c  distribute-once listener bookkeeping (guarantee/ nodes)
  *
@@ -37,58 +36,11 @@
 #include <stdint.h>
 
 #include "ejob/common.h"
-#include "ejob/console.h"
+#include "common/check.h"
 #include "ejob/registry.h"
+#include "layout/internal.h"
 
 struct ej_job_config; /* ejob/config.h */
-
-/* ------------------------------------------------------------------------ */
-/* paths.c: names (pure functions, unit-tested)                              */
-
-/* Every path of SPEC §2 comes from the console library's table
- * (ej_console_path_dup with EJ_CONSOLE_NODE_*), and the markers too:
- * EJ_CONSOLE_ID_SEP, EJ_CONSOLE_SERVER_DISABLED, EJ_CONSOLE_INSTANCE_TRIGGER. */
-/* Longest instance id / IP accepted (bytes with the NUL). */
-#define EJ__ID_MAX 256
-#define EJ__IP_MAX 64
-
-/* Writes "{ip}@-@{pid}" into out. Returns 0, or EJ_EINVAL when it does not
- * fit or ip is empty or contains '/' or the separator. */
-int ej__coord_make_instance_id(const char *ip, long pid, char *out, size_t len);
-
-/* The IP part of an instance id (before the first "@-@"; the whole id when
- * there is none). Returns 0 or EJ_EINVAL when it does not fit. */
-int ej__coord_instance_ip(const char *id, char *out, size_t len);
-
-/* Parses a shard item node name: decimal digits only, no sign, no leading
- * zeros (except "0"), at most INT_MAX. Returns 0 or EJ_EINVAL. */
-int ej__coord_parse_item(const char *name, int *item);
-
-/* Curator's protected latch node prefix for a UUID:
- * "_c_{uuid}-latch-" (uuid is 36 characters). */
-#define EJ__LATCH_PREFIX_LEN (3 + 36 + 7)
-int ej__latch_node_prefix(const char *uuid, char *out, size_t len);
-
-/* The sort key of a latch node name: what follows the LAST "latch-" (the
- * sequence number), or the whole name when it has none (Curator's
- * standardFixForSorting). Points into name. */
-const char *ej__latch_sort_key(const char *name);
-
-/* strcmp of the sort keys; ties broken by the whole name. */
-int ej__latch_name_cmp(const char *a, const char *b);
-
-/* Sorts latch node names in place by ej__latch_name_cmp. */
-void ej__latch_sort(char **names, size_t n);
-
-/* Index of the name protected by uuid ("_c_{uuid}-" prefix), or -1. */
-long ej__latch_find(char *const *names, size_t n, const char *uuid);
-
-/* A random version 4 UUID, lower case, 36 characters plus NUL. */
-void ej__uuid4(char out[37]);
-
-/* Reverse-sorts item numbers as strings (ElasticJob takes the greatest item
- * STRING first when picking a failover item: "9" before "10"). */
-void ej__items_sort_desc_as_strings(int *items, size_t n);
 
 /* ------------------------------------------------------------------------ */
 /* waiter.c: wait, bounded, for a one-shot watch                              */
@@ -363,10 +315,19 @@ void ej__coord_notify_failover_taken(ej__coord *c);
 void ej__coord_set_busy(ej__coord *c, bool busy);
 bool ej__coord_busy(ej__coord *c);
 
+/* The thread checks of the coordinator: a control task runs on the job's
+ * serial queue (ej__coord_post); a cache or connection listener on the
+ * registry's dispatch thread. */
+bool ej__coord_on_serial(ej__coord *c);
+bool ej__coord_on_dispatch(ej__coord *c);
+#define EJ_ASSERT_SERIAL(c) EJ_ASSERT_MSG(ej__coord_on_serial(c), "not on the job's serial queue")
+#define EJ_ASSERT_DISPATCH(c) EJ_ASSERT_MSG(ej__coord_on_dispatch(c), "not on the dispatch thread")
+
 /* Internal to the module (coord.c <-> shard.c / failover.c). */
 void ej__coord_lock(ej__coord *c);
 void ej__coord_unlock(ej__coord *c);
-/* Wait on the coordinator's condition (locked), until deadline (mono ms).
+/* Wait on the coordinator's condition with c->mu held (checked), until
+ * deadline (mono ms).
  * Returns false on timeout. */
 bool ej__coord_wait_locked(ej__coord *c, int64_t deadline_ms);
 void ej__coord_broadcast(ej__coord *c);
@@ -382,15 +343,17 @@ void ej__coord_shard_lock(ej__coord *c);
 void ej__coord_shard_unlock(ej__coord *c);
 /* Is leader/sharding/necessary in the cache and not the flag this leader
  * last resharded for (ej__coord_shard_flag_consumed)? *czxid: the flag's
- * czxid (0: none). Both with the shard lock held. */
+ * czxid (0: none). Both with the shard lock held (checked). */
 bool ej__coord_shard_flag_new(ej__coord *c, int64_t *czxid);
 void ej__coord_shard_flag_consumed(ej__coord *c, int64_t czxid);
 /* Claims the one queued resharding task of a busy leader: true when none
  * was queued (the caller posts it); ej__coord_shard_unclaim when it runs. */
 bool ej__coord_shard_claim(ej__coord *c);
 void ej__coord_shard_unclaim(ej__coord *c);
-/* Flags read from the caches (locked). */
+/* Flags read from the caches; c->mu held (checked). */
 bool ej__coord_necessary_locked(ej__coord *c);
+/* The resharding flag, for a caller that does not hold c->mu. */
+bool ej__coord_necessary(ej__coord *c);
 bool ej__coord_processing_locked(ej__coord *c);
 bool ej__coord_failover_on(ej__coord *c);
 int ej__coord_total_count(ej__coord *c);
@@ -484,7 +447,7 @@ struct ej__failover_state *ej__failover_state_new(void);
 void ej__failover_state_free(struct ej__failover_state *s);
 
 /* ------------------------------------------------------------------------ */
-/* execution.c                                                                */
+/* running.c: running, misfire and failover nodes around item runs          */
 
 /*
  * Before running items (monitorExecution): create sharding/{item}/running
@@ -494,7 +457,7 @@ void ej__failover_state_free(struct ej__failover_state *s);
  * (the fencing token). Returns 0 (some items may be skipped) or an error
  * (no item may run: e.g. connection loss).
  */
-int ej__exec_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, bool *ok,
+int ej__running_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, bool *ok,
                    int64_t *tokens, int64_t *session_out);
 /* fired_ms > 0: the same transaction sets each started item's sharding/{n}
  * to "fired MS by ID" (the latest cron fire time the run covers, this
@@ -502,43 +465,43 @@ int ej__exec_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, b
 /* The fire record of an item: 0 with *fired_ms and by (its writer's id);
  * EJ_ENOTFOUND when sharding/{n} holds none (never run by ejob with
  * monitorExecution, or Java's ""); registry errors. One read. */
-int ej__exec_read_fired(ej__coord *c, int item, int64_t *fired_ms, char *by, size_t bylen);
+int ej__running_read_fired(ej__coord *c, int item, int64_t *fired_ms, char *by, size_t bylen);
 /* An instance node other than ours was removed (dispatch thread): kept
  * (24 h, the latest 64) so that a takeover of its items can tell fire
  * times it lost from those a live owner had to account for. */
-void ej__exec_note_departed(ej__coord *c, const char *id);
-bool ej__exec_departed(ej__coord *c, const char *id);
-bool ej__exec_any_departed(ej__coord *c);
-/* After running: delete the running nodes created by ej__exec_begin in
+void ej__running_note_departed(ej__coord *c, const char *id);
+bool ej__running_departed(ej__coord *c, const char *id);
+bool ej__running_any_departed(ej__coord *c);
+/* After running: delete the running nodes created by ej__running_begin in
  * session (nothing when the session has changed since: the nodes went with
  * it, and a delete by path could hit the node of an instance that took the
  * item over). */
-void ej__exec_complete(ej__coord *c, const int *items, size_t n, int64_t session);
+void ej__running_complete(ej__coord *c, const int *items, size_t n, int64_t session);
 /* The same for one item (deleted as soon as that item is done, so that a
  * crash fails over only the items really running). */
-void ej__exec_complete_one(ej__coord *c, int item, int64_t session);
-/* Delete running nodes a lost request may have left (see execution.c);
+void ej__running_complete_one(ej__coord *c, int item, int64_t session);
+/* Delete running nodes a lost request may have left (see running.c);
  * cheap when there are none. Call at the start of a fire. */
-void ej__exec_cleanup(ej__coord *c);
-struct ej__exec_state;
-struct ej__exec_state *ej__coord_exec_state(ej__coord *c);
-struct ej__exec_state *ej__exec_state_new(void);
-void ej__exec_state_free(struct ej__exec_state *s);
+void ej__running_cleanup(ej__coord *c);
+struct ej__running_state;
+struct ej__running_state *ej__coord_exec_state(ej__coord *c);
+struct ej__running_state *ej__running_state_new(void);
+void ej__running_state_free(struct ej__running_state *s);
 /* When monitorExecution is off: prove the session is alive and the instance
  * registered (one request) before starting items. 0 or an error. */
-int ej__exec_check_alive(ej__coord *c);
+int ej__running_check_alive(ej__coord *c);
 /* Create / delete misfire nodes of items. */
-int ej__exec_set_misfire(ej__coord *c, const int *items, size_t n);
-int ej__exec_clear_misfire(ej__coord *c, const int *items, size_t n);
+int ej__running_set_misfire(ej__coord *c, const int *items, size_t n);
+int ej__running_clear_misfire(ej__coord *c, const int *items, size_t n);
 /* Items among items whose misfire node exists (from the view). */
-int ej__exec_misfired(ej__coord *c, const int *items, size_t n, int **out, size_t *nout);
+int ej__running_misfired(ej__coord *c, const int *items, size_t n, int **out, size_t *nout);
 /* Clock skew (maxTimeDiffSeconds >= 0): touches systemTime/current and
  * compares its mtime with the local clock. Returns 0, EJ_ECONFIG with msg
  * when the skew exceeds max_seconds, or a registry error. */
-int ej__exec_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t msglen);
+int ej__running_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t msglen);
 /* The own items of the next run: owned, minus failed over away (when
  * failover is on), minus disabled. Ascending. */
-int ej__exec_local_items(ej__coord *c, int **items, size_t *n);
+int ej__running_local_items(ej__coord *c, int **items, size_t *n);
 
 /* ------------------------------------------------------------------------ */
 /* guarantee.c: distribute-once listeners                                     */

@@ -31,7 +31,7 @@ struct ej__latch {
 static int create_node(struct ej__latch *l)
 {
     char prefix[EJ__LATCH_PREFIX_LEN + 1];
-    ej__latch_node_prefix(l->uuid, prefix, sizeof prefix);
+    ej__layout_latch_node_prefix(l->uuid, prefix, sizeof prefix);
     char *path = ej__asprintf("%s/%s", l->dir, prefix);
     if (path == NULL)
         return EJ_ENOMEM;
@@ -52,7 +52,7 @@ static int create_node(struct ej__latch *l)
         char **names = NULL;
         size_t n = 0;
         if (ej_registry_children(l->reg, l->dir, EJ_REG_UNSORTED, &names, &n) == 0) {
-            long i = ej__latch_find(names, n, l->uuid);
+            long i = ej__layout_latch_find(names, n, l->uuid);
             if (i >= 0) {
                 free(l->node);
                 l->node = ej__asprintf("%s/%s", l->dir, names[i]);
@@ -97,7 +97,7 @@ int ej__latch_acquire(ej_registry *reg, const char *latch_path, int timeout_ms, 
         free(l);
         return EJ_ENOMEM;
     }
-    ej__uuid4(l->uuid);
+    ej__layout_uuid4(l->uuid);
     int64_t start = ej__mono_ms();
     int64_t deadline = start + (timeout_ms > 0 ? timeout_ms : 0);
     bool warned = false;
@@ -113,7 +113,7 @@ int ej__latch_acquire(ej_registry *reg, const char *latch_path, int timeout_ms, 
         }
         if (rc != 0)
             break;
-        ej__latch_sort(names, n);
+        ej__layout_latch_sort(names, n);
         const char *own = strrchr(l->node, '/') + 1;
         long idx = -1;
         for (size_t i = 0; i < n; i++)

@@ -25,11 +25,11 @@
 
 void ej__coord_stop_job(ej__coord *c, int why)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool first = !c->stopped && !c->closed;
     c->stopped = true;
     pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     if (!first)
         return;
     const char *ns = ej_registry_namespace(c->reg);
@@ -49,13 +49,14 @@ void ej__coord_stop_job(ej__coord *c, int why)
  * went with the session, and the reconnection registers again. */
 static void operator_check_task(ej__coord *c, void *arg)
 {
+    EJ_ASSERT_SERIAL(c);
     int64_t sess = *(int64_t *)arg;
     free(arg);
     bool ex = false;
     int rc = ej_registry_exists(c->reg, c->p_my_instance, &ex, NULL);
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool same = c->reg_session == sess;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     if (rc == 0 && !ex && same && ej_registry_session_id(c->reg) == sess)
         ej__coord_stop_job(c, EJ__STOP_OPERATOR);
     else
@@ -94,9 +95,9 @@ static void on_servers_event_body(ej_tree_cache *cache, const struct ej_tree_eve
         return;
     }
     ej__coord_broadcast(c);
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool go = c->started && !c->closed && !c->stopped && c->init_servers;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     if (!go || strncmp(ev->path, c->p_servers, strlen(c->p_servers)) != 0 ||
         ev->path[strlen(c->p_servers)] != '/')
         return;
@@ -105,7 +106,7 @@ static void on_servers_event_body(ej_tree_cache *cache, const struct ej_tree_eve
     if (strcmp(ev->path, c->p_my_server) != 0)
         return;
     bool disabled =
-        ev->type != EJ_TREE_NODE_REMOVED && strcmp(ev->data, EJ_CONSOLE_SERVER_DISABLED) == 0;
+        ev->type != EJ_TREE_NODE_REMOVED && strcmp(ev->data, EJ_LAYOUT_SERVER_DISABLED) == 0;
     if (disabled) {
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: server %s disabled", c->job, c->ip);
         ej__coord_abdicate(c);
@@ -120,6 +121,7 @@ static void on_servers_event_body(ej_tree_cache *cache, const struct ej_tree_eve
 void ej__coord_on_servers_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
 {
     ej__coord *c = user;
+    EJ_ASSERT_DISPATCH(c);
     if (!ej__coord_enter(c))
         return;
     on_servers_event_body(cache, ev, user);
@@ -143,12 +145,12 @@ static void on_instances_event_body(ej_tree_cache *cache, const struct ej_tree_e
     const char *id = ev->path + plen + 1;
     if (strchr(id, '/') != NULL)
         return;
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool go = c->started && !c->closed && !c->stopped;
     bool init = c->init_instances;
     bool connected = c->connected;
     int64_t my_sess = c->reg_session;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     if (!go)
         return;
     bool mine = strcmp(id, c->me) == 0;
@@ -172,21 +174,21 @@ static void on_instances_event_body(ej_tree_cache *cache, const struct ej_tree_e
         }
         if (init)
             ej__coord_leader_set_necessary(c);
-        ej__exec_note_departed(c, id);
+        ej__running_note_departed(c, id);
         if (ev->stat && ev->stat->ephemeral_owner != 0) {
             int64_t hold = ej__mono_ms() + ej_registry_takeover_margin_ms(c->reg);
-            pthread_mutex_lock(&c->mu);
+            ej__mutex_lock(&c->mu);
             if (hold > c->takeover_hold_until)
                 c->takeover_hold_until = hold;
-            pthread_mutex_unlock(&c->mu);
+            ej__mutex_unlock(&c->mu);
             ej__failover_on_instance_removed(c, id, ev->stat->ephemeral_owner);
         }
         return;
     }
     if (ev->type == EJ_TREE_NODE_ADDED && !mine && init)
         ej__coord_leader_set_necessary(c);
-    if (mine && ev->len == strlen(EJ_CONSOLE_INSTANCE_TRIGGER) &&
-        strcmp(ev->data, EJ_CONSOLE_INSTANCE_TRIGGER) == 0) {
+    if (mine && ev->len == strlen(EJ_LAYOUT_INSTANCE_TRIGGER) &&
+        strcmp(ev->data, EJ_LAYOUT_INSTANCE_TRIGGER) == 0) {
         /* The console's trigger: reset the node, run once now. */
         ej_registry_set(c->reg, c->p_my_instance, "", 0, -1, NULL);
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: triggered by the console", c->job);
@@ -198,6 +200,7 @@ static void on_instances_event_body(ej_tree_cache *cache, const struct ej_tree_e
 void ej__coord_on_instances_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
 {
     ej__coord *c = user;
+    EJ_ASSERT_DISPATCH(c);
     if (!ej__coord_enter(c))
         return;
     on_instances_event_body(cache, ev, user);
@@ -223,7 +226,7 @@ static int create_fresh(ej__coord *c, const char *val)
         return EJ_EAGAIN;
     /* With the parents of the instance's ejob marker (membership's
      * register_instance), so that it costs no request of its own. */
-    char *marker = ej_console_ejob_marker_path_dup(c->job, c->me);
+    char *marker = ej_layout_marker_path_dup(c->job, c->me);
     if (marker == NULL)
         return EJ_ENOMEM;
     char *markers = ej__asprintf("%.*s", (int)(strrchr(marker, '/') - marker), marker);
@@ -256,17 +259,17 @@ static int create_fresh(ej__coord *c, const char *val)
  * what the node holds; on a new session ZooKeeper is asked. */
 int ej__coord_persist_server(ej__coord *c, bool cfg_disabled, bool overwrite)
 {
-    const char *val = EJ_CONSOLE_SERVER_ENABLED;
+    const char *val = EJ_LAYOUT_SERVER_ENABLED;
     bool at_start = !c->started;
     char *cur = NULL;
     int grc = at_start ? ej_tree_cache_get(c->c_servers, c->p_my_server, &cur, NULL, NULL)
                        : ej_registry_get(c->reg, c->p_my_server, &cur, NULL, NULL);
     if (cfg_disabled) {
-        val = EJ_CONSOLE_SERVER_DISABLED;
-    } else if (grc == 0 && strcmp(cur, EJ_CONSOLE_SERVER_DISABLED) == 0 && !overwrite) {
+        val = EJ_LAYOUT_SERVER_DISABLED;
+    } else if (grc == 0 && strcmp(cur, EJ_LAYOUT_SERVER_DISABLED) == 0 && !overwrite) {
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: server %s stays DISABLED (set by an operator)", c->job,
                c->ip);
-        val = EJ_CONSOLE_SERVER_DISABLED;
+        val = EJ_LAYOUT_SERVER_DISABLED;
     }
     bool same = grc == 0 && strcmp(cur, val) == 0;
     free(cur);
@@ -287,11 +290,11 @@ int ej__coord_persist_server(ej__coord *c, bool cfg_disabled, bool overwrite)
 }
 
 /* The marker that tells this instance apart from a Java one (console.h,
- * ej_console_ejob_marker_path_dup): ephemeral, of this session. Best
+ * ej_layout_marker_path_dup): ephemeral, of this session. Best
  * effort: without it the console takes the instance for a Java one. */
 static void register_marker(ej__coord *c, int64_t sess)
 {
-    char *p = ej_console_ejob_marker_path_dup(c->job, c->me);
+    char *p = ej_layout_marker_path_dup(c->job, c->me);
     if (p == NULL)
         return;
     int rc =
@@ -318,7 +321,7 @@ int ej__coord_register_instance(ej__coord *c)
     int64_t sess = ej_registry_session_id(c->reg);
     /* The instance node and the marker in one request (its parents exist
      * unless the job is new to ejob); anything else goes the long way. */
-    char *marker = ej_console_ejob_marker_path_dup(c->job, c->me);
+    char *marker = ej_layout_marker_path_dup(c->job, c->me);
     int rc = EJ_ENOMEM;
     if (marker != NULL) {
         struct ej_reg_op ops[2] = {
@@ -349,12 +352,12 @@ int ej__coord_register_instance(ej__coord *c)
     if (rc == 0 && !marked)
         register_marker(c, sess);
     if (rc == 0) {
-        pthread_mutex_lock(&c->mu);
+        ej__mutex_lock(&c->mu);
         c->reg_session = sess;
         c->reg_at_ms = ej__now_ms();
         c->fence_told = -1;
         pthread_cond_broadcast(&c->cv);
-        pthread_mutex_unlock(&c->mu);
+        ej__mutex_unlock(&c->mu);
     } else {
         ej__coord_set_error(c, "cannot create %s: %s", c->p_my_instance,
                             ej_registry_errmsg(c->reg));
@@ -364,11 +367,12 @@ int ej__coord_register_instance(ej__coord *c)
 
 static void reregister_task(ej__coord *c, void *arg)
 {
+    EJ_ASSERT_SERIAL(c);
     (void)arg;
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool go = c->started && !c->closed && !c->stopped && c->connected;
     bool dis = c->have_cfg && c->cfg.disabled;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     if (!go)
         return;
     EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: new ZooKeeper session: registering %s again", c->job,
@@ -395,7 +399,7 @@ static void on_state_body(ej_registry *reg, ej_reg_state st, bool new_session, v
 {
     (void)reg;
     ej__coord *c = user;
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool closed = c->closed;
     switch (st) {
     case EJ_REG_CONNECTED:
@@ -411,7 +415,7 @@ static void on_state_body(ej_registry *reg, ej_reg_state st, bool new_session, v
         c->reg_session = 0; /* our ephemeral nodes are gone (or will be) */
     bool started = c->started && !c->stopped;
     pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     if (closed)
         return;
     if (st == EJ_REG_SUSPENDED)
@@ -427,9 +431,9 @@ static void on_state_body(ej_registry *reg, ej_reg_state st, bool new_session, v
     else if (st == EJ_REG_RECONNECTED)
         ej__view_repair(c->view);
     if (st == EJ_REG_RECONNECTED && started) {
-        pthread_mutex_lock(&c->mu);
+        ej__mutex_lock(&c->mu);
         bool lost_registration = c->reg_session == 0;
-        pthread_mutex_unlock(&c->mu);
+        ej__mutex_unlock(&c->mu);
         if (lost_registration) {
             /* New session (or one reported lost that survived): register
              * again; on_conn follows the re-registration. */
@@ -444,6 +448,7 @@ static void on_state_body(ej_registry *reg, ej_reg_state st, bool new_session, v
 void ej__coord_on_state(ej_registry *reg, ej_reg_state st, bool new_session, void *user)
 {
     ej__coord *c = user;
+    EJ_ASSERT_DISPATCH(c);
     if (!ej__coord_enter(c))
         return;
     on_state_body(reg, st, new_session, user);
@@ -455,34 +460,34 @@ void ej__coord_on_state(ej_registry *reg, ej_reg_state st, bool new_session, voi
 
 int64_t ej__coord_session(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     int64_t s = c->stopped || c->closed ? 0 : c->reg_session;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return s;
 }
 
 int64_t ej__coord_registered_at(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     int64_t at = c->reg_at_ms;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return at;
 }
 
 bool ej__coord_may_start(ej__coord *c, int64_t session)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool ok = session != 0 && c->reg_session == session && c->started && !c->stopped &&
               !c->closed && c->connected;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     return ok && ej_registry_fence(c->reg, session) == EJ_REG_FENCE_OPEN;
 }
 
 void ej__coord_takeover_wait(ej__coord *c)
 {
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     int64_t until = c->takeover_hold_until;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     int64_t left = until - ej__mono_ms();
     if (left <= 0)
         return;
@@ -500,18 +505,21 @@ void ej__coord_on_fence(ej_registry *reg, ej_reg_fence level, int64_t session, v
     (void)level;
     (void)session;
     ej__coord *c = user;
+    /* The registry's watchdog thread, never the dispatch thread: a fence
+     * must reach the runtime while the dispatch thread is stuck. */
+    EJ_ASSERT(!ej__coord_on_dispatch(c));
     if (!ej__coord_enter(c))
         return;
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     int64_t mine = c->reg_session;
     bool started = c->started && !c->stopped;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     int lvl = mine ? (int)ej_registry_fence(reg, mine) : (int)EJ_REG_FENCE_CANCEL;
-    pthread_mutex_lock(&c->mu);
+    ej__mutex_lock(&c->mu);
     bool tell = started && lvl != c->fence_told;
     if (tell)
         c->fence_told = lvl;
-    pthread_mutex_unlock(&c->mu);
+    ej__mutex_unlock(&c->mu);
     if (tell && lvl != EJ_REG_FENCE_OPEN) {
         int64_t sess = 0;
         int64_t last = ej_registry_last_contact_ms(reg, &sess);

@@ -184,157 +184,170 @@ static int commit(ej_registry *reg, struct opbuf *b, size_t from, size_t to)
     return apply_one_by_one(reg, b, from, to);
 }
 
-int ej__shard_write(ej__coord *c, int count, const char *const *owners, size_t max_bytes)
-{
-    if (c == NULL || count < 0 || (count > 0 && owners == NULL))
-        return EJ_EINVAL;
-    if (max_bytes == 0)
-        max_bytes = CHUNK_BYTES_DEFAULT;
-    ej_registry *reg = ej__coord_registry(c);
-    ej__view *v = ej__coord_view(c);
-    char *jobname = strdup(ej__coord_job_name(c));
-    if (jobname == NULL)
-        return EJ_ENOMEM;
-    int rc;
+/* One resharding's writes: the operations not yet committed, in chunks. */
+struct shard_writer {
+    ej_registry *reg;
+    ej__view *v;
+    const char *job;
+    size_t max_bytes;
+    struct opbuf b;
+    size_t committed; /* operations committed in earlier chunks */
+};
 
-    struct opbuf b = {0};
-    int *present = NULL;
-    size_t npresent = 0;
-    rc = ej__view_items(v, &present, &npresent);
-    if (rc != 0)
-        goto out;
-    if (npresent == 0) {
-        /* The first sharding of the job: sharding/ itself may be missing
-         * (a transaction cannot create parents). */
-        char *dir = ej_console_path_dup(jobname, EJ_CONSOLE_NODE_SHARDING, 0, NULL);
-        rc = dir ? ej_registry_create_node(reg, dir, NULL, 0, EJ_REG_PERSISTENT,
+/* The first sharding of the job: sharding/ itself may be missing (a
+ * transaction cannot create parents). */
+static int ensure_sharding_dir(struct shard_writer *w)
+{
+    char *dir = ej_layout_path_dup(w->job, EJ_LAYOUT_NODE_SHARDING, 0, NULL);
+    int rc = dir ? ej_registry_create_node(w->reg, dir, NULL, 0, EJ_REG_PERSISTENT,
                                            EJ_REG_CREATE_PARENTS, NULL)
                  : EJ_ENOMEM;
-        free(dir);
-        if (rc == EJ_ENODEEXISTS)
-            rc = 0;
-        if (rc != 0)
-            goto out;
-    }
+    free(dir);
+    return rc == EJ_ENODEEXISTS ? 0 : rc;
+}
 
-    /* Chunks are committed as they fill; the last one (with the two
-     * deletes that tell readers the sharding is complete) goes last. */
-    size_t committed = 0;
-#define FLUSH_IF_FULL()                                                                            \
-    do {                                                                                           \
-        if (b.bytes >= max_bytes || b.n >= CHUNK_OPS_MAX) {                                        \
-            rc = commit(reg, &b, 0, b.n);                                                          \
-            if (rc != 0)                                                                           \
-                goto out;                                                                          \
-            committed += b.n;                                                                      \
-            ops_clear(&b);                                                                         \
-        }                                                                                          \
-    } while (0)
+/* Commits the chunk when it is full: chunks are committed as they fill. */
+static int flush_if_full(struct shard_writer *w)
+{
+    if (w->b.bytes < w->max_bytes && w->b.n < CHUNK_OPS_MAX)
+        return 0;
+    int rc = commit(w->reg, &w->b, 0, w->b.n);
+    if (rc != 0)
+        return rc;
+    w->committed += w->b.n;
+    ops_clear(&w->b);
+    return 0;
+}
 
-    /* 1. Items at or above the new count go, with their subtree. */
+static int add_item_op(struct shard_writer *w, ej_reg_op_type type, ej_layout_node node,
+                       int item, const char *data)
+{
+    return op_add(&w->b, type, ej_layout_path_dup(w->job, node, item, NULL), data,
+                  type == EJ_REG_OP_CREATE ? EJ_REG_PERSISTENT : 0);
+}
+
+/* Step 1: items at or above the new count go, with their subtree. */
+static int drop_items_from(struct shard_writer *w, const int *present, size_t npresent, int count)
+{
     for (size_t i = 0; i < npresent; i++) {
         int item = present[i];
         if (item < count)
             continue;
         struct ej__view_item it;
-        if (ej__view_get(v, item, &it) != 0)
+        if (ej__view_get(w->v, item, &it) != 0)
             continue;
         bool has_inst = it.owner != NULL;
         bool has_mis = it.misfire > 0, has_dis = it.disabled > 0;
         ej__view_item_fini(&it);
+        int rc = 0;
         if (has_inst)
-            rc = op_add(&b, EJ_REG_OP_DELETE,
-                        ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM_INSTANCE, item, NULL),
-                        NULL, 0);
+            rc = add_item_op(w, EJ_REG_OP_DELETE, EJ_LAYOUT_NODE_ITEM_INSTANCE, item, NULL);
         if (rc == 0 && has_mis)
-            rc = op_add(&b, EJ_REG_OP_DELETE,
-                        ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM_MISFIRE, item, NULL),
-                        NULL, 0);
+            rc = add_item_op(w, EJ_REG_OP_DELETE, EJ_LAYOUT_NODE_ITEM_MISFIRE, item, NULL);
         if (rc == 0 && has_dis)
-            rc = op_add(&b, EJ_REG_OP_DELETE,
-                        ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM_DISABLED, item, NULL),
-                        NULL, 0);
+            rc = add_item_op(w, EJ_REG_OP_DELETE, EJ_LAYOUT_NODE_ITEM_DISABLED, item, NULL);
         if (rc == 0)
-            rc = op_add(&b, EJ_REG_OP_DELETE,
-                        ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM, item, NULL), NULL, 0);
+            rc = add_item_op(w, EJ_REG_OP_DELETE, EJ_LAYOUT_NODE_ITEM, item, NULL);
+        if (rc == 0)
+            rc = flush_if_full(w);
         if (rc != 0)
-            goto out;
-        FLUSH_IF_FULL();
+            return rc;
     }
+    return 0;
+}
 
-    /* 2. Items 0..count-1 with their owners; unchanged ones cost nothing. */
+/* Step 2: items 0..count-1 with their owners; unchanged ones cost nothing. */
+static int write_owners(struct shard_writer *w, int count, const char *const *owners)
+{
     for (int item = 0; item < count; item++) {
         struct ej__view_item it;
-        bool present_now = ej__view_get(v, item, &it) == 0;
+        bool present_now = ej__view_get(w->v, item, &it) == 0;
         const char *want = owners[item];
+        int rc = 0;
         if (!present_now) {
-            rc = op_add(&b, EJ_REG_OP_CREATE,
-                        ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM, item, NULL), "",
-                        EJ_REG_PERSISTENT);
+            rc = add_item_op(w, EJ_REG_OP_CREATE, EJ_LAYOUT_NODE_ITEM, item, "");
             if (rc == 0 && want)
-                rc = op_add(&b, EJ_REG_OP_CREATE,
-                            ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM_INSTANCE, item, NULL),
-                            want, EJ_REG_PERSISTENT);
+                rc = add_item_op(w, EJ_REG_OP_CREATE, EJ_LAYOUT_NODE_ITEM_INSTANCE, item, want);
         } else {
             if (want && it.owner == NULL)
-                rc = op_add(&b, EJ_REG_OP_CREATE,
-                            ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM_INSTANCE, item, NULL),
-                            want, EJ_REG_PERSISTENT);
+                rc = add_item_op(w, EJ_REG_OP_CREATE, EJ_LAYOUT_NODE_ITEM_INSTANCE, item, want);
             else if (want && strcmp(want, it.owner) != 0)
-                rc = op_add(&b, EJ_REG_OP_SET,
-                            ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM_INSTANCE, item, NULL),
-                            want, 0);
+                rc = add_item_op(w, EJ_REG_OP_SET, EJ_LAYOUT_NODE_ITEM_INSTANCE, item, want);
             else if (!want && it.owner != NULL)
-                rc = op_add(&b, EJ_REG_OP_DELETE,
-                            ej_console_path_dup(jobname, EJ_CONSOLE_NODE_ITEM_INSTANCE, item, NULL),
-                            NULL, 0);
+                rc = add_item_op(w, EJ_REG_OP_DELETE, EJ_LAYOUT_NODE_ITEM_INSTANCE, item, NULL);
             ej__view_item_fini(&it);
         }
+        if (rc == 0)
+            rc = flush_if_full(w);
         if (rc != 0)
-            goto out;
-        FLUSH_IF_FULL();
+            return rc;
     }
-#undef FLUSH_IF_FULL
+    return 0;
+}
 
-    /* 3. The last transaction: ElasticJob's check("/"), the rest of the
-     * owners, then the flags. */
-    size_t nitem_ops = b.n;
-    rc = op_add(&b, EJ_REG_OP_CHECK, strdup("/"), NULL, 0);
+/* Step 3, the last transaction: ElasticJob's check("/"), the rest of the
+ * owners, then the two deletes that tell readers the sharding is complete.
+ * A failed transaction is repaired op by op, the flags still last. */
+static int commit_last(struct shard_writer *w, int count)
+{
+    struct opbuf *b = &w->b;
+    size_t nitem_ops = b->n;
+    int rc = op_add(b, EJ_REG_OP_CHECK, strdup("/"), NULL, 0);
     if (rc == 0)
-        rc = op_add(&b, EJ_REG_OP_DELETE,
-                    ej_console_path_dup(jobname, EJ_CONSOLE_NODE_SHARDING_NECESSARY, 0, NULL), NULL,
-                    0);
+        rc = add_item_op(w, EJ_REG_OP_DELETE, EJ_LAYOUT_NODE_SHARDING_NECESSARY, 0, NULL);
     if (rc == 0)
-        rc = op_add(&b, EJ_REG_OP_DELETE,
-                    ej_console_path_dup(jobname, EJ_CONSOLE_NODE_SHARDING_PROCESSING, 0, NULL),
-                    NULL, 0);
+        rc = add_item_op(w, EJ_REG_OP_DELETE, EJ_LAYOUT_NODE_SHARDING_PROCESSING, 0, NULL);
     if (rc != 0)
-        goto out;
+        return rc;
     /* Move the check to the front, as ElasticJob orders it. */
-    struct ej_reg_op chk = b.ops[nitem_ops];
-    char *chkp = b.paths[nitem_ops];
-    memmove(b.ops + 1, b.ops, nitem_ops * sizeof *b.ops);
-    memmove(b.paths + 1, b.paths, nitem_ops * sizeof *b.paths);
-    b.ops[0] = chk;
-    b.paths[0] = chkp;
+    struct ej_reg_op chk = b->ops[nitem_ops];
+    char *chkp = b->paths[nitem_ops];
+    memmove(b->ops + 1, b->ops, nitem_ops * sizeof *b->ops);
+    memmove(b->paths + 1, b->paths, nitem_ops * sizeof *b->paths);
+    b->ops[0] = chk;
+    b->paths[0] = chkp;
     size_t failed = 0;
-    rc = ej_registry_multi(reg, b.ops, b.n, &failed);
+    rc = ej_registry_multi(w->reg, b->ops, b->n, &failed);
     if (rc != 0 && rc != EJ_ECONNLOSS && rc != EJ_ESESSIONEXPIRED && rc != EJ_ECLOSED) {
         EJ_LOG(EJ_LOG_INFO, MOD, rc, "final sharding transaction failed at %s (%s); repairing",
-               failed < b.n ? b.ops[failed].path : "?", ej_registry_errmsg(reg));
-        rc = apply_one_by_one(reg, &b, 1, 1 + nitem_ops);
+               failed < b->n ? b->ops[failed].path : "?", ej_registry_errmsg(w->reg));
+        rc = apply_one_by_one(w->reg, b, 1, 1 + nitem_ops);
         if (rc == 0) {
             /* Only now may readers see the flags go. */
-            rc = ej_registry_multi(reg, b.ops + 1 + nitem_ops, 2, NULL);
+            rc = ej_registry_multi(w->reg, b->ops + 1 + nitem_ops, 2, NULL);
             if (rc != 0)
-                rc = apply_one_by_one(reg, &b, 1 + nitem_ops, b.n);
+                rc = apply_one_by_one(w->reg, b, 1 + nitem_ops, b->n);
         }
     }
     if (rc == 0)
-        EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: sharding of %d items written (%zu ops)", jobname,
-               count, committed + b.n);
-out:
-    ops_free(&b);
+        EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: sharding of %d items written (%zu ops)", w->job,
+               count, w->committed + b->n);
+    return rc;
+}
+
+int ej__shard_write(ej__coord *c, int count, const char *const *owners, size_t max_bytes)
+{
+    if (c == NULL || count < 0 || (count > 0 && owners == NULL))
+        return EJ_EINVAL;
+    char *jobname = strdup(ej__coord_job_name(c));
+    if (jobname == NULL)
+        return EJ_ENOMEM;
+    struct shard_writer w = {.reg = ej__coord_registry(c),
+                             .v = ej__coord_view(c),
+                             .job = jobname,
+                             .max_bytes = max_bytes ? max_bytes : CHUNK_BYTES_DEFAULT};
+    int *present = NULL;
+    size_t npresent = 0;
+    int rc = ej__view_items(w.v, &present, &npresent);
+    if (rc == 0 && npresent == 0)
+        rc = ensure_sharding_dir(&w);
+    if (rc == 0)
+        rc = drop_items_from(&w, present, npresent, count);
+    if (rc == 0)
+        rc = write_owners(&w, count, owners);
+    if (rc == 0)
+        rc = commit_last(&w, count);
+    ops_free(&w.b);
     free(present);
     free(jobname);
     return rc;
@@ -400,33 +413,15 @@ static int wait_for_leader_sharding(ej__coord *c, int64_t deadline)
     }
 }
 
-static int leader_shard(ej__coord *c, int64_t deadline)
+/* Waits for items other instances are running: resharding under them
+ * makes their new owners skip them (their running nodes stay until they
+ * end: never twice at once) and run them as misfires later. At most half
+ * the wait bound: the followers wait for this resharding, from the same
+ * fire time, for the bound, and must not give their fires up (leader-wait)
+ * while this leader works. The leader stops waiting when it leaves. */
+static void wait_for_running_items(ej__coord *c, const char *job, int64_t sess, int64_t deadline)
 {
-    ej_registry *reg = ej__coord_registry(c);
     ej__view *v = ej__coord_view(c);
-    int64_t sess = ej_registry_session_id(reg);
-    struct ej_job_config cfg;
-    int rc = ej__coord_config(c, &cfg);
-    if (rc != 0)
-        return rc;
-    char *p_proc = ej_console_path_dup(cfg.job_name, EJ_CONSOLE_NODE_SHARDING_PROCESSING, 0, NULL);
-    char **ids = NULL;
-    size_t n = 0;
-    const char **owners = NULL;
-    const char **prev = NULL;
-    int count = cfg.sharding_total_count;
-    if (p_proc == NULL) {
-        rc = EJ_ENOMEM;
-        goto out;
-    }
-
-    /* Wait for items other instances are running: resharding under them
-     * makes their new owners skip them (their running nodes stay until they
-     * end: never twice at once) and run them as misfires later. At most
-     * half the wait bound: the followers wait for this resharding, from
-     * the same fire time, for the bound, and must not give their fires up
-     * (leader-wait) while this leader works. The leader stops waiting when
-     * it leaves. */
     int64_t wstart = ej__mono_ms();
     int64_t run_deadline = wstart + ej__coord_wait_bound(c) / 2;
     if (run_deadline > deadline)
@@ -437,7 +432,7 @@ static int leader_shard(ej__coord *c, int64_t deadline)
         if (!logged && ej__mono_ms() - wstart > 1000) {
             logged = true;
             EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: waiting for %zu running items before resharding",
-                   cfg.job_name, ej__view_running_count(v, sess));
+                   job, ej__view_running_count(v, sess));
         }
         ej__coord_lock(c);
         ej__coord_wait_locked(c, run_deadline);
@@ -445,48 +440,124 @@ static int leader_shard(ej__coord *c, int64_t deadline)
     }
     if (ej__view_running_count(v, sess) > 0)
         EJ_LOG(EJ_LOG_WARN, MOD, 0,
-               "job %s: resharding while items still run elsewhere (waited %" PRId64 " ms)",
-               cfg.job_name, ej__mono_ms() - wstart);
+               "job %s: resharding while items still run elsewhere (waited %" PRId64 " ms)", job,
+               ej__mono_ms() - wstart);
+}
 
-    rc = ej_registry_create_node(reg, p_proc, NULL, 0, EJ_REG_EPHEMERAL, EJ_REG_CREATE_PARENTS,
-                                 NULL);
-    if (rc == EJ_ENODEEXISTS) {
-        struct ej_node_stat st;
-        bool ex = false;
-        if (ej_registry_exists(reg, p_proc, &ex, &st) == 0 && ex && st.ephemeral_owner != sess) {
-            EJ_LOG(EJ_LOG_WARN, MOD, 0,
-                   "job %s: %s is held by session 0x%" PRIx64 "; not resharding now", cfg.job_name,
-                   p_proc, (uint64_t)st.ephemeral_owner);
-            rc = EJ_EBUSY;
-            goto out;
-        }
-        rc = 0;
+/* Creates leader/sharding/processing (ephemeral), or finds it ours.
+ * EJ_EBUSY when another session holds it. */
+static int claim_processing(ej_registry *reg, const char *job, const char *p_proc, int64_t sess)
+{
+    int rc = ej_registry_create_node(reg, p_proc, NULL, 0, EJ_REG_EPHEMERAL,
+                                     EJ_REG_CREATE_PARENTS, NULL);
+    if (rc != EJ_ENODEEXISTS)
+        return rc;
+    struct ej_node_stat st;
+    bool ex = false;
+    if (ej_registry_exists(reg, p_proc, &ex, &st) == 0 && ex && st.ephemeral_owner != sess) {
+        EJ_LOG(EJ_LOG_WARN, MOD, 0,
+               "job %s: %s is held by session 0x%" PRIx64 "; not resharding now", job, p_proc,
+               (uint64_t)st.ephemeral_owner);
+        return EJ_EBUSY;
     }
-    if (rc != 0)
-        goto out;
+    return 0;
+}
 
-    rc = ej__coord_available_instances(c, &ids, &n);
-    if (rc != 0)
-        goto out;
-    owners = calloc((size_t)count + 1, sizeof *owners);
-    prev = calloc((size_t)count + 1, sizeof *prev);
+/* The strategy's assignment of count items over ids (owners[item], borrowed
+ * from ids), from the previous owners in the view, written. *tried: the
+ * assignment was attempted (false: no memory to start). */
+static int assign_and_write(ej__coord *c, const char *job, char **ids, size_t n, int count,
+                            const char **owners, bool *tried)
+{
+    ej__view *v = ej__coord_view(c);
+    const char **prev = calloc((size_t)count + 1, sizeof *prev);
     struct ej__view_item *items = calloc((size_t)count + 1, sizeof *items);
-    if (owners == NULL || prev == NULL || items == NULL) {
+    *tried = prev != NULL && items != NULL;
+    if (!*tried) {
+        free(prev);
         free(items);
-        rc = EJ_ENOMEM;
-        goto out;
+        return EJ_ENOMEM;
     }
     for (int i = 0; i < count; i++)
         if (ej__view_get(v, i, &items[i]) == 0)
             prev[i] = items[i].owner;
     char *strategy = ej__coord_strategy_name(c);
-    rc = assign(reg, strategy ? strategy : "", cfg.job_name, ids, n, count, prev, owners);
+    int rc = assign(ej__coord_registry(c), strategy ? strategy : "", job, ids, n, count, prev,
+                    owners);
     free(strategy);
     if (rc == 0)
         rc = ej__shard_write(c, count, owners, 0);
     for (int i = 0; i < count; i++)
         ej__view_item_fini(&items[i]);
     free(items);
+    free(prev);
+    return rc;
+}
+
+/* Lets the view catch up with what was just written: this instance's own
+ * items are read from it right after. Polled: the check is linear in the
+ * items, and every item's change would wake a condition wait. */
+static void wait_view_shows(ej__coord *c, const char *job, const char **owners, int count,
+                            int64_t deadline)
+{
+    while (!ej__view_matches(ej__coord_view(c), owners, count)) {
+        if (ej__mono_ms() >= deadline) {
+            EJ_LOG(EJ_LOG_WARN, MOD, EJ_ETIMEDOUT,
+                   "job %s: the sharding view did not show the new assignment in time", job);
+            return;
+        }
+        ej__sleep_ms(count > 10000 ? 50 : 5);
+    }
+}
+
+/* An instance that joined or left while this sharding ran may have set the
+ * flag before the last transaction deleted it: shard again at the next
+ * fire if the instances are no longer those just used. */
+static void recheck_instances(ej__coord *c, const char *job, char **ids, size_t n)
+{
+    char **now_ids = NULL;
+    size_t now_n = 0;
+    if (ej__coord_available_instances(c, &now_ids, &now_n) != 0)
+        return;
+    bool same = now_n == n;
+    for (size_t i = 0; same && i < n; i++)
+        same = strcmp(now_ids[i], ids[i]) == 0;
+    if (!same) {
+        EJ_LOG(EJ_LOG_INFO, MOD, 0,
+               "job %s: instances changed while sharding; resharding at the next fire", job);
+        ej__coord_set_necessary(c);
+    }
+    ej_registry_free_names(now_ids);
+}
+
+static int leader_shard(ej__coord *c, int64_t deadline)
+{
+    ej_registry *reg = ej__coord_registry(c);
+    int64_t sess = ej_registry_session_id(reg);
+    struct ej_job_config cfg;
+    int rc = ej__coord_config(c, &cfg);
+    if (rc != 0)
+        return rc;
+    char *p_proc = ej_layout_path_dup(cfg.job_name, EJ_LAYOUT_NODE_SHARDING_PROCESSING, 0, NULL);
+    char **ids = NULL;
+    size_t n = 0;
+    const char **owners = NULL;
+    int count = cfg.sharding_total_count;
+    if (p_proc == NULL) {
+        rc = EJ_ENOMEM;
+        goto out;
+    }
+    wait_for_running_items(c, cfg.job_name, sess, deadline);
+    rc = claim_processing(reg, cfg.job_name, p_proc, sess);
+    if (rc == 0)
+        rc = ej__coord_available_instances(c, &ids, &n);
+    if (rc != 0)
+        goto out;
+    owners = calloc((size_t)count + 1, sizeof *owners);
+    bool tried = false;
+    rc = owners ? assign_and_write(c, cfg.job_name, ids, n, count, owners, &tried) : EJ_ENOMEM;
+    if (rc != 0 && !tried)
+        goto out;
     if (rc != 0) {
         /* Leave processing to the session's end only if we cannot delete
          * it: readers must not wait for a dead attempt. */
@@ -496,39 +567,10 @@ static int leader_shard(ej__coord *c, int64_t deadline)
     EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: resharded %d items over %zu instances", cfg.job_name,
            count, n);
     ej__coord_count_reshard(c);
-    /* Let the view catch up with what was just written: this instance's
-     * own items are read from it right after. */
-    /* Polled: the check is linear in the items, and every item's change
-     * would wake a condition wait. */
-    while (!ej__view_matches(v, owners, count)) {
-        if (ej__mono_ms() >= deadline) {
-            EJ_LOG(EJ_LOG_WARN, MOD, EJ_ETIMEDOUT,
-                   "job %s: the sharding view did not show the new assignment in time",
-                   cfg.job_name);
-            break;
-        }
-        ej__sleep_ms(count > 10000 ? 50 : 5);
-    }
-    /* An instance that joined or left while this sharding ran may have set
-     * the flag before the last transaction deleted it: shard again at the
-     * next fire if the instances are no longer those just used. */
-    char **now_ids = NULL;
-    size_t now_n = 0;
-    if (ej__coord_available_instances(c, &now_ids, &now_n) == 0) {
-        bool same = now_n == n;
-        for (size_t i = 0; same && i < n; i++)
-            same = strcmp(now_ids[i], ids[i]) == 0;
-        if (!same) {
-            EJ_LOG(EJ_LOG_INFO, MOD, 0,
-                   "job %s: instances changed while sharding; resharding at the next fire",
-                   cfg.job_name);
-            ej__coord_set_necessary(c);
-        }
-        ej_registry_free_names(now_ids);
-    }
+    wait_view_shows(c, cfg.job_name, owners, count, deadline);
+    recheck_instances(c, cfg.job_name, ids, n);
 out:
     free(owners);
-    free(prev);
     ej_registry_free_names(ids);
     free(p_proc);
     ej_job_config_fini(&cfg);
@@ -537,7 +579,7 @@ out:
 
 /* Reshard when the flag is one this leader has not resharded for yet: the
  * other resharding (a fire's, a busy leader's task) may just have done it
- * while the cache still shows the flag. Shard lock held. */
+ * while the cache still shows the flag. Shard lock held (checked there). */
 static int shard_if_flag_new(ej__coord *c, int64_t deadline)
 {
     int64_t flag = 0;
@@ -553,9 +595,7 @@ int ej__shard_if_necessary(ej__coord *c)
 {
     if (c == NULL)
         return EJ_EINVAL;
-    ej__coord_lock(c);
-    bool need = ej__coord_necessary_locked(c);
-    ej__coord_unlock(c);
+    bool need = ej__coord_necessary(c);
     if (!need)
         return 0;
     char **ids = NULL;
@@ -598,9 +638,7 @@ void ej__shard_when_busy(ej__coord *c)
 {
     if (c == NULL || !ej__coord_busy(c) || !ej__coord_is_leader(c))
         return;
-    ej__coord_lock(c);
-    bool need = ej__coord_necessary_locked(c);
-    ej__coord_unlock(c);
+    bool need = ej__coord_necessary(c);
     if (!need || !ej__coord_shard_claim(c))
         return;
     EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: resharding now, while this leader's job runs",

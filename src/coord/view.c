@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "coord/internal.h"
 #include "ejob/error.h"
@@ -62,7 +63,7 @@ struct ej__view {
     ej__view_change_fn fn;
     void *user;
 
-    pthread_mutex_t mu;
+    ej__mutex mu;
     pthread_cond_t cv;
     atomic_int refs;
     int inflight; /* callbacks and tasks working now */
@@ -98,26 +99,26 @@ static void view_unref(struct ej__view *v)
     free(v->job);
     free(v->me);
     free(v->sharding_path);
-    pthread_mutex_destroy(&v->mu);
+    ej__mutex_destroy(&v->mu);
     pthread_cond_destroy(&v->cv);
     free(v);
 }
 
-static ej_console_node kind_node(int kind)
+static ej_layout_node kind_node(int kind)
 {
     switch (kind) {
     case EJ__VK_INSTANCE:
-        return EJ_CONSOLE_NODE_ITEM_INSTANCE;
+        return EJ_LAYOUT_NODE_ITEM_INSTANCE;
     case EJ__VK_RUNNING:
-        return EJ_CONSOLE_NODE_ITEM_RUNNING;
+        return EJ_LAYOUT_NODE_ITEM_RUNNING;
     case EJ__VK_FAILOVER:
-        return EJ_CONSOLE_NODE_ITEM_FAILOVER;
+        return EJ_LAYOUT_NODE_ITEM_FAILOVER;
     case EJ__VK_MISFIRE:
-        return EJ_CONSOLE_NODE_ITEM_MISFIRE;
+        return EJ_LAYOUT_NODE_ITEM_MISFIRE;
     case EJ__VK_DISABLED:
-        return EJ_CONSOLE_NODE_ITEM_DISABLED;
+        return EJ_LAYOUT_NODE_ITEM_DISABLED;
     default:
-        return EJ_CONSOLE_NODE_COUNT_; /* no path */
+        return EJ_LAYOUT_NODE_COUNT_; /* no path */
     }
 }
 
@@ -128,9 +129,10 @@ static void item_init(struct vitem *it)
     it->misfire = it->disabled = -1;
 }
 
-/* Grow items to hold item (locked). */
+/* Grow items to hold item. */
 static int ensure_cap(struct ej__view *v, int item)
 {
+    EJ_ASSERT_HELD(&v->mu);
     if ((size_t)item < v->cap)
         return 0;
     size_t ncap = v->cap ? v->cap : 16;
@@ -146,9 +148,10 @@ static int ensure_cap(struct ej__view *v, int item)
     return 0;
 }
 
-/* Which kinds an item needs tracked (locked). */
+/* Which kinds an item needs tracked. */
 static uint8_t want_of(const struct ej__view *v, const struct vitem *it)
 {
+    EJ_ASSERT_HELD(&v->mu);
     uint8_t w = 1u << EJ__VK_INSTANCE;
     bool mine = it->owner != NULL && strcmp(it->owner, v->me) == 0;
     if (mine)
@@ -208,20 +211,20 @@ static void refresh(struct ej__view *v, int item, int kind);
  * ej__view_destroy waits for it, and none starts after. */
 static bool view_enter(struct ej__view *v)
 {
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     bool ok = !v->closed;
     if (ok)
         v->inflight++;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     return ok;
 }
 
 static void view_done(struct ej__view *v)
 {
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     v->inflight--;
     pthread_cond_broadcast(&v->cv);
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
 }
 
 static void token_cb(ej_registry *reg, ej_reg_watch_event ev, const char *path, void *user)
@@ -232,7 +235,7 @@ static void token_cb(ej_registry *reg, ej_reg_watch_event ev, const char *path, 
     struct ej__view *v = t->v;
     int item = t->item, kind = t->kind;
     bool act = false;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     if (!v->closed && t->gen == v->gen) {
         if (kind == KIND_SHARDING)
             v->sharding_armed = false;
@@ -245,7 +248,7 @@ static void token_cb(ej_registry *reg, ej_reg_watch_event ev, const char *path, 
             v->inflight++;
         }
     }
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     free(t);
     if (act) {
         refresh(v, item, kind);
@@ -292,17 +295,20 @@ static bool offline(struct ej__view *v)
     return ej__mono_ms() < atomic_load(&v->offline_until);
 }
 
-static void refresh_item(struct ej__view *v, int item, int kind)
+/* Marks the kind's watch of an item as armed, when it is to be read now:
+ * false when offline (repair scheduled), closed, not wanted or already
+ * armed. *gen: the view's generation the watch belongs to. */
+static bool arm_item(struct ej__view *v, int item, int kind, uint64_t *gen)
 {
     if (offline(v)) {
-        pthread_mutex_lock(&v->mu);
+        ej__mutex_lock(&v->mu);
         if ((size_t)item < v->cap)
             v->items[item].broken |= (uint8_t)(1u << kind);
-        pthread_mutex_unlock(&v->mu);
+        ej__mutex_unlock(&v->mu);
         schedule_repair(v);
-        return;
+        return false;
     }
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     if (v->closed || (size_t)item >= v->cap || !v->items[item].present ||
         !(v->items[item].want & (1u << kind)) || (v->items[item].armed & (1u << kind))) {
         /* A watch of a kind no longer wanted fired: its value is no more
@@ -310,62 +316,64 @@ static void refresh_item(struct ej__view *v, int item, int kind)
         if (!v->closed && (size_t)item < v->cap && !(v->items[item].want & (1u << kind)) &&
             !(v->items[item].armed & (1u << kind)))
             forget(&v->items[item], kind);
-        pthread_mutex_unlock(&v->mu);
-        return;
+        ej__mutex_unlock(&v->mu);
+        return false;
     }
     v->items[item].armed |= (uint8_t)(1u << kind);
-    uint64_t gen = v->gen;
-    pthread_mutex_unlock(&v->mu);
+    *gen = v->gen;
+    ej__mutex_unlock(&v->mu);
+    return true;
+}
 
-    char *path = ej_console_path_dup(v->job, kind_node(kind), item, NULL);
-    struct vtoken *t = token_new(v, gen, item, kind);
-    int rc = (path && t) ? 0 : EJ_ENOMEM;
-    bool exists = false;
-    char *data = NULL;
-    struct ej_node_stat st;
-    memset(&st, 0, sizeof st);
-    if (rc == 0 && kind == EJ__VK_INSTANCE) {
-        rc = ej_registry_get_watch(v->reg, path, token_cb, t, &data, NULL, &st);
-        if (rc == 0) {
-            exists = true;
-        } else if (rc == EJ_ENONODE) {
-            rc = ej_registry_exists_watch(v->reg, path, token_cb, t, &exists, &st);
-            if (rc == 0 && exists) {
-                /* Created in between: the exists watch now covers changes;
-                 * read the data without another watch. */
-                int grc = ej_registry_get(v->reg, path, &data, NULL, &st);
-                if (grc == EJ_ENONODE)
-                    exists = false; /* the watch reports the delete */
-            }
+/* Reads the node with a watch (token t): the instance node's data, the
+ * other kinds' existence and stat. */
+static int read_watched(struct ej__view *v, const char *path, int kind, struct vtoken *t,
+                        bool *exists, char **data, struct ej_node_stat *st)
+{
+    if (kind != EJ__VK_INSTANCE)
+        return ej_registry_exists_watch(v->reg, path, token_cb, t, exists, st);
+    int rc = ej_registry_get_watch(v->reg, path, token_cb, t, data, NULL, st);
+    if (rc == 0) {
+        *exists = true;
+    } else if (rc == EJ_ENONODE) {
+        rc = ej_registry_exists_watch(v->reg, path, token_cb, t, exists, st);
+        if (rc == 0 && *exists) {
+            /* Created in between: the exists watch now covers changes;
+             * read the data without another watch. */
+            int grc = ej_registry_get(v->reg, path, data, NULL, st);
+            if (grc == EJ_ENONODE)
+                *exists = false; /* the watch reports the delete */
         }
-    } else if (rc == 0) {
-        rc = ej_registry_exists_watch(v->reg, path, token_cb, t, &exists, &st);
     }
-    if (rc != 0) {
-        if (t)
-            token_drop(t);
-        pthread_mutex_lock(&v->mu);
-        if ((size_t)item < v->cap) {
-            v->items[item].armed &= (uint8_t) ~(1u << kind);
-            v->items[item].broken |= (uint8_t)(1u << kind);
-        }
-        pthread_mutex_unlock(&v->mu);
-        if (conn_error(rc))
-            atomic_store(&v->offline_until, ej__mono_ms() + 1000);
-        EJ_LOG(EJ_LOG_WARN, MOD, rc, "view: cannot watch %s: %s", path ? path : "?",
-               ej_registry_errmsg(v->reg));
-        free(path);
-        schedule_repair(v);
-        return;
-    }
-    free(path);
+    return rc;
+}
 
-    bool changed = false;
-    uint8_t newly = 0;
-    pthread_mutex_lock(&v->mu);
+/* The watch could not be set: the item's kind is broken until the repair. */
+static void watch_failed(struct ej__view *v, int item, int kind, int rc, const char *path)
+{
+    ej__mutex_lock(&v->mu);
+    if ((size_t)item < v->cap) {
+        v->items[item].armed &= (uint8_t) ~(1u << kind);
+        v->items[item].broken |= (uint8_t)(1u << kind);
+    }
+    ej__mutex_unlock(&v->mu);
+    if (conn_error(rc))
+        atomic_store(&v->offline_until, ej__mono_ms() + 1000);
+    EJ_LOG(EJ_LOG_WARN, MOD, rc, "view: cannot watch %s: %s", path ? path : "?",
+           ej_registry_errmsg(v->reg));
+    schedule_repair(v);
+}
+
+/* Takes the value read into the item. Returns whether it changed; *newly:
+ * kinds the item needs tracked from now on (its owner changed). */
+static bool apply_value(struct ej__view *v, int item, int kind, bool exists, const char *data,
+                        const struct ej_node_stat *st, uint8_t *newly)
+{
+    EJ_ASSERT_HELD(&v->mu);
     struct vitem *it = &v->items[item];
     it->broken &= (uint8_t) ~(1u << kind);
     int64_t now = ej__now_ms();
+    bool changed = false;
     switch (kind) {
     case EJ__VK_INSTANCE: {
         const char *nv = exists ? (data ? data : "") : NULL;
@@ -376,14 +384,14 @@ static void refresh_item(struct ej__view *v, int item, int kind)
             free(it->owner);
             it->owner = nv ? strdup(nv) : NULL;
             uint8_t w = want_of(v, it);
-            newly = (uint8_t)(w & ~it->want);
+            *newly = (uint8_t)(w & ~it->want);
             it->want = w;
             drop_unwanted(it, w);
         }
         break;
     }
     case EJ__VK_RUNNING: {
-        int64_t o = exists ? st.ephemeral_owner : 0;
+        int64_t o = exists ? st->ephemeral_owner : 0;
         if (o != it->run_owner) {
             changed = true;
             if (it->run_owner > 0 && o == 0) {
@@ -393,12 +401,12 @@ static void refresh_item(struct ej__view *v, int item, int kind)
             EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "view %s: item %d running 0x%" PRIx64 " -> 0x%" PRIx64,
                    v->job, item, (uint64_t)it->run_owner, (uint64_t)o);
             it->run_owner = o;
-            it->run_czxid = exists ? st.czxid : 0;
+            it->run_czxid = exists ? st->czxid : 0;
         }
         break;
     }
     case EJ__VK_FAILOVER: {
-        int64_t o = exists ? st.ephemeral_owner : 0;
+        int64_t o = exists ? st->ephemeral_owner : 0;
         if (o != it->fo_owner) {
             changed = true;
             if (it->fo_owner > 0 && o == 0) {
@@ -406,7 +414,7 @@ static void refresh_item(struct ej__view *v, int item, int kind)
                 it->fo_gone_at = now;
             }
             it->fo_owner = o;
-            it->fo_czxid = exists ? st.czxid : 0;
+            it->fo_czxid = exists ? st->czxid : 0;
         }
         break;
     }
@@ -425,7 +433,35 @@ static void refresh_item(struct ej__view *v, int item, int kind)
         }
         break;
     }
-    pthread_mutex_unlock(&v->mu);
+    return changed;
+}
+
+/* (Re)reads one kind of one item with a watch, and tells the listener
+ * when its value changed. */
+static void refresh_item(struct ej__view *v, int item, int kind)
+{
+    uint64_t gen = 0;
+    if (!arm_item(v, item, kind, &gen))
+        return;
+    char *path = ej_layout_path_dup(v->job, kind_node(kind), item, NULL);
+    struct vtoken *t = token_new(v, gen, item, kind);
+    bool exists = false;
+    char *data = NULL;
+    struct ej_node_stat st;
+    memset(&st, 0, sizeof st);
+    int rc = (path && t) ? read_watched(v, path, kind, t, &exists, &data, &st) : EJ_ENOMEM;
+    if (rc != 0) {
+        if (t)
+            token_drop(t);
+        watch_failed(v, item, kind, rc, path);
+        free(path);
+        return;
+    }
+    free(path);
+    uint8_t newly = 0;
+    ej__mutex_lock(&v->mu);
+    bool changed = apply_value(v, item, kind, exists, data, &st, &newly);
+    ej__mutex_unlock(&v->mu);
     free(data);
     for (int k = 0; k < EJ__VK_COUNT; k++)
         if (newly & (1u << k))
@@ -446,14 +482,14 @@ struct bulk {
 
 static void arm_one(struct ej__view *v, int item)
 {
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     uint8_t todo = 0;
     if ((size_t)item < v->cap && v->items[item].present && !v->closed) {
         v->items[item].want = want_of(v, &v->items[item]);
         drop_unwanted(&v->items[item], v->items[item].want);
         todo = (uint8_t)(v->items[item].want & ~v->items[item].armed);
     }
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     for (int k = 0; k < EJ__VK_COUNT; k++)
         if (todo & (1u << k))
             refresh_item(v, item, k);
@@ -487,28 +523,35 @@ static void arm_bulk(struct ej__view *v, const int *items, size_t n)
 }
 
 /* Read the item set and leave a children watch. Dispatch thread. */
-static void refresh_sharding(struct ej__view *v)
+/* Marks the sharding/ watch as armed, when it is to be read now: false
+ * when offline (repair scheduled), closed or already armed. */
+static bool arm_sharding(struct ej__view *v, uint64_t *gen, bool *absent_first)
 {
     if (offline(v)) {
-        pthread_mutex_lock(&v->mu);
+        ej__mutex_lock(&v->mu);
         v->sharding_broken = true;
-        pthread_mutex_unlock(&v->mu);
+        ej__mutex_unlock(&v->mu);
         schedule_repair(v);
-        return;
+        return false;
     }
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     if (v->closed || v->sharding_armed) {
-        pthread_mutex_unlock(&v->mu);
-        return;
+        ej__mutex_unlock(&v->mu);
+        return false;
     }
     v->sharding_armed = true;
-    uint64_t gen = v->gen;
-    bool absent_first = v->expect_absent;
+    *gen = v->gen;
+    *absent_first = v->expect_absent;
     v->expect_absent = false;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
+    return true;
+}
 
-    char **names = NULL;
-    size_t n = 0;
+/* Lists sharding/ with a watch (children, or exists while it is missing).
+ * On success *names (caller frees; NULL when missing). */
+static int list_sharding(struct ej__view *v, uint64_t gen, bool absent_first, char ***names,
+                         size_t *n)
+{
     int rc = EJ_ECONNLOSS;
     struct vtoken *t = NULL; /* a token no watch holds yet */
     for (int attempt = 0; attempt < 5; attempt++) {
@@ -521,7 +564,7 @@ static void refresh_sharding(struct ej__view *v)
          * alone then does, without a children read failing first. */
         if (!absent_first || attempt > 0) {
             rc = ej_registry_children_watch(v->reg, v->sharding_path, token_cb, t, EJ_REG_UNSORTED,
-                                            &names, &n);
+                                            names, n);
             if (rc == 0) {
                 t = NULL;
                 break;
@@ -535,42 +578,54 @@ static void refresh_sharding(struct ej__view *v)
             break;
         t = NULL; /* the exists watch holds it */
         if (!exists) {
-            names = NULL;
-            n = 0;
+            *names = NULL;
+            *n = 0;
             break;
         }
         /* Created in between: set the children watch too (a second pending
          * watch for this path only costs one extra read when it fires). */
         rc = EJ_ECONNLOSS;
     }
-    if (rc != 0) {
-        if (t)
-            token_drop(t);
-        pthread_mutex_lock(&v->mu);
-        v->sharding_armed = false;
-        v->sharding_broken = true;
-        pthread_mutex_unlock(&v->mu);
-        if (conn_error(rc))
-            atomic_store(&v->offline_until, ej__mono_ms() + 1000);
-        EJ_LOG(EJ_LOG_WARN, MOD, rc, "view: cannot watch %s: %s", v->sharding_path,
-               ej_registry_errmsg(v->reg));
-        schedule_repair(v);
-        return;
-    }
+    if (t)
+        token_drop(t);
+    return rc;
+}
 
-    /* Mark the listed items; items not listed are gone. */
-    int *added = NULL;
-    size_t nadded = 0;
+/* An item no longer listed: gone with its whole subtree. Pending watches
+ * stay registered and are ignored when they fire for an absent item. */
+static void item_gone(struct ej__view *v, struct vitem *it)
+{
+    EJ_ASSERT_HELD(&v->mu);
+    if (it->run_owner > 0) {
+        it->run_gone_owner = it->run_owner;
+        it->run_gone_at = ej__now_ms();
+    }
+    if (it->fo_owner > 0) {
+        it->fo_gone_owner = it->fo_owner;
+        it->fo_gone_at = ej__now_ms();
+    }
+    it->present = false;
+    v->count--;
+    free(it->owner);
+    it->owner = NULL;
+    it->run_owner = it->fo_owner = -1;
+    it->misfire = it->disabled = -1;
+    it->misfire_mine = false;
+    it->want = 0;
+}
+
+/* Marks the listed items present (their numbers into added, which has room
+ * for n) and those not listed gone. Returns whether any went. */
+static bool apply_listing(struct ej__view *v, char **names, size_t n, int *added, size_t *nadded)
+{
+    EJ_ASSERT_HELD(&v->mu);
     bool removed_any = false;
-    pthread_mutex_lock(&v->mu);
     v->sharding_broken = false;
     bool *seen = calloc(v->cap + 1, 1);
     size_t seen_cap = v->cap;
-    if (n)
-        added = malloc(n * sizeof *added);
     for (size_t i = 0; i < n; i++) {
         int item;
-        if (ej__coord_parse_item(names[i], &item) != 0)
+        if (ej__layout_parse_item(names[i], &item) != 0)
             continue; /* not an item: ignore it as ElasticJob would fail on it */
         if (item > MAX_ITEM) {
             EJ_LOG(EJ_LOG_WARN, MOD, 0, "view: ignoring item %d of job %s (above %d)", item, v->job,
@@ -587,35 +642,47 @@ static void refresh_sharding(struct ej__view *v)
             v->count++;
             it->want = want_of(v, it);
             if (added)
-                added[nadded++] = item;
+                added[(*nadded)++] = item;
         }
     }
     for (size_t i = 0; i < seen_cap && seen; i++) {
-        struct vitem *it = &v->items[i];
-        if (!it->present || seen[i])
-            continue;
-        /* Gone with its whole subtree. Pending watches stay registered and
-         * are ignored when they fire for an absent item. */
-        if (it->run_owner > 0) {
-            it->run_gone_owner = it->run_owner;
-            it->run_gone_at = ej__now_ms();
+        if (v->items[i].present && !seen[i]) {
+            item_gone(v, &v->items[i]);
+            removed_any = true;
         }
-        if (it->fo_owner > 0) {
-            it->fo_gone_owner = it->fo_owner;
-            it->fo_gone_at = ej__now_ms();
-        }
-        it->present = false;
-        v->count--;
-        free(it->owner);
-        it->owner = NULL;
-        it->run_owner = it->fo_owner = -1;
-        it->misfire = it->disabled = -1;
-        it->misfire_mine = false;
-        it->want = 0;
-        removed_any = true;
     }
     free(seen);
-    pthread_mutex_unlock(&v->mu);
+    return removed_any;
+}
+
+/* (Re)lists sharding/ with a watch, arms the new items' watches, and
+ * tells the listener when items came or went. */
+static void refresh_sharding(struct ej__view *v)
+{
+    uint64_t gen = 0;
+    bool absent_first = false;
+    if (!arm_sharding(v, &gen, &absent_first))
+        return;
+    char **names = NULL;
+    size_t n = 0;
+    int rc = list_sharding(v, gen, absent_first, &names, &n);
+    if (rc != 0) {
+        ej__mutex_lock(&v->mu);
+        v->sharding_armed = false;
+        v->sharding_broken = true;
+        ej__mutex_unlock(&v->mu);
+        if (conn_error(rc))
+            atomic_store(&v->offline_until, ej__mono_ms() + 1000);
+        EJ_LOG(EJ_LOG_WARN, MOD, rc, "view: cannot watch %s: %s", v->sharding_path,
+               ej_registry_errmsg(v->reg));
+        schedule_repair(v);
+        return;
+    }
+    int *added = n ? malloc(n * sizeof *added) : NULL;
+    size_t nadded = 0;
+    ej__mutex_lock(&v->mu);
+    bool removed_any = apply_listing(v, names, n, added, &nadded);
+    ej__mutex_unlock(&v->mu);
     ej_registry_free_names(names);
     arm_bulk(v, added, nadded);
     free(added);
@@ -635,9 +702,9 @@ static void refresh(struct ej__view *v, int item, int kind)
 static void rearm_all(struct ej__view *v)
 {
     refresh_sharding(v);
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     size_t cap = v->cap;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     arm_bulk(v, NULL, cap);
 }
 
@@ -645,9 +712,9 @@ static void repair_task(ej_registry *reg, void *user)
 {
     (void)reg;
     struct ej__view *v = user;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     v->repair_posted = false;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     if (view_enter(v)) {
         if (ej_registry_is_connected(v->reg))
             rearm_all(v);
@@ -660,18 +727,18 @@ static void repair_task(ej_registry *reg, void *user)
 
 static void schedule_repair(struct ej__view *v)
 {
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     bool post = !v->closed && !v->repair_posted;
     if (post)
         v->repair_posted = true;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     if (!post)
         return;
     atomic_fetch_add(&v->refs, 1);
     if (ej_registry_post_after(v->reg, 1000, repair_task, v) != 0) {
-        pthread_mutex_lock(&v->mu);
+        ej__mutex_lock(&v->mu);
         v->repair_posted = false;
-        pthread_mutex_unlock(&v->mu);
+        ej__mutex_unlock(&v->mu);
         view_unref(v);
     }
 }
@@ -689,10 +756,10 @@ int ej__view_create(ej_registry *reg, const char *job, const char *instance_id,
     v->reg = reg;
     v->job = strdup(job);
     v->me = strdup(instance_id);
-    v->sharding_path = ej_console_path_dup(job, EJ_CONSOLE_NODE_SHARDING, 0, NULL);
+    v->sharding_path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_SHARDING, 0, NULL);
     v->fn = fn;
     v->user = user;
-    pthread_mutex_init(&v->mu, NULL);
+    ej__mutex_init(&v->mu);
     pthread_cond_init(&v->cv, NULL);
     atomic_init(&v->offline_until, 0);
     atomic_init(&v->refs, 1);
@@ -716,10 +783,10 @@ static void view_task(ej_registry *reg, void *user)
     struct sync_task *st = user;
     struct ej__view *v = st->v;
     if (view_enter(v)) {
-        pthread_mutex_lock(&v->mu);
+        ej__mutex_lock(&v->mu);
         if (st->what == 1 || st->what == 2)
             v->failover = st->what == 1;
-        pthread_mutex_unlock(&v->mu);
+        ej__mutex_unlock(&v->mu);
         rearm_all(v);
         view_done(v);
     }
@@ -770,18 +837,18 @@ void ej__view_expect_absent(ej__view *v)
 {
     if (v == NULL)
         return;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     v->expect_absent = true;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
 }
 
 void ej__view_set_failover(ej__view *v, bool on)
 {
     if (v == NULL)
         return;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     bool same = v->failover == on;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     if (!same)
         post_task(v, on ? 1 : 2);
 }
@@ -791,13 +858,13 @@ void ej__view_on_new_session(ej__view *v)
     if (v == NULL)
         return;
     atomic_store(&v->offline_until, 0);
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     v->gen++;
     v->sharding_armed = false;
     v->needs_reload = false;
     for (size_t i = 0; i < v->cap; i++)
         v->items[i].armed = 0;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     if (ej_registry_on_dispatch_thread(v->reg) && view_enter(v)) {
         rearm_all(v);
         view_done(v);
@@ -810,9 +877,9 @@ void ej__view_repair(ej__view *v)
 {
     if (v == NULL)
         return;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     bool reload = v->needs_reload;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     if (reload) {
         ej__view_on_new_session(v);
         return;
@@ -829,12 +896,12 @@ void ej__view_destroy(ej__view *v)
 {
     if (v == NULL)
         return;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     v->closed = true;
     if (!ej_registry_on_dispatch_thread(v->reg))
         while (v->inflight > 0)
-            pthread_cond_wait(&v->cv, &v->mu);
-    pthread_mutex_unlock(&v->mu);
+            ej__mutex_wait(&v->mu, &v->cv);
+    ej__mutex_unlock(&v->mu);
     view_unref(v);
 }
 
@@ -846,21 +913,21 @@ static int collect(ej__view *v, bool (*pred)(const struct vitem *, const void *)
 {
     *items = NULL;
     *n = 0;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     size_t k = 0;
     for (size_t i = 0; i < v->cap; i++)
         if (v->items[i].present && (pred == NULL || pred(&v->items[i], arg)))
             k++;
     int *out = k ? malloc(k * sizeof *out) : NULL;
     if (k && out == NULL) {
-        pthread_mutex_unlock(&v->mu);
+        ej__mutex_unlock(&v->mu);
         return EJ_ENOMEM;
     }
     size_t j = 0;
     for (size_t i = 0; i < v->cap && j < k; i++)
         if (v->items[i].present && (pred == NULL || pred(&v->items[i], arg)))
             out[j++] = (int)i;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     *items = out;
     *n = j;
     return 0;
@@ -890,9 +957,9 @@ int ej__view_get(ej__view *v, int item, struct ej__view_item *out)
     if (v == NULL || out == NULL || item < 0)
         return EJ_EINVAL;
     memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     if ((size_t)item >= v->cap || !v->items[item].present) {
-        pthread_mutex_unlock(&v->mu);
+        ej__mutex_unlock(&v->mu);
         return EJ_ENOTFOUND;
     }
     const struct vitem *it = &v->items[item];
@@ -905,7 +972,7 @@ int ej__view_get(ej__view *v, int item, struct ej__view_item *out)
     out->misfire = it->misfire;
     out->misfire_mine = it->misfire_mine;
     out->disabled = it->disabled;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     return 0;
 }
 
@@ -944,12 +1011,12 @@ size_t ej__view_running_count(ej__view *v, int64_t own_session)
     if (v == NULL)
         return 0;
     size_t k = 0;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     for (size_t i = 0; i < v->cap; i++)
         if (v->items[i].present && v->items[i].run_owner > 0 &&
             v->items[i].run_owner != own_session)
             k++;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     return k;
 }
 
@@ -957,9 +1024,9 @@ size_t ej__view_size(ej__view *v)
 {
     if (v == NULL)
         return 0;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     size_t n = v->count;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     return n;
 }
 
@@ -968,13 +1035,13 @@ size_t ej__view_unarmed(ej__view *v)
     if (v == NULL)
         return 0;
     size_t k = 0;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     if (v->sharding_broken || v->needs_reload)
         k++;
     for (size_t i = 0; i < v->cap; i++)
         if (v->items[i].present && v->items[i].broken)
             k++;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     return k;
 }
 
@@ -982,7 +1049,7 @@ bool ej__view_matches(ej__view *v, const char *const *owners, int count)
 {
     if (v == NULL)
         return false;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     bool ok = v->count == (size_t)count && (size_t)count <= v->cap;
     for (int i = 0; ok && i < count; i++) {
         const struct vitem *it = &v->items[i];
@@ -990,7 +1057,7 @@ bool ej__view_matches(ej__view *v, const char *const *owners, int count)
         ok = it->present && ((want == NULL && it->owner == NULL) ||
                              (want && it->owner && strcmp(want, it->owner) == 0));
     }
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
     return ok;
 }
 
@@ -998,20 +1065,20 @@ void ej__view_note_misfire(ej__view *v, int item, bool set)
 {
     if (v == NULL || item < 0)
         return;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     if ((size_t)item < v->cap && v->items[item].present && v->items[item].misfire >= 0)
         v->items[item].misfire = set;
     if ((size_t)item < v->cap && !set)
         v->items[item].misfire_mine = false;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
 }
 
 void ej__view_claim_misfire(ej__view *v, int item)
 {
     if (v == NULL || item < 0)
         return;
-    pthread_mutex_lock(&v->mu);
+    ej__mutex_lock(&v->mu);
     if ((size_t)item < v->cap && v->items[item].present)
         v->items[item].misfire_mine = true;
-    pthread_mutex_unlock(&v->mu);
+    ej__mutex_unlock(&v->mu);
 }

@@ -64,14 +64,7 @@ bool ej__waiter_wait(ej__waiter *w, int64_t deadline_ms)
         int64_t left = deadline_ms - ej__mono_ms();
         if (left <= 0)
             break;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += left / 1000;
-        ts.tv_nsec += (left % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = ej__mono_timespec_in(left);
         pthread_cond_timedwait(&w->cv, &w->mu, &ts);
     }
     bool fired = w->fired;

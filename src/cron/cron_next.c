@@ -214,6 +214,323 @@ static int64_t nearest_weekday(const jcal *cl, int64_t year, int64_t mon, int64_
     return day;
 }
 
+/* What a step of the search says: the field fits (go on to the next
+ * field), the calendar moved (start again from the second), or there is
+ * no next time. */
+enum step { STEP_ON, STEP_AGAIN, STEP_NONE };
+
+/* The wall time the day step looks at (Quartz's sec, min, hr locals). */
+struct wall {
+    int64_t sec, min, hr;
+};
+
+/* Seconds: the next allowed second, carrying into the minute. Never
+ * starts again. */
+static void seek_second(const ej_cron *cr, jcal *cl, struct wall *w)
+{
+    int sv = 0;
+    int64_t sec = jget(cl, F_SEC);
+    int64_t min = jget(cl, F_MIN);
+    if (cron_set_ceil(&cr->sec, sec, &sv)) {
+        sec = sv;
+    } else {
+        cron_set_first(&cr->sec, &sv);
+        sec = sv;
+        min++;
+        jset(cl, F_MIN, min);
+    }
+    jset(cl, F_SEC, sec);
+    w->sec = sec;
+}
+
+static enum step seek_minute(const ej_cron *cr, jcal *cl, struct wall *w)
+{
+    int sv = 0;
+    int64_t min = jget(cl, F_MIN);
+    int64_t hr = jget(cl, F_HOUR);
+    int64_t t = -1;
+    if (cron_set_ceil(&cr->min, min, &sv)) {
+        t = min;
+        min = sv;
+    } else {
+        cron_set_first(&cr->min, &sv);
+        min = sv;
+        hr++;
+    }
+    if (min != t) {
+        jset(cl, F_SEC, 0);
+        jset(cl, F_MIN, min);
+        set_calendar_hour(cl, hr);
+        return STEP_AGAIN;
+    }
+    jset(cl, F_MIN, min);
+    w->min = min;
+    return STEP_ON;
+}
+
+static enum step seek_hour(const ej_cron *cr, jcal *cl, struct wall *w)
+{
+    int sv = 0;
+    int64_t hr = jget(cl, F_HOUR);
+    int64_t day = jget(cl, F_DOM);
+    int64_t t = -1;
+    if (cron_set_ceil(&cr->hour, hr, &sv)) {
+        t = hr;
+        hr = sv;
+    } else {
+        cron_set_first(&cr->hour, &sv);
+        hr = sv;
+        day++;
+    }
+    if (hr != t) {
+        jset(cl, F_SEC, 0);
+        jset(cl, F_MIN, 0);
+        jset(cl, F_DOM, day);
+        set_calendar_hour(cl, hr);
+        return STEP_AGAIN;
+    }
+    jset(cl, F_HOUR, hr);
+    w->hr = hr;
+    return STEP_ON;
+}
+
+/* Day by day-of-month ('L', 'LW', 'W', lists): *day is the day found. */
+static enum step seek_day_of_month(const ej_cron *cr, jcal *cl, const struct wall *w,
+                                   int64_t after_s, int64_t *day_out)
+{
+    int sv = 0;
+    int64_t day = jget(cl, F_DOM);
+    int64_t mon = jget(cl, F_MONTH) + 1;
+    int64_t t = -1;
+    int64_t tmon = mon;
+    int st_first;
+    bool st = cron_set_ceil(&cr->dom, day, &st_first);
+    if (cr->lastday_of_month) {
+        t = day;
+        day = month_len(mon, jget(cl, F_YEAR)) - cr->lastday_offset;
+        if (!cr->nearest_weekday) {
+            if (t > day) {
+                mon++;
+                if (mon > 12) {
+                    mon = 1;
+                    tmon = 3333;
+                    jadd_year(cl, 1);
+                }
+                day = 1;
+            }
+        } else {
+            int64_t n_time;
+            day = nearest_weekday(cl, jget(cl, F_YEAR), mon, day, w->sec, w->min, w->hr, &n_time);
+            if (n_time < after_s) {
+                day = 1;
+                mon++;
+            }
+        }
+    } else if (cr->nearest_weekday) {
+        t = day;
+        cron_set_first(&cr->dom, &sv);
+        day = sv;
+        int64_t n_time;
+        day = nearest_weekday(cl, jget(cl, F_YEAR), mon, day, w->sec, w->min, w->hr, &n_time);
+        if (n_time < after_s) {
+            cron_set_first(&cr->dom, &sv);
+            day = sv;
+            mon++;
+        }
+    } else if (st) {
+        t = day;
+        day = st_first;
+        if (day > month_len(mon, jget(cl, F_YEAR))) {
+            cron_set_first(&cr->dom, &sv);
+            day = sv;
+            mon++;
+        }
+    } else {
+        cron_set_first(&cr->dom, &sv);
+        day = sv;
+        mon++;
+    }
+    if (day != t || mon != tmon) {
+        start_of_day(cl, day, mon - 1);
+        return STEP_AGAIN;
+    }
+    *day_out = day;
+    return STEP_ON;
+}
+
+/* How many days from day-of-week cdow to dow (0..6). */
+static int64_t days_to(int64_t cdow, int64_t dow)
+{
+    if (cdow < dow)
+        return dow - cdow;
+    if (cdow > dow)
+        return dow + (7 - cdow);
+    return 0;
+}
+
+/* Day by day-of-week ('L', '#', lists): *day is the day found. */
+static enum step seek_day_of_week(const ej_cron *cr, jcal *cl, int64_t *day_out)
+{
+    int sv = 0;
+    int64_t day = jget(cl, F_DOM);
+    int64_t mon = jget(cl, F_MONTH) + 1;
+    if (cr->lastday_of_week) {
+        cron_set_first(&cr->dow, &sv);
+        int64_t add = days_to(jget(cl, F_DOW), sv);
+        int ldays = month_len(mon, jget(cl, F_YEAR));
+        if (day + add > ldays) {
+            start_of_day(cl, 1, mon);
+            return STEP_AGAIN;
+        }
+        while (day + add + 7 <= ldays)
+            add += 7;
+        day += add;
+        if (add > 0) {
+            start_of_day(cl, day, mon - 1);
+            return STEP_AGAIN;
+        }
+    } else if (cr->nth_day_of_week != 0) {
+        cron_set_first(&cr->dow, &sv);
+        int64_t add = days_to(jget(cl, F_DOW), sv);
+        bool shifted = add > 0;
+        day += add;
+        int64_t week = day / 7;
+        if (day % 7 > 0)
+            week++;
+        add = (cr->nth_day_of_week - week) * 7;
+        day += add;
+        if (add < 0 || day > month_len(mon, jget(cl, F_YEAR))) {
+            start_of_day(cl, 1, mon);
+            return STEP_AGAIN;
+        } else if (add > 0 || shifted) {
+            start_of_day(cl, day, mon - 1);
+            return STEP_AGAIN;
+        }
+    } else {
+        int64_t cdow = jget(cl, F_DOW);
+        cron_set_first(&cr->dow, &sv);
+        int64_t dow = sv;
+        if (cron_set_ceil(&cr->dow, cdow, &sv))
+            dow = sv;
+        int64_t add = days_to(cdow, dow);
+        int ldays = month_len(mon, jget(cl, F_YEAR));
+        if (day + add > ldays) {
+            start_of_day(cl, 1, mon);
+            return STEP_AGAIN;
+        } else if (add > 0) {
+            start_of_day(cl, day + add, mon - 1);
+            return STEP_AGAIN;
+        }
+    }
+    *day_out = day;
+    return STEP_ON;
+}
+
+static enum step seek_day(const ej_cron *cr, jcal *cl, const struct wall *w, int64_t after_s)
+{
+    bool dom_spec = !cron_set_has(&cr->dom, CRON_NO_SPEC);
+    bool dow_spec = !cron_set_has(&cr->dow, CRON_NO_SPEC);
+    int64_t day = 0;
+    enum step r;
+    if (dom_spec && !dow_spec)
+        r = seek_day_of_month(cr, cl, w, after_s, &day);
+    else if (dow_spec && !dom_spec)
+        r = seek_day_of_week(cr, cl, &day);
+    else
+        return STEP_NONE; /* the parser refuses these */
+    if (r == STEP_ON)
+        jset(cl, F_DOM, day);
+    return r;
+}
+
+static enum step seek_month(const ej_cron *cr, jcal *cl)
+{
+    int sv = 0;
+    int64_t mon = jget(cl, F_MONTH) + 1;
+    int64_t year = jget(cl, F_YEAR);
+    int64_t t = -1;
+    if (year > cr->max_year)
+        return STEP_NONE;
+    if (cron_set_ceil(&cr->mon, mon, &sv)) {
+        t = mon;
+        mon = sv;
+    } else {
+        cron_set_first(&cr->mon, &sv);
+        mon = sv;
+        year++;
+    }
+    if (mon != t) {
+        start_of_day(cl, 1, mon - 1);
+        jset(cl, F_YEAR, year);
+        return STEP_AGAIN;
+    }
+    jset(cl, F_MONTH, mon - 1);
+    return STEP_ON;
+}
+
+/* The last step: STEP_ON means the calendar holds the answer. */
+static enum step seek_year(const ej_cron *cr, jcal *cl)
+{
+    int64_t year = jget(cl, F_YEAR);
+    int64_t y;
+    if (!year_ceil(cr, year, &y))
+        return STEP_NONE;
+    if (y != year) {
+        start_of_day(cl, 1, 0);
+        jset(cl, F_YEAR, y);
+        return STEP_AGAIN;
+    }
+    jset(cl, F_YEAR, y);
+    return STEP_ON;
+}
+
+/* One pass over the fields, second to year, as Quartz's loop body. */
+static enum step seek_once(const ej_cron *cr, jcal *cl, int64_t after_s)
+{
+    struct wall w = {0};
+    seek_second(cr, cl, &w);
+    enum step r = seek_minute(cr, cl, &w);
+    if (r == STEP_ON)
+        r = seek_hour(cr, cl, &w);
+    if (r == STEP_ON)
+        r = seek_day(cr, cl, &w, after_s);
+    if (r == STEP_ON)
+        r = seek_month(cr, cl);
+    if (r == STEP_ON)
+        r = seek_year(cr, cl);
+    return r;
+}
+
+/* Brent's cycle detection over the instant at the top of the loop: the
+ * loop's state is that instant alone, so a repeat means Quartz would never
+ * return. */
+struct cycle {
+    int64_t saved_t, max_t;
+    int power, lam;
+};
+
+static void cycle_reset(struct cycle *c)
+{
+    c->saved_t = INT64_MIN;
+    c->power = 1;
+    c->lam = 0;
+}
+
+/* True when t was seen before (the search loops); else records it. */
+static bool cycle_repeats(struct cycle *c, int64_t t)
+{
+    if (t == c->saved_t)
+        return true;
+    if (t > c->max_t)
+        c->max_t = t;
+    if (++c->lam == c->power) {
+        c->saved_t = t;
+        c->power *= 2;
+        c->lam = 0;
+    }
+    return false;
+}
+
 int ej_cron_next(const ej_cron *cr, const ej_tz *tz, int64_t after_epoch_ms, int64_t *next_epoch_ms)
 {
     if (cr == NULL || next_epoch_ms == NULL)
@@ -231,256 +548,28 @@ int ej_cron_next(const ej_cron *cr, const ej_tz *tz, int64_t after_epoch_ms, int
     ej__tz_span_at(tz, after_s, &cl.span);
     jcal_set_time(&cl, after_s);
 
-    int sv = 0;
-    /* Brent's cycle detection over the instant at the top of the loop: the
-     * loop's state is that instant alone, so a repeat means Quartz would
-     * never return. */
-    int64_t saved_t = INT64_MIN, max_t = INT64_MIN;
-    int power = 1, lam = 0;
+    struct cycle cyc = {.max_t = INT64_MIN};
+    cycle_reset(&cyc);
     for (int iter = 0;; iter++) {
         if (iter >= MAX_ITERATIONS)
             return EJ_ENOTFOUND;
         if (jget(&cl, F_YEAR) > 2999)
             return EJ_ENOTFOUND;
-        if (cl.t == saved_t) {
+        if (cycle_repeats(&cyc, cl.t)) {
             /* Deviation (docs/cron.md): Quartz loops here forever, bouncing
              * between a 'W' candidate that a DST gap pushed forward and the
              * day after it. Search on from the furthest instant reached and
              * count 'W' candidates behind it as passed. */
-            after_s = max_t + 1;
+            after_s = cyc.max_t + 1;
             jcal_set_time(&cl, after_s);
-            saved_t = INT64_MIN;
-            power = 1;
-            lam = 0;
+            cycle_reset(&cyc);
             continue;
         }
-        if (cl.t > max_t)
-            max_t = cl.t;
-        if (++lam == power) {
-            saved_t = cl.t;
-            power *= 2;
-            lam = 0;
-        }
-
-        /* second */
-        int64_t sec = jget(&cl, F_SEC);
-        int64_t min = jget(&cl, F_MIN);
-        if (cron_set_ceil(&cr->sec, sec, &sv)) {
-            sec = sv;
-        } else {
-            cron_set_first(&cr->sec, &sv);
-            sec = sv;
-            min++;
-            jset(&cl, F_MIN, min);
-        }
-        jset(&cl, F_SEC, sec);
-
-        /* minute */
-        min = jget(&cl, F_MIN);
-        int64_t hr = jget(&cl, F_HOUR);
-        int64_t t = -1;
-        if (cron_set_ceil(&cr->min, min, &sv)) {
-            t = min;
-            min = sv;
-        } else {
-            cron_set_first(&cr->min, &sv);
-            min = sv;
-            hr++;
-        }
-        if (min != t) {
-            jset(&cl, F_SEC, 0);
-            jset(&cl, F_MIN, min);
-            set_calendar_hour(&cl, hr);
-            continue;
-        }
-        jset(&cl, F_MIN, min);
-
-        /* hour */
-        hr = jget(&cl, F_HOUR);
-        int64_t day = jget(&cl, F_DOM);
-        t = -1;
-        if (cron_set_ceil(&cr->hour, hr, &sv)) {
-            t = hr;
-            hr = sv;
-        } else {
-            cron_set_first(&cr->hour, &sv);
-            hr = sv;
-            day++;
-        }
-        if (hr != t) {
-            jset(&cl, F_SEC, 0);
-            jset(&cl, F_MIN, 0);
-            jset(&cl, F_DOM, day);
-            set_calendar_hour(&cl, hr);
-            continue;
-        }
-        jset(&cl, F_HOUR, hr);
-
-        /* day */
-        day = jget(&cl, F_DOM);
-        int64_t mon = jget(&cl, F_MONTH) + 1;
-        t = -1;
-        int64_t tmon = mon;
-        bool dom_spec = !cron_set_has(&cr->dom, CRON_NO_SPEC);
-        bool dow_spec = !cron_set_has(&cr->dow, CRON_NO_SPEC);
-        if (dom_spec && !dow_spec) {
-            int st_first;
-            bool st = cron_set_ceil(&cr->dom, day, &st_first);
-            if (cr->lastday_of_month) {
-                t = day;
-                day = month_len(mon, jget(&cl, F_YEAR)) - cr->lastday_offset;
-                if (!cr->nearest_weekday) {
-                    if (t > day) {
-                        mon++;
-                        if (mon > 12) {
-                            mon = 1;
-                            tmon = 3333;
-                            jadd_year(&cl, 1);
-                        }
-                        day = 1;
-                    }
-                } else {
-                    int64_t n_time;
-                    day = nearest_weekday(&cl, jget(&cl, F_YEAR), mon, day, sec, min, hr, &n_time);
-                    if (n_time < after_s) {
-                        day = 1;
-                        mon++;
-                    }
-                }
-            } else if (cr->nearest_weekday) {
-                t = day;
-                cron_set_first(&cr->dom, &sv);
-                day = sv;
-                int64_t n_time;
-                day = nearest_weekday(&cl, jget(&cl, F_YEAR), mon, day, sec, min, hr, &n_time);
-                if (n_time < after_s) {
-                    cron_set_first(&cr->dom, &sv);
-                    day = sv;
-                    mon++;
-                }
-            } else if (st) {
-                t = day;
-                day = st_first;
-                if (day > month_len(mon, jget(&cl, F_YEAR))) {
-                    cron_set_first(&cr->dom, &sv);
-                    day = sv;
-                    mon++;
-                }
-            } else {
-                cron_set_first(&cr->dom, &sv);
-                day = sv;
-                mon++;
-            }
-            if (day != t || mon != tmon) {
-                start_of_day(&cl, day, mon - 1);
-                continue;
-            }
-        } else if (dow_spec && !dom_spec) {
-            if (cr->lastday_of_week) {
-                cron_set_first(&cr->dow, &sv);
-                int64_t dow = sv;
-                int64_t cdow = jget(&cl, F_DOW);
-                int64_t add = 0;
-                if (cdow < dow)
-                    add = dow - cdow;
-                else if (cdow > dow)
-                    add = dow + (7 - cdow);
-                int ldays = month_len(mon, jget(&cl, F_YEAR));
-                if (day + add > ldays) {
-                    start_of_day(&cl, 1, mon);
-                    continue;
-                }
-                while (day + add + 7 <= ldays)
-                    add += 7;
-                day += add;
-                if (add > 0) {
-                    start_of_day(&cl, day, mon - 1);
-                    continue;
-                }
-            } else if (cr->nth_day_of_week != 0) {
-                cron_set_first(&cr->dow, &sv);
-                int64_t dow = sv;
-                int64_t cdow = jget(&cl, F_DOW);
-                int64_t add = 0;
-                if (cdow < dow)
-                    add = dow - cdow;
-                else if (cdow > dow)
-                    add = dow + (7 - cdow);
-                bool shifted = add > 0;
-                day += add;
-                int64_t week = day / 7;
-                if (day % 7 > 0)
-                    week++;
-                add = (cr->nth_day_of_week - week) * 7;
-                day += add;
-                if (add < 0 || day > month_len(mon, jget(&cl, F_YEAR))) {
-                    start_of_day(&cl, 1, mon);
-                    continue;
-                } else if (add > 0 || shifted) {
-                    start_of_day(&cl, day, mon - 1);
-                    continue;
-                }
-            } else {
-                int64_t cdow = jget(&cl, F_DOW);
-                cron_set_first(&cr->dow, &sv);
-                int64_t dow = sv;
-                if (cron_set_ceil(&cr->dow, cdow, &sv))
-                    dow = sv;
-                int64_t add = 0;
-                if (cdow < dow)
-                    add = dow - cdow;
-                if (cdow > dow)
-                    add = dow + (7 - cdow);
-                int ldays = month_len(mon, jget(&cl, F_YEAR));
-                if (day + add > ldays) {
-                    start_of_day(&cl, 1, mon);
-                    continue;
-                } else if (add > 0) {
-                    start_of_day(&cl, day + add, mon - 1);
-                    continue;
-                }
-            }
-        } else {
-            return EJ_ENOTFOUND; /* the parser refuses these */
-        }
-        jset(&cl, F_DOM, day);
-
-        /* month */
-        mon = jget(&cl, F_MONTH) + 1;
-        int64_t year = jget(&cl, F_YEAR);
-        t = -1;
-        if (year > cr->max_year)
+        enum step r = seek_once(cr, &cl, after_s);
+        if (r == STEP_NONE)
             return EJ_ENOTFOUND;
-        if (cron_set_ceil(&cr->mon, mon, &sv)) {
-            t = mon;
-            mon = sv;
-        } else {
-            cron_set_first(&cr->mon, &sv);
-            mon = sv;
-            year++;
-        }
-        if (mon != t) {
-            start_of_day(&cl, 1, mon - 1);
-            jset(&cl, F_YEAR, year);
-            continue;
-        }
-        jset(&cl, F_MONTH, mon - 1);
-
-        /* year */
-        year = jget(&cl, F_YEAR);
-        t = -1;
-        int64_t y;
-        if (!year_ceil(cr, year, &y))
-            return EJ_ENOTFOUND;
-        t = year;
-        year = y;
-        if (year != t) {
-            start_of_day(&cl, 1, 0);
-            jset(&cl, F_YEAR, year);
-            continue;
-        }
-        jset(&cl, F_YEAR, year);
-        break;
+        if (r == STEP_ON)
+            break;
     }
     jcal_complete(&cl);
     *next_epoch_ms = cl.t * 1000;

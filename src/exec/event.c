@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "common/bqueue.h"
 #include "common/util.h"
 #include "ejob/error.h"
 #include "ejob/event.h"
@@ -22,22 +23,14 @@ struct sink {
 };
 
 struct ej_event_bus {
+    ej__bqueue *q; /* the events, and the thread that delivers them */
     pthread_mutex_t mu;
-    pthread_cond_t cv;      /* the bus thread waits for events */
-    pthread_cond_t done_cv; /* flushers wait for deliveries */
-    ej_event **ring;
-    size_t cap, head, count;
-    struct sink *sinks;
+    struct sink *sinks; /* under mu */
     size_t nsinks, sinks_cap;
-    uint64_t posted, delivered, dropped;
-    uint64_t abandoned; /* queued, then dropped at destroy (also in dropped) */
-    uint64_t dropped_logged;
-    int64_t drop_logged_ms;
-    bool closing; /* no new events */
-    bool stop;    /* thread exits when the queue is empty */
-    bool abandon; /* drop what is left */
+    bool closing;       /* under mu: no new sinks */
+    struct sink *snap;  /* the delivering thread's copy of the sinks */
+    size_t snap_cap;
     int64_t flush_ms;
-    pthread_t th;
     char name[16];
 };
 
@@ -271,55 +264,39 @@ ej_event *ej_event_dup(const ej_event *ev, bool without_output)
 
 /* ----------------------------------------------------------------- bus */
 
-static void *bus_main(void *arg)
+/* The bus's step on the queue's thread: delivers the oldest event to a
+ * snapshot of the sinks (sinks may be added meanwhile), then frees it. One
+ * event a step: a destroy that gives up on the queue stops the delivery
+ * after the sink call in progress, not after a batch. */
+static int64_t deliver_step(ej__bqueue *q, void *user)
 {
-    ej_event_bus *bus = arg;
-    pthread_setname_np(pthread_self(), bus->name);
-    struct sink *snap = NULL;
-    size_t snap_cap = 0;
+    ej_event_bus *bus = user;
+    ej_event *evs[1];
+    size_t n = ej__bqueue_peek(q, (void **)evs, 1);
+    if (n == 0)
+        return -1; /* until a post wakes it */
     pthread_mutex_lock(&bus->mu);
-    for (;;) {
-        while (bus->count == 0 && !bus->stop)
-            pthread_cond_wait(&bus->cv, &bus->mu);
-        if (bus->count == 0 && bus->stop)
-            break;
-        if (bus->abandon) {
-            while (bus->count > 0) {
-                free(bus->ring[bus->head]);
-                bus->head = (bus->head + 1) % bus->cap;
-                bus->count--;
-                bus->dropped++;
-                bus->abandoned++;
-            }
-            pthread_cond_broadcast(&bus->done_cv);
-            continue;
+    if (bus->snap_cap < bus->nsinks) {
+        struct sink *s = realloc(bus->snap, bus->nsinks * sizeof *s);
+        if (s) {
+            bus->snap = s;
+            bus->snap_cap = bus->nsinks;
         }
-        ej_event *ev = bus->ring[bus->head];
-        bus->ring[bus->head] = NULL;
-        bus->head = (bus->head + 1) % bus->cap;
-        bus->count--;
-        /* Sinks may be added meanwhile: deliver to a snapshot. */
-        if (snap_cap < bus->nsinks) {
-            struct sink *n = realloc(snap, bus->nsinks * sizeof *n);
-            if (n) {
-                snap = n;
-                snap_cap = bus->nsinks;
-            }
-        }
-        size_t ns = bus->nsinks < snap_cap ? bus->nsinks : snap_cap;
-        if (ns)
-            memcpy(snap, bus->sinks, ns * sizeof *snap);
-        pthread_mutex_unlock(&bus->mu);
-        for (size_t i = 0; i < ns; i++)
-            snap[i].fn(ev, snap[i].user);
-        free(ev);
-        pthread_mutex_lock(&bus->mu);
-        bus->delivered++;
-        pthread_cond_broadcast(&bus->done_cv);
     }
+    size_t ns = bus->nsinks < bus->snap_cap ? bus->nsinks : bus->snap_cap;
+    if (ns)
+        memcpy(bus->snap, bus->sinks, ns * sizeof *bus->snap);
     pthread_mutex_unlock(&bus->mu);
-    free(snap);
-    return NULL;
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; i < ns; i++)
+            bus->snap[i].fn(evs[k], bus->snap[i].user);
+    ej__bqueue_pop(q, n);
+    return 0;
+}
+
+static void free_event(void *ev)
+{
+    free(ev);
 }
 
 int ej_event_bus_create(const struct ej_event_bus_opts *opts, ej_event_bus **out)
@@ -330,31 +307,26 @@ int ej_event_bus_create(const struct ej_event_bus_opts *opts, ej_event_bus **out
     ej_event_bus *bus = calloc(1, sizeof *bus);
     if (bus == NULL)
         return EJ_ENOMEM;
-    bus->cap = opts && opts->capacity ? opts->capacity : DEFAULT_CAPACITY;
     bus->flush_ms = opts && opts->flush_timeout_ms > 0 ? opts->flush_timeout_ms : DEFAULT_FLUSH_MS;
     snprintf(bus->name, sizeof bus->name, "%s",
              opts && opts->name && opts->name[0] ? opts->name : "ej-events");
-    bus->ring = calloc(bus->cap, sizeof *bus->ring);
-    if (bus->ring == NULL) {
-        free(bus);
-        return EJ_ENOMEM;
-    }
     pthread_mutex_init(&bus->mu, NULL);
-    pthread_cond_init(&bus->cv, NULL);
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(&bus->done_cv, &a);
-    pthread_condattr_destroy(&a);
-    int rc = pthread_create(&bus->th, NULL, bus_main, bus);
+    struct ej__bqueue_opts qo = {
+        .capacity = opts && opts->capacity ? opts->capacity : DEFAULT_CAPACITY,
+        .thread_name = bus->name,
+        .log_module = MOD,
+        .what = "event",
+        .drop_log_ms = 1000,
+        .step = deliver_step,
+        .free_item = free_event,
+        .user = bus,
+    };
+    int rc = ej__bqueue_create(&qo, &bus->q);
     if (rc != 0) {
-        pthread_cond_destroy(&bus->cv);
-        pthread_cond_destroy(&bus->done_cv);
         pthread_mutex_destroy(&bus->mu);
-        free(bus->ring);
         free(bus);
-        EJ_LOG(EJ_LOG_ERROR, MOD, -rc, "cannot start the event bus thread");
-        return -rc;
+        EJ_LOG(EJ_LOG_ERROR, MOD, rc, "cannot start the event bus thread");
+        return rc;
     }
     *out = bus;
     return 0;
@@ -386,48 +358,19 @@ out:
     return rc;
 }
 
-/* Counts a drop; logs at most once a second. Called with bus->mu held. */
-static void note_drop(ej_event_bus *bus, const char *why)
-{
-    bus->dropped++;
-    int64_t now = ej__mono_ms();
-    if (bus->drop_logged_ms == 0 || now - bus->drop_logged_ms >= 1000) {
-        EJ_LOG(EJ_LOG_WARN, MOD, EJ_EAGAIN,
-               "event dropped (%s): %llu dropped in all, %llu since the last report; queue "
-               "capacity %zu",
-               why, (unsigned long long)bus->dropped,
-               (unsigned long long)(bus->dropped - bus->dropped_logged), bus->cap);
-        bus->drop_logged_ms = now;
-        bus->dropped_logged = bus->dropped;
-    }
-}
-
 int ej_event_bus_post(ej_event_bus *bus, const ej_event *ev)
 {
     if (bus == NULL || ev == NULL || !known_type(ev->type))
         return EJ_EINVAL;
-    /* Copy before locking: a full queue costs an allocation, never a wait. */
+    /* Copy before queueing: a full queue costs an allocation, never a wait. */
     ej_event *c = event_copy(ev, false);
-    int rc = 0;
-    pthread_mutex_lock(&bus->mu);
     if (c == NULL) {
-        rc = EJ_ENOMEM;
-        note_drop(bus, "out of memory");
-    } else if (bus->closing) {
-        rc = EJ_ECLOSED;
-        note_drop(bus, "bus closing");
-    } else if (bus->count == bus->cap) {
-        rc = EJ_EAGAIN;
-        note_drop(bus, "queue full");
-    } else {
-        bus->ring[(bus->head + bus->count) % bus->cap] = c;
-        bus->count++;
-        bus->posted++;
-        c = NULL;
-        pthread_cond_signal(&bus->cv);
+        ej__bqueue_note_drop(bus->q, "out of memory");
+        return EJ_ENOMEM;
     }
-    pthread_mutex_unlock(&bus->mu);
-    free(c);
+    int rc = ej__bqueue_push(bus->q, c);
+    if (rc != 0)
+        free(c);
     return rc;
 }
 
@@ -467,36 +410,11 @@ int ej_event_bus_post_output(ej_event_bus *bus, const ej_output_event *ev)
     return ej_event_bus_post(bus, &e);
 }
 
-/* Waits until `handled` (delivered or abandoned) reaches target. Called
- * with bus->mu held. */
-static int wait_handled(ej_event_bus *bus, uint64_t target, int64_t timeout_ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    if (timeout_ms >= 0) {
-        int64_t ns = (int64_t)ts.tv_nsec + (timeout_ms % 1000) * 1000000;
-        ts.tv_sec += (time_t)(timeout_ms / 1000 + ns / 1000000000);
-        ts.tv_nsec = (long)(ns % 1000000000);
-    }
-    while (bus->delivered + bus->abandoned < target) {
-        if (timeout_ms < 0) {
-            pthread_cond_wait(&bus->done_cv, &bus->mu);
-        } else if (pthread_cond_timedwait(&bus->done_cv, &bus->mu, &ts) == ETIMEDOUT) {
-            if (bus->delivered + bus->abandoned < target)
-                return EJ_ETIMEDOUT;
-        }
-    }
-    return 0;
-}
-
 int ej_event_bus_flush(ej_event_bus *bus, int64_t timeout_ms)
 {
     if (bus == NULL)
         return EJ_EINVAL;
-    pthread_mutex_lock(&bus->mu);
-    int rc = wait_handled(bus, bus->posted, timeout_ms);
-    pthread_mutex_unlock(&bus->mu);
-    return rc;
+    return ej__bqueue_flush(bus->q, timeout_ms);
 }
 
 void ej_event_bus_stats(ej_event_bus *bus, struct ej_event_bus_stats *out)
@@ -506,12 +424,12 @@ void ej_event_bus_stats(ej_event_bus *bus, struct ej_event_bus_stats *out)
     memset(out, 0, sizeof *out);
     if (bus == NULL)
         return;
-    pthread_mutex_lock(&bus->mu);
-    out->posted = bus->posted;
-    out->delivered = bus->delivered;
-    out->dropped = bus->dropped;
-    out->queued = bus->count;
-    pthread_mutex_unlock(&bus->mu);
+    struct ej__bqueue_stats qs;
+    ej__bqueue_stats(bus->q, &qs);
+    out->posted = qs.pushed;
+    out->delivered = qs.done;
+    out->dropped = qs.dropped;
+    out->queued = qs.queued;
 }
 
 void ej_event_bus_destroy(ej_event_bus *bus)
@@ -520,25 +438,22 @@ void ej_event_bus_destroy(ej_event_bus *bus)
         return;
     pthread_mutex_lock(&bus->mu);
     bus->closing = true;
-    if (wait_handled(bus, bus->posted, bus->flush_ms) != 0) {
-        EJ_LOG(EJ_LOG_WARN, MOD, EJ_ETIMEDOUT,
-               "event bus: %zu event(s) still queued after %lld ms; dropping them", bus->count,
-               (long long)bus->flush_ms);
-        bus->abandon = true;
-    }
-    bus->stop = true;
-    pthread_cond_signal(&bus->cv);
     pthread_mutex_unlock(&bus->mu);
     /* Waits for a sink call in progress to return. */
-    pthread_join(bus->th, NULL);
-    if (bus->dropped > 0)
+    size_t left = ej__bqueue_close(bus->q, bus->flush_ms);
+    if (left > 0)
+        EJ_LOG(EJ_LOG_WARN, MOD, EJ_ETIMEDOUT,
+               "event bus: %zu event(s) still queued after %lld ms; dropped them", left,
+               (long long)bus->flush_ms);
+    struct ej__bqueue_stats qs;
+    ej__bqueue_stats(bus->q, &qs);
+    if (qs.dropped > 0)
         EJ_LOG(EJ_LOG_WARN, MOD, 0, "event bus closed: %llu delivered, %llu dropped",
-               (unsigned long long)bus->delivered, (unsigned long long)bus->dropped);
-    pthread_cond_destroy(&bus->cv);
-    pthread_cond_destroy(&bus->done_cv);
+               (unsigned long long)qs.done, (unsigned long long)qs.dropped);
+    ej__bqueue_destroy(bus->q);
     pthread_mutex_destroy(&bus->mu);
     free(bus->sinks);
-    free(bus->ring);
+    free(bus->snap);
     free(bus);
 }
 

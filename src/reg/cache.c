@@ -414,7 +414,7 @@ static void issue(ej_tree_cache *c, const char *path, int kind, int flags)
 static ej_tree_cache *find_cache(ej_registry *reg, uint64_t id)
 {
     ej_tree_cache *c = NULL;
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     size_t lo = 0, hi = reg->ncaches;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
@@ -427,13 +427,13 @@ static ej_tree_cache *find_cache(ej_registry *reg, uint64_t id)
             break;
         }
     }
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     return c;
 }
 
 static void unregister_cache(ej_registry *reg, uint64_t id)
 {
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     for (size_t i = 0; i < reg->ncaches; i++) {
         if (reg->caches[i].id == id) {
             memmove(&reg->caches[i], &reg->caches[i + 1],
@@ -442,7 +442,7 @@ static void unregister_cache(ej_registry *reg, uint64_t id)
             break;
         }
     }
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -759,13 +759,13 @@ static void reload(ej_tree_cache *c, bool announce)
 
 void ej__tree_cache_on_session(ej_registry *reg, bool new_session)
 {
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     size_t n = reg->ncaches;
     uint64_t *ids = n ? malloc(n * sizeof(*ids)) : NULL;
     if (ids)
         for (size_t i = 0; i < n; i++)
             ids[i] = reg->caches[i].id;
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     if (n && !ids) {
         EJ_LOG(EJ_LOG_ERROR, "reg", -ENOMEM, "tree caches not reloaded: out of memory");
         return;
@@ -805,12 +805,12 @@ static void free_cache(ej_tree_cache *c)
 
 void ej__tree_cache_free_all(ej_registry *reg)
 {
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     struct ej__reg_cache_slot *slots = reg->caches;
     size_t n = reg->ncaches;
     reg->caches = NULL;
     reg->ncaches = reg->capcaches = 0;
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     for (size_t i = 0; i < n; i++)
         free_cache(slots[i].cache);
     free(slots);
@@ -855,7 +855,7 @@ int ej_tree_cache_create(ej_registry *reg, const char *root, ej_tree_cache_fn li
     hash_insert(c, c->root);
 
     int rc = 0;
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     if (reg->closing) {
         rc = ej__reg_fail(EJ_ECLOSED, "tree_cache_create %s: the registry is closing", root);
     } else if (reg->ncaches == reg->capcaches) {
@@ -874,7 +874,7 @@ int ej_tree_cache_create(ej_registry *reg, const char *root, ej_tree_cache_fn li
         reg->caches[reg->ncaches].cache = c;
         reg->ncaches++;
     }
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     if (rc) {
         free_cache(c);
         return rc;
@@ -922,10 +922,10 @@ static void on_remove_item(ej_registry *reg, struct ej__reg_item *item)
     struct remove_item *ri = (struct remove_item *)item;
     unregister_cache(reg, ri->c->id);
     ri->c->destroyed = true;
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     ri->done = true;
     pthread_cond_broadcast(&reg->changed);
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     /* ri lives on the waiting thread's stack: not ours to free. */
 }
 
@@ -965,10 +965,10 @@ void ej_tree_cache_destroy(ej_tree_cache *c)
     }
     struct remove_item ri = {{NULL, on_remove_item}, c, false};
     ej__reg_enqueue(reg, &ri.it, true);
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     while (!ri.done)
-        pthread_cond_wait(&reg->changed, &reg->mu);
-    pthread_mutex_unlock(&reg->mu);
+        ej__mutex_wait(&reg->mu, &reg->changed);
+    ej__mutex_unlock(&reg->mu);
     free_cache(c);
 }
 
@@ -981,7 +981,7 @@ int ej_tree_cache_wait_initialized(ej_tree_cache *c, int timeout_ms)
                             "tree_cache_wait_initialized %s: called on the dispatch thread",
                             c->root_path);
     int64_t deadline = ej__mono_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
-    struct timespec ts = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000L};
+    struct timespec ts = ej__mono_timespec(deadline);
     int rc = 0;
     pthread_mutex_lock(&c->mu);
     while (!c->initialized) {

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
+#include "common/check.h"
+#include "common/listeners.h"
 #include "ejob/registry.h"
 
 /* ------------------------------------------------------------------------ */
@@ -81,16 +83,6 @@ struct ej__reg_cache_slot {
     ej_tree_cache *cache;
 };
 
-struct ej__reg_listener {
-    ej_reg_state_fn fn;
-    void *user;
-};
-
-struct ej__reg_fence_listener {
-    ej_reg_fence_fn fn;
-    void *user;
-};
-
 struct ej__reg_delayed {
     struct ej__reg_delayed *next;
     int64_t due_ms;
@@ -120,7 +112,7 @@ struct ej_registry {
     zhandle_t *zh;
     struct ej__reg_session *sess;
 
-    pthread_mutex_t mu;     /* everything below up to "dispatch-only" */
+    ej__mutex mu;           /* everything below up to "dispatch-only" */
     pthread_cond_t wake;    /* the dispatch thread's wake-up */
     pthread_cond_t changed; /* connection, barrier and cache progress */
     struct ej__reg_item *head, *tail;
@@ -141,8 +133,7 @@ struct ej_registry {
     int64_t session_id;
     char passwd[EJ_REG_PASSWD_LEN];
     int negotiated_ms;
-    struct ej__reg_listener *listeners;
-    size_t nlisteners, caplisteners;
+    ej__listeners listeners; /* ej_reg_state_fn */
     struct ej__reg_watch *watches; /* doubly linked */
     struct ej__reg_cache_slot *caches;
     size_t ncaches, capcaches;
@@ -154,9 +145,10 @@ struct ej_registry {
 
     /* Liveness (liveness.c). live_mu is a leaf lock held for moments only,
      * also on ZooKeeper's completion thread; nothing is called under it. */
-    pthread_mutex_t live_mu;
+    ej__mutex live_mu;
     pthread_cond_t live_cv;
     pthread_t live_thread;
+    ej__owner live_owner; /* the watchdog thread, while it runs */
     bool live_started, live_stop;
     int64_t contact_ms;      /* mono ms: send time of the latest answered probe */
     int64_t contact_session; /* the session of that answer; 0: none or expired */
@@ -169,8 +161,7 @@ struct ej_registry {
     int fence_told; /* level last told to fence listeners; -1 none */
     int64_t fence_told_session;
     bool fence_telling; /* fence listeners are being called */
-    struct ej__reg_fence_listener *fence_fns;
-    size_t nfence_fns, capfence_fns;
+    ej__listeners fence_fns; /* ej_reg_fence_fn, under live_mu */
 
     /* dispatch-only */
     uint64_t cur_gen;

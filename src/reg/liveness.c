@@ -51,26 +51,28 @@ static void cond_init_mono(pthread_cond_t *c)
 
 void ej__reg_live_init(ej_registry *reg)
 {
-    pthread_mutex_init(&reg->live_mu, NULL);
+    ej__mutex_init(&reg->live_mu);
     cond_init_mono(&reg->live_cv);
     reg->fence_told = -1;
 }
 
 void ej__reg_live_fini(ej_registry *reg)
 {
-    free(reg->fence_fns);
-    pthread_mutex_destroy(&reg->live_mu);
+    ej__listeners_fini(&reg->fence_fns);
+    ej__mutex_destroy(&reg->live_mu);
     pthread_cond_destroy(&reg->live_cv);
 }
 
 static int timeout_locked(const ej_registry *reg)
 {
+    EJ_ASSERT_HELD(&reg->live_mu);
     return reg->contact_timeout_ms > 0 ? reg->contact_timeout_ms : reg->session_timeout_ms;
 }
 
-/* The level of session at now (live_mu held). */
+/* The level of session at now (live_mu held: checked). */
 static ej_reg_fence level_locked(const ej_registry *reg, int64_t session, int64_t now)
 {
+    EJ_ASSERT_HELD(&reg->live_mu);
     bool same = reg->contact_session != 0 && (session == 0 || session == reg->contact_session);
     return ej__reg_fence_level(now - reg->contact_ms, timeout_locked(reg), reg->zk_up, same);
 }
@@ -80,26 +82,26 @@ ej_reg_fence ej_registry_fence(const ej_registry *reg, int64_t session)
     ej_registry *r = (ej_registry *)reg;
     if (!r)
         return EJ_REG_FENCE_CANCEL;
-    pthread_mutex_lock(&r->live_mu);
+    ej__mutex_lock(&r->live_mu);
     ej_reg_fence lvl = level_locked(r, session, ej__mono_ms());
-    pthread_mutex_unlock(&r->live_mu);
+    ej__mutex_unlock(&r->live_mu);
     return lvl;
 }
 
 int64_t ej_registry_last_contact_ms(const ej_registry *reg, int64_t *session)
 {
     ej_registry *r = (ej_registry *)reg;
-    pthread_mutex_lock(&r->live_mu);
+    ej__mutex_lock(&r->live_mu);
     int64_t at = r->contact_ms;
     if (session)
         *session = r->contact_session;
-    pthread_mutex_unlock(&r->live_mu);
+    ej__mutex_unlock(&r->live_mu);
     return at;
 }
 
 void ej__reg_live_on_session_event(ej_registry *reg, int zk_state)
 {
-    pthread_mutex_lock(&reg->live_mu);
+    ej__mutex_lock(&reg->live_mu);
     if (zk_state == ZOO_CONNECTED_STATE || zk_state == ZOO_READONLY_STATE) {
         reg->zk_up = true;
         reg->probe_now = true;
@@ -110,7 +112,7 @@ void ej__reg_live_on_session_event(ej_registry *reg, int zk_state)
         reg->zk_up = false;
     }
     pthread_cond_broadcast(&reg->live_cv);
-    pthread_mutex_unlock(&reg->live_mu);
+    ej__mutex_unlock(&reg->live_mu);
 }
 
 /* ZooKeeper's completion thread: record the answer, nothing else. */
@@ -119,7 +121,7 @@ static void probe_done(int rc, const struct Stat *stat, const void *data)
     (void)stat;
     struct probe *p = (struct probe *)data;
     ej_registry *reg = p->reg;
-    pthread_mutex_lock(&reg->live_mu);
+    ej__mutex_lock(&reg->live_mu);
     if (rc == ZOK || rc == ZNONODE) {
         if (p->session != reg->contact_session || p->sent_ms > reg->contact_ms) {
             reg->contact_ms = p->sent_ms;
@@ -130,7 +132,7 @@ static void probe_done(int rc, const struct Stat *stat, const void *data)
     if (p->seq > reg->probe_answered)
         reg->probe_answered = p->seq;
     pthread_cond_broadcast(&reg->live_cv);
-    pthread_mutex_unlock(&reg->live_mu);
+    ej__mutex_unlock(&reg->live_mu);
     free(p);
 }
 
@@ -158,49 +160,49 @@ static void send_probe(ej_registry *reg, uint64_t seq, int64_t now)
     pthread_rwlock_unlock(&reg->zh_lock);
     if (rc != ZOK) {
         free(p);
-        pthread_mutex_lock(&reg->live_mu);
+        ej__mutex_lock(&reg->live_mu);
         if (seq > reg->probe_answered)
             reg->probe_answered = seq; /* nothing in flight */
-        pthread_mutex_unlock(&reg->live_mu);
+        ej__mutex_unlock(&reg->live_mu);
     }
 }
 
-/* Call the fence listeners with (level, session); live_mu held on entry and
- * on return (released meanwhile). */
+/* Call the fence listeners with (level, session) on the watchdog thread;
+ * live_mu held on entry and on return (released meanwhile). Both checked. */
 static void tell_locked(ej_registry *reg, ej_reg_fence level, int64_t session)
 {
-    size_t n = reg->nfence_fns;
-    struct ej__reg_fence_listener *snap = n ? malloc(n * sizeof(*snap)) : NULL;
+    EJ_ASSERT_HELD(&reg->live_mu);
+    EJ_ASSERT_OWNER(&reg->live_owner);
+    struct ej__listener *snap = NULL;
+    size_t n = ej__listeners_snapshot(&reg->fence_fns, &snap);
     if (!snap)
         return;
-    memcpy(snap, reg->fence_fns, n * sizeof(*snap));
     reg->fence_telling = true;
     int64_t silence = reg->contact_ms ? ej__mono_ms() - reg->contact_ms : -1;
     int timeout = timeout_locked(reg);
-    pthread_mutex_unlock(&reg->live_mu);
+    ej__mutex_unlock(&reg->live_mu);
     static const char *const names[] = {"open", "hold (start nothing)", "cancel (stop items)"};
     EJ_LOG(level == EJ_REG_FENCE_OPEN ? EJ_LOG_INFO : EJ_LOG_WARN, "reg", 0,
            "fence of session 0x%llx: %s (last answer %lld ms ago, session timeout %d ms)",
            (unsigned long long)session, names[level], (long long)silence, timeout);
     for (size_t i = 0; i < n; i++) {
-        bool still = false;
-        pthread_mutex_lock(&reg->live_mu);
-        for (size_t j = 0; j < reg->nfence_fns; j++)
-            still |= reg->fence_fns[j].fn == snap[i].fn && reg->fence_fns[j].user == snap[i].user;
-        pthread_mutex_unlock(&reg->live_mu);
+        ej__mutex_lock(&reg->live_mu);
+        bool still = ej__listeners_has(&reg->fence_fns, snap[i].fn, snap[i].user);
+        ej__mutex_unlock(&reg->live_mu);
         if (still)
-            snap[i].fn(reg, level, session, snap[i].user);
+            ((ej_reg_fence_fn)snap[i].fn)(reg, level, session, snap[i].user);
     }
     free(snap);
-    pthread_mutex_lock(&reg->live_mu);
+    ej__mutex_lock(&reg->live_mu);
     reg->fence_telling = false;
     pthread_cond_broadcast(&reg->live_cv);
 }
 
 /* The next moment (mono ms) the level of the contact's session can change
- * by itself, or INT64_MAX. live_mu held. */
+ * by itself, or INT64_MAX. live_mu held (checked). */
 static int64_t next_threshold_locked(const ej_registry *reg, int64_t now)
 {
+    EJ_ASSERT_HELD(&reg->live_mu);
     if (reg->contact_session == 0)
         return INT64_MAX;
     int64_t t = timeout_locked(reg);
@@ -215,20 +217,22 @@ static int64_t next_threshold_locked(const ej_registry *reg, int64_t now)
 
 static void wait_until_locked(ej_registry *reg, int64_t due)
 {
+    EJ_ASSERT_HELD(&reg->live_mu);
     if (due == INT64_MAX) {
-        pthread_cond_wait(&reg->live_cv, &reg->live_mu);
+        ej__mutex_wait(&reg->live_mu, &reg->live_cv);
         return;
     }
-    struct timespec ts = {.tv_sec = (time_t)(due / 1000), .tv_nsec = (long)(due % 1000) * 1000000L};
-    pthread_cond_timedwait(&reg->live_cv, &reg->live_mu, &ts);
+    struct timespec ts = ej__mono_timespec(due);
+    ej__mutex_timedwait(&reg->live_mu, &reg->live_cv, &ts);
 }
 
 static void *live_main(void *arg)
 {
     ej_registry *reg = arg;
     pthread_setname_np(pthread_self(), "ej-reg-live");
+    ej__owner_set(&reg->live_owner);
     int64_t last_sent = 0;
-    pthread_mutex_lock(&reg->live_mu);
+    ej__mutex_lock(&reg->live_mu);
     while (!reg->live_stop) {
         int64_t now = ej__mono_ms();
         int64_t t = timeout_locked(reg);
@@ -242,9 +246,9 @@ static void *live_main(void *arg)
             reg->probe_sent_ms = now;
             reg->probe_now = false;
             last_sent = now;
-            pthread_mutex_unlock(&reg->live_mu);
+            ej__mutex_unlock(&reg->live_mu);
             send_probe(reg, seq, now);
-            pthread_mutex_lock(&reg->live_mu);
+            ej__mutex_lock(&reg->live_mu);
             continue;
         }
         ej_reg_fence lvl = level_locked(reg, 0, now);
@@ -263,7 +267,8 @@ static void *live_main(void *arg)
             next = probe_at;
         wait_until_locked(reg, next);
     }
-    pthread_mutex_unlock(&reg->live_mu);
+    ej__mutex_unlock(&reg->live_mu);
+    ej__owner_clear(&reg->live_owner);
     return NULL;
 }
 
@@ -280,10 +285,10 @@ void ej__reg_live_stop(ej_registry *reg)
 {
     if (!reg->live_started)
         return;
-    pthread_mutex_lock(&reg->live_mu);
+    ej__mutex_lock(&reg->live_mu);
     reg->live_stop = true;
     pthread_cond_broadcast(&reg->live_cv);
-    pthread_mutex_unlock(&reg->live_mu);
+    ej__mutex_unlock(&reg->live_mu);
     pthread_join(reg->live_thread, NULL);
     reg->live_started = false;
 }
@@ -291,62 +296,37 @@ void ej__reg_live_stop(ej_registry *reg)
 void ej__reg_live_wait_contact(ej_registry *reg, int timeout_ms)
 {
     int64_t deadline = ej__mono_ms() + timeout_ms;
-    pthread_mutex_lock(&reg->live_mu);
+    ej__mutex_lock(&reg->live_mu);
     while (level_locked(reg, 0, ej__mono_ms()) != EJ_REG_FENCE_OPEN && !reg->live_stop &&
            ej__mono_ms() < deadline)
         wait_until_locked(reg, ej__mono_ms() + 20 < deadline ? ej__mono_ms() + 20 : deadline);
-    pthread_mutex_unlock(&reg->live_mu);
+    ej__mutex_unlock(&reg->live_mu);
 }
 
 int ej_registry_add_fence_listener(ej_registry *reg, ej_reg_fence_fn fn, void *user)
 {
     if (!reg || !fn)
         return ej__reg_fail(EJ_EINVAL, "add_fence_listener: registry or callback is NULL");
-    int rc = 0;
-    pthread_mutex_lock(&reg->live_mu);
-    for (size_t i = 0; i < reg->nfence_fns; i++) {
-        if (reg->fence_fns[i].fn == fn && reg->fence_fns[i].user == user) {
-            rc = ej__reg_fail(EJ_EINVAL, "add_fence_listener: this listener is already added");
-            goto out_unlock;
-        }
-    }
-    if (reg->nfence_fns == reg->capfence_fns) {
-        size_t cap = reg->capfence_fns ? reg->capfence_fns * 2 : 4;
-        struct ej__reg_fence_listener *n = realloc(reg->fence_fns, cap * sizeof(*n));
-        if (!n) {
-            rc = ej__reg_fail(-ENOMEM, "add_fence_listener: out of memory");
-            goto out_unlock;
-        }
-        reg->fence_fns = n;
-        reg->capfence_fns = cap;
-    }
-    reg->fence_fns[reg->nfence_fns].fn = fn;
-    reg->fence_fns[reg->nfence_fns].user = user;
-    reg->nfence_fns++;
-out_unlock:
-    pthread_mutex_unlock(&reg->live_mu);
-    return rc;
+    ej__mutex_lock(&reg->live_mu);
+    int rc = ej__listeners_add(&reg->fence_fns, (ej__listener_fn)fn, user);
+    ej__mutex_unlock(&reg->live_mu);
+    if (rc == -EEXIST)
+        return ej__reg_fail(EJ_EINVAL, "add_fence_listener: this listener is already added");
+    if (rc != 0)
+        return ej__reg_fail(rc, "add_fence_listener: out of memory");
+    return 0;
 }
 
 int ej_registry_remove_fence_listener(ej_registry *reg, ej_reg_fence_fn fn, void *user)
 {
     if (!reg)
         return ej__reg_fail(EJ_EINVAL, "remove_fence_listener: registry is NULL");
-    bool found = false;
-    pthread_mutex_lock(&reg->live_mu);
-    for (size_t i = 0; i < reg->nfence_fns; i++) {
-        if (reg->fence_fns[i].fn == fn && reg->fence_fns[i].user == user) {
-            memmove(&reg->fence_fns[i], &reg->fence_fns[i + 1],
-                    (reg->nfence_fns - i - 1) * sizeof(reg->fence_fns[0]));
-            reg->nfence_fns--;
-            found = true;
-            break;
-        }
-    }
+    ej__mutex_lock(&reg->live_mu);
+    bool found = ej__listeners_remove(&reg->fence_fns, (ej__listener_fn)fn, user);
     /* A call being made right now may still be running it. */
     if (found && !(reg->live_started && pthread_equal(pthread_self(), reg->live_thread)))
         while (reg->fence_telling)
-            pthread_cond_wait(&reg->live_cv, &reg->live_mu);
-    pthread_mutex_unlock(&reg->live_mu);
+            ej__mutex_wait(&reg->live_mu, &reg->live_cv);
+    ej__mutex_unlock(&reg->live_mu);
     return found ? 0 : ej__reg_fail(EJ_ENOTFOUND, "remove_fence_listener: no such listener");
 }

@@ -20,16 +20,14 @@ typedef int (*attempt_fn)(ej_registry *reg, zhandle_t *zh, void *arg);
 static void wait_connected_for(ej_registry *reg, int ms)
 {
     int64_t deadline = ej__mono_ms() + ms;
-    struct timespec ts;
-    ts.tv_sec = (time_t)(deadline / 1000);
-    ts.tv_nsec = (long)(deadline % 1000) * 1000000L;
-    pthread_mutex_lock(&reg->mu);
+    struct timespec ts = ej__mono_timespec(deadline);
+    ej__mutex_lock(&reg->mu);
     while (!reg->closing) {
-        int err = pthread_cond_timedwait(&reg->changed, &reg->mu, &ts);
+        int err = ej__mutex_timedwait(&reg->mu, &reg->changed, &ts);
         if (reg->connected || err == ETIMEDOUT)
             break;
     }
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
 }
 
 /* Run fn until it succeeds, fails for a reason other than a lost
@@ -63,9 +61,9 @@ static int run_zk(ej_registry *reg, bool retry, attempt_fn fn, void *arg, bool *
         }
         if (attempt >= reg->max_retries)
             return zrc;
-        pthread_mutex_lock(&reg->mu);
+        ej__mutex_lock(&reg->mu);
         bool closing = reg->closing;
-        pthread_mutex_unlock(&reg->mu);
+        ej__mutex_unlock(&reg->mu);
         if (closing)
             return ZCLOSING;
         int ms = ej__reg_backoff_ms(reg->base_sleep_ms, reg->max_sleep_ms, attempt, ej__reg_rand());
@@ -152,11 +150,11 @@ static void on_fire_item(ej_registry *reg, struct ej__reg_item *item)
     struct ej__reg_watch *w = f->w;
     int type = f->type;
     free(f);
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     bool live = w->listed;
     if (live)
         watch_unlink_locked(reg, w);
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     if (!live)
         return;
     ej_reg_watch_event ev = EJ_REG_WATCH_CHANGED;
@@ -169,9 +167,9 @@ static void on_fire_item(ej_registry *reg, struct ej__reg_item *item)
     else if (type == ZOO_NOTWATCHING_EVENT)
         ev = EJ_REG_WATCH_CANCELLED;
     w->fn(reg, ev, w->path, w->user);
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     watch_unref_locked(w);
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
 }
 
 /* ZooKeeper's completion thread: copy and enqueue. Session events reach
@@ -198,7 +196,7 @@ static void oneshot_watcher(zhandle_t *zh, int type, int state, const char *path
 void ej__reg_cancel_watches(ej_registry *reg, uint64_t gen)
 {
     struct ej__reg_watch *todo = NULL;
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     struct ej__reg_watch *w = reg->watches;
     while (w) {
         struct ej__reg_watch *next = w->next;
@@ -214,13 +212,13 @@ void ej__reg_cancel_watches(ej_registry *reg, uint64_t gen)
         }
         w = next;
     }
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     while (todo) {
         struct ej__reg_watch *next = todo->next;
         todo->fn(reg, EJ_REG_WATCH_CANCELLED, todo->path, todo->user);
-        pthread_mutex_lock(&reg->mu);
+        ej__mutex_lock(&reg->mu);
         watch_unref_locked(todo);
-        pthread_mutex_unlock(&reg->mu);
+        ej__mutex_unlock(&reg->mu);
         todo = next;
     }
 }
@@ -241,13 +239,13 @@ static struct ej__reg_watch *watch_new(ej_registry *reg, ej_reg_watch_fn fn, voi
     w->user = user;
     w->gen = UINT64_MAX;
     w->refs = 2;
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     w->listed = true;
     w->next = reg->watches;
     if (reg->watches)
         reg->watches->prev = w;
     reg->watches = w;
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     return w;
 }
 
@@ -255,9 +253,9 @@ static struct ej__reg_watch *watch_new(ej_registry *reg, ej_reg_watch_fn fn, voi
 static void watch_set(zhandle_t *zh, struct ej__reg_watch *w)
 {
     const struct ej__reg_session *s = zoo_get_context(zh);
-    pthread_mutex_lock(&w->reg->mu);
+    ej__mutex_lock(&w->reg->mu);
     w->gen = s->gen;
-    pthread_mutex_unlock(&w->reg->mu);
+    ej__mutex_unlock(&w->reg->mu);
 }
 
 /* The registering call is done: it drops its reference, and the
@@ -267,7 +265,7 @@ static void watch_done(struct ej__reg_watch *w, bool set)
     if (!w)
         return;
     ej_registry *reg = w->reg;
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     int drop = 1;
     if (!set && w->listed) {
         watch_unlink_locked(reg, w);
@@ -275,7 +273,7 @@ static void watch_done(struct ej__reg_watch *w, bool set)
     }
     w->refs -= drop - 1;
     watch_unref_locked(w);
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -876,6 +874,137 @@ static const char *op_name(ej_reg_op_type t)
     return "?";
 }
 
+/* The ZooKeeper side of a transaction: full paths, created-path buffers,
+ * the ops, their results and the stats of set ops. */
+struct multi_bufs {
+    char **fulls, **bufs;
+    zoo_op_t *zops;
+    zoo_op_result_t *res;
+    struct Stat *stats;
+};
+
+static int multi_bufs_init(struct multi_bufs *mb, size_t n)
+{
+    mb->fulls = calloc(n, sizeof(*mb->fulls));
+    mb->bufs = calloc(n, sizeof(*mb->bufs));
+    mb->zops = calloc(n, sizeof(*mb->zops));
+    mb->res = calloc(n, sizeof(*mb->res));
+    mb->stats = calloc(n, sizeof(*mb->stats));
+    if (!mb->fulls || !mb->bufs || !mb->zops || !mb->res || !mb->stats)
+        return ej__reg_fail(-ENOMEM, "multi: out of memory");
+    return 0;
+}
+
+static void multi_bufs_fini(struct multi_bufs *mb, size_t n)
+{
+    if (mb->fulls)
+        for (size_t i = 0; i < n; i++)
+            free(mb->fulls[i]);
+    if (mb->bufs)
+        for (size_t i = 0; i < n; i++)
+            free(mb->bufs[i]);
+    free(mb->fulls);
+    free(mb->bufs);
+    free(mb->zops);
+    free(mb->res);
+    free(mb->stats);
+}
+
+/* Whether op i can be sent: 0, or the error (reported). */
+static int multi_check_op(const struct ej_reg_op *o, size_t i)
+{
+    const char *what = op_name(o->type);
+    bool seq = o->type == EJ_REG_OP_CREATE &&
+               (o->mode == EJ_REG_PERSISTENT_SEQUENTIAL || o->mode == EJ_REG_EPHEMERAL_SEQUENTIAL);
+    const char *why = NULL;
+    if (ej__reg_check_path(o->path, seq, &why))
+        return ej__reg_fail(EJ_EBADPATH, "multi op %zu (%s) \"%s\": %s", i, what,
+                            o->path ? o->path : "(null)", why);
+    if ((o->type == EJ_REG_OP_CREATE || o->type == EJ_REG_OP_SET) && !o->data && o->len)
+        return ej__reg_fail(EJ_EINVAL, "multi op %zu (%s) %s: data is NULL with length %zu", i,
+                            what, o->path, o->len);
+    if (o->type == EJ_REG_OP_CREATE && ej__reg_zk_mode(o->mode) == -1)
+        return ej__reg_fail(EJ_EINVAL, "multi op %zu (create) %s: unknown mode %d", i, o->path,
+                            (int)o->mode);
+    if (o->type < EJ_REG_OP_CREATE || o->type > EJ_REG_OP_CHECK)
+        return ej__reg_fail(EJ_EINVAL, "multi op %zu %s: unknown op type %d", i, o->path,
+                            (int)o->type);
+    if ((o->type == EJ_REG_OP_CREATE || o->type == EJ_REG_OP_SET) && o->len > EJ_REG_MAX_DATA_LEN)
+        return ej__reg_fail(EJ_ETOOBIG, "multi op %zu (%s) %s: %zu bytes exceed the limit of %d",
+                            i, what, o->path, o->len, EJ_REG_MAX_DATA_LEN);
+    return 0;
+}
+
+/* Fills ZooKeeper's op i from o; *bytes: what it adds to the request. */
+static int multi_init_op(ej_registry *reg, struct multi_bufs *mb, size_t i,
+                         const struct ej_reg_op *o, size_t *bytes)
+{
+    if (!(mb->fulls[i] = ej__reg_full_path(reg, o->path)))
+        return ej__reg_fail(-ENOMEM, "multi: out of memory");
+    const char *full = mb->fulls[i];
+    *bytes = strlen(full) + ((o->type == EJ_REG_OP_CREATE || o->type == EJ_REG_OP_SET) ? o->len : 0);
+    const char *d = o->data ? o->data : "";
+    switch (o->type) {
+    case EJ_REG_OP_CREATE: {
+        size_t bl = strlen(full) + 32;
+        if (!(mb->bufs[i] = malloc(bl)))
+            return ej__reg_fail(-ENOMEM, "multi: out of memory");
+        zoo_create_op_init(&mb->zops[i], full, d, (int)o->len, ej__reg_acl(reg),
+                           ej__reg_zk_mode(o->mode), mb->bufs[i], (int)bl);
+        break;
+    }
+    case EJ_REG_OP_DELETE:
+        zoo_delete_op_init(&mb->zops[i], full, o->version);
+        break;
+    case EJ_REG_OP_SET:
+        zoo_set_op_init(&mb->zops[i], full, d, (int)o->len, o->version, &mb->stats[i]);
+        break;
+    case EJ_REG_OP_CHECK:
+        zoo_check_op_init(&mb->zops[i], full, o->version);
+        break;
+    }
+    return 0;
+}
+
+/* Applied: the created paths and the set ops' stats, to the caller. */
+static int multi_collect(ej_registry *reg, struct ej_reg_op *ops, size_t n,
+                         const struct multi_bufs *mb)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i].type == EJ_REG_OP_CREATE && ops[i].out_path) {
+            const char *rel = ej__reg_rel_path(reg, mb->bufs[i]);
+            *ops[i].out_path = strdup(rel ? rel : mb->bufs[i]);
+            if (!*ops[i].out_path)
+                rc = ej__reg_fail(-ENOMEM, "multi: out of memory (the transaction was applied)");
+        }
+        if (ops[i].type == EJ_REG_OP_SET && ops[i].out_stat)
+            ej__reg_stat_from_zk(ops[i].out_stat, &mb->stats[i]);
+    }
+    return rc;
+}
+
+/* Not applied: finds the op that made it fail (the others report ZOK,
+ * rolled back, or ZRUNTIMEINCONSISTENCY, not run). */
+static int multi_failed(ej_registry *reg, struct ej_reg_op *ops, size_t n,
+                        const zoo_op_result_t *res, int zrc, size_t *failed_index)
+{
+    size_t bad = n;
+    for (size_t i = 0; i < n; i++) {
+        int e = res[i].err;
+        if (bad == n && e != ZOK && e != ZRUNTIMEINCONSISTENCY)
+            bad = i;
+        ops[i].result = EJ_EAGAIN;
+    }
+    if (bad == n)
+        return op_fail(reg, "multi", ops[0].path, zrc);
+    ops[bad].result = ej__reg_from_zk(res[bad].err);
+    if (failed_index)
+        *failed_index = bad;
+    return ej__reg_fail(ops[bad].result, "multi: op %zu (%s %s) failed: %s; nothing was applied",
+                        bad, op_name(ops[bad].type), ops[bad].path, zerror(res[bad].err));
+}
+
 int ej_registry_multi(ej_registry *reg, struct ej_reg_op *ops, size_t n, size_t *failed_index)
 {
     if (failed_index)
@@ -889,135 +1018,40 @@ int ej_registry_multi(ej_registry *reg, struct ej_reg_op *ops, size_t n, size_t 
         if (ops[i].out_stat)
             memset(ops[i].out_stat, 0, sizeof *ops[i].out_stat);
     }
-    int rc = 0;
-    char **fulls = calloc(n, sizeof(*fulls));
-    char **bufs = calloc(n, sizeof(*bufs));
-    zoo_op_t *zops = calloc(n, sizeof(*zops));
-    zoo_op_result_t *res = calloc(n, sizeof(*res));
-    struct Stat *stats = calloc(n, sizeof(*stats));
-    if (!fulls || !bufs || !zops || !res || !stats) {
-        rc = ej__reg_fail(-ENOMEM, "multi: out of memory");
-        goto out_free;
-    }
+    struct multi_bufs mb = {0};
+    int rc = multi_bufs_init(&mb, n);
     size_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct ej_reg_op *o = &ops[i];
-        const char *what = op_name(o->type);
-        bool seq = o->type == EJ_REG_OP_CREATE && (o->mode == EJ_REG_PERSISTENT_SEQUENTIAL ||
-                                                   o->mode == EJ_REG_EPHEMERAL_SEQUENTIAL);
-        const char *why = NULL;
-        if (ej__reg_check_path(o->path, seq, &why)) {
-            rc = ej__reg_fail(EJ_EBADPATH, "multi op %zu (%s) \"%s\": %s", i, what,
-                              o->path ? o->path : "(null)", why);
-        } else if ((o->type == EJ_REG_OP_CREATE || o->type == EJ_REG_OP_SET) && !o->data &&
-                   o->len) {
-            rc = ej__reg_fail(EJ_EINVAL, "multi op %zu (%s) %s: data is NULL with length %zu", i,
-                              what, o->path, o->len);
-        } else if (o->type == EJ_REG_OP_CREATE && ej__reg_zk_mode(o->mode) == -1) {
-            rc = ej__reg_fail(EJ_EINVAL, "multi op %zu (create) %s: unknown mode %d", i, o->path,
-                              (int)o->mode);
-        } else if (o->type < EJ_REG_OP_CREATE || o->type > EJ_REG_OP_CHECK) {
-            rc = ej__reg_fail(EJ_EINVAL, "multi op %zu %s: unknown op type %d", i, o->path,
-                              (int)o->type);
-        } else if ((o->type == EJ_REG_OP_CREATE || o->type == EJ_REG_OP_SET) &&
-                   o->len > EJ_REG_MAX_DATA_LEN) {
-            rc = ej__reg_fail(EJ_ETOOBIG, "multi op %zu (%s) %s: %zu bytes exceed the limit of %d",
-                              i, what, o->path, o->len, EJ_REG_MAX_DATA_LEN);
-        }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        rc = multi_check_op(&ops[i], i);
         if (rc) {
             for (size_t j = 0; j < n; j++)
                 ops[j].result = EJ_EAGAIN;
-            o->result = rc;
+            ops[i].result = rc;
             if (failed_index)
                 *failed_index = i;
-            goto out_free;
-        }
-        if (!(fulls[i] = ej__reg_full_path(reg, o->path))) {
-            rc = ej__reg_fail(-ENOMEM, "multi: out of memory");
-            goto out_free;
-        }
-        total += strlen(fulls[i]) +
-                 ((o->type == EJ_REG_OP_CREATE || o->type == EJ_REG_OP_SET) ? o->len : 0);
-        const char *d = o->data ? o->data : "";
-        switch (o->type) {
-        case EJ_REG_OP_CREATE: {
-            size_t bl = strlen(fulls[i]) + 32;
-            if (!(bufs[i] = malloc(bl))) {
-                rc = ej__reg_fail(-ENOMEM, "multi: out of memory");
-                goto out_free;
-            }
-            zoo_create_op_init(&zops[i], fulls[i], d, (int)o->len, ej__reg_acl(reg),
-                               ej__reg_zk_mode(o->mode), bufs[i], (int)bl);
             break;
         }
-        case EJ_REG_OP_DELETE:
-            zoo_delete_op_init(&zops[i], fulls[i], o->version);
-            break;
-        case EJ_REG_OP_SET:
-            zoo_set_op_init(&zops[i], fulls[i], d, (int)o->len, o->version, &stats[i]);
-            break;
-        case EJ_REG_OP_CHECK:
-            zoo_check_op_init(&zops[i], fulls[i], o->version);
-            break;
-        }
+        size_t bytes = 0;
+        rc = multi_init_op(reg, &mb, i, &ops[i], &bytes);
+        total += bytes;
     }
-    if (total > EJ_REG_MAX_DATA_LEN) {
+    if (rc == 0 && total > EJ_REG_MAX_DATA_LEN)
         rc = ej__reg_fail(EJ_ETOOBIG, "multi: %zu bytes of paths and data exceed the limit of %d",
                           total, EJ_REG_MAX_DATA_LEN);
+    if (rc != 0)
         goto out_free;
-    }
-    struct multi_ctx m = {zops, res, (int)n};
+    struct multi_ctx m = {mb.zops, mb.res, (int)n};
     int zrc = run_zk(reg, false, multi_attempt, &m, NULL);
     if (zrc == ZOK) {
-        for (size_t i = 0; i < n; i++) {
-            if (ops[i].type == EJ_REG_OP_CREATE && ops[i].out_path) {
-                const char *rel = ej__reg_rel_path(reg, bufs[i]);
-                *ops[i].out_path = strdup(rel ? rel : bufs[i]);
-                if (!*ops[i].out_path)
-                    rc =
-                        ej__reg_fail(-ENOMEM, "multi: out of memory (the transaction was applied)");
-            }
-            if (ops[i].type == EJ_REG_OP_SET && ops[i].out_stat)
-                ej__reg_stat_from_zk(ops[i].out_stat, &stats[i]);
-        }
-        goto out_free;
-    }
-    if (ej__reg_zk_is_connloss(zrc)) {
+        rc = multi_collect(reg, ops, n, &mb);
+    } else if (ej__reg_zk_is_connloss(zrc)) {
         rc = op_fail(reg, "multi", ops[0].path, zrc);
         for (size_t i = 0; i < n; i++)
             ops[i].result = rc;
-        goto out_free;
-    }
-    /* Find the op that made it fail: the others report ZOK (rolled back) or
-     * ZRUNTIMEINCONSISTENCY (not run). */
-    size_t bad = n;
-    for (size_t i = 0; i < n; i++) {
-        int e = res[i].err;
-        if (bad == n && e != ZOK && e != ZRUNTIMEINCONSISTENCY)
-            bad = i;
-        ops[i].result = EJ_EAGAIN;
-    }
-    if (bad == n) {
-        rc = op_fail(reg, "multi", ops[0].path, zrc);
     } else {
-        ops[bad].result = ej__reg_from_zk(res[bad].err);
-        rc = ej__reg_fail(ops[bad].result, "multi: op %zu (%s %s) failed: %s; nothing was applied",
-                          bad, op_name(ops[bad].type), ops[bad].path, zerror(res[bad].err));
-        if (failed_index)
-            *failed_index = bad;
+        rc = multi_failed(reg, ops, n, mb.res, zrc, failed_index);
     }
-
 out_free:
-    if (fulls)
-        for (size_t i = 0; i < n; i++)
-            free(fulls[i]);
-    if (bufs)
-        for (size_t i = 0; i < n; i++)
-            free(bufs[i]);
-    free(fulls);
-    free(bufs);
-    free(zops);
-    free(res);
-    free(stats);
+    multi_bufs_fini(&mb, n);
     return rc;
 }

@@ -159,9 +159,9 @@ int ej__reg_zk_mode(ej_reg_mode mode)
 
 int ej__reg_enqueue(ej_registry *reg, struct ej__reg_item *item, bool force)
 {
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     if (reg->closing && !force) {
-        pthread_mutex_unlock(&reg->mu);
+        ej__mutex_unlock(&reg->mu);
         return EJ_ECLOSED;
     }
     item->next = NULL;
@@ -172,14 +172,8 @@ int ej__reg_enqueue(ej_registry *reg, struct ej__reg_item *item, bool force)
     reg->tail = item;
     reg->enq_seq++;
     pthread_cond_signal(&reg->wake);
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     return 0;
-}
-
-static void abs_deadline(struct timespec *ts, int64_t mono_ms)
-{
-    ts->tv_sec = (time_t)(mono_ms / 1000);
-    ts->tv_nsec = (long)(mono_ms % 1000) * 1000000L;
 }
 
 static void cond_init_mono(pthread_cond_t *c)
@@ -202,27 +196,17 @@ static void emit_state(ej_registry *reg, ej_reg_state state, bool new_session)
            reg->servers, names[state],
            state == EJ_REG_RECONNECTED ? (new_session ? " (new session)" : " (same session)") : "");
     /* Listeners may add or remove listeners: call a snapshot. */
-    pthread_mutex_lock(&reg->mu);
-    size_t n = reg->nlisteners;
-    struct ej__reg_listener *snap = NULL;
-    if (n) {
-        snap = malloc(n * sizeof(*snap));
-        if (snap)
-            memcpy(snap, reg->listeners, n * sizeof(*snap));
-        else
-            n = 0;
-    }
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
+    struct ej__listener *snap = NULL;
+    size_t n = ej__listeners_snapshot(&reg->listeners, &snap);
+    ej__mutex_unlock(&reg->mu);
     for (size_t i = 0; i < n; i++) {
         /* Skip one removed by an earlier listener of this round. */
-        bool still = false;
-        pthread_mutex_lock(&reg->mu);
-        for (size_t j = 0; j < reg->nlisteners; j++)
-            if (reg->listeners[j].fn == snap[i].fn && reg->listeners[j].user == snap[i].user)
-                still = true;
-        pthread_mutex_unlock(&reg->mu);
+        ej__mutex_lock(&reg->mu);
+        bool still = ej__listeners_has(&reg->listeners, snap[i].fn, snap[i].user);
+        ej__mutex_unlock(&reg->mu);
         if (still)
-            snap[i].fn(reg, state, new_session, snap[i].user);
+            ((ej_reg_state_fn)snap[i].fn)(reg, state, new_session, snap[i].user);
     }
     free(snap);
 }
@@ -231,48 +215,23 @@ int ej_registry_add_listener(ej_registry *reg, ej_reg_state_fn fn, void *user)
 {
     if (!reg || !fn)
         return ej__reg_fail(EJ_EINVAL, "add_listener: registry or callback is NULL");
-    int rc = 0;
-    pthread_mutex_lock(&reg->mu);
-    for (size_t i = 0; i < reg->nlisteners; i++) {
-        if (reg->listeners[i].fn == fn && reg->listeners[i].user == user) {
-            rc = ej__reg_fail(EJ_EINVAL, "add_listener: this listener is already added");
-            goto out_unlock;
-        }
-    }
-    if (reg->nlisteners == reg->caplisteners) {
-        size_t cap = reg->caplisteners ? reg->caplisteners * 2 : 4;
-        struct ej__reg_listener *n = realloc(reg->listeners, cap * sizeof(*n));
-        if (!n) {
-            rc = ej__reg_fail(-ENOMEM, "add_listener: out of memory");
-            goto out_unlock;
-        }
-        reg->listeners = n;
-        reg->caplisteners = cap;
-    }
-    reg->listeners[reg->nlisteners].fn = fn;
-    reg->listeners[reg->nlisteners].user = user;
-    reg->nlisteners++;
-out_unlock:
-    pthread_mutex_unlock(&reg->mu);
-    return rc;
+    ej__mutex_lock(&reg->mu);
+    int rc = ej__listeners_add(&reg->listeners, (ej__listener_fn)fn, user);
+    ej__mutex_unlock(&reg->mu);
+    if (rc == -EEXIST)
+        return ej__reg_fail(EJ_EINVAL, "add_listener: this listener is already added");
+    if (rc != 0)
+        return ej__reg_fail(rc, "add_listener: out of memory");
+    return 0;
 }
 
 int ej_registry_remove_listener(ej_registry *reg, ej_reg_state_fn fn, void *user)
 {
     if (!reg)
         return ej__reg_fail(EJ_EINVAL, "remove_listener: registry is NULL");
-    bool found = false;
-    pthread_mutex_lock(&reg->mu);
-    for (size_t i = 0; i < reg->nlisteners; i++) {
-        if (reg->listeners[i].fn == fn && reg->listeners[i].user == user) {
-            memmove(&reg->listeners[i], &reg->listeners[i + 1],
-                    (reg->nlisteners - i - 1) * sizeof(reg->listeners[0]));
-            reg->nlisteners--;
-            found = true;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
+    bool found = ej__listeners_remove(&reg->listeners, (ej__listener_fn)fn, user);
+    ej__mutex_unlock(&reg->mu);
     if (!found)
         return ej__reg_fail(EJ_ENOTFOUND, "remove_listener: no such listener");
     /* A state change being delivered right now may still be calling it:
@@ -377,11 +336,11 @@ static void close_handle(ej_registry *reg)
     reg->zh = NULL;
     reg->sess = NULL;
     pthread_rwlock_unlock(&reg->zh_lock);
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     reg->connected = false;
     reg->session_id = 0;
     pthread_cond_broadcast(&reg->changed);
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     if (!zh)
         return;
     int rc = zookeeper_close(zh);
@@ -463,13 +422,13 @@ static void on_connected(ej_registry *reg)
     int prev = reg->phase;
     reg->phase = EJ_REG_CONNECTED;
     ensure_namespace(reg);
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     reg->connected = true;
     reg->session_id = sid;
     memcpy(reg->passwd, cid->passwd, EJ_REG_PASSWD_LEN);
     reg->negotiated_ms = zoo_recv_timeout(reg->zh);
     pthread_cond_broadcast(&reg->changed);
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     reg->last_session_id = sid;
     EJ_LOG(EJ_LOG_DEBUG, "reg", 0, "session 0x%" PRIx64 " on %s, timeout %d ms", (uint64_t)sid,
            reg->servers, zoo_recv_timeout(reg->zh));
@@ -486,10 +445,10 @@ static void on_connected(ej_registry *reg)
 
 static void on_disconnected(ej_registry *reg)
 {
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     reg->connected = false;
     pthread_cond_broadcast(&reg->changed);
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     if (reg->phase != EJ_REG_CONNECTED)
         return;
     reg->phase = EJ_REG_SUSPENDED;
@@ -499,13 +458,13 @@ static void on_disconnected(ej_registry *reg)
 
 static void on_dead_session(ej_registry *reg, bool auth_failed)
 {
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     reg->connected = false;
     reg->session_id = 0;
     if (auth_failed)
         reg->auth_failed = true;
     pthread_cond_broadcast(&reg->changed);
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     if (auth_failed)
         EJ_LOG(EJ_LOG_ERROR, "reg", EJ_EAUTHFAILED, "ZooKeeper at %s refused authentication",
                reg->servers);
@@ -601,13 +560,16 @@ static void on_task_item(ej_registry *reg, struct ej__reg_item *item)
     fn(reg, user);
 }
 
-/* Run everything queued. Called with mu held; returns with mu held. */
+/* Run everything queued, on the dispatch thread. Called with mu held;
+ * returns with mu held. Both checked. */
 static void drain(ej_registry *reg)
 {
+    EJ_ASSERT_HELD(&reg->mu);
+    EJ_ASSERT(ej_registry_on_dispatch_thread(reg));
     while (reg->head) {
         struct ej__reg_item *batch = reg->head;
         reg->head = reg->tail = NULL;
-        pthread_mutex_unlock(&reg->mu);
+        ej__mutex_unlock(&reg->mu);
         uint64_t n = 0;
         while (batch) {
             struct ej__reg_item *next = batch->next;
@@ -615,15 +577,17 @@ static void drain(ej_registry *reg)
             batch = next;
             n++;
         }
-        pthread_mutex_lock(&reg->mu);
+        ej__mutex_lock(&reg->mu);
         reg->done_seq += n;
         pthread_cond_broadcast(&reg->changed);
     }
 }
 
-/* Move due delayed tasks (all of them when all) into the queue. mu held. */
+/* Move due delayed tasks (all of them when all) into the queue. mu held
+ * (checked). */
 static void move_delayed(ej_registry *reg, bool all)
 {
+    EJ_ASSERT_HELD(&reg->mu);
     int64_t now = ej__mono_ms();
     while (reg->delayed && (all || reg->delayed->due_ms <= now)) {
         struct ej__reg_delayed *d = reg->delayed;
@@ -631,9 +595,9 @@ static void move_delayed(ej_registry *reg, bool all)
         struct task_item *t = malloc(sizeof(*t));
         if (!t) {
             /* Run it here rather than lose it. */
-            pthread_mutex_unlock(&reg->mu);
+            ej__mutex_unlock(&reg->mu);
             d->fn(reg, d->user);
-            pthread_mutex_lock(&reg->mu);
+            ej__mutex_lock(&reg->mu);
         } else {
             t->it.run = on_task_item;
             t->fn = d->fn;
@@ -661,7 +625,7 @@ static void quiesce(ej_registry *reg)
 {
     reg->quiescing = true;
     int64_t deadline = ej__mono_ms() + QUIESCE_MS;
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     while (atomic_load(&reg->cache_reads_inflight) > 0 || reg->head) {
         if (reg->head) {
             drain(reg);
@@ -670,10 +634,10 @@ static void quiesce(ej_registry *reg)
         if (ej__mono_ms() >= deadline)
             break;
         struct timespec ts;
-        abs_deadline(&ts, ej__mono_ms() + 5);
-        pthread_cond_timedwait(&reg->wake, &reg->mu, &ts);
+        ts = ej__mono_timespec(ej__mono_ms() + 5);
+        ej__mutex_timedwait(&reg->mu, &reg->wake, &ts);
     }
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
 }
 
 static void *dispatch_main(void *arg)
@@ -681,7 +645,7 @@ static void *dispatch_main(void *arg)
     ej_registry *reg = arg;
     tl_dispatch_of = reg;
     pthread_setname_np(pthread_self(), "ej-reg");
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     for (;;) {
         move_delayed(reg, reg->closing);
         if (reg->head) {
@@ -690,22 +654,22 @@ static void *dispatch_main(void *arg)
         }
         if (reg->closing)
             break;
-        pthread_mutex_unlock(&reg->mu);
+        ej__mutex_unlock(&reg->mu);
         int64_t next = run_timers(reg);
-        pthread_mutex_lock(&reg->mu);
+        ej__mutex_lock(&reg->mu);
         if (reg->head || reg->closing)
             continue;
         if (reg->delayed && reg->delayed->due_ms < next)
             next = reg->delayed->due_ms;
         if (next == INT64_MAX) {
-            pthread_cond_wait(&reg->wake, &reg->mu);
+            ej__mutex_wait(&reg->mu, &reg->wake);
         } else {
             struct timespec ts;
-            abs_deadline(&ts, next);
-            pthread_cond_timedwait(&reg->wake, &reg->mu, &ts);
+            ts = ej__mono_timespec(next);
+            ej__mutex_timedwait(&reg->mu, &reg->wake, &ts);
         }
     }
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
 
     /* Shutdown: let the tree caches' reads in flight be answered (no new
      * ones are sent) so that none is pending when the handle closes, then
@@ -713,14 +677,14 @@ static void *dispatch_main(void *arg)
      * and the cancellation of the watches left, free the caches. */
     quiesce(reg);
     close_handle(reg);
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     drain(reg);
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     ej__reg_cancel_watches(reg, UINT64_MAX);
     ej__tree_cache_free_all(reg);
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     drain(reg);
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     tl_dispatch_of = NULL;
     return NULL;
 }
@@ -755,9 +719,9 @@ int ej_registry_post_after(ej_registry *reg, int delay_ms, ej_reg_task_fn fn, vo
     d->due_ms = ej__mono_ms() + delay_ms;
     d->fn = fn;
     d->user = user;
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     if (reg->closing) {
-        pthread_mutex_unlock(&reg->mu);
+        ej__mutex_unlock(&reg->mu);
         free(d);
         return ej__reg_fail(EJ_ECLOSED, "post_after: the registry is closing");
     }
@@ -768,7 +732,7 @@ int ej_registry_post_after(ej_registry *reg, int delay_ms, ej_reg_task_fn fn, vo
     d->next = *pp;
     *pp = d;
     pthread_cond_signal(&reg->wake);
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     return 0;
 }
 
@@ -781,8 +745,8 @@ int ej_registry_barrier(ej_registry *reg, int timeout_ms)
     int rc = 0;
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : ej__mono_ms() + timeout_ms;
     struct timespec ts;
-    abs_deadline(&ts, deadline == INT64_MAX ? 0 : deadline);
-    pthread_mutex_lock(&reg->mu);
+    ts = ej__mono_timespec(deadline == INT64_MAX ? 0 : deadline);
+    ej__mutex_lock(&reg->mu);
     uint64_t target = reg->enq_seq;
     while (reg->done_seq < target) {
         if (!reg->thread_started) {
@@ -790,14 +754,14 @@ int ej_registry_barrier(ej_registry *reg, int timeout_ms)
             break;
         }
         if (deadline == INT64_MAX) {
-            pthread_cond_wait(&reg->changed, &reg->mu);
-        } else if (pthread_cond_timedwait(&reg->changed, &reg->mu, &ts) == ETIMEDOUT &&
+            ej__mutex_wait(&reg->mu, &reg->changed);
+        } else if (ej__mutex_timedwait(&reg->mu, &reg->changed, &ts) == ETIMEDOUT &&
                    reg->done_seq < target) {
             rc = ej__reg_fail(EJ_ETIMEDOUT, "barrier: not reached within %d ms", timeout_ms);
             break;
         }
     }
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     return rc;
 }
 
@@ -812,14 +776,14 @@ static void free_registry(ej_registry *reg)
         free(d);
     }
     ej__reg_live_fini(reg);
-    free(reg->listeners);
+    ej__listeners_fini(&reg->listeners);
     free(reg->caches);
     free(reg->servers);
     free(reg->ns);
     free(reg->prefix);
     free(reg->digest);
     pthread_rwlock_destroy(&reg->zh_lock);
-    pthread_mutex_destroy(&reg->mu);
+    ej__mutex_destroy(&reg->mu);
     pthread_cond_destroy(&reg->wake);
     pthread_cond_destroy(&reg->changed);
     free(reg);
@@ -835,17 +799,17 @@ void ej_registry_destroy(ej_registry *reg)
         return;
     }
     ej__reg_live_stop(reg);
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     reg->closing = true;
     bool started = reg->thread_started;
     pthread_cond_signal(&reg->wake);
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     if (started) {
         pthread_join(reg->thread, NULL);
-        pthread_mutex_lock(&reg->mu);
+        ej__mutex_lock(&reg->mu);
         reg->thread_started = false;
         pthread_cond_broadcast(&reg->changed);
-        pthread_mutex_unlock(&reg->mu);
+        ej__mutex_unlock(&reg->mu);
     } else {
         close_handle(reg);
         /* Nothing ran the queue: free what is in it without running it
@@ -926,7 +890,7 @@ int ej_registry_create(ej_registry **out, const struct ej_registry_opts *opts)
     pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     pthread_rwlock_init(&reg->zh_lock, &ra);
     pthread_rwlockattr_destroy(&ra);
-    pthread_mutex_init(&reg->mu, NULL);
+    ej__mutex_init(&reg->mu);
     ej__reg_live_init(reg);
     cond_init_mono(&reg->wake);
     cond_init_mono(&reg->changed);
@@ -973,15 +937,15 @@ int ej_registry_create(ej_registry **out, const struct ej_registry_opts *opts)
 
     int64_t deadline = ej__mono_ms() + reg->connection_timeout_ms;
     struct timespec ts;
-    abs_deadline(&ts, deadline);
-    pthread_mutex_lock(&reg->mu);
+    ts = ej__mono_timespec(deadline);
+    ej__mutex_lock(&reg->mu);
     while (!reg->connected && !reg->auth_failed) {
-        if (pthread_cond_timedwait(&reg->changed, &reg->mu, &ts) == ETIMEDOUT)
+        if (ej__mutex_timedwait(&reg->mu, &reg->changed, &ts) == ETIMEDOUT)
             break;
     }
     bool ok = reg->connected;
     bool auth = reg->auth_failed;
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     if (!ok) {
         if (auth)
             rc = ej__reg_fail(EJ_EAUTHFAILED,
@@ -1017,9 +981,9 @@ out_free:
 int64_t ej_registry_session_id(const ej_registry *reg)
 {
     ej_registry *r = (ej_registry *)reg;
-    pthread_mutex_lock(&r->mu);
+    ej__mutex_lock(&r->mu);
     int64_t id = r->session_id;
-    pthread_mutex_unlock(&r->mu);
+    ej__mutex_unlock(&r->mu);
     return id;
 }
 
@@ -1028,7 +992,7 @@ int ej_registry_session_credentials(const ej_registry *reg, int64_t *session_id,
 {
     ej_registry *r = (ej_registry *)reg;
     int rc = 0;
-    pthread_mutex_lock(&r->mu);
+    ej__mutex_lock(&r->mu);
     if (r->session_id == 0) {
         rc = EJ_ECONNLOSS;
     } else {
@@ -1037,7 +1001,7 @@ int ej_registry_session_credentials(const ej_registry *reg, int64_t *session_id,
         if (passwd)
             memcpy(passwd, r->passwd, EJ_REG_PASSWD_LEN);
     }
-    pthread_mutex_unlock(&r->mu);
+    ej__mutex_unlock(&r->mu);
     if (rc)
         return ej__reg_fail(rc, "session_credentials: no session established with %s",
                             reg->servers);
@@ -1052,9 +1016,9 @@ int ej_registry_takeover_margin_ms(const ej_registry *reg)
 int ej_registry_negotiated_timeout_ms(const ej_registry *reg)
 {
     ej_registry *r = (ej_registry *)reg;
-    pthread_mutex_lock(&r->mu);
+    ej__mutex_lock(&r->mu);
     int ms = r->negotiated_ms;
-    pthread_mutex_unlock(&r->mu);
+    ej__mutex_unlock(&r->mu);
     return ms;
 }
 
@@ -1066,9 +1030,9 @@ const char *ej_registry_namespace(const ej_registry *reg)
 bool ej_registry_is_connected(const ej_registry *reg)
 {
     ej_registry *r = (ej_registry *)reg;
-    pthread_mutex_lock(&r->mu);
+    ej__mutex_lock(&r->mu);
     bool c = r->connected;
-    pthread_mutex_unlock(&r->mu);
+    ej__mutex_unlock(&r->mu);
     return c;
 }
 
@@ -1081,20 +1045,20 @@ int ej_registry_wait_connected(ej_registry *reg, int timeout_ms)
 {
     int64_t deadline = ej__mono_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
     struct timespec ts;
-    abs_deadline(&ts, deadline);
+    ts = ej__mono_timespec(deadline);
     int rc = 0;
-    pthread_mutex_lock(&reg->mu);
+    ej__mutex_lock(&reg->mu);
     while (!reg->connected) {
         if (reg->closing) {
             rc = EJ_ECLOSED;
             break;
         }
-        if (pthread_cond_timedwait(&reg->changed, &reg->mu, &ts) == ETIMEDOUT && !reg->connected) {
+        if (ej__mutex_timedwait(&reg->mu, &reg->changed, &ts) == ETIMEDOUT && !reg->connected) {
             rc = EJ_ETIMEDOUT;
             break;
         }
     }
-    pthread_mutex_unlock(&reg->mu);
+    ej__mutex_unlock(&reg->mu);
     if (rc == EJ_ETIMEDOUT)
         return ej__reg_fail(rc, "not connected to ZooKeeper at %s within %d ms", reg->servers,
                             timeout_ms);

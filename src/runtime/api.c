@@ -3,7 +3,6 @@
  * start-up, configuration changes, shutdown, status. The fire flow is in
  * fire.c.
  */
-#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -14,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "coord/internal.h"
 #include "ejob/config.h"
@@ -33,8 +33,7 @@ void ej__rt_settings_ref(struct ej__rt_settings *s)
 {
     if (s) {
         int was = atomic_fetch_add(&s->refs, 1);
-        assert(was >= 1); /* a snapshot already freed */
-        (void)was;
+        EJ_ASSERT(was >= 1); /* a snapshot already freed */
     }
 }
 
@@ -43,7 +42,7 @@ void ej__rt_settings_unref(struct ej__rt_settings *s)
     if (s == NULL)
         return;
     int was = atomic_fetch_sub(&s->refs, 1);
-    assert(was >= 1); /* an unref without its ref */
+    EJ_ASSERT(was >= 1); /* an unref without its ref */
     if (was != 1)
         return;
     free(s->def);
@@ -107,14 +106,13 @@ static int install_settings(struct ej_job *job, const struct ej_job_config *cfg)
 void ej__job_ref(struct ej_job *job)
 {
     int was = atomic_fetch_add(&job->refs, 1);
-    assert(was >= 1); /* a job already freed */
-    (void)was;
+    EJ_ASSERT(was >= 1); /* a job already freed */
 }
 
 void ej__job_unref(struct ej_job *job)
 {
     int was = atomic_fetch_sub(&job->refs, 1);
-    assert(was >= 1);
+    EJ_ASSERT(was >= 1);
     if (was != 1)
         return;
     ej__rt_settings_unref(job->settings);
@@ -238,9 +236,9 @@ int ej_job_create(ej_registry *reg, const struct ej_job_config *cfg, const struc
     if (opts->instance_id && opts->instance_id[0]) {
         snprintf(job->me, sizeof job->me, "%s", opts->instance_id);
         char ip[EJ__IP_MAX];
-        if (ej__coord_instance_ip(job->me, ip, sizeof ip) == 0 && (!opts->ip || !opts->ip[0]))
+        if (ej_layout_instance_ip(job->me, ip, sizeof ip) == 0 && (!opts->ip || !opts->ip[0]))
             snprintf(job->ip, sizeof job->ip, "%s", ip);
-    } else if (ej__coord_make_instance_id(job->ip, (long)getpid(), job->me, sizeof job->me) != 0) {
+    } else if (ej__layout_make_instance_id(job->ip, (long)getpid(), job->me, sizeof job->me) != 0) {
         EJ_LOG(EJ_LOG_ERROR, MOD, EJ_EINVAL, "job %s: cannot make an instance id from IP \"%s\"",
                cfg->job_name, job->ip);
         ej__job_unref(job);
@@ -394,7 +392,7 @@ int ej_job_trigger_all(ej_job *job)
          * instances node at all (EJ_ENONODE, as a listing of it says). */
         char dir[EJ_REG_MAX_PATH_LEN + 1];
         bool exists = false;
-        rc = ej_console_path(dir, sizeof dir, job->name, EJ_CONSOLE_NODE_INSTANCES, 0, NULL);
+        rc = ej_layout_path(dir, sizeof dir, job->name, EJ_LAYOUT_NODE_INSTANCES, 0, NULL);
         if (rc >= 0)
             rc = ej_registry_exists(job->reg, dir, &exists, NULL);
         if (rc == 0 && !exists)
@@ -455,7 +453,7 @@ int ej_job_update_config(ej_job *job, const struct ej_job_config *cfg)
         return EJ_ECONFIG;
     }
     char *json = ej_job_config_to_json(cfg);
-    char *path = ej_console_path_dup(job->name, EJ_CONSOLE_NODE_CONFIG, 0, NULL);
+    char *path = ej_layout_path_dup(job->name, EJ_LAYOUT_NODE_CONFIG, 0, NULL);
     if (json == NULL || path == NULL) {
         free(json);
         free(path);

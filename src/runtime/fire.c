@@ -6,7 +6,6 @@
  * parallel on the shared pool, then the misfire loop and a failover take.
  * Also the coordinator's hooks and the events of a fire.
  */
-#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -15,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "coord/internal.h"
 #include "ejob/cron.h"
@@ -278,7 +278,7 @@ static void not_run(struct ej_job *job, struct fire_ref *fr, enum ej__not_run_re
 static void not_run(struct ej_job *job, struct fire_ref *fr, enum ej__not_run_reason r,
                     const char *why, ...)
 {
-    assert((unsigned)r < EJ__NOT_RUN_REASONS);
+    EJ_ASSERT((unsigned)r < EJ__NOT_RUN_REASONS);
     ej_log_level level = not_run_kinds[r].level;
     const char *note = "";
     if (fr->state == FIRE_PENDING) {
@@ -373,7 +373,7 @@ static bool keep_going(void *arg)
     if (!ok || !ej__coord_connected(job->coord))
         return false;
     /* ElasticJob's isEligibleForJobRunning: stop streaming to reshard. */
-    return !ej__coord_necessary_locked(job->coord);
+    return !ej__coord_necessary(job->coord);
 }
 
 static void post_exec(struct item_run *r, bool end)
@@ -484,13 +484,13 @@ static void finish_running(struct item_run *r)
     pthread_cond_broadcast(&b->cv);
     pthread_mutex_unlock(&b->mu);
     if (items == NULL) {
-        ej__exec_complete_one(r->job->coord, item, r->session);
+        ej__running_complete_one(r->job->coord, item, r->session);
         return;
     }
     if (n == 1)
-        ej__exec_complete_one(r->job->coord, items[0], r->session);
+        ej__running_complete_one(r->job->coord, items[0], r->session);
     else
-        ej__exec_complete(r->job->coord, items, n, r->session);
+        ej__running_complete(r->job->coord, items, n, r->session);
     free(items);
 }
 
@@ -656,11 +656,11 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         goto out;
     }
     if (s->cfg.monitor_execution) {
-        rc = ej__exec_begin(c, items, n, fire_record_ms(job, source), ok, tokens, &session);
+        rc = ej__running_begin(c, items, n, fire_record_ms(job, source), ok, tokens, &session);
     } else {
         /* Without running nodes nothing else proves this instance still
          * holds its session: ask (a zombie starts nothing). */
-        rc = ej__exec_check_alive(c);
+        rc = ej__running_check_alive(c);
         for (size_t i = 0; i < n; i++)
             ok[i] = rc == 0;
     }
@@ -680,7 +680,7 @@ static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const
         for (size_t i = 0; i < n; i++)
             if (ok[i])
                 ran[nok++] = items[i];
-        ej__exec_complete(c, ran, nok, session);
+        ej__running_complete(c, ran, nok, session);
         if (fr)
             not_run(job, fr, EJ__NOT_RUN_FENCED, "the session changed during this fire");
         else
@@ -817,8 +817,8 @@ static size_t own_misfired(struct ej__coord *c, int **mis)
     size_t nown = 0;
     size_t nmis = 0;
     *mis = NULL;
-    if (ej__exec_local_items(c, &own, &nown) == 0 && nown > 0 &&
-        ej__exec_misfired(c, own, nown, mis, &nmis) != 0)
+    if (ej__running_local_items(c, &own, &nown) == 0 && nown > 0 &&
+        ej__running_misfired(c, own, nown, mis, &nmis) != 0)
         nmis = 0;
     free(own);
     return nmis;
@@ -836,7 +836,7 @@ static void misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s
         uint64_t seen = ej__misfire_marks(job);
         int *mis = NULL;
         size_t k = own_misfired(c, &mis);
-        if (k == 0 && ej__coord_necessary_locked(c) && ej__misfire_run_unowned(job) &&
+        if (k == 0 && ej__coord_necessary(c) && ej__misfire_run_unowned(job) &&
             ++reshards <= 3) {
             /* A leader is rewriting the instance nodes (Java 2.1.5's
              * deletes every one first): the marks of items briefly no
@@ -858,7 +858,7 @@ static void misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s
             free(mis);
             break;
         }
-        if (ej__coord_necessary_locked(c)) {
+        if (ej__coord_necessary(c)) {
             /* A resharding waits (an instance joined or left meanwhile):
              * do it first, as a fire's start would (the leader reshards
              * now that its items are done; a follower waits for it,
@@ -872,7 +872,7 @@ static void misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s
                 break;
             continue;
         }
-        ej__exec_clear_misfire(c, mis, k);
+        ej__running_clear_misfire(c, mis, k);
         size_t started = 0;
         stop = run_batch(job, s, mis, k, EJ_EXEC_MISFIRE, NULL, &started);
         free(mis);
@@ -950,10 +950,10 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
                 ej__coord_registered_at(c));
         return;
     }
-    ej__exec_cleanup(c);
+    ej__running_cleanup(c);
     if (s->cfg.max_time_diff_seconds >= 0) {
         char msg[256] = "";
-        int rc = ej__exec_check_time_diff(c, s->cfg.max_time_diff_seconds, msg, sizeof msg);
+        int rc = ej__running_check_time_diff(c, s->cfg.max_time_diff_seconds, msg, sizeof msg);
         if (rc == EJ_ECONFIG) {
             /* Logged by not_run (rate-limited) and by the error handler. */
             ej__job_set_error(job, "%s", msg);
@@ -998,7 +998,7 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
         if (rc == 0 || rc == EJ_EBUSY) {
             int *items = NULL;
             size_t n = 0;
-            ej__exec_local_items(c, &items, &n);
+            ej__running_local_items(c, &items, &n);
             ej__takeover_check(job, s, items, n, cron ? scheduled_ms : ej__now_ms());
             if (n == 0) {
                 ej__rt_post_status(job, "", NULL, 0, EJ_TASK_FINISHED,
@@ -1174,7 +1174,7 @@ void ej__rt_trigger_put(struct ej_job *job, ej__trigger *t)
     if (t == NULL)
         return;
     pthread_mutex_lock(&job->mu);
-    assert(job->trigger_uses > 0); /* a put without its get */
+    EJ_ASSERT(job->trigger_uses > 0); /* a put without its get */
     if (--job->trigger_uses == 0)
         pthread_cond_broadcast(&job->cv);
     pthread_mutex_unlock(&job->mu);

@@ -58,7 +58,7 @@ static bool targets_me(const struct ej_job *job, const struct ej_console_kill_re
 {
     if (q->instance[0] != '\0' && strcmp(q->instance, job->me) != 0)
         return false;
-    if (q->server[0] != '\0' && !ej_console_instance_on_server(job->me, q->server))
+    if (q->server[0] != '\0' && !ej_layout_instance_on_server(job->me, q->server))
         return false;
     return true;
 }
@@ -99,7 +99,7 @@ static void on_kills_event(ej_tree_cache *cache, const struct ej_tree_event *ev,
 int ej__kill_watch_start(struct ej_job *job)
 {
     char path[EJ_REG_MAX_PATH_LEN + 1];
-    if (ej_console_path(path, sizeof path, job->name, EJ_CONSOLE_NODE_KILLS, 0, NULL) < 0)
+    if (ej_layout_path(path, sizeof path, job->name, EJ_LAYOUT_NODE_KILLS, 0, NULL) < 0)
         return EJ_EINVAL;
     ej_tree_cache *c = NULL;
     int rc = ej_tree_cache_create(job->reg, path, on_kills_event, job, &c);

@@ -71,7 +71,7 @@ static int *items_to_mark(struct ej_job *job, const int *run, size_t nrun, size_
 {
     int *local = NULL;
     size_t nlocal = 0;
-    if (ej__exec_local_items(job->coord, &local, &nlocal) != 0)
+    if (ej__running_local_items(job->coord, &local, &nlocal) != 0)
         nlocal = 0;
     int *all = malloc((nlocal + nrun + 1) * sizeof *all);
     if (all == NULL) {
@@ -98,7 +98,7 @@ static int *items_to_mark(struct ej_job *job, const int *run, size_t nrun, size_
 static void mark(struct ej_job *job, const int *items, size_t n, bool *marked)
 {
     *marked = n == 0; /* nothing of this instance's to run: nothing lost */
-    if (n == 0 || ej__exec_set_misfire(job->coord, items, n) != 0)
+    if (n == 0 || ej__running_set_misfire(job->coord, items, n) != 0)
         return;
     *marked = true;
     char *its = ej_event_items_string(items, n);
@@ -252,7 +252,7 @@ static void clear_stale_marks(struct ej_job *job)
                 stale[k++] = own[i];
             }
         }
-        if (k > 0 && ej__exec_clear_misfire(job->coord, stale, k) == 0) {
+        if (k > 0 && ej__running_clear_misfire(job->coord, stale, k) == 0) {
             char *its = ej_event_items_string(stale, k);
             EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: misfire marks of items %s cleared: %s", job->name,
                    its ? its : "", why);

@@ -67,7 +67,7 @@ static const char *blocked(struct ej_job *job, int64_t fire_session, int item)
      * instance's until the failover run and its retries end. */
     int *own = NULL;
     size_t n = 0;
-    bool mine = ej__exec_local_items(job->coord, &own, &n) == 0 && holds(own, n, item);
+    bool mine = ej__running_local_items(job->coord, &own, &n) == 0 && holds(own, n, item);
     free(own);
     own = NULL;
     n = 0;

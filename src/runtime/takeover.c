@@ -11,7 +11,7 @@
  * repeats a fire its owner began, even one a partitioned owner began
  * before it fenced.
  *
- * Only owners this instance saw leave count (ej__exec_departed): a record
+ * Only owners this instance saw leave count (ej__running_departed): a record
  * of an owner still alive is that owner's to account for (it ran the fire
  * times after it, or reported them not run), and a record older than this
  * instance's memory (the whole cluster was down) is left alone.
@@ -96,14 +96,14 @@ static void take_over(struct ej_job *job, const struct ej__rt_settings *s, int i
     struct ej__coord *c = job->coord;
     int64_t fired = 0;
     char by[EJ__ID_MAX];
-    if (ej__exec_read_fired(c, item, &fired, by, sizeof by) != 0 || strcmp(by, job->me) == 0 ||
-        !ej__exec_departed(c, by) || ej__coord_instance_session(c, by) != 0)
+    if (ej__running_read_fired(c, item, &fired, by, sizeof by) != 0 || strcmp(by, job->me) == 0 ||
+        !ej__running_departed(c, by) || ej__coord_instance_session(c, by) != 0)
         return;
     int64_t first = 0, last = 0;
     uint32_t k = lost_times(job, fired, before_ms, &first, &last);
     if (k == 0)
         return;
-    if (s->cfg.misfire && ej__exec_set_misfire(c, &item, 1) == 0) {
+    if (s->cfg.misfire && ej__running_set_misfire(c, &item, 1) == 0) {
         remember_catchup(job, item, first, last, k);
         EJ_LOG(EJ_LOG_INFO, MOD, 0,
                "job %s: item %d taken over from %s, gone since its fire of %" PRId64
@@ -139,7 +139,7 @@ void ej__takeover_check(struct ej_job *job, const struct ej__rt_settings *s, con
     if (keep)
         memcpy(keep, items, n * sizeof *keep);
     /* Steady state, and every fire while nobody left: no read. */
-    if (ngained > 0 && ej__exec_any_departed(c))
+    if (ngained > 0 && ej__running_any_departed(c))
         for (size_t i = 0; i < ngained; i++)
             take_over(job, s, gained[i], before_ms);
     free(gained);

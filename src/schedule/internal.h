@@ -84,6 +84,9 @@ ej__sched *ej__sched_default(void);
  * Returns 0; EJ_EINVAL; EJ_ENOMEM; EJ_ECLOSED (scheduler destroying).
  */
 int ej__sched_job_create(ej__sched *s, const char *name, int concurrency, ej__sched_job **out);
+/* True when the calling thread is running a task of j (ej__sched_job_post):
+ * for a job of concurrency 1, "on j's serial queue". */
+bool ej__sched_job_is_current(const ej__sched_job *j);
 
 /* Changes the limit; takes effect as running tasks finish. */
 void ej__sched_job_set_concurrency(ej__sched_job *j, int concurrency);

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "ejob/error.h"
 #include "ejob/log.h"
@@ -105,7 +106,7 @@ struct worker {
 };
 
 struct ej__sched {
-    pthread_mutex_t mu;
+    ej__mutex mu;
     pthread_cond_t work_cv; /* workers wait here (CLOCK_MONOTONIC) */
     pthread_cond_t done_cv; /* trigger callbacks / jobs finished; threads exited */
 
@@ -185,17 +186,10 @@ static void cond_init_mono(pthread_cond_t *cv)
     pthread_condattr_destroy(&a);
 }
 
-static void timed_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms, bool *timed_out)
+static void timed_wait_ms(pthread_cond_t *cv, ej__mutex *mu, int64_t ms, bool *timed_out)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
-    int rc = pthread_cond_timedwait(cv, mu, &ts);
+    struct timespec ts = ej__mono_timespec_in(ms);
+    int rc = ej__mutex_timedwait(mu, cv, &ts);
     if (timed_out)
         *timed_out = rc == ETIMEDOUT;
 }
@@ -305,17 +299,18 @@ static void heap_update(ej__sched *s, ej__trigger *t, int64_t deadline)
 static void *worker_main(void *arg);
 
 /* Joins the last exited worker (each exiting worker joins the one before
- * it, so at most one is left unjoined). Called with s->mu held. */
+ * it, so at most one is left unjoined). Called with s->mu held (checked). */
 static void join_zombies_locked(ej__sched *s)
 {
+    EJ_ASSERT_HELD(&s->mu);
     struct worker *z = s->zombies;
     s->zombies = NULL;
     if (z == NULL)
         return;
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     pthread_join(z->th, NULL);
     free(z);
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
 }
 
 static bool has_runnable(const ej__sched *s)
@@ -468,6 +463,11 @@ static void job_free(ej__sched_job *j)
     pthread_cond_broadcast(&s->done_cv);
 }
 
+bool ej__sched_job_is_current(const ej__sched_job *j)
+{
+    return j != NULL && tls.job == j;
+}
+
 static bool job_idle(const ej__sched_job *j)
 {
     return j->queued == 0 && j->running == 0 && j->ntriggers == 0;
@@ -480,18 +480,19 @@ static void job_maybe_free(ej__sched_job *j)
         job_free(j);
 }
 
-/* Runs one job task; called and returns with s->mu held, j->running
+/* Runs one job task; called and returns with s->mu held (checked), j->running
  * already counted. */
 static void run_job_task(ej__sched *s, ej__sched_job *j, struct task *t)
 {
-    pthread_mutex_unlock(&s->mu);
+    EJ_ASSERT_HELD(&s->mu);
+    ej__mutex_unlock(&s->mu);
     struct tls_state saved = tls;
     tls.job = j;
     tls.holds_slot = true;
     tls.trigger = NULL;
     t->fn(t->arg);
     tls = saved;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     j->running--;
     if (t->group) {
         t->group->remaining--;
@@ -518,10 +519,10 @@ static void worker_run_one(ej__sched *s, struct task *ct, ej__sched_job *j)
             fire_run(s, ct->trigger);
             return;
         }
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         ct->fn(ct->arg);
         free(ct);
-        pthread_mutex_lock(&s->mu);
+        ej__mutex_lock(&s->mu);
         return;
     }
     struct task *t = job_pop(s, j);
@@ -535,7 +536,7 @@ static void worker_run_one(ej__sched *s, struct task *ct, ej__sched_job *j)
 static void *worker_main(void *arg)
 {
     ej__sched *s = arg;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     char name[16];
     snprintf(name, sizeof name, "%s-w%d", s->name, s->next_worker_id++);
     pthread_setname_np(pthread_self(), name);
@@ -583,7 +584,7 @@ static void *worker_main(void *arg)
     }
     s->threads--;
     pthread_cond_broadcast(&s->done_cv);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     if (prev) {
         pthread_join(prev->th, NULL);
         free(prev);
@@ -688,10 +689,11 @@ const char *ej__miss_reason_name(ej__miss_reason r)
 
 #define MISS_LOG_EVERY_MS 10000
 
-/* Counts a misfired callback's fire times; with s->mu held. Returns true
+/* Counts a misfired callback's fire times; with s->mu held (checked). Returns true
  * and fills line when the rate-limited warning is due. */
 static bool miss_account(ej__sched *s, const ej__fire *f, const char *job, char *line, size_t len)
 {
+    EJ_ASSERT_HELD(&s->mu);
     int64_t mono = mono_ms();
     if (s->miss_window_since == 0) {
         s->miss_window_since = mono;
@@ -727,9 +729,10 @@ static bool miss_account(ej__sched *s, const ej__fire *f, const char *job, char 
     return true;
 }
 
-/* Runs a trigger's callback; called and returns with s->mu held. */
+/* Runs a trigger's callback; called and returns with s->mu held (checked). */
 static void fire_run(ej__sched *s, ej__trigger *t)
 {
+    EJ_ASSERT_HELD(&s->mu);
     ej__fire fire = t->pend;
     t->queued = false;
     t->running = true;
@@ -751,7 +754,7 @@ static void fire_run(ej__sched *s, ej__trigger *t)
         s->misfires++;
         log_miss = miss_account(s, &fire, t->job->name, line, sizeof line);
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 
     struct tls_state saved = tls;
     tls.job = NULL;
@@ -773,7 +776,7 @@ static void fire_run(ej__sched *s, ej__trigger *t)
     t->fn(&fire, t->arg);
     tls = saved;
 
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     t->running = false;
     pthread_cond_broadcast(&s->done_cv);
     if (t->removed)
@@ -927,6 +930,132 @@ static void timer_arm(ej__sched *s)
     s->armed_for = at;
 }
 
+/* The due triggers of one round of the timer thread. */
+struct batch {
+    struct batch_entry *v;
+    size_t n, cap;
+};
+
+/* Whether the wall clock jumped since the last round (or was set: the
+ * timerfd said so); remembers the offset for the next round. */
+static bool timer_check_clock(ej__sched *s, int64_t now)
+{
+    EJ_ASSERT_HELD(&s->mu);
+    int64_t mono = mono_ms();
+    int64_t off = now - mono;
+    /* NTP slews the clock by at most 0.5 ms/s: allow 1 ms/s on top. */
+    int64_t allowed = CLOCK_JUMP_MS + (mono - s->clock_checked) / 1000;
+    bool jumped =
+        s->clock_set || off - s->clock_offset > allowed || s->clock_offset - off > allowed;
+    s->clock_offset = off;
+    s->clock_checked = mono;
+    if (jumped) {
+        s->clock_set = true; /* re-arm the timerfd below */
+        timer_clock_jump(s, now);
+    }
+    return jumped;
+}
+
+/* An on-time fire of t, free to run: queued for the pool now. */
+static void queue_fire(ej__sched *s, ej__trigger *t)
+{
+    EJ_ASSERT_HELD(&s->mu);
+    memset(&t->pend, 0, sizeof t->pend);
+    t->pend.trigger = t;
+    t->pend.cron_due = true;
+    t->pend.missed_count = 1;
+    t->pend.scheduled_ms = t->deadline;
+    t->pend.last_scheduled_ms = t->deadline;
+    t->pend.now_reasons = t->now_pending;
+    t->now_pending = 0;
+    t->now_first = 0;
+    t->queued = true;
+    t->fire_task = (struct task){.trigger = t};
+    ctl_push(s, &t->fire_task);
+}
+
+/* Phase 1: pops every due trigger into the batch; on-time fires go to the
+ * pool at once, before any next time is computed; the others count as
+ * missed. Returns how many fires were queued. */
+static size_t pop_due(ej__sched *s, struct batch *bt, int64_t now, bool jumped)
+{
+    EJ_ASSERT_HELD(&s->mu);
+    size_t queued = 0;
+    bt->n = 0;
+    while (s->heap_len && s->heap[0]->deadline <= now) {
+        ej__trigger *t = s->heap[0];
+        if (bt->n == bt->cap) {
+            size_t cap = bt->cap ? bt->cap * 2 : 64;
+            struct batch_entry *b = realloc(bt->v, cap * sizeof *b);
+            if (b == NULL)
+                break; /* the rest waits for the next round */
+            bt->v = b;
+            bt->cap = cap;
+        }
+        heap_remove(s, t);
+        bool on_time = now - t->deadline <= s->misfire_ms;
+        /* Fire times after this one that are already due: the timer (or
+         * the clock) was late. */
+        bt->v[bt->n++] =
+            (struct batch_entry){.t = t,
+                                 .cron = t->cron,
+                                 .tz = t->tz,
+                                 .from = t->deadline,
+                                 .reason = jumped ? EJ__MISS_CLOCK_STEP : EJ__MISS_TIMER_LATE};
+        t->in_batch = true;
+        if (on_time && !t->queued && !t->running && t->missed == 0) {
+            queue_fire(s, t);
+            queued++;
+        } else {
+            ej__miss_reason r = t->running  ? EJ__MISS_RUNNING
+                                : t->queued ? EJ__MISS_QUEUED
+                                : !on_time  ? (jumped ? EJ__MISS_CLOCK_STEP : EJ__MISS_TIMER_LATE)
+                                            : EJ__MISS_QUEUED;
+            add_missed(t, t->deadline, r);
+        }
+    }
+    return queued;
+}
+
+/* One wake-up per fire at most (idle threads, else new ones up to the
+ * limit): the woken threads wake more as they find work. */
+static void wake_for(ej__sched *s, size_t queued)
+{
+    for (size_t k = 0; k < queued && k < (size_t)s->max_threads; k++) {
+        int before = s->wakes_in_flight + s->threads;
+        wake_worker(s);
+        if (s->wakes_in_flight + s->threads == before)
+            break; /* nobody left to wake */
+    }
+}
+
+/* Sleeps until the timerfd or the wake-up eventfd says so. Called and
+ * returns with s->mu held (released meanwhile). */
+static void timer_sleep(ej__sched *s)
+{
+    EJ_ASSERT_HELD(&s->mu);
+    ej__mutex_unlock(&s->mu);
+    struct pollfd pfd[2] = {{.fd = s->tfd, .events = POLLIN}, {.fd = s->efd, .events = POLLIN}};
+    int pr = poll(pfd, 2, -1);
+    bool clock_set = false;
+    if (pr > 0) {
+        uint64_t v;
+        if (pfd[0].revents) {
+            if (read(s->tfd, &v, sizeof v) < 0 && errno == ECANCELED)
+                clock_set = true;
+        }
+        if (pfd[1].revents) {
+            ssize_t r = read(s->efd, &v, sizeof v);
+            (void)r;
+        }
+    }
+    ej__mutex_lock(&s->mu);
+    if (clock_set)
+        s->clock_set = true;
+    if (pr > 0 && pfd[0].revents)
+        s->armed_for = -1; /* expired or cancelled: must be re-armed */
+}
+
 static void *timer_main(void *arg)
 {
     ej__sched *s = arg;
@@ -934,124 +1063,42 @@ static void *timer_main(void *arg)
     snprintf(name, sizeof name, "%s-timer", s->name);
     pthread_setname_np(pthread_self(), name);
 
-    size_t bcap = 64;
-    struct batch_entry *batch = malloc(bcap * sizeof *batch);
-    pthread_mutex_lock(&s->mu);
+    struct batch bt = {.cap = 64};
+    bt.v = malloc(bt.cap * sizeof *bt.v);
+    if (bt.v == NULL)
+        bt.cap = 0;
+    ej__mutex_lock(&s->mu);
     s->clock_checked = mono_ms();
     s->clock_offset = sched_now(s) - s->clock_checked;
     while (!s->timer_stop) {
         if (s->stall_ms > 0) {
             int64_t ms = s->stall_ms;
             s->stall_ms = 0;
-            pthread_mutex_unlock(&s->mu);
+            ej__mutex_unlock(&s->mu);
             ej__sleep_ms(ms);
-            pthread_mutex_lock(&s->mu);
+            ej__mutex_lock(&s->mu);
         }
         int64_t now = sched_now(s);
-        int64_t mono = mono_ms();
-        int64_t off = now - mono;
-        /* NTP slews the clock by at most 0.5 ms/s: allow 1 ms/s on top. */
-        int64_t allowed = CLOCK_JUMP_MS + (mono - s->clock_checked) / 1000;
-        bool jumped =
-            s->clock_set || off - s->clock_offset > allowed || s->clock_offset - off > allowed;
-        s->clock_offset = off;
-        s->clock_checked = mono;
-        if (jumped) {
-            s->clock_set = true; /* re-arm the timerfd below */
-            timer_clock_jump(s, now);
-        }
-
-        /* Phase 1: pop every due trigger; on-time fires go to the pool at
-         * once, before any next time is computed. */
-        size_t nb = 0, queued = 0;
-        while (s->heap_len && s->heap[0]->deadline <= now) {
-            ej__trigger *t = s->heap[0];
-            if (nb == bcap) {
-                struct batch_entry *b = realloc(batch, bcap * 2 * sizeof *b);
-                if (b == NULL)
-                    break; /* the rest waits for the next round */
-                batch = b;
-                bcap *= 2;
-            }
-            heap_remove(s, t);
-            bool on_time = now - t->deadline <= s->misfire_ms;
-            /* Fire times after this one that are already due: the timer
-             * (or the clock) was late. */
-            batch[nb++] =
-                (struct batch_entry){.t = t,
-                                     .cron = t->cron,
-                                     .tz = t->tz,
-                                     .from = t->deadline,
-                                     .reason = jumped ? EJ__MISS_CLOCK_STEP : EJ__MISS_TIMER_LATE};
-            t->in_batch = true;
-            if (on_time && !t->queued && !t->running && t->missed == 0) {
-                memset(&t->pend, 0, sizeof t->pend);
-                t->pend.trigger = t;
-                t->pend.cron_due = true;
-                t->pend.missed_count = 1;
-                t->pend.scheduled_ms = t->deadline;
-                t->pend.last_scheduled_ms = t->deadline;
-                t->pend.now_reasons = t->now_pending;
-                t->now_pending = 0;
-                t->now_first = 0;
-                t->queued = true;
-                t->fire_task = (struct task){.trigger = t};
-                ctl_push(s, &t->fire_task);
-                queued++;
-            } else {
-                ej__miss_reason r = t->running  ? EJ__MISS_RUNNING
-                                    : t->queued ? EJ__MISS_QUEUED
-                                    : !on_time
-                                        ? (jumped ? EJ__MISS_CLOCK_STEP : EJ__MISS_TIMER_LATE)
-                                        : EJ__MISS_QUEUED;
-                add_missed(t, t->deadline, r);
-            }
-        }
-        /* One wake-up per fire at most (idle threads, else new ones up
-         * to the limit): the woken threads wake more as they find work. */
-        for (size_t k = 0; k < queued && k < (size_t)s->max_threads; k++) {
-            int before = s->wakes_in_flight + s->threads;
-            wake_worker(s);
-            if (s->wakes_in_flight + s->threads == before)
-                break; /* nobody left to wake */
-        }
+        bool jumped = timer_check_clock(s, now);
+        size_t queued = pop_due(s, &bt, now, jumped);
+        wake_for(s, queued);
         /* Phase 2: next fire times, computed without the lock so that the
          * workers take the queued fires meanwhile. */
-        if (nb > 0) {
-            pthread_mutex_unlock(&s->mu);
-            for (size_t i = 0; i < nb; i++)
-                batch_compute(&batch[i], now);
-            pthread_mutex_lock(&s->mu);
-            for (size_t i = 0; i < nb; i++)
-                batch_finish(s, &batch[i], now);
+        if (bt.n > 0) {
+            ej__mutex_unlock(&s->mu);
+            for (size_t i = 0; i < bt.n; i++)
+                batch_compute(&bt.v[i], now);
+            ej__mutex_lock(&s->mu);
+            for (size_t i = 0; i < bt.n; i++)
+                batch_finish(s, &bt.v[i], now);
         }
         if (s->timer_stop)
             break;
         timer_arm(s);
-        pthread_mutex_unlock(&s->mu);
-
-        struct pollfd pfd[2] = {{.fd = s->tfd, .events = POLLIN}, {.fd = s->efd, .events = POLLIN}};
-        int pr = poll(pfd, 2, -1);
-        bool clock_set = false;
-        if (pr > 0) {
-            uint64_t v;
-            if (pfd[0].revents) {
-                if (read(s->tfd, &v, sizeof v) < 0 && errno == ECANCELED)
-                    clock_set = true;
-            }
-            if (pfd[1].revents) {
-                ssize_t r = read(s->efd, &v, sizeof v);
-                (void)r;
-            }
-        }
-        pthread_mutex_lock(&s->mu);
-        if (clock_set)
-            s->clock_set = true;
-        if (pr > 0 && pfd[0].revents)
-            s->armed_for = -1; /* expired or cancelled: must be re-armed */
+        timer_sleep(s);
     }
-    pthread_mutex_unlock(&s->mu);
-    free(batch);
+    ej__mutex_unlock(&s->mu);
+    free(bt.v);
     return NULL;
 }
 
@@ -1100,7 +1147,7 @@ int ej__sched_create(const struct ej__sched_opts *opts, ej__sched **out)
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
-    pthread_mutex_init(&s->mu, &ma);
+    ej__mutex_init_attr(&s->mu, &ma);
     pthread_mutexattr_destroy(&ma);
     cond_init_mono(&s->work_cv);
     cond_init_mono(&s->done_cv);
@@ -1129,7 +1176,7 @@ out_fail:
         close(s->efd);
     pthread_cond_destroy(&s->work_cv);
     pthread_cond_destroy(&s->done_cv);
-    pthread_mutex_destroy(&s->mu);
+    ej__mutex_destroy(&s->mu);
     free(s);
     return rc;
 }
@@ -1138,19 +1185,19 @@ void ej__sched_destroy(ej__sched *s)
 {
     if (s == NULL)
         return;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     s->timer_stop = true;
     wake_timer(s);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     if (s->timer_started)
         pthread_join(s->timer_th, NULL);
 
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     while (s->jobs) {
         ej__sched_job *j = s->jobs;
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         ej__sched_job_destroy(j);
-        pthread_mutex_lock(&s->mu);
+        ej__mutex_lock(&s->mu);
         /* ej__sched_job_destroy returns once the job is freed (or, when
          * called from its own task, which we are not, deferred). */
     }
@@ -1168,17 +1215,17 @@ void ej__sched_destroy(ej__sched *s)
             }
             continue;
         }
-        pthread_cond_wait(&s->done_cv, &s->mu);
+        ej__mutex_wait(&s->mu, &s->done_cv);
     }
     join_zombies_locked(s);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 
     close(s->tfd);
     close(s->efd);
     free(s->heap);
     pthread_cond_destroy(&s->work_cv);
     pthread_cond_destroy(&s->done_cv);
-    pthread_mutex_destroy(&s->mu);
+    ej__mutex_destroy(&s->mu);
     free(s);
 }
 
@@ -1214,9 +1261,9 @@ int ej__sched_job_create(ej__sched *s, const char *name, int concurrency, ej__sc
     j->s = s;
     j->limit = concurrency < 1 ? 1 : concurrency;
     cond_init_mono(&j->cv);
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (s->closing || s->timer_stop) {
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         pthread_cond_destroy(&j->cv);
         free(j->name);
         free(j);
@@ -1227,7 +1274,7 @@ int ej__sched_job_create(ej__sched *s, const char *name, int concurrency, ej__sc
         s->jobs->prev = j;
     s->jobs = j;
     s->njobs++;
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     *out = j;
     return 0;
 }
@@ -1237,12 +1284,12 @@ void ej__sched_job_set_concurrency(ej__sched_job *j, int concurrency)
     if (j == NULL)
         return;
     ej__sched *s = j->s;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     j->limit = concurrency < 1 ? 1 : concurrency;
     ready_push(s, j);
     wake_worker(s);
     pthread_cond_broadcast(&j->cv);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 ej__sched *ej__sched_job_scheduler(const ej__sched_job *j)
@@ -1257,9 +1304,9 @@ void ej__sched_job_destroy(ej__sched_job *j)
     if (j == NULL)
         return;
     ej__sched *s = j->s;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (j->dead) {
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         return;
     }
     j->dead = true;
@@ -1287,12 +1334,12 @@ void ej__sched_job_destroy(ej__sched_job *j)
                 run_job_task(s, j, t);
                 continue;
             }
-            pthread_cond_wait(&s->done_cv, &s->mu);
+            ej__mutex_wait(&s->mu, &s->done_cv);
         }
     }
     j->destroy_waiters--;
     job_maybe_free(j);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 /* ------------------------------------------------------------- triggers */
@@ -1338,9 +1385,9 @@ int ej__sched_cron_add(ej__sched_job *j, ej_cron *cron, const ej_tz *tz, bool pa
         return rc;
     t->cron = cron;
     t->tz = tz;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (j->dead || s->timer_stop) {
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         free(t);
         return EJ_ECLOSED;
     }
@@ -1348,12 +1395,12 @@ int ej__sched_cron_add(ej__sched_job *j, ej_cron *cron, const ej_tz *tz, bool pa
         t->paused = true;
         t->paused_next = 0; /* nothing to report for a trigger born paused */
     } else if ((rc = heap_push(s, t, next)) != 0) {
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         free(t);
         return rc;
     }
     trigger_link(s, j, t);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     *out = t;
     return 0;
 }
@@ -1367,14 +1414,14 @@ int ej__sched_manual_add(ej__sched_job *j, ej__fire_fn fn, void *arg, ej__trigge
     int rc = trigger_new(j, fn, arg, &t);
     if (rc != 0)
         return rc;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (j->dead || s->timer_stop) {
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         free(t);
         return EJ_ECLOSED;
     }
     trigger_link(s, j, t);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     *out = t;
     return 0;
 }
@@ -1389,9 +1436,9 @@ int ej__sched_trigger_reschedule(ej__trigger *t, ej_cron *cron, const ej_tz *tz)
     int rc = ej_cron_next(cron, tz, now, &next);
     if (rc != 0)
         return rc == EJ_ENOTFOUND ? EJ_ENOTFOUND : EJ_EINVAL;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (t->removed) {
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         return EJ_ECLOSED;
     }
     /* In a timer batch the timer computes with the old expression outside
@@ -1414,7 +1461,7 @@ int ej__sched_trigger_reschedule(ej__trigger *t, ej_cron *cron, const ej_tz *tz)
     } else {
         rc = heap_push(s, t, next);
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     return rc;
 }
 
@@ -1423,7 +1470,7 @@ void ej__sched_trigger_pause(ej__trigger *t)
     if (t == NULL)
         return;
     ej__sched *s = t->s;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (!t->paused && !t->removed) {
         t->paused = true;
         t->paused_next = t->heap_idx >= 0 ? t->deadline : 0;
@@ -1448,7 +1495,7 @@ void ej__sched_trigger_pause(ej__trigger *t)
             trigger_flush(s, t, sched_now(s)); /* delivers fire-now requests only */
         }
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 void ej__sched_trigger_resume(ej__trigger *t)
@@ -1456,7 +1503,7 @@ void ej__sched_trigger_resume(ej__trigger *t)
     if (t == NULL)
         return;
     ej__sched *s = t->s;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (t->paused && !t->removed) {
         t->paused = false;
         if (t->cron && !t->in_batch) {
@@ -1477,25 +1524,25 @@ void ej__sched_trigger_resume(ej__trigger *t)
             trigger_flush(s, t, now);
         }
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 void ej__sched_trigger_set_miss_fn(ej__trigger *t, ej__miss_fn fn)
 {
     if (t == NULL)
         return;
-    pthread_mutex_lock(&t->s->mu);
+    ej__mutex_lock(&t->s->mu);
     t->miss_fn = fn;
-    pthread_mutex_unlock(&t->s->mu);
+    ej__mutex_unlock(&t->s->mu);
 }
 
 bool ej__sched_trigger_is_paused(const ej__trigger *t)
 {
     if (t == NULL)
         return false;
-    pthread_mutex_lock(&t->s->mu);
+    ej__mutex_lock(&t->s->mu);
     bool p = t->paused;
-    pthread_mutex_unlock(&t->s->mu);
+    ej__mutex_unlock(&t->s->mu);
     return p;
 }
 
@@ -1504,9 +1551,9 @@ int ej__sched_trigger_fire_now(ej__trigger *t, unsigned reasons)
     if (t == NULL || reasons == 0)
         return EJ_EINVAL;
     ej__sched *s = t->s;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (t->removed || s->timer_stop) {
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         return EJ_ECLOSED;
     }
     int64_t now = sched_now(s);
@@ -1519,7 +1566,7 @@ int ej__sched_trigger_fire_now(ej__trigger *t, unsigned reasons)
         t->now_pending |= reasons;
         trigger_flush(s, t, now);
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     return 0;
 }
 
@@ -1527,9 +1574,9 @@ int64_t ej__sched_trigger_next(const ej__trigger *t)
 {
     if (t == NULL)
         return 0;
-    pthread_mutex_lock(&t->s->mu);
+    ej__mutex_lock(&t->s->mu);
     int64_t n = (t->heap_idx >= 0 && !t->paused) ? t->deadline : 0;
-    pthread_mutex_unlock(&t->s->mu);
+    ej__mutex_unlock(&t->s->mu);
     return n;
 }
 
@@ -1537,9 +1584,9 @@ bool ej__sched_trigger_is_busy(const ej__trigger *t)
 {
     if (t == NULL)
         return false;
-    pthread_mutex_lock(&t->s->mu);
+    ej__mutex_lock(&t->s->mu);
     bool b = t->queued || t->running;
-    pthread_mutex_unlock(&t->s->mu);
+    ej__mutex_unlock(&t->s->mu);
     return b;
 }
 
@@ -1549,10 +1596,11 @@ bool ej__sched_trigger_is_busy(const ej__trigger *t)
  * reasons), those collected behind a running or paused callback, and those
  * passed since a pause. Taken out of t into out[] (one entry per reason) and
  * added to the scheduler's stats, for the remover to tell the miss hook.
- * With s->mu held; t->removed set. Returns how many entries.
+ * With s->mu held (checked); t->removed set. Returns how many entries.
  */
 static size_t take_undelivered(ej__sched *s, ej__trigger *t, ej__miss *out)
 {
+    EJ_ASSERT_HELD(&s->mu);
     if (t->queued && t->pend.cron_due) {
         int64_t last = t->missed ? t->missed_last : t->pend.last_scheduled_ms;
         if (t->pend.misfired) {
@@ -1605,16 +1653,16 @@ static void trigger_remove_locked(ej__sched *s, ej__trigger *t)
         ej__miss_fn fn = t->miss_fn;
         void *arg = t->arg;
         t->remover_waiting++;
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         for (size_t i = 0; i < nmiss; i++)
             fn(&miss[i], arg);
-        pthread_mutex_lock(&s->mu);
+        ej__mutex_lock(&s->mu);
         t->remover_waiting--;
     }
     if (t->running && !pthread_equal(t->running_thread, pthread_self())) {
         t->remover_waiting++;
         while (t->running)
-            pthread_cond_wait(&s->done_cv, &s->mu);
+            ej__mutex_wait(&s->mu, &s->done_cv);
         t->remover_waiting--;
     }
     trigger_maybe_free(t);
@@ -1625,9 +1673,9 @@ void ej__sched_trigger_remove(ej__trigger *t)
     if (t == NULL)
         return;
     ej__sched *s = t->s;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     trigger_remove_locked(s, t);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 /* ---------------------------------------------------------------- tasks */
@@ -1648,7 +1696,7 @@ int ej__sched_run_all(ej__sched_job *j, ej__task_fn fn, void *const *args, size_
         return 0;
     }
     size_t inline_from = n;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     bool lent = tls.job == j && tls.holds_slot;
     if (lent) {
         j->running--;
@@ -1678,18 +1726,18 @@ int ej__sched_run_all(ej__sched_job *j, ej__task_fn fn, void *const *args, size_
             run_job_task(s, j, t);
             continue;
         }
-        pthread_cond_wait(&j->cv, &s->mu);
+        ej__mutex_wait(&s->mu, &j->cv);
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     /* Tasks the queue could not take run here, after the rest. */
     for (size_t i = inline_from; i < n; i++)
         fn(args[i]);
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (lent) {
         j->running++;
         tls.holds_slot = true;
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     free(tasks);
     return 0;
 }
@@ -1705,7 +1753,7 @@ int ej__sched_post(ej__sched *s, ej__sched_job *j, ej__task_fn fn, void *arg)
         return EJ_ENOMEM;
     t->fn = fn;
     t->arg = arg;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     int rc = 0;
     if (s->closing || (j && j->dead)) {
         rc = EJ_ECLOSED;
@@ -1720,7 +1768,7 @@ int ej__sched_post(ej__sched *s, ej__sched_job *j, ej__task_fn fn, void *arg)
         ctl_push(s, t);
         wake_worker(s);
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     if (rc != 0)
         free(t);
     return rc;
@@ -1733,7 +1781,7 @@ void ej__sched_get_stats(ej__sched *s, struct ej__sched_stats *out)
     memset(out, 0, sizeof *out);
     if (s == NULL)
         return;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     out->threads = s->threads;
     out->idle_threads = s->idle;
     out->queued = s->nqueued;
@@ -1743,26 +1791,26 @@ void ej__sched_get_stats(ej__sched *s, struct ej__sched_stats *out)
     out->misfires = s->misfires;
     memcpy(out->missed_by, s->missed_by, sizeof out->missed_by);
     out->clock_jumps = s->clock_jumps;
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 void ej__sched_debug_stall_timer(ej__sched *s, int64_t ms)
 {
     if (s == NULL)
         return;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     s->stall_ms = ms;
     wake_timer(s);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 void ej__sched_debug_shift_clock(ej__sched *s, int64_t ms)
 {
     if (s == NULL)
         return;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     atomic_fetch_add(&s->debug_shift_ms, ms);
     s->clock_set = true; /* what a timerfd cancellation reports */
     wake_timer(s);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/bqueue.h"
 #include "common/util.h"
 #include "ejob/error.h"
 #include "ejob/log.h"
@@ -23,27 +24,35 @@
 #define PURGE_CHUNK 1000
 #define LOG_EVERY_MS 10000
 
+/* What only the writer (the queue's thread) touches. */
+struct writer {
+    ej_trace_store *s;
+    char err[512]; /* why the last write_batch failed */
+    struct ej__trace_conn *conn;
+    int64_t retry_ms;   /* current back-off */
+    int64_t next_try;   /* monotonic ms before which nothing is tried */
+    int64_t next_purge; /* monotonic ms of the next retention pass */
+    bool purging;       /* a retention pass is under way */
+    bool ever_connected;
+    int64_t fail_logged_ms;
+};
+
 struct ej_trace_store {
     const struct ej__trace_ops *ops;
     struct ej_trace_target target; /* strings owned */
     struct ej_trace_store_opts o;
+    ej__bqueue *q; /* the events, and the writer thread that drains them */
+    struct writer w;
 
-    pthread_mutex_t mu;
-    pthread_cond_t wake;    /* the writer waits for work */
-    pthread_cond_t done_cv; /* flushers wait for progress */
-    ej_event **ring;
-    size_t cap, head, count, bytes;
-    uint64_t done; /* events finished: written, rejected, or abandoned */
-    bool closing, stop, abandon;
+    pthread_mutex_t mu;     /* what follows */
+    pthread_cond_t done_cv; /* purgers wait for the retention pass */
+    size_t bytes;           /* output bytes queued */
     bool purge_asked;
     uint64_t purges_done;
-    struct ej_trace_stats st;
-    int64_t drop_logged_ms;
-    uint64_t drop_logged;
+    struct ej_trace_stats st; /* queued and dropped come from the queue */
     /* Jobs' own retention not yet written to EJOB_JOB_RETENTION. */
     struct ej__job_retention *rules;
     size_t nrules;
-    pthread_t th;
 };
 
 /* ------------------------------------------------------------- helpers */
@@ -59,27 +68,20 @@ static size_t output_bytes(const ej_event *ev)
 
 static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t ns = (int64_t)ts.tv_nsec + (ms % 1000) * 1000000;
-    ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000);
-    ts.tv_nsec = (long)(ns % 1000000000);
+    struct timespec ts = ej__mono_timespec_in(ms);
     pthread_cond_timedwait(cv, mu, &ts);
 }
 
-/* Removes n events from the head; called with mu held. */
-static void pop(ej_trace_store *s, size_t n)
+/* Frees the first n of the events batch (the queue's head) as done. */
+static void pop(ej_trace_store *s, ej_event *const *batch, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        ej_event *ev = s->ring[s->head];
-        s->bytes -= output_bytes(ev);
-        free(ev);
-        s->ring[s->head] = NULL;
-        s->head = (s->head + 1) % s->cap;
-        s->count--;
-        s->done++;
-    }
-    pthread_cond_broadcast(&s->done_cv);
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += output_bytes(batch[i]);
+    pthread_mutex_lock(&s->mu);
+    s->bytes -= bytes;
+    pthread_mutex_unlock(&s->mu);
+    ej__bqueue_pop(s->q, n);
 }
 
 /* Copies msg into the stats' last_error, cut to fit. */
@@ -101,18 +103,6 @@ static void note_error(ej_trace_store *s, const char *msg)
 
 /* ------------------------------------------------------------- writing */
 
-struct writer {
-    ej_trace_store *s;
-    char err[512]; /* why the last write_batch failed */
-    struct ej__trace_conn *conn;
-    int64_t retry_ms;   /* current back-off */
-    int64_t next_try;   /* monotonic ms before which nothing is tried */
-    int64_t next_purge; /* monotonic ms of the next retention pass */
-    bool purging;       /* a retention pass is under way */
-    bool ever_connected;
-    int64_t fail_logged_ms;
-};
-
 static void lose_connection(struct writer *w, const char *why)
 {
     ej_trace_store *s = w->s;
@@ -121,14 +111,16 @@ static void lose_connection(struct writer *w, const char *why)
         w->conn = NULL;
     }
     int64_t now = ej__mono_ms();
+    /* While closing, try often: the flush has a deadline. */
+    int64_t max = ej__bqueue_closing(s->q) ? 500 : s->o.retry_max_ms;
+    struct ej__bqueue_stats qs;
+    ej__bqueue_stats(s->q, &qs);
     pthread_mutex_lock(&s->mu);
     s->st.connected = false;
     s->st.failures++;
     set_last_error(s, why);
-    /* While closing, try often: the flush has a deadline. */
-    int64_t max = s->closing ? 500 : s->o.retry_max_ms;
-    size_t queued = s->count;
     pthread_mutex_unlock(&s->mu);
+    size_t queued = qs.queued;
     w->retry_ms = w->retry_ms ? w->retry_ms * 2 : RETRY_MIN_MS;
     if (w->retry_ms > max)
         w->retry_ms = max;
@@ -198,28 +190,24 @@ static void log_rejected(ej_trace_store *s, const ej_event *ev, const char *why)
            job ? job : "?", why);
 }
 
-/* Takes up to EJ_TRACE_BATCH_MAX queued events and writes them. Called and
- * returns with mu held; releases it for the database. */
-static void write_some(struct writer *w)
+/* Writes the n events of batch (the queue's head) and pops those done:
+ * all when written; those before a lost connection; each refused one
+ * (logged) when the database refuses some. */
+static void write_some(struct writer *w, ej_event *const *batch, size_t n)
 {
     ej_trace_store *s = w->s;
-    ej_event *batch[EJ_TRACE_BATCH_MAX];
-    size_t n = s->count < EJ_TRACE_BATCH_MAX ? s->count : EJ_TRACE_BATCH_MAX;
-    for (size_t i = 0; i < n; i++)
-        batch[i] = s->ring[(s->head + i) % s->cap];
-    pthread_mutex_unlock(&s->mu);
     int rc = write_batch(w, batch, n);
     if (rc == 0) {
         pthread_mutex_lock(&s->mu);
         s->st.written += n;
         s->st.batches++;
         s->st.last_write_ms = ej__now_ms();
-        pop(s, n);
+        pthread_mutex_unlock(&s->mu);
+        pop(s, batch, n);
         return;
     }
     if (rc == EJ_EAGAIN || w->conn == NULL) {
         lose_connection(w, w->err);
-        pthread_mutex_lock(&s->mu);
         return;
     }
     /* Some event the database refuses: one transaction each, so that only
@@ -230,10 +218,9 @@ static void write_some(struct writer *w)
         if (rc == EJ_EAGAIN || w->conn == NULL) {
             pthread_mutex_lock(&s->mu);
             s->st.written += ok;
-            pop(s, i);
             pthread_mutex_unlock(&s->mu);
+            pop(s, batch, i);
             lose_connection(w, w->err);
-            pthread_mutex_lock(&s->mu);
             return;
         }
         if (rc == 0) {
@@ -250,7 +237,8 @@ static void write_some(struct writer *w)
     s->st.batches += ok;
     if (ok)
         s->st.last_write_ms = ej__now_ms();
-    pop(s, n);
+    pthread_mutex_unlock(&s->mu);
+    pop(s, batch, n);
 }
 
 /* Adds rule to the pending ones (replacing one of its job); mu held. */
@@ -270,19 +258,19 @@ static int add_rule(ej_trace_store *s, const struct ej__job_retention *rule)
     return 0;
 }
 
-/* Writes the jobs' rules set since the last pass; mu held, released for
- * the database. Returns 0, or the database's error (the rules stay
- * pending). */
+/* Writes the jobs' rules set since the last pass. Returns 0, or the
+ * database's error (the rules stay pending). */
 static int write_rules(struct writer *w)
 {
     ej_trace_store *s = w->s;
+    pthread_mutex_lock(&s->mu);
     struct ej__job_retention *rules = s->rules;
     size_t n = s->nrules;
-    if (n == 0)
-        return 0;
     s->rules = NULL;
     s->nrules = 0;
     pthread_mutex_unlock(&s->mu);
+    if (n == 0)
+        return 0;
     int rc = ej__trace_retention_write(s->ops, w->conn, rules, n);
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; rc != 0 && i < n; i++) {
@@ -292,20 +280,20 @@ static int write_rules(struct writer *w)
         if (!newer)
             add_rule(s, &rules[i]);
     }
+    pthread_mutex_unlock(&s->mu);
     free(rules);
     return rc;
 }
 
-/* One chunk of the retention pass; called and returns with mu held. Runs
- * also when the store keeps rows forever: jobs may have rules of their own
- * (this daemon's or another's sharing the store). */
+/* One chunk of the retention pass. Runs also when the store keeps rows
+ * forever: jobs may have rules of their own (this daemon's or another's
+ * sharing the store). */
 static void purge_some(struct writer *w)
 {
     ej_trace_store *s = w->s;
     int64_t cutoff =
         s->o.retention_days > 0 ? ej__now_ms() - (int64_t)s->o.retention_days * 86400 * 1000 : 0;
     int rc = write_rules(w);
-    pthread_mutex_unlock(&s->mu);
     int64_t deleted = 0;
     if (rc == 0)
         rc = ej__trace_purge_chunk(s->ops, w->conn, cutoff, s->o.retention_days, PURGE_CHUNK,
@@ -328,61 +316,70 @@ static void purge_some(struct writer *w)
         s->purges_done++;
         pthread_cond_broadcast(&s->done_cv);
     }
+    pthread_mutex_unlock(&s->mu);
 }
 
-static void *writer_main(void *arg)
+/* The writer's step on the queue's thread: a batch of events, else a chunk
+ * of the retention pass when one is due; how long to sleep when there is
+ * nothing to do or the database is being waited for. */
+static int64_t writer_step(ej__bqueue *q, void *user)
 {
-    ej_trace_store *s = arg;
-    pthread_setname_np(pthread_self(), "ej-trace");
-    struct writer w = {.s = s};
-    w.next_purge = ej__mono_ms() + 5000; /* the first pass soon after start */
+    ej_trace_store *s = user;
+    struct writer *w = &s->w;
+    ej_event *batch[EJ_TRACE_BATCH_MAX];
+    size_t n = ej__bqueue_peek(q, (void **)batch, EJ_TRACE_BATCH_MAX);
+    int64_t now = ej__mono_ms();
     pthread_mutex_lock(&s->mu);
-    for (;;) {
-        if (s->abandon || (s->stop && s->count == 0 && !s->purge_asked))
-            break;
-        int64_t now = ej__mono_ms();
-        bool purge_due = w.purging || now >= w.next_purge;
-        if (s->purge_asked) {
-            purge_due = true;
-            if (!w.purging)
-                w.purging = true;
-        }
-        bool work = s->count > 0 || purge_due;
-        if (!work) {
-            timed_wait(&s->wake, &s->mu, w.next_purge - now > 0 ? w.next_purge - now : 1);
-            continue;
-        }
-        if (w.conn == NULL && now < w.next_try) {
-            timed_wait(&s->wake, &s->mu, w.next_try - now);
-            continue;
-        }
-        if (w.conn == NULL) {
-            pthread_mutex_unlock(&s->mu);
-            bool ok = ensure_connected(&w);
-            pthread_mutex_lock(&s->mu);
-            if (!ok)
-                continue;
-        }
-        if (s->count > 0) {
-            write_some(&w);
-        } else if (purge_due) {
-            if (!w.purging) {
-                w.purging = true;
-            }
-            purge_some(&w);
-            if (!w.purging) {
-                s->purge_asked = false;
-                w.next_purge = ej__mono_ms() + s->o.purge_interval_ms;
-            }
-        }
-    }
+    bool asked = s->purge_asked;
     pthread_mutex_unlock(&s->mu);
-    if (w.conn)
-        s->ops->close(w.conn);
-    return NULL;
+    bool purge_due = w->purging || now >= w->next_purge;
+    if (asked) {
+        purge_due = true;
+        w->purging = true;
+    }
+    if (n == 0 && !purge_due)
+        return w->next_purge - now > 0 ? w->next_purge - now : 1;
+    if (w->conn == NULL && now < w->next_try)
+        return w->next_try - now;
+    if (w->conn == NULL && !ensure_connected(w))
+        return w->next_try - now > 0 ? w->next_try - now : 1;
+    if (n > 0) {
+        write_some(w, batch, n);
+        return 0;
+    }
+    w->purging = true;
+    purge_some(w);
+    if (!w->purging) {
+        pthread_mutex_lock(&s->mu);
+        s->purge_asked = false;
+        pthread_mutex_unlock(&s->mu);
+        w->next_purge = ej__mono_ms() + s->o.purge_interval_ms;
+    }
+    return 0;
+}
+
+/* The drop line's tail: how the database is. With the queue's lock held. */
+static void drop_detail(void *user, char *buf, size_t len)
+{
+    ej_trace_store *s = user;
+    pthread_mutex_lock(&s->mu);
+    snprintf(buf, len, ", database: %s", s->st.connected ? "connected" : s->st.last_error);
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* ----------------------------------------------------------------- API */
+
+static void free_event(void *ev)
+{
+    free(ev);
+}
+
+static void free_store(ej_trace_store *s)
+{
+    free((char *)s->target.url);
+    free((char *)s->target.password);
+    free(s);
+}
 
 int ej_trace_store_create(const struct ej_trace_store_opts *opts, ej_trace_store **out)
 {
@@ -401,7 +398,6 @@ int ej_trace_store_create(const struct ej_trace_store_opts *opts, ej_trace_store
     s->target.password = opts->target.password ? strdup(opts->target.password) : NULL;
     if (s->o.retention_days < 0)
         s->o.retention_days = EJ_TRACE_RETENTION_DAYS_DEFAULT;
-    s->cap = opts->queue_capacity ? opts->queue_capacity : DEFAULT_CAPACITY;
     if (!s->o.queue_bytes)
         s->o.queue_bytes = DEFAULT_BYTES;
     if (s->o.flush_timeout_ms <= 0)
@@ -415,52 +411,38 @@ int ej_trace_store_create(const struct ej_trace_store_opts *opts, ej_trace_store
     if (s->o.purge_interval_ms <= 0)
         s->o.purge_interval_ms = DEFAULT_PURGE_MS;
     s->o.target = s->target;
-    s->ring = calloc(s->cap, sizeof *s->ring);
-    if (s->target.url == NULL || s->ring == NULL ||
-        (opts->target.password && s->target.password == NULL)) {
-        free((char *)s->target.url);
-        free((char *)s->target.password);
-        free(s->ring);
-        free(s);
+    if (s->target.url == NULL || (opts->target.password && s->target.password == NULL)) {
+        free_store(s);
         return EJ_ENOMEM;
     }
+    s->w.s = s;
+    s->w.next_purge = ej__mono_ms() + 5000; /* the first pass soon after start */
     pthread_mutex_init(&s->mu, NULL);
     pthread_condattr_t a;
     pthread_condattr_init(&a);
     pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->wake, &a);
     pthread_cond_init(&s->done_cv, &a);
     pthread_condattr_destroy(&a);
-    int rc = pthread_create(&s->th, NULL, writer_main, s);
+    struct ej__bqueue_opts qo = {
+        .capacity = opts->queue_capacity ? opts->queue_capacity : DEFAULT_CAPACITY,
+        .thread_name = "ej-trace",
+        .log_module = MOD,
+        .what = "history event",
+        .drop_log_ms = LOG_EVERY_MS,
+        .step = writer_step,
+        .drop_detail = drop_detail,
+        .free_item = free_event,
+        .user = s,
+    };
+    int rc = ej__bqueue_create(&qo, &s->q);
     if (rc != 0) {
-        pthread_cond_destroy(&s->wake);
         pthread_cond_destroy(&s->done_cv);
         pthread_mutex_destroy(&s->mu);
-        free((char *)s->target.url);
-        free((char *)s->target.password);
-        free(s->ring);
-        free(s);
-        return -rc;
+        free_store(s);
+        return rc;
     }
     *out = s;
     return 0;
-}
-
-/* Counts a drop and logs at most every LOG_EVERY_MS; mu held. */
-static void note_drop(ej_trace_store *s, const char *why)
-{
-    s->st.dropped++;
-    int64_t now = ej__mono_ms();
-    if (s->drop_logged_ms == 0 || now - s->drop_logged_ms >= LOG_EVERY_MS) {
-        EJ_LOG(EJ_LOG_WARN, MOD, EJ_EAGAIN,
-               "history event not kept (%s): %llu in all, %llu since the last report; %zu "
-               "queued (capacity %zu), database: %s",
-               why, (unsigned long long)s->st.dropped,
-               (unsigned long long)(s->st.dropped - s->drop_logged), s->count, s->cap,
-               s->st.connected ? "connected" : s->st.last_error);
-        s->drop_logged_ms = now;
-        s->drop_logged = s->st.dropped;
-    }
 }
 
 int ej_trace_store_post(ej_trace_store *s, const ej_event *ev)
@@ -469,40 +451,33 @@ int ej_trace_store_post(ej_trace_store *s, const ej_event *ev)
         (ev->type != EJ_EVENT_EXECUTION && ev->type != EJ_EVENT_STATUS &&
          ev->type != EJ_EVENT_FIRE && ev->type != EJ_EVENT_OUTPUT))
         return EJ_EINVAL;
-    /* Decide about the output under the lock, copy outside it. */
+    /* The output is kept while the queued output stays under queue_bytes. */
     size_t need = ej_event_output_bytes(ev);
     pthread_mutex_lock(&s->mu);
     bool strip = need > 0 && s->bytes + need > s->o.queue_bytes;
-    bool full = s->count == s->cap;
-    bool closing = s->closing;
     pthread_mutex_unlock(&s->mu);
-    if (closing || full) {
-        pthread_mutex_lock(&s->mu);
-        note_drop(s, closing ? "store closing" : "queue full");
-        pthread_mutex_unlock(&s->mu);
-        return closing ? EJ_ECLOSED : EJ_EAGAIN;
-    }
     ej_event *c = ej_event_dup(ev, strip);
-    int rc = 0;
-    pthread_mutex_lock(&s->mu);
     if (c == NULL) {
-        note_drop(s, "out of memory");
-        rc = EJ_ENOMEM;
-    } else if (s->closing || s->count == s->cap) {
-        note_drop(s, s->closing ? "store closing" : "queue full");
-        rc = s->closing ? EJ_ECLOSED : EJ_EAGAIN;
-    } else {
+        ej__bqueue_note_drop(s->q, "out of memory");
+        return EJ_ENOMEM;
+    }
+    /* Counted before the push: the writer may pop it at once. */
+    size_t bytes = output_bytes(c);
+    pthread_mutex_lock(&s->mu);
+    s->bytes += bytes;
+    pthread_mutex_unlock(&s->mu);
+    int rc = ej__bqueue_push(s->q, c);
+    pthread_mutex_lock(&s->mu);
+    if (rc == 0) {
+        s->st.accepted++;
         if (strip)
             s->st.output_stripped++;
-        s->ring[(s->head + s->count) % s->cap] = c;
-        s->count++;
-        s->bytes += output_bytes(c);
-        s->st.accepted++;
-        c = NULL;
-        pthread_cond_signal(&s->wake);
+    } else {
+        s->bytes -= bytes;
     }
     pthread_mutex_unlock(&s->mu);
-    free(c);
+    if (rc != 0)
+        free(c);
     return rc;
 }
 
@@ -511,31 +486,11 @@ void ej_trace_sink(const ej_event *ev, void *store)
     ej_trace_store_post(store, ev);
 }
 
-/* Waits until done reaches target; mu held. */
-static int wait_done(ej_trace_store *s, uint64_t target, int64_t timeout_ms)
-{
-    int64_t deadline = ej__mono_ms() + timeout_ms;
-    while (s->done < target) {
-        if (timeout_ms < 0) {
-            pthread_cond_wait(&s->done_cv, &s->mu);
-            continue;
-        }
-        int64_t left = deadline - ej__mono_ms();
-        if (left <= 0)
-            return EJ_ETIMEDOUT;
-        timed_wait(&s->done_cv, &s->mu, left);
-    }
-    return 0;
-}
-
 int ej_trace_store_flush(ej_trace_store *s, int64_t timeout_ms)
 {
     if (s == NULL)
         return EJ_EINVAL;
-    pthread_mutex_lock(&s->mu);
-    int rc = wait_done(s, s->done + s->count, timeout_ms);
-    pthread_mutex_unlock(&s->mu);
-    return rc;
+    return ej__bqueue_flush(s->q, timeout_ms);
 }
 
 int ej_trace_store_purge(ej_trace_store *s, int64_t timeout_ms)
@@ -545,7 +500,9 @@ int ej_trace_store_purge(ej_trace_store *s, int64_t timeout_ms)
     pthread_mutex_lock(&s->mu);
     uint64_t target = s->purges_done + 1;
     s->purge_asked = true;
-    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+    ej__bqueue_wake(s->q);
+    pthread_mutex_lock(&s->mu);
     int64_t deadline = ej__mono_ms() + timeout_ms;
     int rc = 0;
     while (s->purges_done < target) {
@@ -582,10 +539,13 @@ void ej_trace_store_stats(ej_trace_store *s, struct ej_trace_stats *out)
     memset(out, 0, sizeof *out);
     if (s == NULL)
         return;
+    struct ej__bqueue_stats qs;
+    ej__bqueue_stats(s->q, &qs);
     pthread_mutex_lock(&s->mu);
     *out = s->st;
-    out->queued = s->count;
+    out->queued = qs.queued;
     out->queued_bytes = s->bytes;
+    out->dropped = qs.dropped;
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -594,23 +554,15 @@ void ej_trace_store_destroy(ej_trace_store *s)
     if (s == NULL)
         return;
     pthread_mutex_lock(&s->mu);
-    s->closing = true;
-    pthread_cond_signal(&s->wake);
-    if (wait_done(s, s->done + s->count, s->o.flush_timeout_ms) != 0)
-        s->abandon = true;
-    s->stop = true;
     s->purge_asked = false;
-    pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->mu);
     /* A database call in progress ends within its own timeout. */
-    pthread_join(s->th, NULL);
-    size_t left = s->count;
-    while (s->count > 0) {
-        free(s->ring[s->head]);
-        s->head = (s->head + 1) % s->cap;
-        s->count--;
-    }
-    s->st.dropped += left;
+    size_t left = ej__bqueue_close(s->q, s->o.flush_timeout_ms);
+    if (s->w.conn)
+        s->ops->close(s->w.conn);
+    struct ej__bqueue_stats qs;
+    ej__bqueue_stats(s->q, &qs);
+    s->st.dropped = qs.dropped;
     if (left > 0 || s->st.dropped > 0 || s->st.rejected > 0)
         EJ_LOG(EJ_LOG_WARN, MOD, left ? EJ_ETIMEDOUT : 0,
                "%s store closed: %llu event(s) written, %llu not kept (%zu still queued after "
@@ -622,12 +574,9 @@ void ej_trace_store_destroy(ej_trace_store *s)
     else
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "%s store closed: %llu event(s) written", s->ops->name,
                (unsigned long long)s->st.written);
-    pthread_cond_destroy(&s->wake);
+    ej__bqueue_destroy(s->q);
     pthread_cond_destroy(&s->done_cv);
     pthread_mutex_destroy(&s->mu);
-    free((char *)s->target.url);
-    free((char *)s->target.password);
-    free(s->ring);
     free(s->rules);
-    free(s);
+    free_store(s);
 }

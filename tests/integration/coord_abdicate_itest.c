@@ -48,7 +48,7 @@ static int item_fn(const ej_shard_context *ctx, void *user)
 
 static void set_server(const char *ip, const char *value)
 {
-    char *p = ej_console_path_dup(JOB, EJ_CONSOLE_NODE_SERVER, 0, ip);
+    char *p = ej_layout_path_dup(JOB, EJ_LAYOUT_NODE_SERVER, 0, ip);
     REQUIRE(p && ej_registry_set(operator_reg, p, value, strlen(value), -1, NULL) == 0,
             "set %s: %s", p ? p : "?", ej_registry_errmsg(operator_reg));
     free(p);
@@ -60,13 +60,13 @@ static void after_latch(ej__coord *c)
 {
     if (strcmp(ej__coord_instance_id(c), id_a) != 0 || !atomic_exchange(&hook_armed, false))
         return;
-    set_server(IP_A, EJ_CONSOLE_SERVER_DISABLED);
+    set_server(IP_A, EJ_LAYOUT_SERVER_DISABLED);
     atomic_fetch_add(&hook_fired, 1);
 }
 
 static char *leader(void)
 {
-    char *p = ej_console_path_dup(JOB, EJ_CONSOLE_NODE_ELECTION_INSTANCE, 0, NULL);
+    char *p = ej_layout_path_dup(JOB, EJ_LAYOUT_NODE_ELECTION_INSTANCE, 0, NULL);
     char *data = NULL;
     if (p == NULL || ej_registry_get(operator_reg, p, &data, NULL, NULL) != 0)
         data = NULL;
@@ -119,9 +119,9 @@ int main(void)
     char *ns = zkf_unique_namespace("abdicate");
     struct ej_registry_opts ro = itest_registry_opts(zk, ns, SESSION_MS);
     REQUIRE(ej_registry_create(&operator_reg, &ro) == 0, "registry: %s", ej_registry_errmsg(NULL));
-    snprintf(id_a, sizeof id_a, "%s%s%ld", IP_A, EJ_CONSOLE_ID_SEP, (long)getpid());
+    snprintf(id_a, sizeof id_a, "%s%s%ld", IP_A, EJ_LAYOUT_ID_SEP, (long)getpid());
     char id_b[64];
-    snprintf(id_b, sizeof id_b, "%s%s%ld", IP_B, EJ_CONSOLE_ID_SEP, (long)getpid());
+    snprintf(id_b, sizeof id_b, "%s%s%ld", IP_B, EJ_LAYOUT_ID_SEP, (long)getpid());
 
     ej_registry *reg_a = NULL, *reg_b = NULL;
     ej_job *b = start_instance(&ro, &reg_b, IP_B, true);
@@ -133,7 +133,7 @@ int main(void)
 
     /* The operator disables B, then (in A's election) A. */
     atomic_store(&hook_armed, true);
-    set_server(IP_B, EJ_CONSOLE_SERVER_DISABLED);
+    set_server(IP_B, EJ_LAYOUT_SERVER_DISABLED);
     int64_t end = ej__mono_ms() + 10000;
     while (atomic_load(&hook_fired) == 0 && ej__mono_ms() < end)
         ej__sleep_ms(20);
@@ -141,7 +141,7 @@ int main(void)
     CHECK(!a_leads_within(3000), "A leads although its server was disabled while it elected");
 
     /* B enabled: B leads, and the job runs on B. */
-    set_server(IP_B, EJ_CONSOLE_SERVER_ENABLED);
+    set_server(IP_B, EJ_LAYOUT_SERVER_ENABLED);
     bool b_leads = false;
     for (end = ej__mono_ms() + 10000; !b_leads && ej__mono_ms() < end; ej__sleep_ms(50)) {
         l = leader();

@@ -64,7 +64,7 @@ static char job_names[JOBS][16];
 static void start_instance(struct instance *in, const struct ej_registry_opts *ro)
 {
     REQUIRE(ej_registry_create(&in->reg, ro) == 0, "registry: %s", ej_registry_errmsg(NULL));
-    int w = snprintf(in->id, sizeof in->id, "%s%s%ld", in->ip, EJ_CONSOLE_ID_SEP, (long)getpid());
+    int w = snprintf(in->id, sizeof in->id, "%s%s%ld", in->ip, EJ_LAYOUT_ID_SEP, (long)getpid());
     REQUIRE(w > 0 && (size_t)w < sizeof in->id, "instance id of %s", in->ip);
     struct ej_job_def def = {.type = EJ_JOB_TYPE_SIMPLE, .simple = item_fn};
     for (int j = 0; j < JOBS; j++) {
@@ -110,22 +110,22 @@ static bool read_state(ej_registry *peek, const struct instance *ins, char *owne
     bool settled = true;
     for (int j = 0; j < JOBS; j++) {
         owner[j] = NULL;
-        char *p = ej_console_path_dup(job_names[j], EJ_CONSOLE_NODE_ITEM_INSTANCE, 0, NULL);
+        char *p = ej_layout_path_dup(job_names[j], EJ_LAYOUT_NODE_ITEM_INSTANCE, 0, NULL);
         REQUIRE(p != NULL, "path");
         if (ej_registry_get(peek, p, &owner[j], NULL, NULL) != 0)
             settled = false;
         free(p);
-        static const ej_console_node flags[] = {EJ_CONSOLE_NODE_SHARDING_NECESSARY,
-                                                EJ_CONSOLE_NODE_SHARDING_PROCESSING};
+        static const ej_layout_node flags[] = {EJ_LAYOUT_NODE_SHARDING_NECESSARY,
+                                                EJ_LAYOUT_NODE_SHARDING_PROCESSING};
         for (size_t f = 0; f < 2; f++) {
-            p = ej_console_path_dup(job_names[j], flags[f], 0, NULL);
+            p = ej_layout_path_dup(job_names[j], flags[f], 0, NULL);
             REQUIRE(p != NULL, "path");
             bool ex = true;
             if (ej_registry_exists(peek, p, &ex, NULL) != 0 || ex)
                 settled = false;
             free(p);
         }
-        p = ej_console_path_dup(job_names[j], EJ_CONSOLE_NODE_INSTANCES, 0, NULL);
+        p = ej_layout_path_dup(job_names[j], EJ_LAYOUT_NODE_INSTANCES, 0, NULL);
         REQUIRE(p != NULL, "path");
         size_t n = 0;
         char **names = NULL;

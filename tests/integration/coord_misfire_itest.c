@@ -99,7 +99,7 @@ int main(void)
     ej_registry *reg = NULL;
     REQUIRE(ej_registry_create(&reg, &ro) == 0, "registry: %s", ej_registry_errmsg(NULL));
 
-    char *disabled = ej_console_path_dup(JOB, EJ_CONSOLE_NODE_ITEM_DISABLED, 1, NULL);
+    char *disabled = ej_layout_path_dup(JOB, EJ_LAYOUT_NODE_ITEM_DISABLED, 1, NULL);
     REQUIRE(disabled != NULL, "path");
     REQUIRE(ej_registry_persist(reg, disabled, "", 0) == 0, "disable item 1: %s",
             ej_registry_errmsg(reg));

@@ -200,9 +200,9 @@ static int lines(ej_log_level level, const char *reason)
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
 
-static char *path_of(const char *job, ej_console_node node, const char *name)
+static char *path_of(const char *job, ej_layout_node node, const char *name)
 {
-    char *p = ej_console_path_dup(job, node, 0, name);
+    char *p = ej_layout_path_dup(job, node, 0, name);
     REQUIRE(p != NULL, "path");
     return p;
 }
@@ -329,9 +329,9 @@ static void disabled(ej_registry *reg, ej_registry *peek)
     const char *ip = "127.0.6.2";
     ej_job *job = make_job(reg, &s, ip, false, 0, -1, &def);
     REQUIRE(wait_for(&s.runs, 1, 10000), "%s did not run", s.job);
-    char *server = path_of(s.job, EJ_CONSOLE_NODE_SERVER, ip);
-    REQUIRE(ej_registry_set(peek, server, EJ_CONSOLE_SERVER_DISABLED,
-                            strlen(EJ_CONSOLE_SERVER_DISABLED), -1, NULL) == 0,
+    char *server = path_of(s.job, EJ_LAYOUT_NODE_SERVER, ip);
+    REQUIRE(ej_registry_set(peek, server, EJ_LAYOUT_SERVER_DISABLED,
+                            strlen(EJ_LAYOUT_SERVER_DISABLED), -1, NULL) == 0,
             "disable");
     ej__sleep_ms(500);
     int runs = atomic_load(&s.runs);
@@ -356,8 +356,8 @@ static void leader_wait(ej_registry *reg, ej_registry *peek)
      * naming an instance whose node it holds too, so the leader looks
      * alive (a leader naming no live instance would be healed). */
     const char *ghost = "10.9.9.9@-@1";
-    char *leader = path_of(s.job, EJ_CONSOLE_NODE_ELECTION_INSTANCE, NULL);
-    char *inst = path_of(s.job, EJ_CONSOLE_NODE_INSTANCE, ghost);
+    char *leader = path_of(s.job, EJ_LAYOUT_NODE_ELECTION_INSTANCE, NULL);
+    char *inst = path_of(s.job, EJ_LAYOUT_NODE_INSTANCE, ghost);
     REQUIRE(ej_registry_create_node(peek, inst, NULL, 0, EJ_REG_EPHEMERAL, EJ_REG_CREATE_PARENTS,
                                     NULL) == 0,
             "ghost instance");
@@ -398,7 +398,7 @@ static void time_diff(ej_registry *reg, ej_registry *peek)
     struct ej_job_def def = {.type = EJ_JOB_TYPE_SIMPLE, .simple = item_fn, .user = &s};
     /* systemTime ephemeral: systemTime/current cannot be created under it,
      * so the clock check fails with a ZooKeeper error. */
-    char *current = path_of(s.job, EJ_CONSOLE_NODE_SYSTEM_TIME, NULL);
+    char *current = path_of(s.job, EJ_LAYOUT_NODE_SYSTEM_TIME, NULL);
     char *dir = strdup(current);
     REQUIRE(dir != NULL, "strdup");
     *strrchr(dir, '/') = '\0';
@@ -471,7 +471,7 @@ static void start_failed(ej_registry *reg)
     struct ej_job_def def = {.type = EJ_JOB_TYPE_SIMPLE, .simple = item_fn, .user = &s};
     ej_job *job = make_job(reg, &s, "127.0.6.7", false, 0, -1, &def);
     REQUIRE(wait_for(&s.runs, 1, 10000), "%s did not run", s.job);
-    char *item = ej_console_path_dup(s.job, EJ_CONSOLE_NODE_ITEM, 0, NULL);
+    char *item = ej_layout_path_dup(s.job, EJ_LAYOUT_NODE_ITEM, 0, NULL);
     REQUIRE(item != NULL, "path");
     struct ACL no_create_acl[] = {
         {ZOO_PERM_READ | ZOO_PERM_WRITE | ZOO_PERM_DELETE | ZOO_PERM_ADMIN, ZOO_ANYONE_ID_UNSAFE}};

@@ -32,10 +32,10 @@ struct batch {
     int n;
 };
 
-static void add(struct batch *b, const char *job, ej_console_node node, int item, const char *name,
+static void add(struct batch *b, const char *job, ej_layout_node node, int item, const char *name,
                 const char *data)
 {
-    ej_console_path(b->paths[b->n], sizeof b->paths[b->n], job, node, item, name);
+    ej_layout_path(b->paths[b->n], sizeof b->paths[b->n], job, node, item, name);
     snprintf(b->data[b->n], sizeof b->data[b->n], "%s", data);
     b->ops[b->n] = (struct ej_reg_op){.type = EJ_REG_OP_CREATE,
                                       .path = b->paths[b->n],
@@ -79,27 +79,27 @@ static void add_job(struct batch *b, const char *job, int i, bool full)
     const char *id = "10.0.0.1@-@100";
     snprintf(dir, sizeof dir, "/%s", job);
     add_raw(b, dir);
-    add(b, job, EJ_CONSOLE_NODE_CONFIG, 0, NULL, cfg);
+    add(b, job, EJ_LAYOUT_NODE_CONFIG, 0, NULL, cfg);
     if (!full)
         return;
     snprintf(dir, sizeof dir, "/%s/servers", job);
     add_raw(b, dir);
-    add(b, job, EJ_CONSOLE_NODE_SERVER, 0, "10.0.0.1", i % 10 == 3 ? "DISABLED" : "");
+    add(b, job, EJ_LAYOUT_NODE_SERVER, 0, "10.0.0.1", i % 10 == 3 ? "DISABLED" : "");
     snprintf(dir, sizeof dir, "/%s/instances", job);
     add_raw(b, dir);
-    add(b, job, EJ_CONSOLE_NODE_INSTANCE, 0, id, "");
+    add(b, job, EJ_LAYOUT_NODE_INSTANCE, 0, id, "");
     snprintf(dir, sizeof dir, "/%s/leader", job);
     add_raw(b, dir);
     snprintf(dir, sizeof dir, "/%s/leader/election", job);
     add_raw(b, dir);
-    add(b, job, EJ_CONSOLE_NODE_ELECTION_INSTANCE, 0, NULL, id);
+    add(b, job, EJ_LAYOUT_NODE_ELECTION_INSTANCE, 0, NULL, id);
     snprintf(dir, sizeof dir, "/%s/sharding", job);
     add_raw(b, dir);
     for (int item = 0; item < 2; item++) {
         snprintf(dir, sizeof dir, "/%s/sharding/%d", job, item);
         add_raw(b, dir);
         bool gone = i % 10 == 5 && item == 1;
-        add(b, job, EJ_CONSOLE_NODE_ITEM_INSTANCE, item, NULL, gone ? "10.0.0.9@-@999" : id);
+        add(b, job, EJ_LAYOUT_NODE_ITEM_INSTANCE, item, NULL, gone ? "10.0.0.9@-@999" : id);
     }
     if (i % 10 == 5) {
         snprintf(dir, sizeof dir, "/%s/leader/failover", job);

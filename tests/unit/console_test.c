@@ -1,4 +1,5 @@
-/* Unit tests of the console library's pure parts: paths and config checks. */
+/* Unit tests of the console library's pure parts: config and settings checks
+ * (the paths are tested in layout_test.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,109 +14,6 @@
 #include "ejob/config.h"
 #include "ejob/console.h"
 #include "ejob/error.h"
-
-static void expect_path(ej_console_node node, int item, const char *name, const char *want)
-{
-    char buf[256];
-    int n = ej_console_path(buf, sizeof buf, "demoJob", node, item, name);
-    assert_int_equal(n, (int)strlen(want));
-    assert_string_equal(buf, want);
-}
-
-static void test_every_node(void **state)
-{
-    (void)state;
-    expect_path(EJ_CONSOLE_NODE_JOB, 0, NULL, "/demoJob");
-    expect_path(EJ_CONSOLE_NODE_CONFIG, 0, NULL, "/demoJob/config");
-    expect_path(EJ_CONSOLE_NODE_SERVERS, 0, NULL, "/demoJob/servers");
-    expect_path(EJ_CONSOLE_NODE_SERVER, 0, "10.0.0.7", "/demoJob/servers/10.0.0.7");
-    expect_path(EJ_CONSOLE_NODE_INSTANCES, 0, NULL, "/demoJob/instances");
-    expect_path(EJ_CONSOLE_NODE_INSTANCE, 0, "10.0.0.7@-@42", "/demoJob/instances/10.0.0.7@-@42");
-    expect_path(EJ_CONSOLE_NODE_SHARDING, 0, NULL, "/demoJob/sharding");
-    expect_path(EJ_CONSOLE_NODE_ITEM, 3, NULL, "/demoJob/sharding/3");
-    expect_path(EJ_CONSOLE_NODE_ITEM_INSTANCE, 3, NULL, "/demoJob/sharding/3/instance");
-    expect_path(EJ_CONSOLE_NODE_ITEM_RUNNING, 0, NULL, "/demoJob/sharding/0/running");
-    expect_path(EJ_CONSOLE_NODE_ITEM_FAILOVER, 12, NULL, "/demoJob/sharding/12/failover");
-    expect_path(EJ_CONSOLE_NODE_ITEM_MISFIRE, 1, NULL, "/demoJob/sharding/1/misfire");
-    expect_path(EJ_CONSOLE_NODE_ITEM_DISABLED, 999999, NULL, "/demoJob/sharding/999999/disabled");
-    expect_path(EJ_CONSOLE_NODE_LEADER, 0, NULL, "/demoJob/leader");
-    expect_path(EJ_CONSOLE_NODE_ELECTION_LATCH, 0, NULL, "/demoJob/leader/election/latch");
-    expect_path(EJ_CONSOLE_NODE_ELECTION_INSTANCE, 0, NULL, "/demoJob/leader/election/instance");
-    expect_path(EJ_CONSOLE_NODE_SHARDING_NECESSARY, 0, NULL, "/demoJob/leader/sharding/necessary");
-    expect_path(EJ_CONSOLE_NODE_SHARDING_PROCESSING, 0, NULL,
-                "/demoJob/leader/sharding/processing");
-    expect_path(EJ_CONSOLE_NODE_FAILOVER_ITEMS, 0, NULL, "/demoJob/leader/failover/items");
-    expect_path(EJ_CONSOLE_NODE_FAILOVER_ITEM, 4, NULL, "/demoJob/leader/failover/items/4");
-    expect_path(EJ_CONSOLE_NODE_FAILOVER_LATCH, 0, NULL, "/demoJob/leader/failover/latch");
-    expect_path(EJ_CONSOLE_NODE_GUARANTEE_STARTED, 0, NULL, "/demoJob/guarantee/started");
-    expect_path(EJ_CONSOLE_NODE_GUARANTEE_STARTED_ITEM, 2, NULL, "/demoJob/guarantee/started/2");
-    expect_path(EJ_CONSOLE_NODE_GUARANTEE_COMPLETED, 0, NULL, "/demoJob/guarantee/completed");
-    expect_path(EJ_CONSOLE_NODE_GUARANTEE_COMPLETED_ITEM, 2, NULL,
-                "/demoJob/guarantee/completed/2");
-    expect_path(EJ_CONSOLE_NODE_SYSTEM_TIME, 0, NULL, "/demoJob/systemTime/current");
-    expect_path(EJ_CONSOLE_NODE_EJOB_INSTANCES, 0, NULL, "/demoJob/ejob/instances");
-    expect_path(EJ_CONSOLE_NODE_EJOB_INSTANCE, 0, "10.0.0.1@-@7",
-                "/demoJob/ejob/instances/10.0.0.1@-@7");
-    char *marker = ej_console_ejob_marker_path_dup("demoJob", "10.0.0.1@-@7");
-    assert_string_equal(marker, "/demoJob/ejob/instances/10.0.0.1@-@7");
-    free(marker);
-    assert_null(ej_console_ejob_marker_path_dup("demoJob", "a/b"));
-}
-
-static void test_bad_arguments(void **state)
-{
-    (void)state;
-    char buf[64];
-    assert_int_equal(ej_console_path(buf, sizeof buf, "a/b", EJ_CONSOLE_NODE_CONFIG, 0, NULL),
-                     EJ_EINVAL);
-    assert_string_equal(buf, "");
-    assert_int_equal(ej_console_path(buf, sizeof buf, "..", EJ_CONSOLE_NODE_JOB, 0, NULL),
-                     EJ_EINVAL);
-    assert_int_equal(ej_console_path(buf, sizeof buf, "", EJ_CONSOLE_NODE_JOB, 0, NULL), EJ_EINVAL);
-    assert_int_equal(ej_console_path(buf, sizeof buf, "j", EJ_CONSOLE_NODE_ITEM, -1, NULL),
-                     EJ_EINVAL);
-    assert_int_equal(ej_console_path(buf, sizeof buf, "j", EJ_CONSOLE_NODE_SERVER, 0, NULL),
-                     EJ_EINVAL);
-    assert_int_equal(ej_console_path(buf, sizeof buf, "j", EJ_CONSOLE_NODE_SERVER, 0, "../x"),
-                     EJ_EINVAL);
-    assert_int_equal(ej_console_path(buf, sizeof buf, "j", EJ_CONSOLE_NODE_INSTANCE, 0, "a\nb"),
-                     EJ_EINVAL);
-    assert_int_equal(ej_console_path(buf, sizeof buf, "j", EJ_CONSOLE_NODE_COUNT_, 0, NULL),
-                     EJ_EINVAL);
-    /* Too small a buffer: refused, not truncated. */
-    char small[10];
-    assert_int_equal(
-        ej_console_path(small, sizeof small, "demoJob", EJ_CONSOLE_NODE_CONFIG, 0, NULL),
-        EJ_EINVAL);
-    assert_string_equal(small, "");
-    char name[300];
-    memset(name, 'a', 256);
-    name[256] = '\0';
-    assert_false(ej_console_is_job_name(name));
-    name[255] = '\0';
-    assert_true(ej_console_is_job_name(name));
-    char *p = ej_console_path_dup("j", EJ_CONSOLE_NODE_ITEM_FAILOVER, 7, NULL);
-    assert_non_null(p);
-    assert_string_equal(p, "/j/sharding/7/failover");
-    free(p);
-    assert_null(ej_console_path_dup("j/k", EJ_CONSOLE_NODE_JOB, 0, NULL));
-}
-
-static void test_instance_ids(void **state)
-{
-    (void)state;
-    char ip[32];
-    ej_console_instance_ip("10.0.0.7@-@4123", ip, sizeof ip);
-    assert_string_equal(ip, "10.0.0.7");
-    ej_console_instance_ip("noseparator", ip, sizeof ip);
-    assert_string_equal(ip, "noseparator");
-    ej_console_instance_ip("10.0.0.7@-@4123", ip, 4);
-    assert_string_equal(ip, "10.");
-    assert_true(ej_console_instance_on_server("10.0.0.7@-@4123", "10.0.0.7"));
-    assert_false(ej_console_instance_on_server("10.0.0.70@-@4123", "10.0.0.7"));
-    assert_false(ej_console_instance_on_server("10.0.0.7@-@4123", ""));
-    assert_false(ej_console_instance_on_server(NULL, "10.0.0.7"));
-}
 
 static void test_status_names(void **state)
 {
@@ -394,12 +292,30 @@ static void test_passwords(void **state)
     assert_false(ej__console_token_equal(NULL, "a"));
 }
 
+/* The names of 1.0 stay (docs/abi.md) and behave as the layout's: the
+ * console's ej_console_instance_ip now refuses an IP that does not fit,
+ * as the coordinator's did, instead of cutting it. */
+static void test_layout_names_of_1_0(void **state)
+{
+    (void)state;
+    char a[128], b[128];
+    assert_int_equal(ej_console_path(a, sizeof a, "j", EJ_CONSOLE_NODE_ITEM_RUNNING, 3, NULL),
+                     ej_layout_path(b, sizeof b, "j", EJ_LAYOUT_NODE_ITEM_RUNNING, 3, NULL));
+    assert_string_equal(a, b);
+    char ip[4];
+    ej_console_instance_ip("10.0.0.7@-@4123", ip, sizeof ip);
+    assert_string_equal(ip, "");
+    char ok[16];
+    ej_console_instance_ip("10.0.0.7@-@4123", ok, sizeof ok);
+    assert_string_equal(ok, "10.0.0.7");
+    assert_true(ej_console_instance_on_server("10.0.0.7@-@1", "10.0.0.7"));
+    assert_string_equal(EJ_CONSOLE_ID_SEP, EJ_LAYOUT_ID_SEP);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_node),
-        cmocka_unit_test(test_bad_arguments),
-        cmocka_unit_test(test_instance_ids),
+        cmocka_unit_test(test_layout_names_of_1_0),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_config_check),
         cmocka_unit_test(test_config_check_supervision_fields),

@@ -4,7 +4,6 @@
  * batched into transactions and conditional: creating `running` fails when
  * another instance holds the item, so a stale view never runs an item twice.
  */
-#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -19,15 +18,15 @@
 
 #define MOD "coord"
 
-static char *item_path(ej__coord *c, int item, ej_console_node leaf)
+static char *item_path(ej__coord *c, int item, ej_layout_node leaf)
 {
-    return ej_console_path_dup(ej__coord_job_name(c), leaf, item, NULL);
+    return ej_layout_path_dup(ej__coord_job_name(c), leaf, item, NULL);
 }
 
 /* Running nodes this instance may have left behind: a create whose answer
  * was lost (it may have been applied) or a delete that failed. Left alone
  * they would make every other instance skip the item until our session
- * ends; ej__exec_cleanup deletes them (only ours: same session). */
+ * ends; ej__running_cleanup deletes them (only ours: same session). */
 struct suspect {
     int item;
     int64_t session;
@@ -35,7 +34,7 @@ struct suspect {
 
 /* Instances this one saw leave (their instance node removed) while it
  * was registered: a fire record naming one of them is a takeover's to
- * catch up (ej__exec_departed). The oldest go first. */
+ * catch up (ej__running_departed). The oldest go first. */
 #define DEPARTED_MAX 64
 #define DEPARTED_KEEP_MS (24 * 3600 * 1000LL)
 
@@ -44,7 +43,7 @@ struct departed {
     int64_t at_ms; /* wall ms the removal was seen */
 };
 
-struct ej__exec_state {
+struct ej__running_state {
     pthread_mutex_t mu;
     struct suspect *v;
     size_t n, cap;
@@ -52,15 +51,15 @@ struct ej__exec_state {
     size_t ngone; /* entries used; once full, the oldest is replaced */
 };
 
-struct ej__exec_state *ej__exec_state_new(void)
+struct ej__running_state *ej__running_state_new(void)
 {
-    struct ej__exec_state *s = calloc(1, sizeof *s);
+    struct ej__running_state *s = calloc(1, sizeof *s);
     if (s)
         pthread_mutex_init(&s->mu, NULL);
     return s;
 }
 
-void ej__exec_state_free(struct ej__exec_state *s)
+void ej__running_state_free(struct ej__running_state *s)
 {
     if (s == NULL)
         return;
@@ -71,7 +70,7 @@ void ej__exec_state_free(struct ej__exec_state *s)
 
 static void suspect_add(ej__coord *c, const int *items, size_t n, int64_t session)
 {
-    struct ej__exec_state *s = ej__coord_exec_state(c);
+    struct ej__running_state *s = ej__coord_exec_state(c);
     if (s == NULL || session == 0)
         return;
     pthread_mutex_lock(&s->mu);
@@ -94,9 +93,9 @@ static void suspect_add(ej__coord *c, const int *items, size_t n, int64_t sessio
     pthread_mutex_unlock(&s->mu);
 }
 
-void ej__exec_cleanup(ej__coord *c)
+void ej__running_cleanup(ej__coord *c)
 {
-    struct ej__exec_state *s = ej__coord_exec_state(c);
+    struct ej__running_state *s = ej__coord_exec_state(c);
     if (s == NULL)
         return;
     pthread_mutex_lock(&s->mu);
@@ -112,7 +111,7 @@ void ej__exec_cleanup(ej__coord *c)
     for (size_t i = 0; i < n; i++) {
         if (v[i].session != cur)
             continue; /* gone with its session */
-        char *p = item_path(c, v[i].item, EJ_CONSOLE_NODE_ITEM_RUNNING);
+        char *p = item_path(c, v[i].item, EJ_LAYOUT_NODE_ITEM_RUNNING);
         struct ej_node_stat st;
         bool ex = false;
         int rc = p ? ej_registry_exists(reg, p, &ex, &st) : EJ_ENOMEM;
@@ -137,9 +136,9 @@ void ej__exec_cleanup(ej__coord *c)
 /* The data of sharding/{n} an ejob run writes: "fired MS by ID". */
 #define FIRED_FMT "fired %" PRId64 " by %s"
 
-int ej__exec_read_fired(ej__coord *c, int item, int64_t *fired_ms, char *by, size_t bylen)
+int ej__running_read_fired(ej__coord *c, int item, int64_t *fired_ms, char *by, size_t bylen)
 {
-    char *p = item_path(c, item, EJ_CONSOLE_NODE_ITEM);
+    char *p = item_path(c, item, EJ_LAYOUT_NODE_ITEM);
     char *data = NULL;
     size_t len = 0;
     int rc = p ? ej_registry_get(ej__coord_registry(c), p, &data, &len, NULL) : EJ_ENOMEM;
@@ -159,9 +158,9 @@ int ej__exec_read_fired(ej__coord *c, int item, int64_t *fired_ms, char *by, siz
     return rc;
 }
 
-void ej__exec_note_departed(ej__coord *c, const char *id)
+void ej__running_note_departed(ej__coord *c, const char *id)
 {
-    struct ej__exec_state *s = ej__coord_exec_state(c);
+    struct ej__running_state *s = ej__coord_exec_state(c);
     if (s == NULL || id == NULL || strlen(id) >= EJ__ID_MAX)
         return;
     int64_t now = ej__now_ms();
@@ -183,9 +182,9 @@ void ej__exec_note_departed(ej__coord *c, const char *id)
     pthread_mutex_unlock(&s->mu);
 }
 
-bool ej__exec_departed(ej__coord *c, const char *id)
+bool ej__running_departed(ej__coord *c, const char *id)
 {
-    struct ej__exec_state *s = ej__coord_exec_state(c);
+    struct ej__running_state *s = ej__coord_exec_state(c);
     if (s == NULL || id == NULL)
         return false;
     int64_t now = ej__now_ms();
@@ -197,9 +196,9 @@ bool ej__exec_departed(ej__coord *c, const char *id)
     return found;
 }
 
-bool ej__exec_any_departed(ej__coord *c)
+bool ej__running_any_departed(ej__coord *c)
 {
-    struct ej__exec_state *s = ej__coord_exec_state(c);
+    struct ej__running_state *s = ej__coord_exec_state(c);
     if (s == NULL)
         return false;
     pthread_mutex_lock(&s->mu);
@@ -211,7 +210,7 @@ bool ej__exec_any_departed(ej__coord *c)
 /* ------------------------------------------------------------------------ */
 /* Running nodes                                                              */
 
-/* The state of one ej__exec_begin: items[i] is to be started while ok[i];
+/* The state of one ej__running_begin: items[i] is to be started while ok[i];
  * mine[i] marks a running node found to be ours already (created by an
  * earlier request whose answer was lost), not to be created again. */
 struct begin {
@@ -256,7 +255,7 @@ static bool begin_item_failed(struct begin *b, size_t i, int rc)
          * never twice at once; run it again later. */
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: item %d is still running elsewhere; marked misfire",
                ej__coord_job_name(b->c), b->items[i]);
-        ej__exec_set_misfire(b->c, &b->items[i], 1);
+        ej__running_set_misfire(b->c, &b->items[i], 1);
     } else {
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: item %d no longer exists; skipped",
                ej__coord_job_name(b->c), b->items[i]);
@@ -303,7 +302,7 @@ static int begin_attempt(struct begin *b)
     size_t failed = 0;
     int rc = ej_registry_multi(b->reg, b->ops, k + nrec + 1, &failed);
     if (rc == 0) {
-        assert(st.czxid > 0);
+        EJ_ASSERT(st.czxid > 0);
         for (size_t j = 0; j < k; j++)
             b->tokens[b->idx[j]] = st.czxid;
         return 0;
@@ -326,7 +325,7 @@ static int begin_attempt(struct begin *b)
     return rc;
 }
 
-int ej__exec_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, bool *ok,
+int ej__running_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, bool *ok,
                    int64_t *tokens, int64_t *session_out)
 {
     ej_registry *reg = ej__coord_registry(c);
@@ -357,9 +356,9 @@ int ej__exec_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, b
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        b.paths[i] = item_path(c, items[i], EJ_CONSOLE_NODE_ITEM_RUNNING);
+        b.paths[i] = item_path(c, items[i], EJ_LAYOUT_NODE_ITEM_RUNNING);
         if (b.item_paths)
-            b.item_paths[i] = item_path(c, items[i], EJ_CONSOLE_NODE_ITEM);
+            b.item_paths[i] = item_path(c, items[i], EJ_LAYOUT_NODE_ITEM);
         if (b.paths[i] == NULL || (b.item_paths && b.item_paths[i] == NULL)) {
             rc = EJ_ENOMEM;
             for (size_t j = 0; j < n; j++)
@@ -390,7 +389,7 @@ out:
 /* Delete (or create) one leaf for items in one transaction; fall back to
  * one call each when the transaction fails on a node that is not in the
  * expected state. */
-static int batch(ej__coord *c, const int *items, size_t n, ej_console_node leaf, bool create)
+static int batch(ej__coord *c, const int *items, size_t n, ej_layout_node leaf, bool create)
 {
     if (n == 0)
         return 0;
@@ -428,7 +427,7 @@ static int batch(ej__coord *c, const int *items, size_t n, ej_console_node leaf,
         const char *leaf_name = strrchr(paths[0], '/') + 1;
         EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot %s %s nodes: %s", ej__coord_job_name(c),
                create ? "create" : "delete", leaf_name, ej_registry_errmsg(reg));
-        if (!create && leaf == EJ_CONSOLE_NODE_ITEM_RUNNING)
+        if (!create && leaf == EJ_LAYOUT_NODE_ITEM_RUNNING)
             suspect_add(c, items, n, ej_registry_session_id(reg));
     }
 out:
@@ -440,7 +439,7 @@ out:
     return rc;
 }
 
-void ej__exec_complete(ej__coord *c, const int *items, size_t n, int64_t session)
+void ej__running_complete(ej__coord *c, const int *items, size_t n, int64_t session)
 {
     if (n == 0 || session == 0)
         return;
@@ -448,14 +447,14 @@ void ej__exec_complete(ej__coord *c, const int *items, size_t n, int64_t session
      * could remove the node of the instance that took the item over. */
     if (ej_registry_session_id(ej__coord_registry(c)) != session)
         return;
-    batch(c, items, n, EJ_CONSOLE_NODE_ITEM_RUNNING, false);
+    batch(c, items, n, EJ_LAYOUT_NODE_ITEM_RUNNING, false);
 }
 
-void ej__exec_complete_one(ej__coord *c, int item, int64_t session)
+void ej__running_complete_one(ej__coord *c, int item, int64_t session)
 {
     if (session == 0 || ej_registry_session_id(ej__coord_registry(c)) != session)
         return;
-    char *p = item_path(c, item, EJ_CONSOLE_NODE_ITEM_RUNNING);
+    char *p = item_path(c, item, EJ_LAYOUT_NODE_ITEM_RUNNING);
     if (p == NULL)
         return;
     int rc = ej_registry_delete(ej__coord_registry(c), p, -1);
@@ -467,11 +466,11 @@ void ej__exec_complete_one(ej__coord *c, int item, int64_t session)
     free(p);
 }
 
-int ej__exec_check_alive(ej__coord *c)
+int ej__running_check_alive(ej__coord *c)
 {
     ej_registry *reg = ej__coord_registry(c);
     int64_t sess = ej_registry_session_id(reg);
-    char *p = ej_console_path_dup(ej__coord_job_name(c), EJ_CONSOLE_NODE_INSTANCE, 0,
+    char *p = ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_INSTANCE, 0,
                                   ej__coord_instance_id(c));
     if (p == NULL)
         return EJ_ENOMEM;
@@ -486,19 +485,19 @@ int ej__exec_check_alive(ej__coord *c)
     return 0;
 }
 
-int ej__exec_set_misfire(ej__coord *c, const int *items, size_t n)
+int ej__running_set_misfire(ej__coord *c, const int *items, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         ej__view_claim_misfire(ej__coord_view(c), items[i]);
-    int rc = batch(c, items, n, EJ_CONSOLE_NODE_ITEM_MISFIRE, true);
+    int rc = batch(c, items, n, EJ_LAYOUT_NODE_ITEM_MISFIRE, true);
     for (size_t i = 0; i < n && rc == 0; i++)
         ej__view_note_misfire(ej__coord_view(c), items[i], true);
     return rc;
 }
 
-int ej__exec_clear_misfire(ej__coord *c, const int *items, size_t n)
+int ej__running_clear_misfire(ej__coord *c, const int *items, size_t n)
 {
-    int rc = batch(c, items, n, EJ_CONSOLE_NODE_ITEM_MISFIRE, false);
+    int rc = batch(c, items, n, EJ_LAYOUT_NODE_ITEM_MISFIRE, false);
     for (size_t i = 0; i < n && rc == 0; i++)
         ej__view_note_misfire(ej__coord_view(c), items[i], false);
     return rc;
@@ -506,7 +505,7 @@ int ej__exec_clear_misfire(ej__coord *c, const int *items, size_t n)
 
 static bool misfire_now(ej__coord *c, int item)
 {
-    char *p = item_path(c, item, EJ_CONSOLE_NODE_ITEM_MISFIRE);
+    char *p = item_path(c, item, EJ_LAYOUT_NODE_ITEM_MISFIRE);
     bool exists = false;
     if (p == NULL || ej_registry_exists(ej__coord_registry(c), p, &exists, NULL) != 0)
         exists = false;
@@ -514,7 +513,7 @@ static bool misfire_now(ej__coord *c, int item)
     return exists;
 }
 
-int ej__exec_misfired(ej__coord *c, const int *items, size_t n, int **out, size_t *nout)
+int ej__running_misfired(ej__coord *c, const int *items, size_t n, int **out, size_t *nout)
 {
     *out = NULL;
     *nout = 0;
@@ -543,10 +542,10 @@ int ej__exec_misfired(ej__coord *c, const int *items, size_t n, int **out, size_
     return 0;
 }
 
-int ej__exec_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t msglen)
+int ej__running_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t msglen)
 {
     ej_registry *reg = ej__coord_registry(c);
-    char *p = ej_console_path_dup(ej__coord_job_name(c), EJ_CONSOLE_NODE_SYSTEM_TIME, 0, NULL);
+    char *p = ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_SYSTEM_TIME, 0, NULL);
     if (p == NULL)
         return EJ_ENOMEM;
     struct ej_node_stat st;
@@ -580,7 +579,7 @@ int ej__exec_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t ms
  * item; an error reads as disabled, for this fire. */
 static bool disabled_now(ej__coord *c, int item)
 {
-    char *p = item_path(c, item, EJ_CONSOLE_NODE_ITEM_DISABLED);
+    char *p = item_path(c, item, EJ_LAYOUT_NODE_ITEM_DISABLED);
     bool exists = true;
     if (p == NULL || ej_registry_exists(ej__coord_registry(c), p, &exists, NULL) != 0)
         exists = true;
@@ -588,7 +587,7 @@ static bool disabled_now(ej__coord *c, int item)
     return exists;
 }
 
-int ej__exec_local_items(ej__coord *c, int **items, size_t *n)
+int ej__running_local_items(ej__coord *c, int **items, size_t *n)
 {
     int rc = ej__view_items_of(ej__coord_view(c), ej__coord_instance_id(c), items, n);
     if (rc != 0 || *n == 0)

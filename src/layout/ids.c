@@ -1,5 +1,5 @@
 /* Instance ids, item names and Curator latch names: pure functions. The
- * paths themselves come from the console library (ej_console_path). */
+ * paths themselves come from the console library (ej_layout_path). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,34 +11,22 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "coord/internal.h"
 #include "ejob/error.h"
+#include "ejob/layout.h"
+#include "layout/internal.h"
 
-int ej__coord_make_instance_id(const char *ip, long pid, char *out, size_t len)
+int ej__layout_make_instance_id(const char *ip, long pid, char *out, size_t len)
 {
     if (ip == NULL || out == NULL || ip[0] == '\0' || strchr(ip, '/') != NULL ||
-        strstr(ip, EJ_CONSOLE_ID_SEP) != NULL)
+        strstr(ip, EJ_LAYOUT_ID_SEP) != NULL)
         return EJ_EINVAL;
-    int n = snprintf(out, len, "%s" EJ_CONSOLE_ID_SEP "%ld", ip, pid);
+    int n = snprintf(out, len, "%s" EJ_LAYOUT_ID_SEP "%ld", ip, pid);
     if (n < 0 || (size_t)n >= len)
         return EJ_EINVAL;
     return 0;
 }
 
-int ej__coord_instance_ip(const char *id, char *out, size_t len)
-{
-    if (id == NULL || out == NULL || len == 0)
-        return EJ_EINVAL;
-    const char *sep = strstr(id, EJ_CONSOLE_ID_SEP);
-    size_t n = sep ? (size_t)(sep - id) : strlen(id);
-    if (n >= len)
-        return EJ_EINVAL;
-    memcpy(out, id, n);
-    out[n] = '\0';
-    return 0;
-}
-
-int ej__coord_parse_item(const char *name, int *item)
+int ej__layout_parse_item(const char *name, int *item)
 {
     if (name == NULL || item == NULL || name[0] == '\0')
         return EJ_EINVAL;
@@ -56,7 +44,7 @@ int ej__coord_parse_item(const char *name, int *item)
     return 0;
 }
 
-int ej__latch_node_prefix(const char *uuid, char *out, size_t len)
+int ej__layout_latch_node_prefix(const char *uuid, char *out, size_t len)
 {
     if (uuid == NULL || out == NULL || strlen(uuid) != 36)
         return EJ_EINVAL;
@@ -66,7 +54,7 @@ int ej__latch_node_prefix(const char *uuid, char *out, size_t len)
     return 0;
 }
 
-const char *ej__latch_sort_key(const char *name)
+const char *ej__layout_latch_sort_key(const char *name)
 {
     static const char lock_name[] = "latch-";
     const char *last = NULL;
@@ -75,24 +63,24 @@ const char *ej__latch_sort_key(const char *name)
     return last ? last + sizeof lock_name - 1 : name;
 }
 
-int ej__latch_name_cmp(const char *a, const char *b)
+int ej__layout_latch_name_cmp(const char *a, const char *b)
 {
-    int c = strcmp(ej__latch_sort_key(a), ej__latch_sort_key(b));
+    int c = strcmp(ej__layout_latch_sort_key(a), ej__layout_latch_sort_key(b));
     return c != 0 ? c : strcmp(a, b);
 }
 
 static int cmp_latch(const void *x, const void *y)
 {
-    return ej__latch_name_cmp(*(char *const *)x, *(char *const *)y);
+    return ej__layout_latch_name_cmp(*(char *const *)x, *(char *const *)y);
 }
 
-void ej__latch_sort(char **names, size_t n)
+void ej__layout_latch_sort(char **names, size_t n)
 {
     if (names != NULL && n > 1)
         qsort(names, n, sizeof *names, cmp_latch);
 }
 
-long ej__latch_find(char *const *names, size_t n, const char *uuid)
+long ej__layout_latch_find(char *const *names, size_t n, const char *uuid)
 {
     if (names == NULL || uuid == NULL)
         return -1;
@@ -106,7 +94,7 @@ long ej__latch_find(char *const *names, size_t n, const char *uuid)
     return -1;
 }
 
-void ej__uuid4(char out[37])
+void ej__layout_uuid4(char out[37])
 {
     unsigned char b[16];
     size_t got = 0;
@@ -149,7 +137,7 @@ static int cmp_item_str_desc(const void *x, const void *y)
     return -strcmp(a, b);
 }
 
-void ej__items_sort_desc_as_strings(int *items, size_t n)
+void ej__layout_items_sort_desc(int *items, size_t n)
 {
     if (items != NULL && n > 1)
         qsort(items, n, sizeof *items, cmp_item_str_desc);
