@@ -1043,7 +1043,8 @@ static int64_t fire_covers(const struct ej__fire *f)
 
 /*
  * startingDeadlineSeconds: whether the cron fire f, begun more than the
- * deadline after its (first) fire time, is dropped for it. Not a misfired
+ * deadline after its newest fire time (Kubernetes: the latest missed
+ * schedule), is dropped for it, with all it covers. Not a misfired
  * fire that is dropped anyway (misfire off, its fire times re-run by the
  * misfire loop already) or whose fire times CATCH_UP runs. Under job->mu.
  */
@@ -1052,7 +1053,7 @@ static bool past_deadline(struct ej_job *job, const struct ej__rt_settings *s,
 {
     int deadline_s = s->cfg.starting_deadline_seconds;
     if (!f->cron_due || deadline_s <= 0 || f->scheduled_ms <= 0 ||
-        f->started_ms - f->scheduled_ms <= (int64_t)deadline_s * 1000)
+        f->started_ms - fire_covers(f) <= (int64_t)deadline_s * 1000)
         return false;
     if (!f->misfired || f->now_reasons != 0)
         return true;
@@ -1090,8 +1091,9 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
         fr.count = f->missed_count;
         fr.last = f->last_scheduled_ms;
         not_run(job, &fr, EJ__NOT_RUN_DEADLINE,
-                "started %" PRId64 " ms after its time, past startingDeadlineSeconds %d",
-                f->started_ms - f->scheduled_ms, s->cfg.starting_deadline_seconds);
+                "started %" PRId64 " ms after its (newest) fire time, past "
+                "startingDeadlineSeconds %d",
+                f->started_ms - fire_covers(f), s->cfg.starting_deadline_seconds);
         ej__rt_settings_unref(s);
         return;
     }
