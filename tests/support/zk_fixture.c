@@ -324,6 +324,24 @@ static void expire_watcher(zhandle_t *zh, int type, int state, const char *path,
         atomic_store((atomic_int *)ctx, -1);
 }
 
+/* One connection with the session's credentials: 1 when it attached to the
+ * session (and was then closed, which closes the session unless the owner's
+ * own reconnection kicked this connection off first), -1 when the server
+ * answered that the session is expired, 0 when neither came in 5 s. */
+static int attach_and_close(zkf_server *zk, const clientid_t *id)
+{
+    static atomic_int connected;
+    atomic_store(&connected, 0);
+    zhandle_t *zh = zookeeper_init(zk->connect, expire_watcher, 4000, id, &connected, 0);
+    if (zh == NULL)
+        return 0;
+    for (int i = 0; i < 200 && atomic_load(&connected) == 0; i++)
+        usleep(25 * 1000);
+    int state = atomic_load(&connected);
+    zookeeper_close(zh);
+    return state;
+}
+
 int zkf_expire_session(zkf_server *zk, int64_t session_id, const char *passwd, int passwd_len)
 {
     clientid_t id;
@@ -332,17 +350,20 @@ int zkf_expire_session(zkf_server *zk, int64_t session_id, const char *passwd, i
     if (passwd_len > (int)sizeof(id.passwd))
         passwd_len = (int)sizeof(id.passwd);
     memcpy(id.passwd, passwd, (size_t)passwd_len);
-    static atomic_int connected;
-    atomic_store(&connected, 0);
     zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-    zhandle_t *zh = zookeeper_init(zk->connect, expire_watcher, 4000, &id, &connected, 0);
-    if (zh == NULL)
-        return -errno;
-    for (int i = 0; i < 200 && atomic_load(&connected) == 0; i++)
-        usleep(25 * 1000);
-    int state = atomic_load(&connected);
-    zookeeper_close(zh);
-    return state == 1 ? 0 : -ETIMEDOUT;
+    /* Attaching kicks the owner's connection off, and the owner reconnects
+     * at once: under load its reconnection can kick this one off before
+     * the close is sent, and the session lives on. So attach again until
+     * the server says the session is expired. */
+    for (int attempt = 0; attempt < 10; attempt++) {
+        int state = attach_and_close(zk, &id);
+        if (state == -1)
+            return 0;
+        if (state == 0)
+            return -ETIMEDOUT;
+        usleep(50 * 1000);
+    }
+    return -ETIMEDOUT;
 }
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)

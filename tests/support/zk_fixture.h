@@ -38,7 +38,9 @@ int zkf_stop(zkf_server *zk);
 int zkf_restart(zkf_server *zk);
 
 /* Force-expire a client session, as the server would after the session
- * timeout: connects with the same session id and password, then closes. */
+ * timeout: connects with the same session id and password, then closes,
+ * again until the server answers that the session is expired (the owner's
+ * reconnection may kick a connection off before its close is sent). */
 int zkf_expire_session(zkf_server *zk, int64_t session_id, const char *passwd, int passwd_len);
 
 /* Send a four-letter word ("mntr", "cons", "stat" ...) and return the reply.
