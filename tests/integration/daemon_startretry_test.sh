@@ -37,14 +37,17 @@ jobs_yaml() { # NAMESPACE JOBS...
 }
 
 # -------------------------------------------------- a frozen server
-JOBS=$(seq -f "job%g" 1 10)
+# Enough jobs that registering them outlasts the poll below, even on a
+# loaded machine where this script wakes late (10 were done before the
+# freeze under CI load).
+JOBS=$(seq -f "job%g" 1 100)
 jobs_yaml retry $JOBS >"$D/jobs.yaml"
 "$E" run -c "$D/jobs.yaml" --metrics-listen "127.0.0.1:$PORT" --drain-timeout-ms 1000 \
   2>"$D/daemon.log" &
 DPID=$!
 zkf_track $DPID
 # The history store is opened right before the jobs register.
-for _ in $(seq 1 1500); do grep -q "history: " "$D/daemon.log" && break; sleep 0.01; done
+for _ in $(seq 1 3000); do grep -q "history: " "$D/daemon.log" && break; sleep 0.005; done
 kill -STOP "$ZKF_PID"
 sleep $((2 * SESSION / 1000 + 2 + 1))
 kill -CONT "$ZKF_PID"
