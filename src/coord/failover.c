@@ -429,17 +429,10 @@ out:
     return taken >= 0 ? 1 : 0;
 }
 
-static int cmp_int(const void *a, const void *b)
+int ej__failover_taken(ej__coord *c, struct ej__plan_taken **out, size_t *nout)
 {
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-int ej__failover_mine(ej__coord *c, int **items, size_t *n, int64_t *tokens_out_or_null)
-{
-    (void)tokens_out_or_null;
-    *items = NULL;
-    *n = 0;
+    *out = NULL;
+    *nout = 0;
     struct ej__failover_state *s = ej__coord_failover_state(c);
     if (s == NULL)
         return 0;
@@ -451,33 +444,18 @@ int ej__failover_mine(ej__coord *c, int **items, size_t *n, int64_t *tokens_out_
         if (s->mine[i].session == sess)
             s->mine[j++] = s->mine[i];
     s->nmine = j;
-    int *out = j ? malloc(j * sizeof *out) : NULL;
-    if (j && out == NULL) {
+    struct ej__plan_taken *t = j ? malloc(j * sizeof *t) : NULL;
+    if (j && t == NULL) {
         pthread_mutex_unlock(&s->mu);
         return EJ_ENOMEM;
     }
     for (size_t i = 0; i < j; i++)
-        out[i] = s->mine[i].item;
+        t[i] = (struct ej__plan_taken){
+            .item = s->mine[i].item, .session = s->mine[i].session, .czxid = s->mine[i].czxid};
     pthread_mutex_unlock(&s->mu);
-    if (j > 1)
-        qsort(out, j, sizeof *out, cmp_int);
-    *items = out;
-    *n = j;
+    *out = t;
+    *nout = j;
     return 0;
-}
-
-int64_t ej__failover_token(ej__coord *c, int item)
-{
-    struct ej__failover_state *s = ej__coord_failover_state(c);
-    int64_t t = 0;
-    if (s == NULL)
-        return 0;
-    pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < s->nmine; i++)
-        if (s->mine[i].item == item)
-            t = s->mine[i].czxid;
-    pthread_mutex_unlock(&s->mu);
-    return t;
 }
 
 void ej__failover_done(ej__coord *c, const int *items, size_t n)

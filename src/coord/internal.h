@@ -19,6 +19,10 @@
  *   running.c    running / misfire / failover nodes around item runs,
  *                clock-skew check
  *   guarantee.c  distribute-once listener bookkeeping (guarantee/ nodes)
+ *   fire_plan.c  which items a fire runs, or why none: a pure function
+ *                (fire_plan.h)
+ *   fire_request.c  a fire's requests: the plan's one look at the state,
+ *                the start of a batch, the end of a failover run
  *
  * Threads. Every ZooKeeper callback arrives on the registry's dispatch
  * thread; handlers there only update state, do short ZooKeeper writes and
@@ -38,6 +42,7 @@
 #include "ejob/common.h"
 #include "common/check.h"
 #include "ejob/registry.h"
+#include "coord/fire_plan.h"
 #include "layout/internal.h"
 
 struct ej_job_config; /* ejob/config.h */
@@ -427,8 +432,10 @@ void ej__failover_clear_all(ej__coord *c);
  * hook has been called), 0 when none, or an error.
  */
 int ej__failover_take(ej__coord *c);
-/* Items this instance took over and has not finished (ascending). */
-int ej__failover_mine(ej__coord *c, int **items, size_t *n, int64_t *tokens_out_or_null);
+/* The items this instance took over in the session now (any order), with
+ * their tokens, for the fire plan; forgets those of earlier sessions.
+ * Caller frees *out. */
+int ej__failover_taken(ej__coord *c, struct ej__plan_taken **out, size_t *n);
 /* The failover runs of items finished: delete their failover nodes. */
 void ej__failover_done(ej__coord *c, const int *items, size_t n);
 /* The leader cache shows leader (dispatch thread): drop crash records
@@ -437,8 +444,6 @@ void ej__failover_leader_seen(ej__coord *c, const char *leader);
 /* Process crash records left for a leader (after an election). */
 void ej__failover_process_pending(ej__coord *c);
 
-/* The fencing token (czxid of the failover node) of an item taken over. */
-int64_t ej__failover_token(ej__coord *c, int item);
 
 /* Module-private state kept in the coordinator. */
 struct ej__failover_state;
@@ -493,15 +498,77 @@ int ej__running_check_alive(ej__coord *c);
 /* Create / delete misfire nodes of items. */
 int ej__running_set_misfire(ej__coord *c, const int *items, size_t n);
 int ej__running_clear_misfire(ej__coord *c, const int *items, size_t n);
-/* Items among items whose misfire node exists (from the view). */
-int ej__running_misfired(ej__coord *c, const int *items, size_t n, int **out, size_t *nout);
 /* Clock skew (maxTimeDiffSeconds >= 0): touches systemTime/current and
  * compares its mtime with the local clock. Returns 0, EJ_ECONFIG with msg
  * when the skew exceeds max_seconds, or a registry error. */
 int ej__running_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t msglen);
-/* The own items of the next run: owned, minus failed over away (when
- * failover is on), minus disabled. Ascending. */
-int ej__running_local_items(ej__coord *c, int **items, size_t *n);
+/* The items the view shows this instance owning (ascending), as the fire
+ * plan reads them: a disabled mark the view has not loaded yet is read
+ * from ZooKeeper (an error reads as disabled), and with want_misfire so is
+ * an unloaded misfire mark of an item that may run. Items taken away by a
+ * failover (failover_on) are not resolved. Caller frees *out. */
+int ej__running_plan_items(ej__coord *c, bool failover_on, bool want_misfire,
+                           struct ej__plan_item **out, size_t *n);
+
+/* ------------------------------------------------------------------------ */
+/* fire_request.c: a fire's requests to its coordinator                       */
+
+/* What a fire asks to have planned. */
+struct ej__fire_request {
+    unsigned want;             /* EJ__PLAN_WANT_* */
+    int64_t fire_session;      /* the session the fire began in (WANT_GATE) */
+    bool cron;                 /* a cron fire */
+    int64_t scheduled_ms;      /* its fire time; 0: none */
+    int max_time_diff_seconds; /* maxTimeDiffSeconds; < 0: no clock check */
+};
+
+/*
+ * The plan for a fire (fire_plan.h), from one look at the coordinator's
+ * state. With EJ__PLAN_WANT_GATE, once the checks that need no request
+ * pass, it deletes running nodes a lost request left and checks the clock
+ * skew (one request each, the first only when there are any). Blocks (the
+ * ZooKeeper reads of marks the view has not loaded). Returns 0 (out
+ * filled: free with ej__fire_plan_fini) or an error (out zeroed).
+ */
+int ej__coord_fire_plan(ej__coord *c, const struct ej__fire_request *req,
+                        struct ej__fire_plan *out);
+
+/* The start of a batch of items. */
+struct ej__fire_begin {
+    const int *items;
+    size_t n;
+    int64_t fire_session;
+    int64_t fired_ms;               /* the fire record's time (ej__running_begin) */
+    bool monitor_execution;
+    const int64_t *failover_tokens; /* a failover run: the plan's tokens of items; else NULL */
+};
+
+enum ej__begin_result {
+    EJ__BEGIN_STARTED,         /* ok[i]: items[i] may start with tokens[i] */
+    EJ__BEGIN_FENCED,          /* not registered in the fire's session, or fenced: nothing */
+    EJ__BEGIN_FAILED,          /* the start could not be registered (*err): nothing */
+    EJ__BEGIN_SESSION_CHANGED, /* the fire is from an older session: nothing (nodes removed) */
+};
+
+/*
+ * Register the start of b's items: with monitorExecution their running
+ * nodes in one transaction (an item running elsewhere gets ok false and a
+ * misfire mark), else a proof that the session is alive. tokens[i]: the
+ * fencing token (ej__fire_plan_token). *session_out: the session the
+ * running nodes belong to (0 without them). Blocks.
+ */
+enum ej__begin_result ej__coord_fire_begin(ej__coord *c, const struct ej__fire_begin *b, bool *ok,
+                                           int64_t *tokens, int64_t *session_out, int *err);
+
+/* What a fire's run changed, for the coordinator. */
+struct ej__fire_done {
+    const int *failover; /* failover items whose run ended */
+    size_t nfailover;
+};
+
+/* The fire's items ran: delete the failover nodes of the failover items.
+ * (Running nodes go per item as each ends: ej__running_complete_one.) */
+void ej__coord_fire_done(ej__coord *c, const struct ej__fire_done *d);
 
 /* ------------------------------------------------------------------------ */
 /* guarantee.c: distribute-once listeners                                     */

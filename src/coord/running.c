@@ -513,35 +513,6 @@ static bool misfire_now(ej__coord *c, int item)
     return exists;
 }
 
-int ej__running_misfired(ej__coord *c, const int *items, size_t n, int **out, size_t *nout)
-{
-    *out = NULL;
-    *nout = 0;
-    if (n == 0)
-        return 0;
-    int *r = malloc(n * sizeof *r);
-    if (r == NULL)
-        return EJ_ENOMEM;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct ej__view_item it;
-        if (ej__view_get(ej__coord_view(c), items[i], &it) != 0)
-            continue;
-        /* Not loaded yet (an item just ours): the mark is a fact in
-         * ZooKeeper, ask it rather than drop a promised re-run. */
-        if (it.misfire > 0 || (it.misfire < 0 && misfire_now(c, items[i])))
-            r[k++] = items[i];
-        ej__view_item_fini(&it);
-    }
-    if (k == 0) {
-        free(r);
-        return 0;
-    }
-    *out = r;
-    *nout = k;
-    return 0;
-}
-
 int ej__running_check_time_diff(ej__coord *c, int max_seconds, char *msg, size_t msglen)
 {
     ej_registry *reg = ej__coord_registry(c);
@@ -587,29 +558,44 @@ static bool disabled_now(ej__coord *c, int item)
     return exists;
 }
 
-int ej__running_local_items(ej__coord *c, int **items, size_t *n)
+int ej__running_plan_items(ej__coord *c, bool failover_on, bool want_misfire,
+                           struct ej__plan_item **out, size_t *nout)
 {
-    int rc = ej__view_items_of(ej__coord_view(c), ej__coord_instance_id(c), items, n);
-    if (rc != 0 || *n == 0)
+    *out = NULL;
+    *nout = 0;
+    int *items = NULL;
+    size_t n = 0;
+    int rc = ej__view_items_of(ej__coord_view(c), ej__coord_instance_id(c), &items, &n);
+    if (rc != 0 || n == 0)
         return rc;
-    bool failover = ej__coord_failover_on(c);
+    struct ej__plan_item *r = malloc(n * sizeof *r);
+    if (r == NULL) {
+        free(items);
+        return EJ_ENOMEM;
+    }
     size_t k = 0;
-    for (size_t i = 0; i < *n; i++) {
+    for (size_t i = 0; i < n; i++) {
         struct ej__view_item it;
-        if (ej__view_get(ej__coord_view(c), (*items)[i], &it) != 0)
+        if (ej__view_get(ej__coord_view(c), items[i], &it) != 0)
             continue;
-        bool taken_away = failover && it.failover_owner > 0;
-        bool disabled = it.disabled > 0;
+        struct ej__plan_item *p = &r[k++];
+        *p = (struct ej__plan_item){.item = items[i],
+                                    .owned = true,
+                                    .taken_away = it.failover_owner > 0,
+                                    .disabled = (signed char)(it.disabled < 0 ? -1 : it.disabled > 0),
+                                    .misfire = (signed char)(it.misfire < 0 ? -1 : it.misfire > 0)};
         ej__view_item_fini(&it);
-        if (it.disabled < 0 && !taken_away)
-            disabled = disabled_now(c, (*items)[i]);
-        if (!taken_away && !disabled)
-            (*items)[k++] = (*items)[i];
+        if (failover_on && p->taken_away)
+            continue;
+        if (p->disabled < 0)
+            p->disabled = disabled_now(c, p->item);
+        /* Not loaded yet (an item just ours): the mark is a fact in
+         * ZooKeeper, ask it rather than drop a promised re-run. */
+        if (want_misfire && p->disabled == 0 && p->misfire < 0)
+            p->misfire = misfire_now(c, p->item);
     }
-    *n = k;
-    if (k == 0) {
-        free(*items);
-        *items = NULL;
-    }
+    free(items);
+    *out = r;
+    *nout = k;
     return 0;
 }

@@ -607,184 +607,249 @@ static int64_t fire_record_ms(struct ej_job *job, ej_execution_source source)
     return at;
 }
 
-/*
- * Run items once with source. fr: the fire, when these are its items (not
- * a misfire re-run or failover): counted as not run when none can start.
- * Returns true when the error handler asked to fail the whole run.
- */
-static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const int *items,
-                      size_t n, ej_execution_source source, struct fire_ref *fr, size_t *started)
+/* One run_batch: the items to start, their runs, and what they share. */
+struct batch {
+    struct ej_job *job;
+    const struct ej__rt_settings *s;
+    const int *items;
+    size_t n;
+    const int64_t *failover_tokens; /* a failover run: the plan's tokens; else NULL */
+    ej_execution_source source;
+    struct fire_ref *fr;
+    char *task_id;
+    bool *ok;        /* items[i] may start (its running node is ours) */
+    int64_t *tokens; /* items[i]'s fencing token */
+    struct item_run *runs;
+    void **args;
+    int *ran; /* the items started, k of them */
+    size_t k;
+    int64_t fire_session;
+    int64_t session; /* of the running nodes; 0: none */
+    struct batch_sync bs;
+    struct ej_job_def def; /* the job's, with its timeouts bounded */
+};
+
+static int batch_alloc(struct batch *b)
 {
-    if (started)
-        *started = 0;
-    struct ej__coord *c = job->coord;
-    if (n == 0)
-        return false;
-    char *task_id = ej__exec_task_id(s->cfg.job_name, items, n, job->me);
-    bool *ok = calloc(n, sizeof *ok);
-    int64_t *tokens = calloc(n, sizeof *tokens);
-    struct item_run *runs = calloc(n, sizeof *runs);
-    void **args = calloc(n, sizeof *args);
-    int *ran = calloc(n, sizeof *ran);
-    struct batch_sync bs = {.done = calloc(n, sizeof(int))};
-    pthread_mutex_init(&bs.mu, NULL);
+    size_t n = b->n;
+    b->task_id = ej__exec_task_id(b->s->cfg.job_name, b->items, n, b->job->me);
+    b->ok = calloc(n, sizeof *b->ok);
+    b->tokens = calloc(n, sizeof *b->tokens);
+    b->runs = calloc(n, sizeof *b->runs);
+    b->args = calloc(n, sizeof *b->args);
+    b->ran = calloc(n, sizeof *b->ran);
+    b->bs.done = calloc(n, sizeof(int));
+    pthread_mutex_init(&b->bs.mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&bs.cv, &ca);
+    pthread_cond_init(&b->bs.cv, &ca);
     pthread_condattr_destroy(&ca);
-    bool abort_run = false;
-    int64_t session = 0;
-    if (!task_id || !ok || !tokens || !runs || !args || !ran || !bs.done) {
-        EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ENOMEM, "job %s: out of memory starting items", job->name);
-        goto out;
+    if (!b->task_id || !b->ok || !b->tokens || !b->runs || !b->args || !b->ran || !b->bs.done) {
+        EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ENOMEM, "job %s: out of memory starting items", b->job->name);
+        return EJ_ENOMEM;
     }
-    int rc;
-    int64_t fire_session = atomic_load(&job->fire_session);
-    if (!ej__coord_may_start(c, fire_session)) {
-        /* Cut off, fenced, or the fire began in a session that is gone:
-         * start nothing. */
-        if (fr)
-            not_run(job, fr, EJ__NOT_RUN_FENCED,
-                    "not registered in ZooKeeper in this fire's session, or fenced: items not "
-                    "started");
-        else
-            EJ_LOG(EJ_LOG_INFO, MOD, 0,
-                   "job %s: not registered in ZooKeeper in this fire's session, or fenced: "
-                   "items not started",
-                   job->name);
-        goto out;
+    return 0;
+}
+
+static void batch_free(struct batch *b)
+{
+    for (size_t i = 0; i < b->k; i++) {
+        ej__exec_context_fini(&b->runs[i].ctx);
+        ej__exec_result_fini(&b->runs[i].res);
     }
-    if (s->cfg.monitor_execution) {
-        rc = ej__running_begin(c, items, n, fire_record_ms(job, source), ok, tokens, &session);
-    } else {
-        /* Without running nodes nothing else proves this instance still
-         * holds its session: ask (a zombie starts nothing). */
-        rc = ej__running_check_alive(c);
-        for (size_t i = 0; i < n; i++)
-            ok[i] = rc == 0;
-    }
-    if (rc != 0) {
-        ej__rt_post_status(job, task_id, items, n, EJ_TASK_ERROR, "Job '%s' not started: %s",
-                           s->cfg.job_name, ej_strerror(rc));
-        if (fr)
-            not_run(job, fr, EJ__NOT_RUN_START_FAILED,
+    free(b->task_id);
+    free(b->ok);
+    free(b->tokens);
+    free(b->runs);
+    free(b->args);
+    free(b->ran);
+    free(b->bs.done);
+    pthread_mutex_destroy(&b->bs.mu);
+    pthread_cond_destroy(&b->bs.cv);
+}
+
+/* A batch that starts nothing: counted for its fire, else logged. */
+static void batch_not_run(struct batch *b, enum ej__not_run_reason r, ej_log_level level,
+                          const char *why)
+{
+    if (b->fr)
+        not_run(b->job, b->fr, r, "%s", why);
+    else
+        EJ_LOG(level, MOD, 0, "job %s: %s", b->job->name, why);
+}
+
+/* The coordinator registers the start (running nodes and tokens). False:
+ * nothing may start (reported). */
+static bool batch_begin(struct batch *b)
+{
+    const struct ej__rt_settings *s = b->s;
+    struct ej__fire_begin req = {
+        .items = b->items,
+        .n = b->n,
+        .fire_session = b->fire_session,
+        .fired_ms = s->cfg.monitor_execution ? fire_record_ms(b->job, b->source) : 0,
+        .monitor_execution = s->cfg.monitor_execution,
+        .failover_tokens = b->failover_tokens,
+    };
+    int err = 0;
+    switch (ej__coord_fire_begin(b->job->coord, &req, b->ok, b->tokens, &b->session, &err)) {
+    case EJ__BEGIN_STARTED:
+        return true;
+    case EJ__BEGIN_FENCED:
+        /* Cut off, fenced, or the fire began in a session that is gone. */
+        batch_not_run(b, EJ__NOT_RUN_FENCED, EJ_LOG_INFO,
+                      "not registered in ZooKeeper in this fire's session, or fenced: items not "
+                      "started");
+        return false;
+    case EJ__BEGIN_FAILED:
+        ej__rt_post_status(b->job, b->task_id, b->items, b->n, EJ_TASK_ERROR,
+                           "Job '%s' not started: %s", s->cfg.job_name, ej_strerror(err));
+        if (b->fr)
+            not_run(b->job, b->fr, EJ__NOT_RUN_START_FAILED,
                     "the start of its items could not be registered in ZooKeeper: %s",
-                    ej_strerror(rc));
-        goto out;
+                    ej_strerror(err));
+        return false;
+    case EJ__BEGIN_SESSION_CHANGED:
+        batch_not_run(b, EJ__NOT_RUN_FENCED, EJ_LOG_WARN,
+                      "the session changed during this fire: abandoned");
+        return false;
     }
-    if (s->cfg.monitor_execution && session != fire_session) {
-        /* The running nodes were made in a newer session than the fire's:
-         * this fire is from before the loss. Abandon it. */
-        size_t nok = 0;
-        for (size_t i = 0; i < n; i++)
-            if (ok[i])
-                ran[nok++] = items[i];
-        ej__running_complete(c, ran, nok, session);
-        if (fr)
-            not_run(job, fr, EJ__NOT_RUN_FENCED, "the session changed during this fire");
-        else
-            EJ_LOG(EJ_LOG_WARN, MOD, 0, "job %s: the session changed during this fire: abandoned",
-                   job->name);
-        goto out;
-    }
-    struct ej_job_def bounded = *def_of(s);
+    return false;
+}
+
+/* The job's definition for these runs: its timeouts, the kill grace
+ * bounded by the session (bound_kill_grace). */
+static void batch_bound_def(struct batch *b)
+{
+    const struct ej__rt_settings *s = b->s;
+    b->def = *def_of(s);
     int64_t timeout_ms = ej_job_config_timeout_ms(&s->cfg);
-    if (bounded.type == EJ_JOB_TYPE_SCRIPT && timeout_ms > 0)
-        bounded.script.timeout_ms = timeout_ms;
-    if (bounded.type == EJ_JOB_TYPE_SCRIPT && s->cfg.timeout_grace_seconds > 0)
-        bounded.script.kill_grace_ms = ej_job_config_grace_ms(&s->cfg);
-    bound_kill_grace(job, &bounded);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!ok[i])
-            continue;
-        struct item_run *r = &runs[k];
-        r->job = job;
-        r->def = &bounded;
-        r->fire_session = fire_session;
-        r->fire_ms = fr && !fr->off_schedule ? fr->at : 0;
-        r->fire_kind = ej__rt_ledger_kind(source, r->fire_ms != 0);
-        r->timeout_ms = timeout_ms;
-        r->retry = &s->cfg.retry;
-        r->attempt = 1;
-        atomic_init(&r->kill, false);
-        if (source != EJ_EXEC_MISFIRE || !ej__takeover_take_catchup(job, items[i], &r->catchup))
-            r->catchup.count = 0;
-        ej__exec_context_init(&r->ctx, &job->cancel);
-        r->ctx.job_name = s->cfg.job_name;
-        r->ctx.task_id = task_id;
-        r->ctx.sharding_total_count = s->cfg.sharding_total_count;
-        r->ctx.job_parameter = s->cfg.job_parameter;
-        r->ctx.sharding_item = items[i];
-        r->ctx.sharding_parameter = param_of(s, items[i]);
-        r->ctx.fencing_token =
-            source == EJ_EXEC_FAILOVER && ej__failover_token(c, items[i]) != 0
-                ? (s->cfg.monitor_execution && tokens[i] > ej__failover_token(c, items[i])
-                       ? tokens[i]
-                       : ej__failover_token(c, items[i]))
-                : tokens[i];
-        r->ctx.execution_source = source;
-        r->xo.keep_going = keep_going;
-        r->xo.keep_going_arg = job;
-        r->xo.output = post_output;
-        r->xo.output_arg = r;
-        r->session = s->cfg.monitor_execution ? session : 0;
-        r->bs = &bs;
-        args[k] = r;
-        ran[k] = items[i];
-        k++;
-    }
-    if (k == 0)
-        goto out;
-    ej__rt_post_status(job, task_id, ran, k, EJ_TASK_RUNNING, "%s", "");
-    bs.remaining = k;
-    ej__sched_run_all(job->sj, item_task, args, k);
+    if (b->def.type == EJ_JOB_TYPE_SCRIPT && timeout_ms > 0)
+        b->def.script.timeout_ms = timeout_ms;
+    if (b->def.type == EJ_JOB_TYPE_SCRIPT && s->cfg.timeout_grace_seconds > 0)
+        b->def.script.kill_grace_ms = ej_job_config_grace_ms(&s->cfg);
+    bound_kill_grace(b->job, &b->def);
+}
+
+/* The run of items[i] that may start, as run b->k. */
+static void batch_add_run(struct batch *b, size_t i)
+{
+    const struct ej__rt_settings *s = b->s;
+    struct ej_job *job = b->job;
+    struct item_run *r = &b->runs[b->k];
+    r->job = job;
+    r->def = &b->def;
+    r->fire_session = b->fire_session;
+    r->fire_ms = b->fr && !b->fr->off_schedule ? b->fr->at : 0;
+    r->fire_kind = ej__rt_ledger_kind(b->source, r->fire_ms != 0);
+    r->timeout_ms = ej_job_config_timeout_ms(&s->cfg);
+    r->retry = &s->cfg.retry;
+    r->attempt = 1;
+    atomic_init(&r->kill, false);
+    if (b->source != EJ_EXEC_MISFIRE || !ej__takeover_take_catchup(job, b->items[i], &r->catchup))
+        r->catchup.count = 0;
+    ej__exec_context_init(&r->ctx, &job->cancel);
+    r->ctx.job_name = s->cfg.job_name;
+    r->ctx.task_id = b->task_id;
+    r->ctx.sharding_total_count = s->cfg.sharding_total_count;
+    r->ctx.job_parameter = s->cfg.job_parameter;
+    r->ctx.sharding_item = b->items[i];
+    r->ctx.sharding_parameter = param_of(s, b->items[i]);
+    r->ctx.fencing_token = b->tokens[i];
+    r->ctx.execution_source = b->source;
+    r->xo.keep_going = keep_going;
+    r->xo.keep_going_arg = job;
+    r->xo.output = post_output;
+    r->xo.output_arg = r;
+    r->session = s->cfg.monitor_execution ? b->session : 0;
+    r->bs = &b->bs;
+    b->args[b->k] = r;
+    b->ran[b->k] = b->items[i];
+    b->k++;
+}
+
+/* After the runs: counters, the fire's not-run reason when every item was
+ * fenced before it could start, and the batch's status event. Returns
+ * whether the error handler asked to fail the whole run. */
+static bool batch_report(struct batch *b, size_t *started)
+{
+    struct ej_job *job = b->job;
     ej_buf errs;
     ej__buf_init(&errs);
-    size_t failed = 0;
-    size_t not_started = 0;
-    for (size_t i = 0; i < k; i++) {
-        not_started += runs[i].not_started;
-        if (runs[i].res.rc != 0) {
-            ej__buf_printf(&errs, "%s%d=%s", failed ? ", " : "", runs[i].ctx.sharding_item,
-                           runs[i].not_started         ? "not started: fenced"
-                           : runs[i].res.failure_cause ? runs[i].res.failure_cause
-                                                       : "failed");
+    size_t failed = 0, not_started = 0;
+    bool abort_run = false;
+    for (size_t i = 0; i < b->k; i++) {
+        const struct item_run *r = &b->runs[i];
+        not_started += r->not_started;
+        if (r->res.rc != 0) {
+            ej__buf_printf(&errs, "%s%d=%s", failed ? ", " : "", r->ctx.sharding_item,
+                           r->not_started         ? "not started: fenced"
+                           : r->res.failure_cause ? r->res.failure_cause
+                                                  : "failed");
             failed++;
         }
-        if (runs[i].res.abort_run)
-            abort_run = true;
+        abort_run |= r->res.abort_run;
     }
     if (started)
-        *started = k - not_started;
+        *started = b->k - not_started;
     /* Every item fenced while it waited for a pool thread: the fire ran
      * nothing (the error event below names the items). */
-    if (fr && not_started == k)
-        not_run(job, fr, EJ__NOT_RUN_FENCED, "fenced before any of its %zu item(s) could start", k);
+    if (b->fr && not_started == b->k)
+        not_run(job, b->fr, EJ__NOT_RUN_FENCED, "fenced before any of its %zu item(s) could start",
+                b->k);
     pthread_mutex_lock(&job->mu);
-    job->items_run += k - not_started;
+    job->items_run += b->k - not_started;
     job->items_failed += failed;
     pthread_mutex_unlock(&job->mu);
     if (failed)
-        ej__rt_post_status(job, task_id, ran, k, EJ_TASK_ERROR, "{%s}", errs.data ? errs.data : "");
+        ej__rt_post_status(job, b->task_id, b->ran, b->k, EJ_TASK_ERROR, "{%s}",
+                           errs.data ? errs.data : "");
     else
-        ej__rt_post_status(job, task_id, ran, k, EJ_TASK_FINISHED, "%s", "");
+        ej__rt_post_status(job, b->task_id, b->ran, b->k, EJ_TASK_FINISHED, "%s", "");
     ej__buf_fini(&errs);
-    for (size_t i = 0; i < k; i++) {
-        ej__exec_context_fini(&runs[i].ctx);
-        ej__exec_result_fini(&runs[i].res);
-    }
+    return abort_run;
+}
+
+/*
+ * Run items once with source: the coordinator registers their start
+ * (batch_begin), each that may start runs on a pool thread, then the batch
+ * is reported. failover_tokens: the plan's tokens of a failover run, else
+ * NULL. fr: the fire, when these are its items (not a misfire re-run or
+ * failover): counted as not run when none can start. Returns true when the
+ * error handler asked to fail the whole run.
+ */
+static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const int *items,
+                      size_t n, const int64_t *failover_tokens, ej_execution_source source,
+                      struct fire_ref *fr, size_t *started)
+{
+    if (started)
+        *started = 0;
+    if (n == 0)
+        return false;
+    struct batch b = {.job = job,
+                      .s = s,
+                      .items = items,
+                      .n = n,
+                      .failover_tokens = failover_tokens,
+                      .source = source,
+                      .fr = fr,
+                      .fire_session = atomic_load(&job->fire_session)};
+    bool abort_run = false;
+    if (batch_alloc(&b) != 0 || !batch_begin(&b))
+        goto out;
+    batch_bound_def(&b);
+    for (size_t i = 0; i < n; i++)
+        if (b.ok[i])
+            batch_add_run(&b, i);
+    if (b.k == 0)
+        goto out;
+    ej__rt_post_status(job, b.task_id, b.ran, b.k, EJ_TASK_RUNNING, "%s", "");
+    b.bs.remaining = b.k;
+    ej__sched_run_all(job->sj, item_task, b.args, b.k);
+    abort_run = batch_report(&b, started);
 out:
-    free(task_id);
-    free(ok);
-    free(tokens);
-    free(runs);
-    free(args);
-    free(ran);
-    free(bs.done);
-    pthread_mutex_destroy(&bs.mu);
-    pthread_cond_destroy(&bs.cv);
+    batch_free(&b);
     return abort_run;
 }
 
@@ -813,15 +878,16 @@ static void fill_info(ej_shard_contexts_info *info, const struct ej__rt_settings
  * owner's to re-run: the misfire node stays with the item). 0: none. */
 static size_t own_misfired(struct ej__coord *c, int **mis)
 {
-    int *own = NULL;
-    size_t nown = 0;
-    size_t nmis = 0;
+    struct ej__fire_request req = {.want = EJ__PLAN_WANT_MISFIRED};
+    struct ej__fire_plan plan;
     *mis = NULL;
-    if (ej__running_local_items(c, &own, &nown) == 0 && nown > 0 &&
-        ej__running_misfired(c, own, nown, mis, &nmis) != 0)
-        nmis = 0;
-    free(own);
-    return nmis;
+    if (ej__coord_fire_plan(c, &req, &plan) != 0)
+        return 0;
+    size_t n = plan.nmisfired;
+    *mis = plan.misfired;
+    plan.misfired = NULL;
+    ej__fire_plan_fini(&plan);
+    return n;
 }
 
 /* ElasticJob's `while (isExecuteMisfired) { clearMisfire; execute(MISFIRE) }`
@@ -874,7 +940,7 @@ static void misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s
         }
         ej__running_clear_misfire(c, mis, k);
         size_t started = 0;
-        stop = run_batch(job, s, mis, k, EJ_EXEC_MISFIRE, NULL, &started);
+        stop = run_batch(job, s, mis, k, NULL, EJ_EXEC_MISFIRE, NULL, &started);
         free(mis);
         /* Nothing could start (running elsewhere: marked misfire again for
          * a later fire): stop here rather than spin. */
@@ -888,7 +954,8 @@ static void misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s
  * runs, the misfire loop. fr: the fire these items are of (see run_batch),
  * or NULL. */
 static void execute(struct ej_job *job, const struct ej__rt_settings *s, const int *items, size_t n,
-                    ej_execution_source source, bool misfire_loop, struct fire_ref *fr)
+                    const int64_t *failover_tokens, ej_execution_source source, bool misfire_loop,
+                    struct fire_ref *fr)
 {
     struct ej__coord *c = job->coord;
     const struct ej_job_def *def = def_of(s);
@@ -912,7 +979,7 @@ static void execute(struct ej_job *job, const struct ej__rt_settings *s, const i
                                   "item started in time");
         }
     }
-    bool abort_run = run_batch(job, s, items, n, source, fr, NULL);
+    bool abort_run = run_batch(job, s, items, n, failover_tokens, source, fr, NULL);
     if (misfire_loop)
         misfire_loop_run(job, s, abort_run);
     if (once && once->after_last) {
@@ -932,86 +999,113 @@ static void execute(struct ej_job *job, const struct ej__rt_settings *s, const i
     free(task_id);
 }
 
+/* A plan's verdict other than RUN, counted and logged as fr's not-run
+ * reason. */
+static void plan_not_run(struct ej_job *job, const struct ej__rt_settings *s, struct fire_ref *fr,
+                         const struct ej__fire_plan *plan)
+{
+    switch (plan->verdict) {
+    case EJ__PLAN_RUN:
+        return;
+    case EJ__PLAN_FENCED:
+        not_run(job, fr, EJ__NOT_RUN_FENCED,
+                "not registered in ZooKeeper now, or fenced (no recent contact with ZooKeeper)");
+        return;
+    case EJ__PLAN_BEFORE_REGISTRATION:
+        /* Its items belonged to others then, who ran them or will re-run
+         * them as misfires. */
+        not_run(job, fr, EJ__NOT_RUN_BEFORE_REGISTRATION,
+                "due before this instance registered at %" PRId64 " (its items were others' then)",
+                plan->registered_at_ms);
+        return;
+    case EJ__PLAN_TIME_DIFF:
+        /* Logged by not_run (rate-limited) and by the error handler. */
+        ej__job_set_error(job, "%s", plan->msg);
+        ej__rt_post_status(job, "", NULL, 0, EJ_TASK_ERROR, "%s", plan->msg);
+        ej__exec_handle_error(def_of(s), s->cfg.job_name, -1, plan->msg);
+        not_run(job, fr, EJ__NOT_RUN_TIME_DIFF, "%s", plan->msg);
+        return;
+    case EJ__PLAN_TIME_DIFF_FAILED:
+        not_run(job, fr, EJ__NOT_RUN_TIME_DIFF, "%s", plan->msg);
+        return;
+    case EJ__PLAN_DISABLED:
+        not_run(job, fr, EJ__NOT_RUN_DISABLED, "server %s is disabled", job->ip);
+        return;
+    }
+}
+
+/* The fire's own items: resharding first when it is due (the leader
+ * reshards, a follower waits, bounded), then the plan of this instance's
+ * items, run with the misfire loop. */
+static void run_own(struct ej_job *job, const struct ej__rt_settings *s, uint64_t gen, bool cron,
+                    int64_t scheduled_ms, struct fire_ref *fr)
+{
+    struct ej__coord *c = job->coord;
+    int rc = ej__shard_if_necessary(c);
+    if (rc == EJ_ETIMEDOUT)
+        not_run(job, fr, EJ__NOT_RUN_LEADER_WAIT,
+                "the leader did not reshard within %d ms (leader/sharding/necessary or "
+                "processing still there)",
+                ej__coord_wait_bound(c));
+    else if (rc == EJ_ESTOPPED)
+        not_run(job, fr, EJ__NOT_RUN_STOPPED, "the job stopped while it waited to reshard");
+    else if (rc != 0 && rc != EJ_EBUSY)
+        not_run(job, fr, EJ__NOT_RUN_SHARDING_FAILED, "sharding failed: %s", ej_strerror(rc));
+    if (rc != 0 && rc != EJ_EBUSY)
+        return;
+    struct ej__fire_request req = {.want = EJ__PLAN_WANT_OWN};
+    struct ej__fire_plan plan;
+    if (ej__coord_fire_plan(c, &req, &plan) != 0)
+        memset(&plan, 0, sizeof plan);
+    ej__takeover_check(job, s, plan.own, plan.nown, cron ? scheduled_ms : ej__now_ms());
+    if (plan.nown == 0) {
+        ej__rt_post_status(job, "", NULL, 0, EJ_TASK_FINISHED,
+                           "Sharding item for job '%s' is empty.", s->cfg.job_name);
+    } else {
+        ej__misfire_open(job, plan.own, plan.nown);
+        if (cron && !job->manual && !(fr && fr->catch_up))
+            ej__misfire_arm(job, gen, scheduled_ms > 0 ? scheduled_ms : ej__now_ms());
+        execute(job, s, plan.own, plan.nown, NULL, EJ_EXEC_NORMAL_TRIGGER, true, fr);
+    }
+    ej__fire_plan_fini(&plan);
+}
+
+/* One fire: the coordinator's plan (its checks, then the items taken over,
+ * which run first), the own items, then a failover take. */
 static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_t gen,
                     unsigned reasons, bool cron, int64_t scheduled_ms, struct fire_ref *fr)
 {
     struct ej__coord *c = job->coord;
-    if (!ej__coord_may_start(c, atomic_load(&job->fire_session))) {
-        not_run(job, fr, EJ__NOT_RUN_FENCED,
-                "not registered in ZooKeeper now, or fenced (no recent contact with ZooKeeper)");
+    struct ej__fire_request req = {
+        .want = EJ__PLAN_WANT_GATE | (s->cfg.failover ? EJ__PLAN_WANT_FAILOVER : 0),
+        .fire_session = atomic_load(&job->fire_session),
+        .cron = cron,
+        .scheduled_ms = scheduled_ms,
+        .max_time_diff_seconds = s->cfg.max_time_diff_seconds,
+    };
+    struct ej__fire_plan plan;
+    int rc = ej__coord_fire_plan(c, &req, &plan);
+    if (rc != 0) {
+        not_run(job, fr, EJ__NOT_RUN_START_FAILED, "its plan could not be made: %s",
+                ej_strerror(rc));
         return;
     }
-    if (cron && scheduled_ms > 0 && scheduled_ms < ej__coord_registered_at(c)) {
-        /* A fire due before this instance registered (again): its items
-         * belonged to others then, who ran them or will re-run them as
-         * misfires. */
-        not_run(job, fr, EJ__NOT_RUN_BEFORE_REGISTRATION,
-                "due before this instance registered at %" PRId64 " (its items were others' then)",
-                ej__coord_registered_at(c));
+    if (plan.verdict != EJ__PLAN_RUN) {
+        plan_not_run(job, s, fr, &plan);
+        ej__fire_plan_fini(&plan);
         return;
     }
-    ej__running_cleanup(c);
-    if (s->cfg.max_time_diff_seconds >= 0) {
-        char msg[256] = "";
-        int rc = ej__running_check_time_diff(c, s->cfg.max_time_diff_seconds, msg, sizeof msg);
-        if (rc == EJ_ECONFIG) {
-            /* Logged by not_run (rate-limited) and by the error handler. */
-            ej__job_set_error(job, "%s", msg);
-            ej__rt_post_status(job, "", NULL, 0, EJ_TASK_ERROR, "%s", msg);
-            ej__exec_handle_error(def_of(s), s->cfg.job_name, -1, msg);
-            not_run(job, fr, EJ__NOT_RUN_TIME_DIFF, "%s", msg);
-            return;
-        }
-        if (rc != 0) {
-            not_run(job, fr, EJ__NOT_RUN_TIME_DIFF,
-                    "the clock could not be compared with ZooKeeper's (maxTimeDiffSeconds %d): %s",
-                    s->cfg.max_time_diff_seconds, ej_strerror(rc));
-            return;
-        }
+    EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: %zu failover items of this instance", job->name,
+           plan.nfailover);
+    if (plan.nfailover) {
+        execute(job, s, plan.failover, plan.nfailover, plan.failover_tokens, EJ_EXEC_FAILOVER,
+                false, NULL);
+        ej__coord_fire_done(
+            c, &(struct ej__fire_done){.failover = plan.failover, .nfailover = plan.nfailover});
     }
-    if (ej__coord_server_disabled(c)) {
-        not_run(job, fr, EJ__NOT_RUN_DISABLED, "server %s is disabled", job->ip);
-        return;
-    }
-    if (s->cfg.failover) {
-        int *fo = NULL;
-        size_t nfo = 0;
-        ej__failover_mine(c, &fo, &nfo, NULL);
-        EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: %zu failover items of this instance", job->name, nfo);
-        if (nfo) {
-            execute(job, s, fo, nfo, EJ_EXEC_FAILOVER, false, NULL);
-            ej__failover_done(c, fo, nfo);
-        }
-        free(fo);
-    }
-    if (cron || (reasons & EJ__FIRE_TRIGGER)) {
-        int rc = ej__shard_if_necessary(c);
-        if (rc == EJ_ETIMEDOUT)
-            not_run(job, fr, EJ__NOT_RUN_LEADER_WAIT,
-                    "the leader did not reshard within %d ms (leader/sharding/necessary or "
-                    "processing still there)",
-                    ej__coord_wait_bound(c));
-        else if (rc == EJ_ESTOPPED)
-            not_run(job, fr, EJ__NOT_RUN_STOPPED, "the job stopped while it waited to reshard");
-        else if (rc != 0 && rc != EJ_EBUSY)
-            not_run(job, fr, EJ__NOT_RUN_SHARDING_FAILED, "sharding failed: %s", ej_strerror(rc));
-        if (rc == 0 || rc == EJ_EBUSY) {
-            int *items = NULL;
-            size_t n = 0;
-            ej__running_local_items(c, &items, &n);
-            ej__takeover_check(job, s, items, n, cron ? scheduled_ms : ej__now_ms());
-            if (n == 0) {
-                ej__rt_post_status(job, "", NULL, 0, EJ_TASK_FINISHED,
-                                   "Sharding item for job '%s' is empty.", s->cfg.job_name);
-            } else {
-                ej__misfire_open(job, items, n);
-                if (cron && !job->manual && !(fr && fr->catch_up))
-                    ej__misfire_arm(job, gen, scheduled_ms > 0 ? scheduled_ms : ej__now_ms());
-                execute(job, s, items, n, EJ_EXEC_NORMAL_TRIGGER, true, fr);
-            }
-            free(items);
-        }
-    }
+    ej__fire_plan_fini(&plan);
+    if (cron || (reasons & EJ__FIRE_TRIGGER))
+        run_own(job, s, gen, cron, scheduled_ms, fr);
     if (s->cfg.failover)
         ej__failover_take(c); /* triggers a FAILOVER fire through the hook */
 }

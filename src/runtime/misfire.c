@@ -69,10 +69,14 @@ bool ej__misfire_run_unowned(struct ej_job *job)
  * one of its own runs. */
 static int *items_to_mark(struct ej_job *job, const int *run, size_t nrun, size_t *n)
 {
-    int *local = NULL;
-    size_t nlocal = 0;
-    if (ej__running_local_items(job->coord, &local, &nlocal) != 0)
-        nlocal = 0;
+    struct ej__fire_request req = {.want = EJ__PLAN_WANT_OWN};
+    struct ej__fire_plan plan;
+    if (ej__coord_fire_plan(job->coord, &req, &plan) != 0)
+        memset(&plan, 0, sizeof plan);
+    int *local = plan.own; /* ours now */
+    size_t nlocal = plan.nown;
+    plan.own = NULL;
+    ej__fire_plan_fini(&plan);
     int *all = malloc((nlocal + nrun + 1) * sizeof *all);
     if (all == NULL) {
         free(local);

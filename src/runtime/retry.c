@@ -65,14 +65,11 @@ static const char *blocked(struct ej_job *job, int64_t fire_session, int item)
     /* Its own by sharding (not taken away by a failover), or taken over
      * here: the failover node, like the running node, stays this
      * instance's until the failover run and its retries end. */
-    int *own = NULL;
-    size_t n = 0;
-    bool mine = ej__running_local_items(job->coord, &own, &n) == 0 && holds(own, n, item);
-    free(own);
-    own = NULL;
-    n = 0;
-    mine = mine || (ej__failover_mine(job->coord, &own, &n, NULL) == 0 && holds(own, n, item));
-    free(own);
+    struct ej__fire_request req = {.want = EJ__PLAN_WANT_OWN | EJ__PLAN_WANT_FAILOVER};
+    struct ej__fire_plan plan;
+    bool mine = ej__coord_fire_plan(job->coord, &req, &plan) == 0 &&
+                (holds(plan.own, plan.nown, item) || holds(plan.failover, plan.nfailover, item));
+    ej__fire_plan_fini(&plan);
     return mine ? NULL : "the item moved to another instance";
 }
 
