@@ -122,21 +122,21 @@ static void apply_config(ej__coord *c, const char *data, size_t len)
                "job %s: the config in ZooKeeper is invalid and is not applied (keeping the last "
                "good one): %s",
                c->job, err);
-        ej__mutex_lock(&c->mu);
+        ej__coord_lock(c);
         snprintf(c->err, sizeof c->err, "invalid config in ZooKeeper, not applied: %s", err);
         c->err_is_config = true;
-        ej__mutex_unlock(&c->mu);
+        ej__coord_unlock(c);
         return;
     }
     unsigned changed = 0;
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     if (c->err_is_config) {
         c->err[0] = '\0';
         c->err_is_config = false;
     }
     if (c->have_cfg) {
         if (n.job_name && c->cfg.job_name && strcmp(n.job_name, c->cfg.job_name) != 0) {
-            ej__mutex_unlock(&c->mu);
+            ej__coord_unlock(c);
             EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ECONFIG, "job %s: config names job \"%s\"; not applied",
                    c->job, n.job_name);
             ej_job_config_fini(&n);
@@ -166,7 +166,7 @@ static void apply_config(ej__coord *c, const char *data, size_t len)
     bool started = c->started && !c->closed && !c->stopped;
     bool failover = n.failover;
     pthread_cond_broadcast(&c->cv);
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     if (!started || changed == 0)
         return;
     EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: new config applied (cron \"%s\", %d items%s)", c->job,
@@ -201,9 +201,9 @@ static void on_config_event_body(ej_tree_cache *cache, const struct ej_tree_even
             ej__coord_unref(c);
         return;
     }
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     bool go = c->started && !c->closed;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     if (go)
         apply_config(c, ev->data, ev->len);
 }

@@ -36,20 +36,20 @@
  * is closed. */
 bool ej__coord_enter(ej__coord *c)
 {
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     bool ok = !c->closed;
     if (ok)
         c->inflight++;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     return ok;
 }
 
 void ej__coord_done(ej__coord *c)
 {
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     c->inflight--;
     pthread_cond_broadcast(&c->cv);
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -60,16 +60,19 @@ void ej__coord_lock(ej__coord *c)
     ej__mutex_lock(&c->mu);
 }
 
+/* Every change to the state ends here: its snapshot is republished
+ * before the lock goes. */
 void ej__coord_unlock(ej__coord *c)
 {
+    ej__coord_publish_locked(c);
     ej__mutex_unlock(&c->mu);
 }
 
 void ej__coord_broadcast(ej__coord *c)
 {
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     pthread_cond_broadcast(&c->cv);
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
 }
 
 bool ej__coord_wait_locked(ej__coord *c, int64_t deadline_ms)
@@ -81,6 +84,7 @@ bool ej__coord_wait_locked(ej__coord *c, int64_t deadline_ms)
     if (left > 200)
         left = 200; /* re-check periodically: some conditions have no event */
     struct timespec ts = ej__mono_timespec_in(left);
+    ej__coord_publish_locked(c); /* the wait lets the lock go */
     ej__mutex_timedwait(&c->mu, &c->cv, &ts);
     return ej__mono_ms() < deadline_ms;
 }
@@ -89,10 +93,10 @@ void ej__coord_set_error(ej__coord *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     vsnprintf(c->err, sizeof c->err, fmt, ap);
     c->err_is_config = false;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     va_end(ap);
 }
 
@@ -100,9 +104,9 @@ void ej__coord_last_error(ej__coord *c, char *buf, size_t len)
 {
     if (len == 0)
         return;
-    ej__mutex_lock(&c->mu);
-    snprintf(buf, len, "%s", c->err);
-    ej__mutex_unlock(&c->mu);
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    snprintf(buf, len, "%s", s->err);
+    ej__coord_snap_unref(s);
 }
 
 const char *ej__coord_instance_id(const ej__coord *c)
@@ -160,35 +164,35 @@ struct ej__running_state *ej__coord_exec_state(ej__coord *c)
 
 int ej__coord_config(ej__coord *c, struct ej_job_config *out)
 {
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     int rc = c->have_cfg ? ej_job_config_copy(out, &c->cfg) : EJ_ENOTFOUND;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     return rc;
 }
 
 bool ej__coord_failover_on(ej__coord *c)
 {
-    ej__mutex_lock(&c->mu);
-    bool on = c->have_cfg && c->cfg.failover;
-    ej__mutex_unlock(&c->mu);
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    bool on = s->failover_on;
+    ej__coord_snap_unref(s);
     return on;
 }
 
 int ej__coord_total_count(ej__coord *c)
 {
-    ej__mutex_lock(&c->mu);
-    int n = c->have_cfg ? c->cfg.sharding_total_count : 0;
-    ej__mutex_unlock(&c->mu);
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    int n = s->total_count;
+    ej__coord_snap_unref(s);
     return n;
 }
 
 char *ej__coord_strategy_name(ej__coord *c)
 {
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     char *s = strdup(c->have_cfg && c->cfg.job_sharding_strategy_class
                          ? c->cfg.job_sharding_strategy_class
                          : "");
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     return s;
 }
 
@@ -284,25 +288,25 @@ bool ej__coord_server_disabled(ej__coord *c)
 
 bool ej__coord_registered(ej__coord *c)
 {
-    ej__mutex_lock(&c->mu);
-    bool r = c->reg_session != 0 && c->reg_session == ej_registry_session_id(c->reg) && !c->stopped;
-    ej__mutex_unlock(&c->mu);
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    bool r = s->reg_session != 0 && s->reg_session == ej_registry_session_id(c->reg) && !s->stopped;
+    ej__coord_snap_unref(s);
     return r;
 }
 
 bool ej__coord_connected(ej__coord *c)
 {
-    ej__mutex_lock(&c->mu);
-    bool r = c->connected;
-    ej__mutex_unlock(&c->mu);
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    bool r = s->connected;
+    ej__coord_snap_unref(s);
     return r;
 }
 
 bool ej__coord_stopped(ej__coord *c)
 {
-    ej__mutex_lock(&c->mu);
-    bool r = c->stopped || c->closed;
-    ej__mutex_unlock(&c->mu);
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    bool r = s->stopped || s->closed;
+    ej__coord_snap_unref(s);
     return r;
 }
 
@@ -314,10 +318,10 @@ void ej__coord_notify_failover_taken(ej__coord *c)
 
 void ej__coord_set_busy(ej__coord *c, bool busy)
 {
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     c->busy = busy;
     pthread_cond_broadcast(&c->cv);
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     /* A fire that runs no resharding (a failover run) must not keep one
      * waiting for its end. */
     if (busy)
@@ -346,24 +350,24 @@ void ej__coord_shard_unclaim(ej__coord *c)
 
 void ej__coord_count_reshard(ej__coord *c)
 {
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     c->reshards++;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
 }
 
 uint64_t ej__coord_reshards(ej__coord *c)
 {
-    ej__mutex_lock(&c->mu);
-    uint64_t n = c->reshards;
-    ej__mutex_unlock(&c->mu);
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    uint64_t n = s->reshards;
+    ej__coord_snap_unref(s);
     return n;
 }
 
 bool ej__coord_busy(ej__coord *c)
 {
-    ej__mutex_lock(&c->mu);
-    bool b = c->busy;
-    ej__mutex_unlock(&c->mu);
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    bool b = s->busy;
+    ej__coord_snap_unref(s);
     return b;
 }
 
@@ -553,6 +557,7 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     atomic_init(&c->refs, 1);
     c->fence_told = -1;
     c->connected = ej_registry_is_connected(o->reg);
+    ej__coord_snap_init(c);
     const char *j = o->job_name;
     c->p_root = ej_layout_path_dup(j, EJ_LAYOUT_NODE_JOB, 0, NULL);
     c->p_config = ej_layout_path_dup(j, EJ_LAYOUT_NODE_CONFIG, 0, NULL);
@@ -646,13 +651,13 @@ int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
         ej_job_config_fini(&zk);
         return rc;
     }
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     if (c->have_cfg)
         ej_job_config_fini(&c->cfg);
     c->cfg = zk;
     c->have_cfg = true;
     bool failover = zk.failover, disabled = zk.disabled, overwrite = local->overwrite;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
 
     /* 2. Caches, view and listeners. */
     rc = ej_registry_add_listener(reg, ej__coord_on_state, c);
@@ -694,17 +699,17 @@ int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
     rc = ej__coord_register_instance(c);
     if (rc != 0)
         goto reg_error;
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     c->started = true;
     c->last_reconcile_ms = ej__mono_ms();
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     if (!ej__coord_server_disabled(c) && !ej__coord_leader_known(c))
         ej__coord_elect(c);
     /* 6. Unless this instance, just elected, set the flag already in this
      * session (a second create would only fail on the server). */
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     bool flagged = c->necessary_session != 0 && c->necessary_session == c->reg_session;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     rc = flagged ? 0 : ej__coord_set_necessary(c);
     if (rc != 0)
         goto reg_error;
@@ -723,12 +728,12 @@ void ej__coord_leave(ej__coord *c)
 {
     if (c == NULL)
         return;
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     bool was = c->closed;
     c->closed = true;
     int64_t sess = c->reg_session;
     pthread_cond_broadcast(&c->cv);
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     if (was)
         return;
     if (c->listener_added) {
@@ -771,6 +776,8 @@ void ej__coord_unref(ej__coord *c)
         c->p_fo_latch};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         free(paths[i]);
+    if (c->snap != NULL)
+        ej__coord_snap_fini(c);
     ej__mutex_destroy(&c->mu);
     ej__mutex_destroy(&c->shard_mu);
     pthread_cond_destroy(&c->cv);
@@ -781,14 +788,15 @@ void ej__coord_destroy(ej__coord *c)
 {
     if (c == NULL)
         return;
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     c->closed = true;
     pthread_cond_broadcast(&c->cv);
     /* Wait for listeners and tasks already inside (bounded by their own
      * bounded waits). */
+    ej__coord_publish_locked(c); /* closed, before the wait lets the lock go */
     while (c->inflight > 0)
         ej__mutex_wait(&c->mu, &c->cv);
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     if (c->listener_added) {
         ej_registry_remove_listener(c->reg, ej__coord_on_state, c);
         c->listener_added = false;

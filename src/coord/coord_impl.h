@@ -41,6 +41,12 @@ struct ej__coord {
     char *p_root, *p_config, *p_servers, *p_instances, *p_leader, *p_leader_inst, *p_el_latch,
         *p_necessary, *p_processing, *p_fo_items, *p_fo_latch, *p_my_server, *p_my_instance;
 
+    /* What other threads read of the state below: an immutable snapshot,
+     * republished by every ej__coord_unlock that changed what it holds
+     * (snapshot.c). snap_mu guards the pointer only, never the state. */
+    pthread_mutex_t snap_mu;
+    struct ej__coord_snap *snap;
+
     ej__mutex mu; /* the coordination state below; see ej__coord_lock */
     pthread_cond_t cv;
     atomic_int refs;
@@ -90,6 +96,33 @@ struct ej__coord {
     struct ej__failover_state *fo;
     struct ej__running_state *ex;
 };
+
+/* snapshot.c: what other threads read of the coordinator, published by
+ * the thread that changed it. Immutable once published; reference-counted
+ * so that a reader keeps its copy while newer ones replace it. */
+struct ej__coord_snap {
+    atomic_int refs;
+    int64_t reg_session; /* the session our instance node was created in; 0 none */
+    int64_t reg_at_ms;   /* wall ms of that registration */
+    int64_t takeover_hold_until;
+    uint64_t reshards;
+    bool started, stopped, closed, connected, busy;
+    bool failover_on; /* the config in force has failover */
+    int total_count;  /* its shardingTotalCount; 0 none */
+    char err[1024];   /* the last error */
+};
+
+/* Publish the state's snapshot when it changed (c->mu held, checked).
+ * ej__coord_unlock calls it. Aborts when out of memory: a reader must
+ * never see a stale state. */
+void ej__coord_publish_locked(ej__coord *c);
+/* The snapshot now (a reference: ej__coord_snap_unref). Never NULL once
+ * created. Any thread; takes no coordinator lock. */
+struct ej__coord_snap *ej__coord_snap_get(ej__coord *c);
+void ej__coord_snap_unref(struct ej__coord_snap *s);
+/* Set up and tear down (create, unref). */
+void ej__coord_snap_init(ej__coord *c);
+void ej__coord_snap_fini(ej__coord *c);
 
 /* Listeners and tasks run between ej__coord_enter() (false: closed, do
  * nothing) and ej__coord_done(). */

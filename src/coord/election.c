@@ -51,9 +51,9 @@ int ej__coord_set_necessary(ej__coord *c)
     if (rc == EJ_ENODEEXISTS)
         rc = 0;
     if (rc == 0) {
-        ej__mutex_lock(&c->mu);
+        ej__coord_lock(c);
         c->necessary_session = ej_registry_session_id(c->reg);
-        ej__mutex_unlock(&c->mu);
+        ej__coord_unlock(c);
     }
     if (rc != 0)
         EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot set the resharding flag: %s", c->job,
@@ -205,13 +205,13 @@ int ej__coord_heal_leader(ej__coord *c)
 
 static int elect(ej__coord *c, bool heal)
 {
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     if (c->closed || c->stopped || c->electing) {
-        ej__mutex_unlock(&c->mu);
+        ej__coord_unlock(c);
         return 0;
     }
     c->electing = true;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
 
     bool won = false;
     int rc = 0;
@@ -240,9 +240,9 @@ static int elect(ej__coord *c, bool heal)
         rc = create_leader_if_enabled(c);
         if (rc == 0) {
             won = true;
-            ej__mutex_lock(&c->mu);
+            ej__coord_lock(c);
             c->won_session = ej_registry_session_id(c->reg);
-            ej__mutex_unlock(&c->mu);
+            ej__coord_unlock(c);
         } else if (rc == EJ_ENODEEXISTS) {
             rc = 0;
         } else if (rc == EJ_EBUSY) {
@@ -252,10 +252,10 @@ static int elect(ej__coord *c, bool heal)
     }
     ej__latch_release(latch);
 out:
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     c->electing = false;
     pthread_cond_broadcast(&c->cv);
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     if (won) {
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: %s is the leader", c->job, c->me);
         /* A new leader reshards at the next fire and handles the crashes
@@ -270,9 +270,9 @@ static void elect_task(ej__coord *c, void *arg)
 {
     EJ_ASSERT_SERIAL(c);
     (void)arg;
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     bool go = ej__coord_eligible_locked(c);
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     /* A job being removed (its config or our instance node already gone)
      * must not have its nodes created again by an election. */
     if (go && (!ej_tree_cache_exists(c->c_config, c->p_config, NULL) ||
@@ -304,13 +304,13 @@ bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms)
         ej_registry_free_names(ids);
         if (n == 0)
             return false;
-        ej__mutex_lock(&c->mu);
+        ej__coord_lock(c);
         if (c->closed || c->stopped) {
-            ej__mutex_unlock(&c->mu);
+            ej__coord_unlock(c);
             return false;
         }
         bool run = ej__coord_eligible_locked(c) && !c->electing;
-        ej__mutex_unlock(&c->mu);
+        ej__coord_unlock(c);
         if (run && !ej__coord_server_disabled(c)) {
             ej__coord_elect(c);
             /* The cache shows the result a moment later. */
@@ -320,9 +320,9 @@ bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms)
             EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: waiting for a leader (%s)", c->job,
                    c->p_leader_inst);
         }
-        ej__mutex_lock(&c->mu);
+        ej__coord_lock(c);
         bool more = ej__coord_wait_locked(c, deadline);
-        ej__mutex_unlock(&c->mu);
+        ej__coord_unlock(c);
         if (!more) {
             id = ej__coord_leader_id(c, NULL);
             if (id != NULL) {
@@ -344,9 +344,9 @@ void ej__coord_abdicate(ej__coord *c)
 {
     /* Asked only of an instance that may lead: the cache says so, or it won
      * an election in this session (the cache may not show it yet). */
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     bool won = c->won_session != 0 && c->won_session == ej_registry_session_id(c->reg);
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     if (!won && !ej__coord_is_leader(c))
         return;
     if (drop_own_leader_node(c))
@@ -363,9 +363,9 @@ static void on_leader_event_body(ej_tree_cache *cache, const struct ej_tree_even
         return;
     }
     ej__coord_broadcast(c);
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     bool go = c->started && !c->closed && !c->stopped && c->init_leader;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     if (!go)
         return;
     if (strcmp(ev->path, c->p_leader_inst) == 0 && ev->type != EJ_TREE_NODE_REMOVED) {

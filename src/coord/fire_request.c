@@ -21,18 +21,18 @@
 
 #define MOD "coord"
 
-/* The coordinator's part of the plan's input, in one look. */
+/* The coordinator's part of the plan's input: its published snapshot. */
 static void gather_state(ej__coord *c, struct ej__fire_plan_in *in)
 {
-    ej__mutex_lock(&c->mu);
-    in->reg_session = c->reg_session;
-    in->started = c->started;
-    in->stopped = c->stopped;
-    in->closed = c->closed;
-    in->connected = c->connected;
-    in->registered_at_ms = c->reg_at_ms;
-    in->failover_on = c->have_cfg && c->cfg.failover;
-    ej__mutex_unlock(&c->mu);
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    in->reg_session = s->reg_session;
+    in->started = s->started;
+    in->stopped = s->stopped;
+    in->closed = s->closed;
+    in->connected = s->connected;
+    in->registered_at_ms = s->reg_at_ms;
+    in->failover_on = s->failover_on;
+    ej__coord_snap_unref(s);
     in->session = ej_registry_session_id(c->reg);
     in->fence_open =
         in->reg_session != 0 && ej_registry_fence(c->reg, in->reg_session) == EJ_REG_FENCE_OPEN;

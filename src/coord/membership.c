@@ -25,11 +25,11 @@
 
 void ej__coord_stop_job(ej__coord *c, int why)
 {
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     bool first = !c->stopped && !c->closed;
     c->stopped = true;
     pthread_cond_broadcast(&c->cv);
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     if (!first)
         return;
     const char *ns = ej_registry_namespace(c->reg);
@@ -54,9 +54,9 @@ static void operator_check_task(ej__coord *c, void *arg)
     free(arg);
     bool ex = false;
     int rc = ej_registry_exists(c->reg, c->p_my_instance, &ex, NULL);
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     bool same = c->reg_session == sess;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     if (rc == 0 && !ex && same && ej_registry_session_id(c->reg) == sess)
         ej__coord_stop_job(c, EJ__STOP_OPERATOR);
     else
@@ -95,9 +95,9 @@ static void on_servers_event_body(ej_tree_cache *cache, const struct ej_tree_eve
         return;
     }
     ej__coord_broadcast(c);
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     bool go = c->started && !c->closed && !c->stopped && c->init_servers;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     if (!go || strncmp(ev->path, c->p_servers, strlen(c->p_servers)) != 0 ||
         ev->path[strlen(c->p_servers)] != '/')
         return;
@@ -145,12 +145,12 @@ static void on_instances_event_body(ej_tree_cache *cache, const struct ej_tree_e
     const char *id = ev->path + plen + 1;
     if (strchr(id, '/') != NULL)
         return;
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     bool go = c->started && !c->closed && !c->stopped;
     bool init = c->init_instances;
     bool connected = c->connected;
     int64_t my_sess = c->reg_session;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     if (!go)
         return;
     bool mine = strcmp(id, c->me) == 0;
@@ -177,10 +177,10 @@ static void on_instances_event_body(ej_tree_cache *cache, const struct ej_tree_e
         ej__running_note_departed(c, id);
         if (ev->stat && ev->stat->ephemeral_owner != 0) {
             int64_t hold = ej__mono_ms() + ej_registry_takeover_margin_ms(c->reg);
-            ej__mutex_lock(&c->mu);
+            ej__coord_lock(c);
             if (hold > c->takeover_hold_until)
                 c->takeover_hold_until = hold;
-            ej__mutex_unlock(&c->mu);
+            ej__coord_unlock(c);
             ej__failover_on_instance_removed(c, id, ev->stat->ephemeral_owner);
         }
         return;
@@ -352,12 +352,12 @@ int ej__coord_register_instance(ej__coord *c)
     if (rc == 0 && !marked)
         register_marker(c, sess);
     if (rc == 0) {
-        ej__mutex_lock(&c->mu);
+        ej__coord_lock(c);
         c->reg_session = sess;
         c->reg_at_ms = ej__now_ms();
         c->fence_told = -1;
         pthread_cond_broadcast(&c->cv);
-        ej__mutex_unlock(&c->mu);
+        ej__coord_unlock(c);
     } else {
         ej__coord_set_error(c, "cannot create %s: %s", c->p_my_instance,
                             ej_registry_errmsg(c->reg));
@@ -369,10 +369,10 @@ static void reregister_task(ej__coord *c, void *arg)
 {
     EJ_ASSERT_SERIAL(c);
     (void)arg;
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     bool go = c->started && !c->closed && !c->stopped && c->connected;
     bool dis = c->have_cfg && c->cfg.disabled;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     if (!go)
         return;
     EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: new ZooKeeper session: registering %s again", c->job,
@@ -399,7 +399,7 @@ static void on_state_body(ej_registry *reg, ej_reg_state st, bool new_session, v
 {
     (void)reg;
     ej__coord *c = user;
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     bool closed = c->closed;
     switch (st) {
     case EJ_REG_CONNECTED:
@@ -415,7 +415,7 @@ static void on_state_body(ej_registry *reg, ej_reg_state st, bool new_session, v
         c->reg_session = 0; /* our ephemeral nodes are gone (or will be) */
     bool started = c->started && !c->stopped;
     pthread_cond_broadcast(&c->cv);
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     if (closed)
         return;
     if (st == EJ_REG_SUSPENDED)
@@ -431,9 +431,9 @@ static void on_state_body(ej_registry *reg, ej_reg_state st, bool new_session, v
     else if (st == EJ_REG_RECONNECTED)
         ej__view_repair(c->view);
     if (st == EJ_REG_RECONNECTED && started) {
-        ej__mutex_lock(&c->mu);
+        ej__coord_lock(c);
         bool lost_registration = c->reg_session == 0;
-        ej__mutex_unlock(&c->mu);
+        ej__coord_unlock(c);
         if (lost_registration) {
             /* New session (or one reported lost that survived): register
              * again; on_conn follows the re-registration. */
@@ -460,34 +460,34 @@ void ej__coord_on_state(ej_registry *reg, ej_reg_state st, bool new_session, voi
 
 int64_t ej__coord_session(ej__coord *c)
 {
-    ej__mutex_lock(&c->mu);
-    int64_t s = c->stopped || c->closed ? 0 : c->reg_session;
-    ej__mutex_unlock(&c->mu);
-    return s;
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    int64_t sess = s->stopped || s->closed ? 0 : s->reg_session;
+    ej__coord_snap_unref(s);
+    return sess;
 }
 
 int64_t ej__coord_registered_at(ej__coord *c)
 {
-    ej__mutex_lock(&c->mu);
-    int64_t at = c->reg_at_ms;
-    ej__mutex_unlock(&c->mu);
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    int64_t at = s->reg_at_ms;
+    ej__coord_snap_unref(s);
     return at;
 }
 
 bool ej__coord_may_start(ej__coord *c, int64_t session)
 {
-    ej__mutex_lock(&c->mu);
-    bool ok = session != 0 && c->reg_session == session && c->started && !c->stopped &&
-              !c->closed && c->connected;
-    ej__mutex_unlock(&c->mu);
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    bool ok = session != 0 && s->reg_session == session && s->started && !s->stopped &&
+              !s->closed && s->connected;
+    ej__coord_snap_unref(s);
     return ok && ej_registry_fence(c->reg, session) == EJ_REG_FENCE_OPEN;
 }
 
 void ej__coord_takeover_wait(ej__coord *c)
 {
-    ej__mutex_lock(&c->mu);
-    int64_t until = c->takeover_hold_until;
-    ej__mutex_unlock(&c->mu);
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    int64_t until = s->takeover_hold_until;
+    ej__coord_snap_unref(s);
     int64_t left = until - ej__mono_ms();
     if (left <= 0)
         return;
@@ -510,16 +510,16 @@ void ej__coord_on_fence(ej_registry *reg, ej_reg_fence level, int64_t session, v
     EJ_ASSERT(!ej__coord_on_dispatch(c));
     if (!ej__coord_enter(c))
         return;
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     int64_t mine = c->reg_session;
     bool started = c->started && !c->stopped;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     int lvl = mine ? (int)ej_registry_fence(reg, mine) : (int)EJ_REG_FENCE_CANCEL;
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     bool tell = started && lvl != c->fence_told;
     if (tell)
         c->fence_told = lvl;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     if (tell && lvl != EJ_REG_FENCE_OPEN) {
         int64_t sess = 0;
         int64_t last = ej_registry_last_contact_ms(reg, &sess);

@@ -31,9 +31,9 @@ static int64_t reconcile_interval(ej__coord *c)
 {
     if (c->reconcile_override_ms > 0)
         return c->reconcile_override_ms;
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     int m = c->have_cfg ? c->cfg.reconcile_interval_minutes : 0;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     return m >= 1 ? (int64_t)m * 60000 : 0;
 }
 
@@ -56,10 +56,10 @@ static void reconcile_task(ej_registry *reg, void *user)
         ej__coord_unref(c);
         return;
     }
-    ej__mutex_lock(&c->mu);
+    ej__coord_lock(c);
     bool go = c->started && !c->closed && !c->stopped && c->connected;
     bool alive = !c->closed;
-    ej__mutex_unlock(&c->mu);
+    ej__coord_unlock(c);
     int64_t iv = reconcile_interval(c);
     int64_t now = ej__mono_ms();
     if (go && iv > 0 && now - c->last_reconcile_ms >= iv - 50) {

@@ -7,6 +7,11 @@
  * 100 ms, never overlap and run in order, while a task posted to job B
  * after them starts at once. (On the scheduler's shared control queue
  * they ran side by side.)
+ *
+ * What other threads read of a coordinator is its published snapshot: while
+ * a task of job A holds the coordinator's lock for a second (a writer
+ * stuck in a slow request), the fire's checks (may it start, the session,
+ * connected) and the job API's status answer at once, and right.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -63,6 +68,49 @@ static void task_b(ej__coord *c, void *arg)
     pthread_mutex_lock(&rec.mu);
     rec.b_started_ms = ej__mono_ms();
     pthread_mutex_unlock(&rec.mu);
+}
+
+static atomic_bool holding;
+
+/* A writer that keeps the state's lock for a second. */
+static void hold_lock(ej__coord *c, void *arg)
+{
+    (void)arg;
+    ej__coord_lock(c);
+    atomic_store(&holding, true);
+    ej__sleep_ms(1000);
+    atomic_store(&holding, false);
+    ej__coord_unlock(c);
+}
+
+/* Readers answer from the snapshot while a writer holds the lock. */
+static void check_readers_do_not_wait(ej_job *a)
+{
+    int64_t sess = ej__coord_session(a->coord);
+    CHECK(sess != 0, "job A has no session");
+    REQUIRE(ej__coord_post(a->coord, hold_lock, NULL) == 0, "post the lock holder");
+    for (int i = 0; i < 100 && !atomic_load(&holding); i++)
+        ej__sleep_ms(10);
+    REQUIRE(atomic_load(&holding), "the lock holder never ran");
+    int64_t t0 = ej__mono_ms();
+    bool may = ej__coord_may_start(a->coord, sess);
+    bool conn = ej__coord_connected(a->coord);
+    int64_t sess2 = ej__coord_session(a->coord);
+    struct ej_job_status st;
+    int rc = ej_job_status(a, &st);
+    int64_t took = ej__mono_ms() - t0;
+    bool still = atomic_load(&holding);
+    CHECK(rc == 0 && st.connected, "status: rc %d, connected %d", rc, rc == 0 && st.connected);
+    if (rc == 0)
+        ej_job_status_fini(&st);
+    CHECK(still && took < 300,
+          "readers took %" PRId64 " ms while a writer held the lock (held throughout: %d)", took,
+          still);
+    CHECK(may && conn && sess2 == sess, "readers answered may %d, connected %d, session %s", may,
+          conn, sess2 == sess ? "same" : "changed");
+    fprintf(stderr, "readers answered in %" PRId64 " ms while a writer held the lock\n", took);
+    for (int i = 0; i < 200 && atomic_load(&holding); i++)
+        ej__sleep_ms(10);
 }
 
 static int noop(const ej_shard_context *ctx, void *user)
@@ -135,6 +183,8 @@ int main(void)
                     " ms\n",
             rec.done, took, b_wait);
     pthread_mutex_unlock(&rec.mu);
+
+    check_readers_do_not_wait(a);
 
     ej_job_shutdown(a);
     ej_job_shutdown(b);

@@ -1,0 +1,94 @@
+/*
+ * The coordinator's snapshot: what threads other than the state's writers
+ * read (the fire's checks, the job API's getters), without the
+ * coordinator's lock. Whoever changes the state publishes a new immutable
+ * copy when it releases c->mu (ej__coord_unlock); readers take a reference
+ * under snap_mu, which guards the pointer alone (never held while the
+ * state is read or written), so a reader never waits for a writer's
+ * ZooKeeper request or an election.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord/coord_impl.h"
+
+static void fill(const ej__coord *c, struct ej__coord_snap *s)
+{
+    s->reg_session = c->reg_session;
+    s->reg_at_ms = c->reg_at_ms;
+    s->takeover_hold_until = c->takeover_hold_until;
+    s->reshards = c->reshards;
+    s->started = c->started;
+    s->stopped = c->stopped;
+    s->closed = c->closed;
+    s->connected = c->connected;
+    s->busy = c->busy;
+    s->failover_on = c->have_cfg && c->cfg.failover;
+    s->total_count = c->have_cfg ? c->cfg.sharding_total_count : 0;
+}
+
+/* Whether the state a (err: its last error) is what the snapshot b holds. */
+static bool same(const struct ej__coord_snap *a, const char *err, const struct ej__coord_snap *b)
+{
+    return a->reg_session == b->reg_session && a->reg_at_ms == b->reg_at_ms &&
+           a->takeover_hold_until == b->takeover_hold_until && a->reshards == b->reshards &&
+           a->started == b->started && a->stopped == b->stopped && a->closed == b->closed &&
+           a->connected == b->connected && a->busy == b->busy && a->failover_on == b->failover_on &&
+           a->total_count == b->total_count && strcmp(b->err, err) == 0;
+}
+
+static struct ej__coord_snap *snap_new(const ej__coord *c)
+{
+    struct ej__coord_snap *s = calloc(1, sizeof *s);
+    EJ_ASSERT_MSG(s != NULL, "out of memory publishing the coordinator's state of job %s", c->job);
+    atomic_init(&s->refs, 1);
+    fill(c, s);
+    snprintf(s->err, sizeof s->err, "%s", c->err);
+    return s;
+}
+
+void ej__coord_snap_init(ej__coord *c)
+{
+    pthread_mutex_init(&c->snap_mu, NULL);
+    c->snap = snap_new(c);
+}
+
+void ej__coord_snap_fini(ej__coord *c)
+{
+    ej__coord_snap_unref(c->snap);
+    c->snap = NULL;
+    pthread_mutex_destroy(&c->snap_mu);
+}
+
+void ej__coord_publish_locked(ej__coord *c)
+{
+    EJ_ASSERT_HELD(&c->mu);
+    struct ej__coord_snap now = {0};
+    fill(c, &now);
+    /* Only state writers replace the pointer, all under c->mu: reading it
+     * here needs no snap_mu. */
+    if (same(&now, c->err, c->snap))
+        return;
+    struct ej__coord_snap *s = snap_new(c);
+    pthread_mutex_lock(&c->snap_mu);
+    struct ej__coord_snap *old = c->snap;
+    c->snap = s;
+    pthread_mutex_unlock(&c->snap_mu);
+    ej__coord_snap_unref(old);
+}
+
+struct ej__coord_snap *ej__coord_snap_get(ej__coord *c)
+{
+    pthread_mutex_lock(&c->snap_mu);
+    struct ej__coord_snap *s = c->snap;
+    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&c->snap_mu);
+    return s;
+}
+
+void ej__coord_snap_unref(struct ej__coord_snap *s)
+{
+    if (s != NULL && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+        free(s);
+}
