@@ -219,6 +219,11 @@ ej_trace_reader *ej__console_history_reader_locked(struct ej__console_request *r
 void ej__console_history_failed_locked(struct ej__console_request *req, int rc);
 /* A URL query argument, NULL when absent or empty. */
 const char *ej__console_query_arg(const struct ej__console_request *req, const char *name);
+/* A history cursor "START_MS:ID" (a reply's older / newer): START_MS a
+ * decimal in 0..EJ_CONSOLE_CURSOR_MS_MAX, ID 1..36 letters, digits and '-'. True
+ * with *ms and *id (pointing into text); false otherwise. Pure. */
+#define EJ_CONSOLE_CURSOR_MS_MAX 253402300799999LL /* 9999-12-31T23:59:59.999Z */
+bool ej__console_parse_cursor(const char *text, int64_t *ms, const char **id);
 /* s as a decimal in min..max into *out; false otherwise. */
 bool ej__console_parse_long(const char *s, long min, long max, long *out);
 /* since / until from the URL (a duration back from now or a local time;

@@ -16,6 +16,8 @@
  * history. The reader is opened on first use (the daemons may not have
  * written the file yet when the console starts) and again after an error.
  */
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +155,27 @@ bool ej__console_parse_arg_long(struct ej__console_request *req, const char *nam
     return false;
 }
 
+bool ej__console_parse_cursor(const char *text, int64_t *ms, const char **id)
+{
+    if (text == NULL || text[0] < '0' || text[0] > '9')
+        return false;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno != 0 || *end != ':' || v > EJ_CONSOLE_CURSOR_MS_MAX)
+        return false;
+    const char *p = end + 1;
+    size_t n = strlen(p);
+    if (n == 0 || n >= EJ_EVENT_ID_LEN)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)p[i]) && p[i] != '-')
+            return false;
+    *ms = v;
+    *id = p;
+    return true;
+}
+
 /* before= / after=: "START_MS:ID" as a reply's older / newer gave it. */
 static bool parse_cursor(struct ej__console_request *req, struct ej_trace_query *q)
 {
@@ -161,13 +184,13 @@ static bool parse_cursor(struct ej__console_request *req, struct ej_trace_query 
     const char *c = before != NULL ? before : after;
     if (c == NULL)
         return true;
-    char *end = NULL;
-    long long ms = strtoll(c, &end, 10);
     if (before != NULL && after != NULL) {
         ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "give before or after, not both");
         return false;
     }
-    if (end == c || *end != ':' || end[1] == '\0' || strlen(end + 1) >= EJ_EVENT_ID_LEN) {
+    int64_t ms = 0;
+    const char *id = NULL;
+    if (!ej__console_parse_cursor(c, &ms, &id)) {
         ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST,
                                 "%s: \"%s\" is not a cursor (START_MS:ID from older or newer)",
                                 before != NULL ? "before" : "after", c);
@@ -175,7 +198,7 @@ static bool parse_cursor(struct ej__console_request *req, struct ej_trace_query 
     }
     q->page = before != NULL ? -1 : 1;
     q->cursor_ms = ms;
-    q->cursor_id = end + 1;
+    q->cursor_id = id;
     return true;
 }
 
