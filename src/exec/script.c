@@ -160,11 +160,13 @@ static void append_tail(ej__exec_result *res, const char *name, const struct cap
     }
 }
 
-void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context *ctx,
-                         const struct ej__exec_opts *opts, ej__exec_result *res)
+void ej__exec_run_script(const struct ej_script_job *job, const struct ej_job_config *cfg,
+                         const ej_shard_context *ctx, const struct ej__exec_opts *opts,
+                         ej__exec_result *res)
 {
     res->exit_code = -1;
-    if (job->command_line == NULL || job->command_line[0] == '\0') {
+    const char *command_line = cfg ? cfg->script_command_line : NULL;
+    if (command_line == NULL || command_line[0] == '\0') {
         ej__exec_fail(res, EJ_ECONFIG,
                       "Cannot find script command line for job '%s', job is not executed.",
                       ctx->job_name ? ctx->job_name : "");
@@ -173,7 +175,7 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     char **argv = NULL;
     int argc = 0;
     char msg[512];
-    int rc = ej__exec_split_command(job->command_line, &argv, &argc, msg, sizeof msg);
+    int rc = ej__exec_split_command(command_line, &argv, &argc, msg, sizeof msg);
     if (rc != 0) {
         ej__exec_fail(res, rc, "Execute script failure: scriptCommandLine: %s",
                       rc == EJ_ENOMEM ? "out of memory" : msg);
