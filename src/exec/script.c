@@ -24,7 +24,6 @@
 
 #define MOD "exec"
 #define CANCEL_TICK_MS 100
-#define DEFAULT_GRACE_MS 2000
 #define FAILURE_OUTPUT_TAIL 2000
 
 extern char **environ;
@@ -239,7 +238,8 @@ void ej__exec_run_script(const struct ej_script_job *job, const struct ej_job_co
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                         POSIX_SPAWN_SETSIGDEF);
-    grace = job->kill_grace_ms > 0 ? job->kill_grace_ms : DEFAULT_GRACE_MS;
+    /* The fire's bound, else the configuration's timeoutGraceSeconds. */
+    grace = job->kill_grace_ms > 0 ? job->kill_grace_ms : ej_job_config_grace_ms(cfg);
     const int stdfds[3] = {devnull, pipefd[1], errfd[1]};
     rc = ej__supervise_spawn(&sup, &pid, argv[0], &fa, &attr, argv, env, stdfds, grace);
     if (rc != 0) {
