@@ -239,7 +239,7 @@ int main(void)
     /* A dataflow job in the same process and registry. */
     struct ej_job_def flow = {
         .type = EJ_JOB_TYPE_DATAFLOW,
-        .dataflow = {.fetch = flow_fetch, .process = flow_process, .streaming = true}};
+        .dataflow = {.fetch = flow_fetch, .process = flow_process}};
     char path[256];
     struct ej_job_config fcfg;
     base_config(&fcfg, "apiFlow", 1, "* * * * * ?");

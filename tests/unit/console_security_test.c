@@ -23,14 +23,14 @@ static ej_console_web *new_web(void)
     ej_console_web *web = calloc(1, sizeof(*web));
     assert_non_null(web);
     ej_console_settings_init(&web->settings);
-    pthread_mutex_init(&web->mu, NULL);
+    ej__mutex_init(&web->mu);
     return web;
 }
 
 static void free_web(ej_console_web *web)
 {
     ej_console_settings_fini(&web->settings);
-    pthread_mutex_destroy(&web->mu);
+    ej__mutex_destroy(&web->mu);
     free(web);
 }
 
