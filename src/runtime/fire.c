@@ -41,8 +41,10 @@ int ej__rt_def_validate(const struct ej_job_def *def, char *err, size_t errlen)
 
 int ej__rt_concurrency(const struct ej__rt_settings *s, const struct ej_job_def *user_def)
 {
-    if (user_def != NULL)
-        return ej_executor_concurrency(user_def->executor, user_def->executor_threads);
+    /* A program's definition chooses only a FIXED executor; anything else
+     * is the configuration's executorServiceHandler, as ej__rt_build_def. */
+    if (user_def != NULL && user_def->executor == EJ_EXECUTOR_FIXED)
+        return ej_executor_concurrency(EJ_EXECUTOR_FIXED, user_def->executor_threads);
     ej_executor_kind k = EJ_EXECUTOR_CPU;
     if (s && ej_executor_kind_parse(s->cfg.executor_service_handler, &k) != 0)
         k = EJ_EXECUTOR_CPU;

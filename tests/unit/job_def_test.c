@@ -205,6 +205,32 @@ static void test_streaming_from_config(void **state)
     settings_fini(&s);
 }
 
+static int simple_fn(const ej_shard_context *ctx, void *user)
+{
+    (void)ctx;
+    (void)user;
+    return 0;
+}
+
+/* How many items of a job run at once: a program's definition that leaves
+ * the executor to the configuration gets the configuration's (a C job with
+ * SINGLE_THREAD in its config ran 2 x CPUs at once); FIXED is the
+ * program's. */
+static void test_concurrency_follows_config(void **state)
+{
+    (void)state;
+    struct ej__rt_settings s;
+    settings_init(&s, EJ_JOB_TYPE_SIMPLE);
+    assert_int_equal(ej_job_config_set_str(&s.cfg.executor_service_handler, "SINGLE_THREAD"), 0);
+    struct ej_job_def def = {.type = EJ_JOB_TYPE_SIMPLE, .simple = simple_fn};
+    assert_int_equal(ej__rt_concurrency(&s, &def), 1);
+    assert_int_equal(ej__rt_concurrency(&s, NULL), 1);
+    def.executor = EJ_EXECUTOR_FIXED;
+    def.executor_threads = 3;
+    assert_int_equal(ej__rt_concurrency(&s, &def), 3);
+    settings_fini(&s);
+}
+
 int main(void)
 {
     ej_log_set_level(EJ_LOG_OFF);
@@ -213,6 +239,7 @@ int main(void)
         cmocka_unit_test(test_built_def_follows_config),
         cmocka_unit_test(test_java_class_names),
         cmocka_unit_test(test_streaming_from_config),
+        cmocka_unit_test(test_concurrency_follows_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
