@@ -1004,8 +1004,13 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
                                    "Sharding item for job '%s' is empty.", s->cfg.job_name);
             } else {
                 ej__misfire_open(job, items, n);
+                /* From the newest fire time this fire covers: armed from
+                 * the oldest of collapsed ones, the newest counted again as
+                 * missed while this ran (a second run at once). */
+                int64_t covers = job->fire_covers_ms > scheduled_ms ? job->fire_covers_ms
+                                                                     : scheduled_ms;
                 if (cron && !job->manual && !(fr && fr->catch_up))
-                    ej__misfire_arm(job, gen, scheduled_ms > 0 ? scheduled_ms : ej__now_ms());
+                    ej__misfire_arm(job, gen, covers > 0 ? covers : ej__now_ms());
                 execute(job, s, items, n, EJ_EXEC_NORMAL_TRIGGER, true, fr);
             }
             free(items);
