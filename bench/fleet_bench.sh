@@ -94,6 +94,7 @@ ip_of() { echo "127.0.1.$(($1 + 1))"; }
 PORT=()
 python3 "$HERE/tests/chaos/chaos_check.py" watch "$LOG" "$GONE" "$D/stop-watch" &
 WATCH_PID=$!
+Q0=$(mntr_sum zk_packets_received)
 T0=$(now_ms)
 say "starting $N daemons x $J jobs (period $PERIOD s, session $SESSION ms) on $ZKF_CONNECT"
 for i in $(seq 1 "$N"); do
@@ -131,6 +132,8 @@ while [ $SECONDS -lt $deadline ]; do
   sleep 0.5
 done
 T_REG=$(now_ms)
+Q_REG=$(( $(mntr_sum zk_packets_received) - Q0 ))
+W_REG=$(mntr_sum zk_watch_count)
 NREADY=0 LAST=0
 for i in $(seq 1 "$N"); do
   v=${READY_AT[$i]:-}
@@ -140,6 +143,7 @@ for i in $(seq 1 "$N"); do
 done
 RETRIED=$(grep -l "not started (attempt" "$D"/daemon*.log 2>/dev/null | wc -l)
 echo "registered: $NREADY of $N daemons ready in $(( (LAST - T0) )) ms (last one); $EXITED exited on their own; $RETRIED retried a job start"
+echo "registration: $Q_REG ZooKeeper requests ($(( Q_REG / (N * J) )) per daemon and job), $W_REG watches"
 
 # ------------------------------------------------------------ steady window
 sleep 3
@@ -160,28 +164,23 @@ echo "zookeeper: $(( (P1 - P0) * 1000 / (B - A) )) requests/s over $((B - A)) ms
 echo "daemons: RSS $(printf '%s\n' "${RSS[@]}" | sort -n | awk '{ a[NR] = $1 } END { printf "%d..%d kB (median %d)", a[1], a[NR], a[int((NR + 1) / 2)] }'); threads $(printf '%s\n' "${THR[@]}" | sort -n | awk '{ a[NR] = $1 } END { printf "%d..%d", a[1], a[NR] }')"
 
 # ------------------------------------------------------------ failover
-# Kill KILL daemons 1 s after a fire, while their items run.
-t=$(now_ms)
-next=$(((t / 1000 / PERIOD + 1) * PERIOD * 1000))
-sleep "$(awk -v ms=$((next - t + 1000)) 'BEGIN { printf "%.3f", ms / 1000 }')"
-# The daemons with the most items running now are the ones killed.
-running_by_inst() {
-  python3 - "$LOG" <<'PY2'
+# Kill KILL daemons 1 s after a fire, while their items run. The victims are
+# chosen first (the owners of the most items in the steady window: sharding
+# is stable by then), since on a loaded machine choosing them takes seconds.
+started_by_inst() {
+  python3 - "$LOG" "$A" <<'PY2'
 import sys
-on = {}
+count = {}
 for line in open(sys.argv[1]):
     p = line.split()
-    if len(p) >= 7 and p[0] in ("START", "END", "STOP"):
-        on[p[4]] = (p[3], p[0] == "START")
-count = {}
-for inst, running in on.values():
-    count[inst] = count.get(inst, 0) + running
+    if len(p) >= 7 and p[0] == "START" and int(p[6]) >= int(sys.argv[2]):
+        count[p[3]] = count.get(p[3], 0) + 1
 for inst, n in sorted(count.items(), key=lambda x: -x[1]):
     print(inst)
 PY2
 }
 VICTIMS=()
-for inst in $(running_by_inst); do
+for inst in $(started_by_inst); do
   for i in $(seq 1 "$N"); do
     [ "$(inst_of "$i")" = "$inst" ] && [ ${#VICTIMS[@]} -lt "$KILL" ] && VICTIMS+=("$i")
   done
@@ -190,6 +189,9 @@ for i in $(seq 1 "$N"); do
   [ ${#VICTIMS[@]} -ge "$KILL" ] && break
   [[ " ${VICTIMS[*]} " == *" $i "* ]] || VICTIMS+=("$i")
 done
+t=$(now_ms)
+next=$(((t / 1000 / PERIOD + 1) * PERIOD * 1000))
+sleep "$(awk -v ms=$((next - t + 1000)) 'BEGIN { printf "%.3f", ms / 1000 }')"
 KILLED=""
 TK=$(now_ms)
 for i in "${VICTIMS[@]}"; do

@@ -85,12 +85,14 @@ struct ej_distribute_once_listener {
 /* Options of ej_job_create. Zero-initialise; every field is optional
  * except def for SIMPLE and DATAFLOW jobs. */
 struct ej_job_opts {
-    /* What runs. Borrowed: keep it (and what it points to) alive and
-     * unchanged until ej_job_destroy(). Required for SIMPLE and DATAFLOW
-     * jobs. For SCRIPT and HTTP jobs the command line / URI come from the
-     * configuration in force (so a console edit applies); a def given for
-     * them contributes its error handler, executor, listeners, script
-     * environment, http headers and output caps. */
+    /* What the program gives (job.h). Borrowed: keep it (and what it
+     * points to) alive and unchanged until ej_job_destroy(). Required for
+     * SIMPLE and DATAFLOW jobs. What a job runs otherwise (command line,
+     * URI, timeouts, streaming, the error handler and executor by name)
+     * is always the configuration in force (so a console edit applies); a
+     * def given for SCRIPT and HTTP jobs contributes a custom error
+     * handler, a fixed executor, listeners, the script environment, http
+     * headers and output caps. */
     const struct ej_job_def *def;
     /* Events of this job go to this bus (borrowed; it must outlive the
      * job). NULL: none, until ej_job_subscribe() creates a private bus. */

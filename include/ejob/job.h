@@ -8,9 +8,14 @@
  * before and after every fire on every instance; the executor kind bounds
  * how many items of one job run at once.
  *
- * struct ej_job_def collects all of this; the caller fills it and keeps it
- * (and every string and array it points to) alive while the job is
- * registered.
+ * struct ej_job_def holds what only the program can give: its callbacks,
+ * their user pointer, listeners, a custom error handler, a fixed executor,
+ * a script's environment, an http job's extra headers, output caps. What
+ * a job runs with otherwise (command line, URL, timeouts, streaming, the
+ * error handler and executor by name) is its configuration (config.h),
+ * one field each, validated by ej_job_config_validate. The caller fills
+ * the definition and keeps it (and every string and array it points to)
+ * alive while the job is registered.
  */
 #ifndef EJOB_JOB_H
 #define EJOB_JOB_H
@@ -133,13 +138,12 @@ typedef long (*ej_dataflow_fetch_fn)(const ej_shard_context *ctx, void **batch, 
 typedef int (*ej_dataflow_process_fn)(const ej_shard_context *ctx, void *batch, long count,
                                       void *user);
 
+/* Whether fetch runs once or again and again is the configuration's
+ * streamingProcess: true keeps fetching and processing until fetch returns
+ * 0, the item is cancelled, or the job must stop or be resharded. */
 struct ej_dataflow_job {
     ej_dataflow_fetch_fn fetch;
     ej_dataflow_process_fn process;
-    /* streamingProcess: keep fetching and processing until fetch returns 0,
-     * the item is cancelled, or the job must stop or be resharded. false:
-     * fetch once and process once. */
-    bool streaming;
 };
 
 /* Default cap on each of a script's captured stdout and stderr (and an
@@ -147,31 +151,34 @@ struct ej_dataflow_job {
  * truncated. */
 #define EJ_JOB_OUTPUT_CAP_DEFAULT (64 * 1024)
 
+/*
+ * A script job runs the configuration's scriptCommandLine for each item:
+ * split into argv as Apache commons-exec's CommandLine.parse splits it
+ * (space-separated; '...' and "..." quote; no backslash escapes), the
+ * program looked up in PATH, no shell unless the command names one, the
+ * item's context JSON appended as the last argument. The configuration's
+ * timeoutSeconds (or scriptTimeoutMilliseconds) and timeoutGraceSeconds
+ * bound it: SIGTERM to its process group, SIGKILL after the grace.
+ */
 struct ej_script_job {
-    /* scriptCommandLine: split into argv as Apache commons-exec's
-     * CommandLine.parse splits it (space-separated; '...' and "..." quote;
-     * no backslash escapes; unbalanced quotes are an error). The program is
-     * looked up in PATH; no shell is involved unless the command names one.
-     * The item's context JSON is appended as the last argument. */
-    const char *command_line;
-    /* Kill the script's process group when it runs longer (SIGTERM, then
-     * SIGKILL after kill_grace_ms). 0: no limit (as ElasticJob). */
-    int64_t timeout_ms;
-    int64_t kill_grace_ms;  /* 0: 2000 ms */
     size_t output_cap;      /* 0: EJ_JOB_OUTPUT_CAP_DEFAULT */
     const char *const *env; /* extra "NAME=value" entries, NULL-terminated; may be NULL */
+    /* ejob's own: the limits of one run, which ejob sets from the
+     * configuration for each fire (and bounds by the session timeout). A
+     * program leaves them 0; ej_job_def_validate refuses anything else. */
+    int64_t timeout_ms;
+    int64_t kill_grace_ms;
 };
 
+/*
+ * An http job requests the configuration's httpUri with its httpMethod,
+ * httpData, httpContentType and timeouts (httpConnectTimeoutMilliseconds,
+ * httpReadTimeoutMilliseconds) for each item.
+ */
 struct ej_http_job {
-    const char *uri;          /* http.uri: http:// or https:// URL (required) */
-    const char *method;       /* http.method: GET, POST, PUT, DELETE, ...; NULL: GET */
-    const char *data;         /* http.data: request body; NULL or "": none */
-    const char *content_type; /* http.content.type; NULL: no Content-Type header */
     /* extra "Name: value" request headers, NULL-terminated; may be NULL */
     const char *const *headers;
-    int64_t connect_timeout_ms; /* http.connect.timeout.milliseconds; 0: 3000 */
-    int64_t read_timeout_ms;    /* http.read.timeout.milliseconds; 0: 5000 */
-    size_t output_cap;          /* response body kept; 0: EJ_JOB_OUTPUT_CAP_DEFAULT */
+    size_t output_cap; /* response body kept; 0: EJ_JOB_OUTPUT_CAP_DEFAULT */
 };
 
 /* ------------------------------------------------------ error handlers */
@@ -196,6 +203,10 @@ typedef enum ej_error_handler_kind {
 typedef bool (*ej_error_handler_fn)(const char *job_name, int item, const char *message,
                                     void *user);
 
+/* In a definition: kind EJ_ERROR_HANDLER_LOG (0) leaves the choice to the
+ * configuration's jobProperties.job_exception_handler (LOG, IGNORE, THROW or
+ * a 2.1.5 class name); EJ_ERROR_HANDLER_CUSTOM calls fn instead. IGNORE and
+ * FAIL are the configuration's to say: a definition naming them is refused. */
 struct ej_error_handler {
     ej_error_handler_kind kind;
     ej_error_handler_fn fn; /* EJ_ERROR_HANDLER_CUSTOM only */
@@ -206,9 +217,8 @@ struct ej_error_handler {
  * Parses an error handler name: "LOG", "IGNORE", "THROW" or "FAIL"
  * (case-insensitive; ElasticJob 3.x jobErrorHandlerType), or a 2.1.5
  * job_exception_handler class name: the default
- * "com.dangdang.ddframe.job.executor.handler.impl.DefaultJobExceptionHandler"
- * is LOG. NULL or "" is LOG. Returns 0, or EJ_ECONFIG for anything else
- * (ElasticJob falls back to the default with a warning; the caller decides).
+ * (EJ_CONFIG_DEFAULT_JOB_EXCEPTION_HANDLER) is LOG. NULL or "" is LOG. Returns 0, or EJ_ECONFIG for
+ * anything else (ElasticJob falls back to the default with a warning; the caller decides).
  */
 EJ_EXTERN int ej_error_handler_parse(const char *name, ej_error_handler_kind *out);
 
@@ -227,8 +237,8 @@ typedef enum ej_executor_kind {
  * Parses an executor name: "CPU" or "SINGLE_THREAD" (case-insensitive;
  * ElasticJob 3.x jobExecutorServiceHandlerType), or a 2.1.5
  * executor_service_handler class name: the default
- * "com.dangdang.ddframe.job.executor.handler.impl.DefaultExecutorServiceHandler"
- * is CPU. NULL or "" is CPU. Returns 0, or EJ_ECONFIG for anything else.
+ * (EJ_CONFIG_DEFAULT_EXECUTOR_SERVICE_HANDLER) is CPU. NULL or "" is CPU. Returns 0, or EJ_ECONFIG
+ * for anything else.
  */
 EJ_EXTERN int ej_executor_kind_parse(const char *name, ej_executor_kind *out);
 
@@ -254,10 +264,16 @@ struct ej_job_listener {
 /* --------------------------------------------------------- definitions */
 
 /*
- * Everything that runs for a job. Zero-initialise, set type and the member
- * for that type; the rest has defaults. Borrowed: the caller keeps the
- * struct and what it points to alive and unchanged while the job is
- * registered.
+ * What the program gives a job. Zero-initialise, set type (the
+ * configuration's jobType) and the callbacks for it; the rest is optional.
+ * Borrowed: the caller keeps the struct and what it points to alive and
+ * unchanged while the job is registered.
+ *
+ * executor: EJ_EXECUTOR_CPU (0) leaves the choice to the configuration's
+ * jobProperties.executor_service_handler (CPU, SINGLE_THREAD or a 2.1.5
+ * class name); EJ_EXECUTOR_FIXED runs executor_threads items at once.
+ * SINGLE_THREAD is the configuration's to say: a definition naming it is
+ * refused.
  */
 struct ej_job_def {
     ej_job_type type;
@@ -271,16 +287,21 @@ struct ej_job_def {
     int executor_threads; /* EJ_EXECUTOR_FIXED */
     const struct ej_job_listener *listeners;
     size_t listener_count;
+
+    /* Private to ejob: the configuration a definition built for a fire
+     * runs with. A program leaves it NULL. */
+    const struct ej_job_config *config_;
 };
 
 /*
- * Checks a definition: the callbacks its type needs are set, a script has
- * a command line that splits into at least a program, an http job has an
- * http:// or https:// URI, a custom error handler has a function,
- * timeouts are not negative.
+ * Checks what a program gives: the callbacks its type needs are set, a
+ * custom error handler has a function, the error handler and executor
+ * kinds are ones a definition may name (above), listeners are given when
+ * counted, the script's run limits are left to ejob. Everything the
+ * configuration holds is checked by ej_job_config_validate alone.
  *
- * err: on EJ_ECONFIG receives a message naming the field, e.g.
- *      "script.command_line: unbalanced quotes in 'a \"b'". May be NULL.
+ * err: on EJ_ECONFIG receives a message naming the member, e.g.
+ *      "dataflow.process: no callback for a DATAFLOW job". May be NULL.
  * Returns 0; EJ_EINVAL when def is NULL; EJ_ECONFIG.
  * Thread-safe.
  */

@@ -68,6 +68,12 @@ typedef enum {
     EJ_LAYOUT_NODE_KILLS,          /* kills (kill requests) */
     EJ_LAYOUT_NODE_EJOB_INSTANCES, /* ejob/instances */
     EJ_LAYOUT_NODE_EJOB_INSTANCE,  /* ejob/instances/{id} (name): the marker */
+    EJ_LAYOUT_NODE_EJOB_SESSIONS,  /* ejob/sessions */
+    /* ejob/sessions/{session} (name: the session id in hex), a container
+     * holding the session's ephemeral "live" node (next): its children
+     * zxid is the zxid of the session's close once live is gone. */
+    EJ_LAYOUT_NODE_EJOB_SESSION,
+    EJ_LAYOUT_NODE_EJOB_SESSION_LIVE, /* ejob/sessions/{session}/live (name) */
     EJ_LAYOUT_NODE_COUNT_                    /* not a node */
 } ej_layout_node;
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/check.h"
 #include "alert/internal.h"
 #include "common/util.h"
 #include "ejob/cron.h"
@@ -66,7 +67,7 @@ struct outmsg {
 };
 
 static struct {
-    pthread_mutex_t mu;
+    ej__mutex mu;
     pthread_cond_t cv;
     atomic_bool running;
     bool stop;
@@ -86,7 +87,7 @@ static struct {
     struct window *windows[BUCKETS];
     struct outmsg *out;
     size_t nout;
-} A = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+} A = {.mu = EJ__MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 static unsigned hash(const char *s, int a, int b)
 {
@@ -160,6 +161,7 @@ static struct qfact *copy_fact(const struct ej_alert_fact *f)
 /* A drop: counted, and said at most every DROP_LOG_EVERY_MS. mu held. */
 static void note_drop_locked(const char *what)
 {
+    EJ_ASSERT_HELD(&A.mu);
     int64_t now = ej__mono_ms();
     A.drops_unlogged++;
     if (A.drop_logged_ms != 0 && now - A.drop_logged_ms < DROP_LOG_EVERY_MS)
@@ -175,7 +177,7 @@ void ej__alert_post(const struct ej_alert_fact *fact)
     if (fact == NULL || fact->job == NULL || !atomic_load(&A.running))
         return;
     struct qfact *q = copy_fact(fact);
-    pthread_mutex_lock(&A.mu);
+    ej__mutex_lock(&A.mu);
     if (!A.stop && q != NULL && A.count < FACT_QUEUE) {
         A.ring[(A.head + A.count) % FACT_QUEUE] = q;
         A.count++;
@@ -185,7 +187,7 @@ void ej__alert_post(const struct ej_alert_fact *fact)
         A.stats.facts_dropped++;
         note_drop_locked("alert queue full");
     }
-    pthread_mutex_unlock(&A.mu);
+    ej__mutex_unlock(&A.mu);
     free(q);
 }
 
@@ -230,19 +232,19 @@ static struct window *window(const char *job, int rule, int kind)
 
 static void count_locked_add(uint64_t *field)
 {
-    pthread_mutex_lock(&A.mu);
+    ej__mutex_lock(&A.mu);
     (*field)++;
-    pthread_mutex_unlock(&A.mu);
+    ej__mutex_unlock(&A.mu);
 }
 
 static void queue_message(size_t ch, char *body, char *subject)
 {
     struct outmsg *o = body != NULL ? calloc(1, sizeof *o) : NULL;
     if (o == NULL || A.nout >= OUT_QUEUE) {
-        pthread_mutex_lock(&A.mu);
+        ej__mutex_lock(&A.mu);
         A.stats.channels[ch].dropped++;
         note_drop_locked("alert send queue full (a receiver is slow or down)");
-        pthread_mutex_unlock(&A.mu);
+        ej__mutex_unlock(&A.mu);
         free(o);
         free(body);
         free(subject);
@@ -366,7 +368,7 @@ static void send_one(struct outmsg *o, bool last_try)
     char answer[320];
     enum ej__alert_outcome r = ej__alert_deliver(ch, o->body, answer, sizeof answer);
     o->attempts++;
-    pthread_mutex_lock(&A.mu);
+    ej__mutex_lock(&A.mu);
     struct ej_alert_channel_stats *cs = &A.stats.channels[o->ch];
     if (o->attempts > 1)
         cs->retries++;
@@ -374,7 +376,7 @@ static void send_one(struct outmsg *o, bool last_try)
         cs->sent++;
     else if (r == ALERT_REFUSED || last_try || o->attempts >= MAX_ATTEMPTS)
         cs->failed++;
-    pthread_mutex_unlock(&A.mu);
+    ej__mutex_unlock(&A.mu);
     if (r == ALERT_SENT) {
         EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "%s: sent through %s (%s)", o->subject, ch->name, answer);
         o->attempts = -1;
@@ -406,9 +408,9 @@ static int64_t send_due(bool stopping)
         struct outmsg *o = *p;
         bool late = stopping && ej__mono_ms() >= A.drain_until;
         if (late) {
-            pthread_mutex_lock(&A.mu);
+            ej__mutex_lock(&A.mu);
             A.stats.channels[o->ch].dropped++;
-            pthread_mutex_unlock(&A.mu);
+            ej__mutex_unlock(&A.mu);
             o->attempts = -1;
         } else if (stopping || o->due_ms <= ej__mono_ms()) {
             send_one(o, stopping);
@@ -432,14 +434,14 @@ static void *sender(void *arg)
     struct qfact *batch[FACT_QUEUE];
     int64_t next_due = 0;
     for (;;) {
-        pthread_mutex_lock(&A.mu);
+        ej__mutex_lock(&A.mu);
         while (!A.stop && A.count == 0 && (next_due == 0 || next_due > ej__mono_ms())) {
             if (next_due == 0) {
-                pthread_cond_wait(&A.cv, &A.mu);
+                ej__mutex_wait(&A.mu, &A.cv);
             } else {
                 int64_t wait = next_due - ej__mono_ms();
                 struct timespec ts = ej__mono_timespec_in(wait);
-                pthread_cond_timedwait(&A.cv, &A.mu, &ts);
+                ej__mutex_timedwait(&A.mu, &A.cv, &ts);
             }
         }
         size_t n = A.count;
@@ -448,7 +450,7 @@ static void *sender(void *arg)
         A.head = (A.head + n) % FACT_QUEUE;
         A.count = 0;
         bool stopping = A.stop;
-        pthread_mutex_unlock(&A.mu);
+        ej__mutex_unlock(&A.mu);
         for (size_t i = 0; i < n; i++) {
             apply_rules(&batch[i]->f);
             free(batch[i]);
@@ -544,20 +546,20 @@ void ej_alert_stop(int drain_ms)
 {
     if (!atomic_load(&A.running))
         return;
-    pthread_mutex_lock(&A.mu);
+    ej__mutex_lock(&A.mu);
     A.stop = true;
     A.drain_until = ej__mono_ms() + (drain_ms > 0 ? drain_ms : 0);
     pthread_cond_signal(&A.cv);
-    pthread_mutex_unlock(&A.mu);
+    ej__mutex_unlock(&A.mu);
     pthread_join(A.th, NULL);
-    pthread_mutex_lock(&A.mu);
+    ej__mutex_lock(&A.mu);
     atomic_store(&A.running, false);
     A.stats.running = false;
     /* Facts posted while the thread finished. */
     for (size_t i = 0; i < A.count; i++)
         free(A.ring[(A.head + i) % FACT_QUEUE]);
     A.count = 0;
-    pthread_mutex_unlock(&A.mu);
+    ej__mutex_unlock(&A.mu);
     free_state();
 }
 
@@ -568,9 +570,9 @@ bool ej_alert_is_running(void)
 
 void ej_alert_stats_get(struct ej_alert_stats *out)
 {
-    pthread_mutex_lock(&A.mu);
+    ej__mutex_lock(&A.mu);
     *out = A.stats;
-    pthread_mutex_unlock(&A.mu);
+    ej__mutex_unlock(&A.mu);
 }
 
 int ej_alert_send_test(const struct ej_alert_channel_config *ch, char *answer, size_t answerlen)

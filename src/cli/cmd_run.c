@@ -12,6 +12,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 
+#include "common/check.h"
 #include "config/daemon_file.h"
 #include "ejob/config.h"
 #include "ejob/error.h"
@@ -199,7 +200,7 @@ static void init_daemon(struct daemon *d, const struct run_opts *o)
     d->base_format = json ? EJ_LOG_JSON : EJ_LOG_TEXT;
     d->level_fixed = o->log_level != NULL;
     d->format_fixed = o->log_format != NULL;
-    pthread_mutex_init(&d->jobs_mu, NULL);
+    ej__mutex_init(&d->jobs_mu);
     atomic_init(&d->stopping, false);
     d->file = o->file;
     d->metrics_flag = o->metrics_listen;
@@ -528,7 +529,7 @@ static int run_daemon(int argc, char **argv)
     char *secret = NULL;
     rc = load_file(&d, &o, &secret);
     if (rc != 0 || o.check) {
-        pthread_mutex_destroy(&d.jobs_mu);
+        ej__mutex_destroy(&d.jobs_mu);
         return rc;
     }
     int sfd = open_signals();
@@ -543,7 +544,7 @@ static int run_daemon(int argc, char **argv)
     free(secret);
     free(d.metrics_now);
     ej_daemon_config_fini(&d.cfg);
-    pthread_mutex_destroy(&d.jobs_mu);
+    ej__mutex_destroy(&d.jobs_mu);
     if (rc == EJ_EXIT_OK)
         EJ_LOG(EJ_LOG_INFO, "daemon", 0, "stopped");
     return rc;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "ejob/console.h"
 #include "ejob/error.h"
@@ -14,7 +15,7 @@
 
 #define WARN_EVERY_MS (10 * 60 * 1000)
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static ej__mutex mu = EJ__MUTEX_INITIALIZER;
 static pthread_cond_t cv;
 static bool running, stop;
 static pthread_t thread;
@@ -50,13 +51,13 @@ static void *clock_main(void *unused)
 {
     (void)unused;
     int64_t warned_at = 0, wait_ms = 1000;
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     while (!stop) {
         struct timespec ts = ej__mono_timespec_in(wait_ms);
-        if (pthread_cond_timedwait(&cv, &mu, &ts) == 0 || stop)
+        if (ej__mutex_timedwait(&mu, &cv, &ts) == 0 || stop)
             continue;
         wait_ms = EJD_CLOCK_EVERY_MS;
-        pthread_mutex_unlock(&mu);
+        ej__mutex_unlock(&mu);
         int64_t off = 0;
         int rc = ej_registry_is_connected(clock_reg) ? measure(&off) : EJ_ECONNLOSS;
         if (rc == 0) {
@@ -79,17 +80,17 @@ static void *clock_main(void *unused)
                        (double)llabs(off) / 1000.0);
             }
         }
-        pthread_mutex_lock(&mu);
+        ej__mutex_lock(&mu);
     }
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     return NULL;
 }
 
 int ejd_clock_start(ej_registry *reg, const char *job)
 {
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     if (running) {
-        pthread_mutex_unlock(&mu);
+        ej__mutex_unlock(&mu);
         return 0;
     }
     pthread_condattr_t ca;
@@ -105,19 +106,19 @@ int ejd_clock_start(ej_registry *reg, const char *job)
     running = e == 0;
     if (e != 0)
         pthread_cond_destroy(&cv);
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     return -e;
 }
 
 void ejd_clock_stop(void)
 {
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     bool join = running;
     running = false;
     stop = true;
     if (join)
         pthread_cond_broadcast(&cv);
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     if (!join)
         return;
     pthread_join(thread, NULL);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "config/daemon_file.h"
 #include "ejob/error.h"
@@ -21,7 +22,7 @@
  * by ejd_events_history_stats from the metrics endpoint's thread. store_mu
  * covers the pointer and each stats read, so the store is never freed
  * under a reader. */
-static pthread_mutex_t store_mu = PTHREAD_MUTEX_INITIALIZER;
+static ej__mutex store_mu = EJ__MUTEX_INITIALIZER;
 static ej_trace_store *store;
 static int store_drain_ms; /* how long stopping may wait for queued history */
 
@@ -130,9 +131,9 @@ int ejd_events_create(struct ej_event_bus **out, const struct ejd_trace_where *w
         ej_trace_store *s = NULL;
         rc = ej_trace_store_create(&so, &s);
         if (rc == 0) {
-            pthread_mutex_lock(&store_mu);
+            ej__mutex_lock(&store_mu);
             store = s;
-            pthread_mutex_unlock(&store_mu);
+            ej__mutex_unlock(&store_mu);
             rc = ej_event_bus_add_sink(*out, ej_trace_sink, s);
         }
         if (rc == 0)
@@ -191,10 +192,10 @@ void ejd_events_destroy(struct ej_event_bus *bus)
     /* The bus first: what it still holds goes into the store's queue. */
     ej_event_bus_destroy(bus);
     ejd_ledger_uninstall();
-    pthread_mutex_lock(&store_mu);
+    ej__mutex_lock(&store_mu);
     ej_trace_store *s = store;
     store = NULL;
-    pthread_mutex_unlock(&store_mu);
+    ej__mutex_unlock(&store_mu);
     if (s != NULL)
         flush_history(s);
     ej_trace_store_destroy(s);
@@ -202,19 +203,19 @@ void ejd_events_destroy(struct ej_event_bus *bus)
 
 bool ejd_events_history_stats(struct ej_trace_stats *out)
 {
-    pthread_mutex_lock(&store_mu);
+    ej__mutex_lock(&store_mu);
     bool have = store != NULL;
     if (have)
         ej_trace_store_stats(store, out);
-    pthread_mutex_unlock(&store_mu);
+    ej__mutex_unlock(&store_mu);
     return have;
 }
 
 void ejd_events_job_retention(const char *job_name, int days, int failed_days)
 {
-    pthread_mutex_lock(&store_mu);
+    ej__mutex_lock(&store_mu);
     if (store != NULL && ej_trace_store_set_job_retention(store, job_name, days, failed_days) != 0)
         EJ_LOG(EJ_LOG_WARN, "daemon", EJ_ENOMEM, "job %s: its history retention not kept",
                job_name);
-    pthread_mutex_unlock(&store_mu);
+    ej__mutex_unlock(&store_mu);
 }

@@ -51,8 +51,7 @@ int ejd_init(const struct ej_tracing_config *tracing, const char *config_file,
 }
 
 /* A definition carrying the output cap, for a cap other than the default
- * (the job's error handler and executor come from its config, as they
- * would without a definition). */
+ * (all else, the error handler and executor too, is the job's config). */
 static const struct ej_job_def *def_with_cap(ejd_job *d, const struct ej_job_config *cfg)
 {
     if (output_cap == EJ_JOB_OUTPUT_CAP_DEFAULT)
@@ -60,10 +59,6 @@ static const struct ej_job_def *def_with_cap(ejd_job *d, const struct ej_job_con
     d->def.type = cfg->job_type;
     d->def.script.output_cap = output_cap;
     d->def.http.output_cap = output_cap;
-    if (ej_error_handler_parse(cfg->job_exception_handler, &d->def.error_handler.kind) != 0)
-        d->def.error_handler.kind = EJ_ERROR_HANDLER_LOG;
-    if (ej_executor_kind_parse(cfg->executor_service_handler, &d->def.executor) != 0)
-        d->def.executor = EJ_EXECUTOR_CPU;
     return &d->def;
 }
 

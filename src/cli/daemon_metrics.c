@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "ejob/ejob.h"
 #include "ejob/error.h"
 #include "ejob/event.h"
@@ -281,7 +282,7 @@ static const struct ej_metric_desc table[M_COUNT] = {
 static const int per_job_status[] = {M_FIRES,   M_LATENESS,  M_RESHARDS,    M_LEADER,
                                      M_RUNNING, M_LAST_FIRE, M_ITEMS_OWNED, M_NEXT_FIRE};
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static ej__mutex mu = EJ__MUTEX_INITIALIZER;
 static struct {
     bool on;
     ej_metrics *m;
@@ -342,12 +343,12 @@ static void on_status(const ej_status_event *e)
 static void event_sink(const ej_event *ev, void *user)
 {
     (void)user;
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     if (st.on && ev->type == EJ_EVENT_EXECUTION)
         on_execution(&ev->u.execution);
     else if (st.on && ev->type == EJ_EVENT_STATUS)
         on_status(&ev->u.status);
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
 }
 
 /* ------------------------------------------------------------ collect */
@@ -435,6 +436,7 @@ static bool ready_locked(char *why, size_t len);
 /* Alert delivery, per channel; no series while alerts are off. */
 static void collect_alerts(void)
 {
+    EJ_ASSERT_HELD(&mu);
     static struct ej_alert_stats as; /* large; mu held */
     ej_alert_stats_get(&as);
     if (!as.running)
@@ -452,7 +454,7 @@ static void collect(ej_metrics *m, void *user)
 {
     (void)m;
     (void)user;
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     if (st.on) {
         collect_jobs();
         char why[256];
@@ -471,7 +473,7 @@ static void collect(ej_metrics *m, void *user)
             ej_metric_set(ej_metric_get0(st.f[M_EV_DROPPED]), (double)bs.dropped);
         }
     }
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
 }
 
 /* ------------------------------------------------------ health, ready */
@@ -519,6 +521,7 @@ static bool jobs_ready(char *why, size_t len)
 /* What /readyz answers, and ejob_ready shows; with mu held. */
 static bool ready_locked(char *why, size_t len)
 {
+    EJ_ASSERT_HELD(&mu);
     ej_registry *reg = atomic_load(&registry);
     if (reg == NULL) {
         snprintf(why, len, "connecting to ZooKeeper");
@@ -534,9 +537,9 @@ static bool ready_locked(char *why, size_t len)
 static bool readyz(char *why, size_t len, void *user)
 {
     (void)user;
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     bool ok = ready_locked(why, len);
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     return ok;
 }
 
@@ -570,11 +573,11 @@ void ejd_metrics_registry_state(ej_registry *reg, ej_reg_state state, bool new_s
 
 void ejd_metrics_watch_bus(struct ej_event_bus *bus)
 {
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     bool add = st.on && bus != NULL && st.bus != bus;
     if (st.on)
         st.bus = bus;
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     if (add && ej_event_bus_add_sink(bus, event_sink, NULL) != 0)
         EJ_LOG(EJ_LOG_WARN, "metrics", 0, "cannot watch the event bus: item metrics stay at 0");
 }
@@ -586,6 +589,7 @@ void ejd_metrics_watch_bus(struct ej_event_bus *bus)
  * the job's status get their series at every scrape. With mu held. */
 static void zero_job_series(const char *job)
 {
+    EJ_ASSERT_HELD(&mu);
     for (size_t i = 0; i < sizeof results / sizeof results[0]; i++)
         ej_metric_get2(st.f[M_ITEM_RUNS], job, results[i]);
     ej_metric_get2(st.f[M_NOT_RUN], job, reason_busy);
@@ -599,7 +603,7 @@ static void zero_job_series(const char *job)
 
 void ejd_metrics_job_started(ej_job *job)
 {
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     if (st.on)
         zero_job_series(ej_job_name(job));
     if (st.on && st.njobs == st.cap) {
@@ -614,18 +618,18 @@ void ejd_metrics_job_started(ej_job *job)
         st.jobs[st.njobs++] = job;
         st.started_total++;
     }
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
 }
 
 void ejd_metrics_job_stopped(ej_job *job)
 {
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     for (size_t i = 0; i < st.njobs; i++)
         if (st.jobs[i] == job) {
             st.jobs[i] = st.jobs[--st.njobs];
             break;
         }
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
 }
 
 /* ------------------------------------------------------- start, stop */
@@ -649,9 +653,9 @@ static int build(char *err, size_t errlen)
 int ejd_metrics_start(const char *listen, size_t expected_jobs, char *err, size_t errlen)
 {
     err[0] = '\0';
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     if (st.on) {
-        pthread_mutex_unlock(&mu);
+        ej__mutex_unlock(&mu);
         snprintf(err, errlen, "metrics already started");
         return EJ_EBUSY;
     }
@@ -659,7 +663,7 @@ int ejd_metrics_start(const char *listen, size_t expected_jobs, char *err, size_
     int rc = build(err, errlen);
     if (rc == 0)
         st.on = true;
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     if (rc == 0) {
         struct ej_metrics_server_opts o = {
             .listen = listen, .metrics = st.m, .healthz = healthz, .readyz = readyz};
@@ -676,9 +680,9 @@ int ejd_metrics_start(const char *listen, size_t expected_jobs, char *err, size_
 
 int ejd_metrics_render(char **out, size_t *len)
 {
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     ej_metrics *m = st.on ? st.m : NULL;
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     return m != NULL ? ej_metrics_render(m, out, len) : EJ_ECLOSED;
 }
 
@@ -688,11 +692,11 @@ void ejd_metrics_stop(void)
      * for it. */
     ej_metrics_server_stop(st.srv);
     st.srv = NULL;
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     ej_metrics *m = st.m;
     free(st.jobs);
     memset(&st, 0, sizeof st);
     atomic_store(&registry, NULL);
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     ej_metrics_destroy(m);
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 
+#include "common/check.h"
 #include "ejob/error.h"
 #include "ejob/log.h"
 #include "alert/alert.h"
@@ -123,11 +124,11 @@ static void log_errors(const struct ej_config_errors *errs, const char *file, in
 static ejd_job *find_job(struct daemon *d, const char *name)
 {
     ejd_job *job = NULL;
-    pthread_mutex_lock(&d->jobs_mu);
+    ej__mutex_lock(&d->jobs_mu);
     for (size_t i = 0; i < d->njobs && job == NULL; i++)
         if (strcmp(d->jobs[i].name, name) == 0)
             job = d->jobs[i].job;
-    pthread_mutex_unlock(&d->jobs_mu);
+    ej__mutex_unlock(&d->jobs_mu);
     return job;
 }
 
@@ -135,6 +136,7 @@ static ejd_job *find_job(struct daemon *d, const char *name)
  * (the main loop paused the others). */
 static int add_running(struct daemon *d, const char *name, ejd_job *job)
 {
+    EJ_ASSERT_HELD(&d->jobs_mu);
     if (atomic_load(&d->stopping))
         ejd_job_pause(job);
     if (d->njobs == d->cap) {
@@ -168,9 +170,9 @@ static int start_job(struct daemon *d, const struct ej_job_config *cfg)
                err[0] ? err : ej_strerror(rc));
         return rc;
     }
-    pthread_mutex_lock(&d->jobs_mu);
+    ej__mutex_lock(&d->jobs_mu);
     rc = add_running(d, cfg->job_name, job);
-    pthread_mutex_unlock(&d->jobs_mu);
+    ej__mutex_unlock(&d->jobs_mu);
     if (rc != 0) {
         ejd_jobs_stop(&job, 1);
         return rc;
@@ -202,7 +204,7 @@ int ejd_run_start_all(struct daemon *d)
     if (jobs == NULL)
         return EJ_ENOMEM;
     int rc = ejd_jobs_start(d->reg, d->cfg.jobs, n, jobs);
-    pthread_mutex_lock(&d->jobs_mu);
+    ej__mutex_lock(&d->jobs_mu);
     for (size_t i = 0; i < n; i++) {
         if (jobs[i] == NULL)
             continue;
@@ -212,7 +214,7 @@ int ejd_run_start_all(struct daemon *d)
             rc = rc != 0 ? rc : arc;
         }
     }
-    pthread_mutex_unlock(&d->jobs_mu);
+    ej__mutex_unlock(&d->jobs_mu);
     free(jobs);
     size_t waiting = ejd_retry_pending();
     if (rc == 0 && waiting == 0)
@@ -246,17 +248,17 @@ void ejd_run_pause_all(struct daemon *d)
 {
     atomic_store(&d->stopping, true);
     ejd_retry_pause();
-    pthread_mutex_lock(&d->jobs_mu);
+    ej__mutex_lock(&d->jobs_mu);
     for (size_t i = 0; i < d->njobs; i++)
         ejd_job_pause(d->jobs[i].job);
-    pthread_mutex_unlock(&d->jobs_mu);
+    ej__mutex_unlock(&d->jobs_mu);
 }
 
 /* The reload thread: take the jobs the new file no longer has out of the
  * running set, then stop them together (their items drain meanwhile). */
 static size_t stop_removed(struct daemon *d, const struct ej_daemon_config *next)
 {
-    pthread_mutex_lock(&d->jobs_mu);
+    ej__mutex_lock(&d->jobs_mu);
     ejd_job **gone = calloc(d->njobs ? d->njobs : 1, sizeof(*gone));
     size_t n = 0;
     for (size_t i = 0; gone != NULL && i < d->njobs;) {
@@ -270,7 +272,7 @@ static size_t stop_removed(struct daemon *d, const struct ej_daemon_config *next
         free(d->jobs[i].name);
         d->jobs[i] = d->jobs[--d->njobs];
     }
-    pthread_mutex_unlock(&d->jobs_mu);
+    ej__mutex_unlock(&d->jobs_mu);
     if (gone == NULL) {
         EJ_LOG(EJ_LOG_ERROR, "daemon", EJ_ENOMEM, "reload: out of memory; no job removed");
         return 0;
@@ -331,7 +333,7 @@ static int restart_job(struct daemon *d, const struct ej_job_config *cfg)
     if (ej_job_config_copy(&copy, cfg) != 0)
         return EJ_ENOMEM;
     ejd_job *old = NULL;
-    pthread_mutex_lock(&d->jobs_mu);
+    ej__mutex_lock(&d->jobs_mu);
     for (size_t i = 0; i < d->njobs && old == NULL; i++) {
         if (strcmp(d->jobs[i].name, copy.job_name) != 0 || !ejd_job_is_stopped(d->jobs[i].job))
             continue;
@@ -339,7 +341,7 @@ static int restart_job(struct daemon *d, const struct ej_job_config *cfg)
         free(d->jobs[i].name);
         d->jobs[i] = d->jobs[--d->njobs];
     }
-    pthread_mutex_unlock(&d->jobs_mu);
+    ej__mutex_unlock(&d->jobs_mu);
     int rc = EJ_ENOTFOUND;
     if (old != NULL) {
         EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: starting again (it was shut down)",

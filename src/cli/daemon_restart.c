@@ -7,12 +7,13 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "common/check.h"
 #include "cli/daemon_restart.h"
 #include "ejob/console.h"
 #include "ejob/error.h"
 #include "ejob/log.h"
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static ej__mutex mu = EJ__MUTEX_INITIALIZER;
 static ej_registry *registry; /* under mu */
 static int efd = -1;          /* under mu */
 static char **asked;          /* job names, NULL terminated; under mu */
@@ -29,18 +30,18 @@ int ejd_restart_init(ej_registry *reg)
     int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (fd < 0)
         return -errno;
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     registry = reg;
     efd = fd;
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     return 0;
 }
 
 int ejd_restart_fd(void)
 {
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     int fd = efd;
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     return fd;
 }
 
@@ -54,17 +55,17 @@ void ejd_restart_ack(void)
 
 char **ejd_restart_take(void)
 {
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     char **names = asked;
     asked = NULL;
     nasked = 0;
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     return names;
 }
 
 void ejd_restart_fini(void)
 {
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     if (efd >= 0)
         close(efd);
     efd = -1;
@@ -72,13 +73,13 @@ void ejd_restart_fini(void)
     ej_registry_free_names(asked);
     asked = NULL;
     nasked = 0;
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
 }
 
 /* Queue job for a restart and wake the main loop (once per job). */
 static void ask(const char *job)
 {
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     bool queued = false;
     for (size_t i = 0; i < nasked && !queued; i++)
         queued = strcmp(asked[i], job) == 0;
@@ -95,7 +96,7 @@ static void ask(const char *job)
     } else if (!queued && efd >= 0) {
         EJ_LOG(EJ_LOG_ERROR, "daemon", EJ_ENOMEM, "job %s: restart request dropped", job);
     }
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
 }
 
 static void watch_free(struct marker_watch *w)
@@ -140,9 +141,9 @@ static void on_marker(ej_registry *reg, ej_reg_watch_event event, const char *pa
 void ejd_restart_on_stopped(ej_job *job, bool by_operator, void *user)
 {
     (void)user;
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     ej_registry *reg = registry;
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     if (!by_operator || reg == NULL)
         return;
     struct marker_watch *w = calloc(1, sizeof *w);

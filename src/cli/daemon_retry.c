@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "ejob/config.h"
 #include "ejob/error.h"
@@ -22,7 +23,7 @@ struct pending {
     char why[256];
 };
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static ej__mutex mu = EJ__MUTEX_INITIALIZER;
 static pthread_cond_t cv;      /* the list changed, or stop */
 static pthread_cond_t idle_cv; /* an attempt ended */
 static bool cv_ready, thread_on, paused, stopping;
@@ -57,6 +58,7 @@ static int64_t backoff_ms(int attempts)
 
 static void free_all_locked(void)
 {
+    EJ_ASSERT_HELD(&mu);
     for (size_t i = 0; i < count; i++)
         ej_job_config_fini(&list[i].cfg);
     count = 0;
@@ -65,7 +67,7 @@ static void free_all_locked(void)
 static void *retry_main(void *unused)
 {
     (void)unused;
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     while (!stopping) {
         size_t next = count;
         for (size_t i = 0; i < count; i++)
@@ -75,29 +77,30 @@ static void *retry_main(void *unused)
         if (paused || next == count || list[next].at > now) {
             int64_t wait = paused || next == count ? 1000 : list[next].at - now;
             struct timespec ts = ej__mono_timespec_in(wait);
-            pthread_cond_timedwait(&cv, &mu, &ts);
+            ej__mutex_timedwait(&mu, &cv, &ts);
             continue;
         }
         struct pending p = list[next];
         list[next] = list[--count];
         snprintf(inflight, sizeof inflight, "%s", p.cfg.job_name);
         inflight_attempts = p.attempts;
-        pthread_mutex_unlock(&mu);
+        ej__mutex_unlock(&mu);
         EJ_LOG(EJ_LOG_INFO, "daemon", 0, "job %s: starting again (attempt %d)", p.cfg.job_name,
                p.attempts + 1);
         start_fn(start_arg, &p.cfg); /* logs, and queues it again on a transient error */
         ej_job_config_fini(&p.cfg);
-        pthread_mutex_lock(&mu);
+        ej__mutex_lock(&mu);
         inflight[0] = '\0';
         pthread_cond_broadcast(&idle_cv);
     }
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     return NULL;
 }
 
 /* Under mu. */
 static void ensure_thread_locked(void)
 {
+    EJ_ASSERT_HELD(&mu);
     if (!cv_ready) {
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
@@ -118,26 +121,26 @@ static void ensure_thread_locked(void)
 
 void ejd_retry_init(ejd_retry_start_fn start, void *arg)
 {
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     start_fn = start;
     start_arg = arg;
     stopping = false;
     paused = false;
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
 }
 
 void ejd_retry_add(const struct ej_job_config *cfg, int rc, const char *why)
 {
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     if (stopping || start_fn == NULL) {
-        pthread_mutex_unlock(&mu);
+        ej__mutex_unlock(&mu);
         return;
     }
     if (count == cap) {
         size_t ncap = cap ? cap * 2 : 8;
         struct pending *n = realloc(list, ncap * sizeof *n);
         if (n == NULL) {
-            pthread_mutex_unlock(&mu);
+            ej__mutex_unlock(&mu);
             EJ_LOG(EJ_LOG_ERROR, "daemon", EJ_ENOMEM, "job %s: cannot queue another start",
                    cfg->job_name);
             return;
@@ -149,7 +152,7 @@ void ejd_retry_add(const struct ej_job_config *cfg, int rc, const char *why)
     memset(p, 0, sizeof *p);
     if (ej_job_config_copy(&p->cfg, cfg) != 0) {
         ej_job_config_fini(&p->cfg);
-        pthread_mutex_unlock(&mu);
+        ej__mutex_unlock(&mu);
         EJ_LOG(EJ_LOG_ERROR, "daemon", EJ_ENOMEM, "job %s: cannot queue another start",
                cfg->job_name);
         return;
@@ -162,53 +165,53 @@ void ejd_retry_add(const struct ej_job_config *cfg, int rc, const char *why)
     ensure_thread_locked();
     pthread_cond_broadcast(&cv);
     int attempts = p->attempts;
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     EJ_LOG(EJ_LOG_WARN, "daemon", rc, "job %s: not started (attempt %d); trying again in %lld ms",
            cfg->job_name, attempts, (long long)delay);
 }
 
 void ejd_retry_clear(void)
 {
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     while (inflight[0] != '\0' && cv_ready)
-        pthread_cond_wait(&idle_cv, &mu);
+        ej__mutex_wait(&mu, &idle_cv);
     free_all_locked();
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
 }
 
 void ejd_retry_pause(void)
 {
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     paused = true;
     if (cv_ready)
         pthread_cond_broadcast(&cv);
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
 }
 
 void ejd_retry_stop(void)
 {
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     stopping = true;
     bool join = thread_on;
     thread_on = false;
     if (cv_ready)
         pthread_cond_broadcast(&cv);
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     if (join)
         pthread_join(thread, NULL);
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     free_all_locked();
     free(list);
     list = NULL;
     cap = 0;
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
 }
 
 size_t ejd_retry_pending(void)
 {
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     size_t n = count + (inflight[0] != '\0');
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     return n;
 }
 
@@ -217,7 +220,7 @@ size_t ejd_retry_describe(char *buf, size_t len)
     size_t off = 0, n = 0;
     if (len > 0)
         buf[0] = '\0';
-    pthread_mutex_lock(&mu);
+    ej__mutex_lock(&mu);
     int64_t now = ej__mono_ms();
     if (inflight[0] != '\0' && off < len) {
         int w = snprintf(buf + off, len - off, "job %s (attempt %d going on)", inflight,
@@ -232,6 +235,6 @@ size_t ejd_retry_describe(char *buf, size_t len)
                          list[i].why);
         off += w > 0 ? (size_t)w : 0;
     }
-    pthread_mutex_unlock(&mu);
+    ej__mutex_unlock(&mu);
     return n;
 }

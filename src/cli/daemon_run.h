@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/check.h"
 #include "config/daemon_file.h"
 #include "ejob/config.h"
 #include "ejob/registry.h"
@@ -26,7 +27,7 @@ struct daemon {
     const char *file;
     /* jobs/njobs/cap: changed by the reload thread while it applies a
      * reload, read by the main loop to pause every job on SIGTERM. */
-    pthread_mutex_t jobs_mu;
+    ej__mutex jobs_mu;
     atomic_bool stopping;     /* SIGTERM/SIGINT seen: a reload stops where it is */
     const char *metrics_flag; /* --metrics-listen, or NULL */
     char *metrics_now;        /* the endpoint's address, or NULL when off; owned */

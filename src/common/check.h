@@ -46,6 +46,12 @@ typedef struct ej__mutex {
     _Atomic uint64_t holder; /* ej__thread_id of the holder, 0 when free */
 } ej__mutex;
 
+/* A static ej__mutex: static ej__mutex mu = EJ__MUTEX_INITIALIZER; */
+#define EJ__MUTEX_INITIALIZER                                                                      \
+    {                                                                                              \
+        .m = PTHREAD_MUTEX_INITIALIZER, .holder = 0                                                \
+    }
+
 void ej__mutex_init(ej__mutex *mu);
 /* The same with attributes (a mutex type, e.g. PTHREAD_MUTEX_ADAPTIVE_NP). */
 void ej__mutex_init_attr(ej__mutex *mu, const pthread_mutexattr_t *attr);

@@ -9,13 +9,14 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "common/check.h"
 #include "ejob/error.h"
 #include "ejob/log.h"
 #include "common/util.h"
 
 static atomic_int log_level = -1; /* -1: not yet read from the environment */
 static atomic_int log_format = EJ_LOG_TEXT;
-static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
+static ej__mutex sink_lock = EJ__MUTEX_INITIALIZER;
 static ej_log_sink sink_fn;
 static void *sink_user;
 
@@ -91,10 +92,10 @@ void ej_log_set_format(ej_log_format format)
 
 void ej_log_set_sink(ej_log_sink sink, void *user)
 {
-    pthread_mutex_lock(&sink_lock);
+    ej__mutex_lock(&sink_lock);
     sink_fn = sink;
     sink_user = user;
-    pthread_mutex_unlock(&sink_lock);
+    ej__mutex_unlock(&sink_lock);
 }
 
 size_t ej__log_escape_text(char *out, size_t outlen, const char *msg)
@@ -145,6 +146,7 @@ static void write_journal(ej_log_level level, const char *module, int err, const
  * an escape sequence. JSON escapes them by its own rules. */
 static void write_stderr(ej_log_level level, const char *module, int err, const char *raw)
 {
+    EJ_ASSERT_HELD(&sink_lock);
     static char escaped[4 * LOG_MSG_MAX + 1]; /* sink_lock held */
     const char *msg = raw;
     if (atomic_load(&log_format) == EJ_LOG_TEXT) {
@@ -199,12 +201,12 @@ void ej_log_write(ej_log_level level, const char *module, int err, const char *f
     if (module == NULL)
         module = "ejob";
 
-    pthread_mutex_lock(&sink_lock);
+    ej__mutex_lock(&sink_lock);
     ej_log_sink fn = sink_fn;
     void *user = sink_user;
     if (fn == NULL)
         write_stderr(level, module, err, buf);
-    pthread_mutex_unlock(&sink_lock);
+    ej__mutex_unlock(&sink_lock);
     if (fn != NULL)
         fn(level, module, err, buf, user);
 }

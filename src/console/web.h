@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "common/check.h"
 #include "ejob/console.h"
 #include "ejob/trace.h"
 
@@ -61,7 +62,7 @@ struct ej__console_backend {
     unsigned list_etag_next;
     /* The jobs as last loaded, while the tree cache's generation is
      * list_gen: a list that only has to show times anew reuses them. */
-    pthread_mutex_t list_mu;
+    ej__mutex list_mu;
     bool list_mu_ready;
     bool list_loaded;
     uint64_t list_gen;
@@ -74,7 +75,7 @@ struct ej__console_history {
     bool configured;
     struct ej_trace_target target; /* url points into settings.history_store */
     char *password;                /* from the password file, or NULL */
-    pthread_mutex_t mu;            /* a reader serves one query at a time */
+    ej__mutex mu;                  /* a reader serves one query at a time */
     ej_trace_reader *reader;       /* opened on first use, again after an error */
 };
 
@@ -86,7 +87,7 @@ struct ej_console_web {
     int port;
     bool tls;
     char *tls_cert, *tls_key; /* PEM contents */
-    pthread_mutex_t mu;       /* sessions and the audit log */
+    ej__mutex mu;             /* sessions and the audit log */
     struct ej__console_session sessions[EJ__CONSOLE_MAX_SESSIONS];
     char no_auth_csrf[EJ__CONSOLE_TOKEN_HEX + 1];
     FILE *audit;
@@ -94,7 +95,7 @@ struct ej_console_web {
     char listen_host[64]; /* the host of settings.listen, for Host checks */
     struct ej__console_throttle throttle[EJ__CONSOLE_THROTTLE_SLOTS]; /* under mu */
     uint64_t logins_throttled, logins_failed, hosts_refused;          /* under mu */
-    pthread_mutex_t tokens_mu; /* the tokens file, read again when it changes */
+    ej__mutex tokens_mu; /* the tokens file, read again when it changes */
     struct ej__console_tokens *tokens;
 };
 
@@ -219,6 +220,11 @@ ej_trace_reader *ej__console_history_reader_locked(struct ej__console_request *r
 void ej__console_history_failed_locked(struct ej__console_request *req, int rc);
 /* A URL query argument, NULL when absent or empty. */
 const char *ej__console_query_arg(const struct ej__console_request *req, const char *name);
+/* A history cursor "START_MS:ID" (a reply's older / newer): START_MS a
+ * decimal in 0..EJ_CONSOLE_CURSOR_MS_MAX, ID 1..36 letters, digits and '-'. True
+ * with *ms and *id (pointing into text); false otherwise. Pure. */
+#define EJ_CONSOLE_CURSOR_MS_MAX 253402300799999LL /* 9999-12-31T23:59:59.999Z */
+bool ej__console_parse_cursor(const char *text, int64_t *ms, const char **id);
 /* s as a decimal in min..max into *out; false otherwise. */
 bool ej__console_parse_long(const char *s, long min, long max, long *out);
 /* since / until from the URL (a duration back from now or a local time;

@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <stdio.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "console/internal.h"
 #include "console/web.h"
@@ -166,6 +167,7 @@ json_t *ej__console_roles_json(const ej_console_web *web, const struct ej__conso
 /* With web->mu held: the slot for a new session of user. */
 static size_t session_slot_locked(ej_console_web *web, const char *user, int64_t now, bool *found)
 {
+    EJ_ASSERT_HELD(&web->mu);
     size_t free_slot = EJ__CONSOLE_MAX_SESSIONS, oldest = EJ__CONSOLE_MAX_SESSIONS;
     unsigned mine = 0;
     for (size_t i = 0; i < EJ__CONSOLE_MAX_SESSIONS; i++) {
@@ -203,12 +205,12 @@ int ej__console_session_new(ej_console_web *web, const char *user, struct ej__co
     int64_t now = ej__mono_ms();
     s.created_ms = now;
     s.expires_ms = now + (int64_t)web->settings.session_ttl_seconds * 1000;
-    pthread_mutex_lock(&web->mu);
+    ej__mutex_lock(&web->mu);
     bool found;
     size_t slot = session_slot_locked(web, user, now, &found);
     if (found)
         web->sessions[slot] = s;
-    pthread_mutex_unlock(&web->mu);
+    ej__mutex_unlock(&web->mu);
     if (!found)
         return EJ_EBUSY;
     *out = s;
@@ -221,7 +223,7 @@ bool ej__console_session_find(ej_console_web *web, const char *token,
         return false;
     bool found = false;
     int64_t now = ej__mono_ms();
-    pthread_mutex_lock(&web->mu);
+    ej__mutex_lock(&web->mu);
     for (size_t i = 0; i < EJ__CONSOLE_MAX_SESSIONS && !found; i++) {
         struct ej__console_session *s = &web->sessions[i];
         if (s->token[0] == '\0' || !ej__console_token_equal(s->token, token))
@@ -234,7 +236,7 @@ bool ej__console_session_find(ej_console_web *web, const char *token,
         *out = *s;
         found = true;
     }
-    pthread_mutex_unlock(&web->mu);
+    ej__mutex_unlock(&web->mu);
     return found;
 }
 
@@ -242,10 +244,10 @@ void ej__console_session_end(ej_console_web *web, const char *token)
 {
     if (token == NULL)
         return;
-    pthread_mutex_lock(&web->mu);
+    ej__mutex_lock(&web->mu);
     for (size_t i = 0; i < EJ__CONSOLE_MAX_SESSIONS; i++)
         if (web->sessions[i].token[0] != '\0' &&
             ej__console_token_equal(web->sessions[i].token, token))
             memset(&web->sessions[i], 0, sizeof(web->sessions[i]));
-    pthread_mutex_unlock(&web->mu);
+    ej__mutex_unlock(&web->mu);
 }

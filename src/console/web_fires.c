@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "console/internal.h"
 #include "console/web.h"
@@ -52,6 +53,7 @@ static bool parse_fires_query(struct ej__console_request *req, const char *job,
 static void fires_locked(struct ej__console_request *req, ej_trace_reader *r,
                          const struct ej_trace_fire_query *q, bool gaps)
 {
+    EJ_ASSERT_HELD(&req->web->history.mu);
     struct ej_trace_fire_list l;
     int rc = ej_trace_query_fires(r, q, &l);
     if (rc == EJ_ENOTFOUND) {
@@ -83,9 +85,9 @@ void ej__console_api_fires(struct ej__console_request *req, const char *job)
     if (!parse_fires_query(req, job, &q, &gaps))
         return;
     struct ej__console_history *h = &req->web->history;
-    pthread_mutex_lock(&h->mu);
+    ej__mutex_lock(&h->mu);
     ej_trace_reader *r = ej__console_history_reader_locked(req);
     if (r != NULL)
         fires_locked(req, r, &q, gaps);
-    pthread_mutex_unlock(&h->mu);
+    ej__mutex_unlock(&h->mu);
 }

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "console/web.h"
 #include "ejob/error.h"
@@ -95,6 +96,7 @@ bool ej__console_origin_allowed(const ej_console_web *web, const char *origin)
 static struct ej__console_throttle *throttle_slot_locked(ej_console_web *web, const char *key,
                                                          int64_t now)
 {
+    EJ_ASSERT_HELD(&web->mu);
     struct ej__console_throttle *lru = &web->throttle[0];
     for (size_t i = 0; i < EJ__CONSOLE_THROTTLE_SLOTS; i++) {
         struct ej__console_throttle *t = &web->throttle[i];
@@ -130,7 +132,7 @@ unsigned ej__console_login_wait(ej_console_web *web, const char *remote, const c
     snprintf(ka, sizeof ka, "a:%s", remote);
     snprintf(ku, sizeof ku, "u:%s", user != NULL ? user : "");
     int64_t now = ej__mono_ms();
-    pthread_mutex_lock(&web->mu);
+    ej__mutex_lock(&web->mu);
     struct ej__console_throttle *a = throttle_slot_locked(web, ka, now);
     struct ej__console_throttle *u = throttle_slot_locked(web, ku, now);
     int64_t wa = wait_ms(a, FREE_FAILURES_ADDRESS, now);
@@ -145,7 +147,7 @@ unsigned ej__console_login_wait(ej_console_web *web, const char *remote, const c
         u->failures++;
         a->last_ms = u->last_ms = now;
     }
-    pthread_mutex_unlock(&web->mu);
+    ej__mutex_unlock(&web->mu);
     return w > 0 ? (unsigned)((w + 999) / 1000) : 0;
 }
 
@@ -155,14 +157,14 @@ void ej__console_login_result(ej_console_web *web, const char *remote, const cha
     snprintf(ka, sizeof ka, "a:%s", remote);
     snprintf(ku, sizeof ku, "u:%s", user != NULL ? user : "");
     int64_t now = ej__mono_ms();
-    pthread_mutex_lock(&web->mu);
+    ej__mutex_lock(&web->mu);
     if (ok) {
         throttle_slot_locked(web, ka, now)->failures = 0;
         throttle_slot_locked(web, ku, now)->failures = 0;
     } else {
         web->logins_failed++;
     }
-    pthread_mutex_unlock(&web->mu);
+    ej__mutex_unlock(&web->mu);
 }
 
 /* A JSON string of any bytes: those that are not UTF-8 become '?'. */
@@ -248,11 +250,11 @@ void ej__console_audit(ej_console_web *web, const struct ej__console_request *re
     /* Invalid UTF-8 in a name is escaped as \u00XX rather than dropped. */
     char *text = json_dumps(line, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(line);
-    pthread_mutex_lock(&web->mu);
+    ej__mutex_lock(&web->mu);
     FILE *out = web->audit != NULL ? web->audit : stderr;
     if (text != NULL)
         fprintf(out, "%s\n", text);
     fflush(out);
-    pthread_mutex_unlock(&web->mu);
+    ej__mutex_unlock(&web->mu);
     free(text);
 }

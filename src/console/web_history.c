@@ -16,10 +16,13 @@
  * history. The reader is opened on first use (the daemons may not have
  * written the file yet when the console starts) and again after an error.
  */
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "console/internal.h"
 #include "console/web.h"
 #include "ejob/error.h"
@@ -59,11 +62,12 @@ void ej__console_history_fini(ej_console_web *web)
         free(h->password);
         h->password = NULL;
     }
-    pthread_mutex_destroy(&h->mu);
+    ej__mutex_destroy(&h->mu);
 }
 
 ej_trace_reader *ej__console_history_reader_locked(struct ej__console_request *req)
 {
+    EJ_ASSERT_HELD(&req->web->history.mu);
     struct ej__console_history *h = &req->web->history;
     if (h->reader != NULL)
         return h->reader;
@@ -87,6 +91,7 @@ ej_trace_reader *ej__console_history_reader_locked(struct ej__console_request *r
 
 void ej__console_history_failed_locked(struct ej__console_request *req, int rc)
 {
+    EJ_ASSERT_HELD(&req->web->history.mu);
     struct ej__console_history *h = &req->web->history;
     if (rc == EJ_ENOTFOUND) {
         ej__console_reply_error(req, MHD_HTTP_NOT_FOUND, "%s", ej_trace_reader_errmsg(h->reader));
@@ -153,6 +158,27 @@ bool ej__console_parse_arg_long(struct ej__console_request *req, const char *nam
     return false;
 }
 
+bool ej__console_parse_cursor(const char *text, int64_t *ms, const char **id)
+{
+    if (text == NULL || text[0] < '0' || text[0] > '9')
+        return false;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno != 0 || *end != ':' || v > EJ_CONSOLE_CURSOR_MS_MAX)
+        return false;
+    const char *p = end + 1;
+    size_t n = strlen(p);
+    if (n == 0 || n >= EJ_EVENT_ID_LEN)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)p[i]) && p[i] != '-')
+            return false;
+    *ms = v;
+    *id = p;
+    return true;
+}
+
 /* before= / after=: "START_MS:ID" as a reply's older / newer gave it. */
 static bool parse_cursor(struct ej__console_request *req, struct ej_trace_query *q)
 {
@@ -161,13 +187,13 @@ static bool parse_cursor(struct ej__console_request *req, struct ej_trace_query 
     const char *c = before != NULL ? before : after;
     if (c == NULL)
         return true;
-    char *end = NULL;
-    long long ms = strtoll(c, &end, 10);
     if (before != NULL && after != NULL) {
         ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST, "give before or after, not both");
         return false;
     }
-    if (end == c || *end != ':' || end[1] == '\0' || strlen(end + 1) >= EJ_EVENT_ID_LEN) {
+    int64_t ms = 0;
+    const char *id = NULL;
+    if (!ej__console_parse_cursor(c, &ms, &id)) {
         ej__console_reply_error(req, MHD_HTTP_BAD_REQUEST,
                                 "%s: \"%s\" is not a cursor (START_MS:ID from older or newer)",
                                 before != NULL ? "before" : "after", c);
@@ -175,7 +201,7 @@ static bool parse_cursor(struct ej__console_request *req, struct ej_trace_query 
     }
     q->page = before != NULL ? -1 : 1;
     q->cursor_ms = ms;
-    q->cursor_id = end + 1;
+    q->cursor_id = id;
     return true;
 }
 
@@ -244,6 +270,7 @@ static json_t *instance_live(ej_console *con, const struct ej_trace_execution *e
 static void list_locked(struct ej__console_request *req, ej_console *con, ej_trace_reader *r,
                         struct ej_trace_query *q)
 {
+    EJ_ASSERT_HELD(&req->web->history.mu);
     /* One row more than asked tells whether a page lies beyond. */
     size_t want = q->limit;
     q->limit = want + 1;
@@ -275,6 +302,7 @@ static void list_locked(struct ej__console_request *req, ej_console *con, ej_tra
 
 static void show_locked(struct ej__console_request *req, ej_trace_reader *r, const char *id)
 {
+    EJ_ASSERT_HELD(&req->web->history.mu);
     struct ej_trace_execution_detail d;
     int rc = ej_trace_get_execution(r, id, &d);
     if (rc != 0)
@@ -292,7 +320,7 @@ bool ej__console_last_fire(ej_console_web *web, const char *job, int64_t *ms)
     struct ej_trace_fire_query q = {.job_name = job, .item = -1, .limit = 1};
     struct ej_trace_fire_list l = {0};
     char err[256];
-    pthread_mutex_lock(&h->mu);
+    ej__mutex_lock(&h->mu);
     int rc = h->reader != NULL ? 0 : ej_trace_reader_open(&h->target, &h->reader, err, sizeof err);
     if (rc == 0)
         rc = ej_trace_query_fires(h->reader, &q, &l);
@@ -300,7 +328,7 @@ bool ej__console_last_fire(ej_console_web *web, const char *job, int64_t *ms)
         ej_trace_reader_close(h->reader);
         h->reader = NULL;
     }
-    pthread_mutex_unlock(&h->mu);
+    ej__mutex_unlock(&h->mu);
     bool found = rc == 0 && l.count > 0;
     if (found)
         *ms = l.rows[0].fire_time_ms;
@@ -343,13 +371,13 @@ void ej__console_api_history(struct ej__console_request *req, ej_console *con, c
     struct ej_trace_query q;
     if (id == NULL && !parse_query(req, job, &q))
         return;
-    pthread_mutex_lock(&h->mu);
+    ej__mutex_lock(&h->mu);
     ej_trace_reader *r = ej__console_history_reader_locked(req);
     if (r != NULL && id != NULL)
         show_locked(req, r, id);
     else if (r != NULL)
         list_locked(req, liveness_registry(req, con), r, &q);
-    pthread_mutex_unlock(&h->mu);
+    ej__mutex_unlock(&h->mu);
 }
 
 /* The offsets of a live reader: out and err, bytes already shown. */
@@ -372,7 +400,7 @@ void ej__console_api_history_output(struct ej__console_request *req, const char 
     int64_t out_from, err_from;
     if (!parse_offsets(req, &out_from, &err_from))
         return;
-    pthread_mutex_lock(&h->mu);
+    ej__mutex_lock(&h->mu);
     ej_trace_reader *r = ej__console_history_reader_locked(req);
     struct ej_trace_output o;
     int rc = r != NULL ? ej_trace_read_output(r, id, out_from, err_from, &o) : 0;
@@ -383,5 +411,5 @@ void ej__console_api_history_output(struct ej__console_request *req, const char 
         req->reply = ej__trace_output_json(id, &o);
         ej_trace_output_fini(&o);
     }
-    pthread_mutex_unlock(&h->mu);
+    ej__mutex_unlock(&h->mu);
 }

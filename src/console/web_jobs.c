@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "console/internal.h"
 #include "console/web.h"
@@ -241,7 +242,7 @@ static json_t *page_body(struct ej__console_request *req, ej_console *con,
 static json_t *list_body(struct ej__console_request *req, struct ej__console_backend *b,
                          const struct list_query *q, int64_t *valid_until)
 {
-    pthread_mutex_lock(&b->list_mu);
+    ej__mutex_lock(&b->list_mu);
     uint64_t gen = ej_console_generation(b->con);
     int rc = 0;
     if (!b->list_loaded || b->list_gen != gen) {
@@ -255,7 +256,7 @@ static json_t *list_body(struct ej__console_request *req, struct ej__console_bac
     json_t *body = NULL;
     if (rc == 0)
         body = page_body(req, b->con, q, b->list_jobs, b->list_count, valid_until);
-    pthread_mutex_unlock(&b->list_mu);
+    ej__mutex_unlock(&b->list_mu);
     if (rc != 0)
         ej__console_reply_error(req, MHD_HTTP_BAD_GATEWAY, "cannot read the jobs: %s",
                                 ej_strerror(rc));
@@ -297,7 +298,7 @@ void ej__console_api_jobs(struct ej__console_request *req, ej_console *con)
     const char *inm =
         MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
     int64_t now = ej__now_ms();
-    pthread_mutex_lock(&req->web->mu);
+    ej__mutex_lock(&req->web->mu);
     for (size_t i = 0; inm != NULL && i < EJ__CONSOLE_LIST_ETAGS; i++) {
         const struct ej__console_list_etag *e = &b->list_etags[i];
         if (strcmp(e->key, key) == 0 && now < e->valid_until_ms && strcmp(e->etag, inm) == 0) {
@@ -305,7 +306,7 @@ void ej__console_api_jobs(struct ej__console_request *req, ej_console *con)
             req->status = MHD_HTTP_NOT_MODIFIED;
         }
     }
-    pthread_mutex_unlock(&req->web->mu);
+    ej__mutex_unlock(&req->web->mu);
     if (req->status == MHD_HTTP_NOT_MODIFIED)
         return;
     int64_t valid_until = 0;
@@ -313,7 +314,7 @@ void ej__console_api_jobs(struct ej__console_request *req, ej_console *con)
     if (body == NULL)
         return;
     etag_of(body, req->etag);
-    pthread_mutex_lock(&req->web->mu);
+    ej__mutex_lock(&req->web->mu);
     struct ej__console_list_etag *e = &b->list_etags[b->list_etag_next++ % EJ__CONSOLE_LIST_ETAGS];
     for (size_t i = 0; i < EJ__CONSOLE_LIST_ETAGS; i++)
         if (strcmp(b->list_etags[i].key, key) == 0)
@@ -321,7 +322,7 @@ void ej__console_api_jobs(struct ej__console_request *req, ej_console *con)
     snprintf(e->key, sizeof e->key, "%s", key);
     snprintf(e->etag, sizeof e->etag, "%s", req->etag);
     e->valid_until_ms = valid_until;
-    pthread_mutex_unlock(&req->web->mu);
+    ej__mutex_unlock(&req->web->mu);
     if (inm != NULL && strcmp(inm, req->etag) == 0) {
         json_decref(body);
         req->status = MHD_HTTP_NOT_MODIFIED;

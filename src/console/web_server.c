@@ -18,6 +18,7 @@
 
 #include <microhttpd.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "console/internal.h"
 #include "console/web.h"
@@ -261,11 +262,11 @@ static bool parse_body(struct ej__console_request *req, struct upload *up)
 static void status(struct ej__console_request *req)
 {
     ej_console_web *web = req->web;
-    pthread_mutex_lock(&web->mu);
+    ej__mutex_lock(&web->mu);
     json_t *o = json_pack("{s:I,s:I,s:I}", "loginsFailed", (json_int_t)web->logins_failed,
                           "loginsThrottled", (json_int_t)web->logins_throttled, "hostsRefused",
                           (json_int_t)web->hosts_refused);
-    pthread_mutex_unlock(&web->mu);
+    ej__mutex_unlock(&web->mu);
     req->status = MHD_HTTP_OK;
     req->reply = o;
 }
@@ -340,9 +341,9 @@ static void handle_api(struct ej__console_request *req, struct MHD_Connection *c
 
 static enum MHD_Result refuse_host(struct MHD_Connection *c, ej_console_web *web)
 {
-    pthread_mutex_lock(&web->mu);
+    ej__mutex_lock(&web->mu);
     web->hosts_refused++;
-    pthread_mutex_unlock(&web->mu);
+    ej__mutex_unlock(&web->mu);
     struct reply_headers h = {0};
     /* 421: this server does not answer for that name (DNS rebinding). */
     return send_error(c, web, 421, "this console does not answer for that Host name", &h);

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "console/internal.h"
 #include "console/web.h"
@@ -90,7 +91,8 @@ static int connect_backends(ej_console_web *web, char *err, size_t errlen)
     for (size_t i = 0; i < s->registry_count; i++) {
         struct ej__console_backend *b = &web->backends[web->backend_count++];
         b->def = &s->registries[i];
-        b->list_mu_ready = pthread_mutex_init(&b->list_mu, NULL) == 0;
+        ej__mutex_init(&b->list_mu);
+        b->list_mu_ready = true;
         struct ej_registry_opts opts = {
             .servers = b->def->servers,
             .namespace_ = b->def->namespace_,
@@ -206,9 +208,9 @@ int ej_console_web_start(const struct ej_console_settings *settings, ej_console_
     ej_console_web *web = calloc(1, sizeof(*web));
     if (web == NULL)
         return EJ_ENOMEM;
-    pthread_mutex_init(&web->mu, NULL);
-    pthread_mutex_init(&web->history.mu, NULL);
-    pthread_mutex_init(&web->tokens_mu, NULL);
+    ej__mutex_init(&web->mu);
+    ej__mutex_init(&web->history.mu);
+    ej__mutex_init(&web->tokens_mu);
     rc = copy_settings(&web->settings, settings);
     if (rc == 0 && web->settings.no_auth)
         rc = ej__console_random_hex(web->no_auth_csrf, EJ__CONSOLE_TOKEN_HEX);
@@ -247,7 +249,7 @@ void ej_console_web_stop(ej_console_web *web)
         struct ej__console_backend *b = &web->backends[i];
         ej_console_jobs_free(b->list_jobs, b->list_count);
         if (b->list_mu_ready)
-            pthread_mutex_destroy(&b->list_mu);
+            ej__mutex_destroy(&b->list_mu);
         ej_console_destroy(b->con);
         ej_registry_destroy(b->reg);
     }
@@ -261,8 +263,8 @@ void ej_console_web_stop(ej_console_web *web)
         free(web->tls_key);
     }
     ej_console_settings_fini(&web->settings);
-    pthread_mutex_destroy(&web->mu);
-    pthread_mutex_destroy(&web->tokens_mu);
+    ej__mutex_destroy(&web->mu);
+    ej__mutex_destroy(&web->tokens_mu);
     ej__console_tokens_free(web->tokens);
     explicit_bzero(web->sessions, sizeof(web->sessions));
     free(web);

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/check.h"
 #include "common/util.h"
 #include "console/internal.h"
 #include "console/web.h"
@@ -280,6 +281,7 @@ int ej_console_token_list(const char *file, FILE *out, char *err, size_t errlen)
 /* With tokens_mu held: the file as it is now. */
 static json_t *current_doc_locked(ej_console_web *web)
 {
+    EJ_ASSERT_HELD(&web->tokens_mu);
     const char *file = web->settings.tokens_file;
     struct stat st;
     if (stat(file, &st) != 0)
@@ -359,7 +361,7 @@ bool ej__console_token_auth(ej_console_web *web, const char *token,
     const char *secret = token + strlen(PREFIX) + ID_HEX + 1;
     int64_t now = (int64_t)time(NULL);
     bool ok = false, write_use = false;
-    pthread_mutex_lock(&web->tokens_mu);
+    ej__mutex_lock(&web->tokens_mu);
     json_t *doc = current_doc_locked(web);
     json_t *t = doc != NULL ? find_token(doc, "id", id) : NULL;
     json_t *exp = t != NULL ? json_object_get(t, "expires") : NULL;
@@ -375,7 +377,7 @@ bool ej__console_token_auth(ej_console_web *web, const char *token,
         json_t *used = json_object_get(t, "lastUsed");
         write_use = !json_is_integer(used) || now - json_integer_value(used) >= LAST_USE_EVERY_S;
     }
-    pthread_mutex_unlock(&web->tokens_mu);
+    ej__mutex_unlock(&web->tokens_mu);
     if (write_use)
         note_use(web, id, now);
     return ok;

@@ -38,7 +38,7 @@ struct crash {
     int64_t at_ms; /* epoch ms when the instance node was seen removed */
     int *items;    /* what it was running */
     size_t n;
-    int64_t close_zxid; /* pzxid of instances/ and of those sharding/{n}: the close */
+    int64_t close_zxid; /* the session's close (session_close_zxid): pzxid of those sharding/{n} */
 };
 
 struct taken {
@@ -85,12 +85,51 @@ static void crash_task(ej__coord *c, void *arg)
 }
 
 /*
+ * The zxid of the session's close transaction, or 0 when the session has
+ * not closed (its instance left cleanly: live is still there). An ejob instance holds ejob/sessions/{session}/live
+ * (membership.c), which nothing but the close deletes, in a container of
+ * its own: the container's children zxid is that close, whatever other
+ * sessions closed after it. Java instances, ejob instances older than the
+ * container, and a container the server already removed (a minute after
+ * it emptied) fall back on instances/: its children zxid is the close of
+ * the last session that closed, which is this one's only when no other
+ * closed since.
+ */
+static int session_close_zxid(ej__coord *c, int64_t session, int64_t *close_zxid)
+{
+    *close_zxid = 0;
+    ej_registry *reg = ej__coord_registry(c);
+    const char *job = ej__coord_job_name(c);
+    char hex[24];
+    snprintf(hex, sizeof hex, "%" PRIx64, (uint64_t)session);
+    char *box = ej_layout_path_dup(job, EJ_LAYOUT_NODE_EJOB_SESSION, 0, hex);
+    struct ej_node_stat st;
+    bool ex = false;
+    int rc = box ? ej_registry_exists(reg, box, &ex, &st) : EJ_ENOMEM;
+    free(box);
+    if (rc != 0)
+        return rc;
+    if (ex && st.num_children > 0)
+        return 0; /* live is there: the session did not close */
+    if (ex && st.cversion >= 2) {
+        *close_zxid = st.pzxid; /* live was created, then closed with it */
+        return 0;
+    }
+    char *ip = ej_layout_path_dup(job, EJ_LAYOUT_NODE_INSTANCES, 0, NULL);
+    rc = ip ? ej_registry_exists(reg, ip, &ex, &st) : EJ_ENOMEM;
+    free(ip);
+    if (rc == 0 && ex)
+        *close_zxid = st.pzxid;
+    return rc;
+}
+
+/*
  * The items the session was running when it closed. Candidates are the
  * items whose running or failover node the view saw owned by the session.
- * Those nodes vanished in the session's close transaction, together with
- * its instance node, so the children zxid (pzxid) of sharding/{item} equals
- * that of instances/ -- unless the instance deleted them itself before
- * leaving cleanly, which leaves earlier zxids and nothing to fail over.
+ * Those nodes vanished in the session's close transaction, so the children
+ * zxid (pzxid) of sharding/{item} is that close's zxid -- unless the
+ * instance deleted them itself before leaving cleanly, which leaves earlier
+ * zxids and nothing to fail over.
  */
 static int crashed_items(ej__coord *c, int64_t session, int **out, size_t *nout,
                          int64_t *close_zxid)
@@ -105,12 +144,9 @@ static int crashed_items(ej__coord *c, int64_t session, int **out, size_t *nout,
     int rc = ej__view_items_of_session(ej__coord_view(c), session, INT64_MAX / 2, &cand, &n);
     if (rc != 0 || n == 0)
         return rc;
-    char *ip = ej_layout_path_dup(job, EJ_LAYOUT_NODE_INSTANCES, 0, NULL);
-    struct ej_node_stat ist;
-    bool ex = false;
-    rc = ip ? ej_registry_exists(reg, ip, &ex, &ist) : EJ_ENOMEM;
-    free(ip);
-    if (rc != 0 || !ex) {
+    int64_t closed_at = 0;
+    rc = session_close_zxid(c, session, &closed_at);
+    if (rc != 0 || closed_at == 0) {
         free(cand);
         return rc;
     }
@@ -119,7 +155,7 @@ static int crashed_items(ej__coord *c, int64_t session, int **out, size_t *nout,
         char *p = ej_layout_path_dup(job, EJ_LAYOUT_NODE_ITEM, cand[i], NULL);
         struct ej_node_stat st;
         bool e = false;
-        if (p && ej_registry_exists(reg, p, &e, &st) == 0 && e && st.pzxid == ist.pzxid)
+        if (p && ej_registry_exists(reg, p, &e, &st) == 0 && e && st.pzxid == closed_at)
             cand[k++] = cand[i];
         free(p);
     }
@@ -129,7 +165,7 @@ static int crashed_items(ej__coord *c, int64_t session, int **out, size_t *nout,
     }
     *out = cand;
     *nout = k;
-    *close_zxid = ist.pzxid;
+    *close_zxid = closed_at;
     return 0;
 }
 

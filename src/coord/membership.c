@@ -319,18 +319,33 @@ static void register_marker(ej__coord *c, int64_t sess)
 int ej__coord_register_instance(ej__coord *c)
 {
     int64_t sess = ej_registry_session_id(c->reg);
-    /* The instance node and the marker in one request (its parents exist
-     * unless the job is new to ejob); anything else goes the long way. */
+    char sess_hex[24];
+    snprintf(sess_hex, sizeof sess_hex, "%" PRIx64, (uint64_t)sess);
+    /* The session's container, then the instance node, the marker and the
+     * session's live node in one request (their parents exist unless the
+     * job is new to ejob); anything else goes the long way. The container
+     * is created on its own: the C client cannot read the answer to a
+     * transaction that creates one (it aborts). */
     char *marker = ej_layout_marker_path_dup(c->job, c->me);
+    char *box = ej_layout_path_dup(c->job, EJ_LAYOUT_NODE_EJOB_SESSION, 0, sess_hex);
+    char *live = ej_layout_path_dup(c->job, EJ_LAYOUT_NODE_EJOB_SESSION_LIVE, 0, sess_hex);
     int rc = EJ_ENOMEM;
-    if (marker != NULL) {
-        struct ej_reg_op ops[2] = {
+    bool boxed = false;
+    if (marker != NULL && box != NULL && live != NULL) {
+        /* There already: this session started the job before and holds
+         * its live node from then (it is deleted only by the close). */
+        rc = ej_registry_create_node(c->reg, box, NULL, 0, EJ_REG_CONTAINER,
+                                     EJ_REG_CREATE_PARENTS, NULL);
+        boxed = rc == 0;
+        struct ej_reg_op ops[3] = {
             {.type = EJ_REG_OP_CREATE, .path = c->p_my_instance, .mode = EJ_REG_EPHEMERAL},
             {.type = EJ_REG_OP_CREATE, .path = marker, .mode = EJ_REG_EPHEMERAL},
+            {.type = EJ_REG_OP_CREATE, .path = live, .mode = EJ_REG_EPHEMERAL},
         };
-        rc = ej_registry_multi(c->reg, ops, 2, NULL);
+        rc = ej_registry_multi(c->reg, ops, boxed ? 3 : 2, NULL);
     }
     free(marker);
+    free(box);
     bool marked = rc == 0;
     if (rc != 0)
         rc = ej_registry_create_node(c->reg, c->p_my_instance, NULL, 0, EJ_REG_EPHEMERAL,
@@ -349,8 +364,12 @@ int ej__coord_register_instance(ej__coord *c)
                                          EJ_REG_CREATE_PARENTS, NULL);
         }
     }
-    if (rc == 0 && !marked)
+    if (rc == 0 && !marked) {
         register_marker(c, sess);
+        if (boxed && live != NULL)
+            ej_registry_create_node(c->reg, live, NULL, 0, EJ_REG_EPHEMERAL, 0, NULL);
+    }
+    free(live);
     if (rc == 0) {
         ej__coord_lock(c);
         c->reg_session = sess;

@@ -2,7 +2,7 @@
  * The coordinator's snapshot: what threads other than the state's writers
  * read (the fire's checks, the job API's getters), without the
  * coordinator's lock. Whoever changes the state publishes a new immutable
- * copy when it releases c->mu (ej__coord_unlock); readers take a reference
+ * copy when it releases c->mu (coord.c's unlock); readers take a reference
  * under snap_mu, which guards the pointer alone (never held while the
  * state is read or written), so a reader never waits for a writer's
  * ZooKeeper request or an election.

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/check.h"
 #include "cron/internal.h"
 #include "ejob/error.h"
 
@@ -904,7 +905,7 @@ typedef struct cache_entry {
     char key[];
 } cache_entry;
 
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static ej__mutex cache_lock = EJ__MUTEX_INITIALIZER;
 static cache_entry *cache_head;
 
 int ej_tz_load(const char *name, ej_tz **out)
@@ -914,11 +915,11 @@ int ej_tz_load(const char *name, ej_tz **out)
     const char *key = name == NULL ? "" : name;
     if (strlen(key) > TZ_NAME_MAX)
         return EJ_EINVAL;
-    pthread_mutex_lock(&cache_lock);
+    ej__mutex_lock(&cache_lock);
     for (cache_entry *e = cache_head; e != NULL; e = e->next) {
         if (strcmp(e->key, key) == 0) {
             *out = e->tz;
-            pthread_mutex_unlock(&cache_lock);
+            ej__mutex_unlock(&cache_lock);
             return 0;
         }
     }
@@ -938,7 +939,7 @@ int ej_tz_load(const char *name, ej_tz **out)
             *out = z;
         }
     }
-    pthread_mutex_unlock(&cache_lock);
+    ej__mutex_unlock(&cache_lock);
     return rc;
 }
 

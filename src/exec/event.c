@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "common/check.h"
 #include "common/bqueue.h"
 #include "common/util.h"
 #include "ejob/error.h"
@@ -24,7 +25,7 @@ struct sink {
 
 struct ej_event_bus {
     ej__bqueue *q; /* the events, and the thread that delivers them */
-    pthread_mutex_t mu;
+    ej__mutex mu;
     struct sink *sinks; /* under mu */
     size_t nsinks, sinks_cap;
     bool closing;       /* under mu: no new sinks */
@@ -275,7 +276,7 @@ static int64_t deliver_step(ej__bqueue *q, void *user)
     size_t n = ej__bqueue_peek(q, (void **)evs, 1);
     if (n == 0)
         return -1; /* until a post wakes it */
-    pthread_mutex_lock(&bus->mu);
+    ej__mutex_lock(&bus->mu);
     if (bus->snap_cap < bus->nsinks) {
         struct sink *s = realloc(bus->snap, bus->nsinks * sizeof *s);
         if (s) {
@@ -286,7 +287,7 @@ static int64_t deliver_step(ej__bqueue *q, void *user)
     size_t ns = bus->nsinks < bus->snap_cap ? bus->nsinks : bus->snap_cap;
     if (ns)
         memcpy(bus->snap, bus->sinks, ns * sizeof *bus->snap);
-    pthread_mutex_unlock(&bus->mu);
+    ej__mutex_unlock(&bus->mu);
     for (size_t k = 0; k < n; k++)
         for (size_t i = 0; i < ns; i++)
             bus->snap[i].fn(evs[k], bus->snap[i].user);
@@ -310,7 +311,7 @@ int ej_event_bus_create(const struct ej_event_bus_opts *opts, ej_event_bus **out
     bus->flush_ms = opts && opts->flush_timeout_ms > 0 ? opts->flush_timeout_ms : DEFAULT_FLUSH_MS;
     snprintf(bus->name, sizeof bus->name, "%s",
              opts && opts->name && opts->name[0] ? opts->name : "ej-events");
-    pthread_mutex_init(&bus->mu, NULL);
+    ej__mutex_init(&bus->mu);
     struct ej__bqueue_opts qo = {
         .capacity = opts && opts->capacity ? opts->capacity : DEFAULT_CAPACITY,
         .thread_name = bus->name,
@@ -323,7 +324,7 @@ int ej_event_bus_create(const struct ej_event_bus_opts *opts, ej_event_bus **out
     };
     int rc = ej__bqueue_create(&qo, &bus->q);
     if (rc != 0) {
-        pthread_mutex_destroy(&bus->mu);
+        ej__mutex_destroy(&bus->mu);
         free(bus);
         EJ_LOG(EJ_LOG_ERROR, MOD, rc, "cannot start the event bus thread");
         return rc;
@@ -337,7 +338,7 @@ int ej_event_bus_add_sink(ej_event_bus *bus, ej_event_sink_fn fn, void *user)
     if (bus == NULL || fn == NULL)
         return EJ_EINVAL;
     int rc = 0;
-    pthread_mutex_lock(&bus->mu);
+    ej__mutex_lock(&bus->mu);
     if (bus->closing) {
         rc = EJ_ECLOSED;
     } else {
@@ -354,7 +355,7 @@ int ej_event_bus_add_sink(ej_event_bus *bus, ej_event_sink_fn fn, void *user)
         bus->sinks[bus->nsinks++] = (struct sink){fn, user};
     }
 out:
-    pthread_mutex_unlock(&bus->mu);
+    ej__mutex_unlock(&bus->mu);
     return rc;
 }
 
@@ -436,9 +437,9 @@ void ej_event_bus_destroy(ej_event_bus *bus)
 {
     if (bus == NULL)
         return;
-    pthread_mutex_lock(&bus->mu);
+    ej__mutex_lock(&bus->mu);
     bus->closing = true;
-    pthread_mutex_unlock(&bus->mu);
+    ej__mutex_unlock(&bus->mu);
     /* Waits for a sink call in progress to return. */
     size_t left = ej__bqueue_close(bus->q, bus->flush_ms);
     if (left > 0)
@@ -451,7 +452,7 @@ void ej_event_bus_destroy(ej_event_bus *bus)
         EJ_LOG(EJ_LOG_WARN, MOD, 0, "event bus closed: %llu delivered, %llu dropped",
                (unsigned long long)qs.done, (unsigned long long)qs.dropped);
     ej__bqueue_destroy(bus->q);
-    pthread_mutex_destroy(&bus->mu);
+    ej__mutex_destroy(&bus->mu);
     free(bus->sinks);
     free(bus->snap);
     free(bus);

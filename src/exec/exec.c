@@ -168,17 +168,12 @@ int ej_execution_source_parse(const char *name, ej_execution_source *out)
     return EJ_EINVAL;
 }
 
-#define DEFAULT_EXCEPTION_HANDLER                                                                  \
-    "com.dangdang.ddframe.job.executor.handler.impl.DefaultJobExceptionHandler"
-#define DEFAULT_EXECUTOR_HANDLER                                                                   \
-    "com.dangdang.ddframe.job.executor.handler.impl.DefaultExecutorServiceHandler"
-
 int ej_error_handler_parse(const char *name, ej_error_handler_kind *out)
 {
     if (out == NULL)
         return EJ_EINVAL;
     if (name == NULL || name[0] == '\0' || strcasecmp(name, "LOG") == 0 ||
-        strcmp(name, DEFAULT_EXCEPTION_HANDLER) == 0) {
+        strcmp(name, EJ_CONFIG_DEFAULT_JOB_EXCEPTION_HANDLER) == 0) {
         *out = EJ_ERROR_HANDLER_LOG;
     } else if (strcasecmp(name, "IGNORE") == 0) {
         *out = EJ_ERROR_HANDLER_IGNORE;
@@ -210,7 +205,7 @@ int ej_executor_kind_parse(const char *name, ej_executor_kind *out)
     if (out == NULL)
         return EJ_EINVAL;
     if (name == NULL || name[0] == '\0' || strcasecmp(name, "CPU") == 0 ||
-        strcmp(name, DEFAULT_EXECUTOR_HANDLER) == 0) {
+        strcmp(name, EJ_CONFIG_DEFAULT_EXECUTOR_SERVICE_HANDLER) == 0) {
         *out = EJ_EXECUTOR_CPU;
     } else if (strcasecmp(name, "SINGLE_THREAD") == 0) {
         *out = EJ_EXECUTOR_SINGLE_THREAD;
@@ -277,56 +272,42 @@ int ej_job_def_validate(const struct ej_job_def *def, char *err, size_t errlen)
         if (def->dataflow.process == NULL)
             return config_err(err, errlen, "dataflow.process: no callback for a DATAFLOW job");
         break;
-    case EJ_JOB_TYPE_SCRIPT: {
-        if (def->script.command_line == NULL || def->script.command_line[0] == '\0')
-            return config_err(err, errlen, "script.command_line: empty");
-        char **argv = NULL;
-        char msg[256];
-        int rc = ej__exec_split_command(def->script.command_line, &argv, NULL, msg, sizeof msg);
-        free(argv);
-        if (rc == EJ_ENOMEM)
-            return rc;
-        if (rc != 0)
-            return config_err(err, errlen, "script.command_line: %s", msg);
-        if (def->script.timeout_ms < 0)
-            return config_err(err, errlen, "script.timeout_ms: negative (%lld)",
-                              (long long)def->script.timeout_ms);
-        if (def->script.kill_grace_ms < 0)
-            return config_err(err, errlen, "script.kill_grace_ms: negative (%lld)",
-                              (long long)def->script.kill_grace_ms);
+    case EJ_JOB_TYPE_SCRIPT:
+    case EJ_JOB_TYPE_HTTP:
         break;
-    }
-    case EJ_JOB_TYPE_HTTP: {
-        const char *u = def->http.uri;
-        if (u == NULL || u[0] == '\0')
-            return config_err(err, errlen, "http.uri: empty");
-        if (strncasecmp(u, "http://", 7) != 0 && strncasecmp(u, "https://", 8) != 0)
-            return config_err(err, errlen, "http.uri: '%s' is not an http:// or https:// URL", u);
-        const char *m = def->http.method;
-        if (m != NULL) {
-            if (m[0] == '\0')
-                return config_err(err, errlen, "http.method: empty");
-            for (const char *p = m; *p; p++) {
-                if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z')))
-                    return config_err(err, errlen, "http.method: '%s' is not a method name", m);
-            }
-        }
-        if (def->http.connect_timeout_ms < 0)
-            return config_err(err, errlen, "http.connect_timeout_ms: negative (%lld)",
-                              (long long)def->http.connect_timeout_ms);
-        if (def->http.read_timeout_ms < 0)
-            return config_err(err, errlen, "http.read_timeout_ms: negative (%lld)",
-                              (long long)def->http.read_timeout_ms);
-        break;
-    }
     default:
         return config_err(err, errlen, "type: unknown job type %d", (int)def->type);
     }
-    if (def->error_handler.kind == EJ_ERROR_HANDLER_CUSTOM && def->error_handler.fn == NULL)
-        return config_err(err, errlen, "error_handler.fn: CUSTOM handler without a function");
-    if ((unsigned)def->error_handler.kind > EJ_ERROR_HANDLER_CUSTOM)
+    /* The run limits are the configuration's, set by ejob for each fire. */
+    if (def->script.timeout_ms != 0)
+        return config_err(err, errlen,
+                          "script.timeout_ms: set by the configuration's timeoutSeconds, not "
+                          "by a definition");
+    if (def->script.kill_grace_ms != 0)
+        return config_err(err, errlen,
+                          "script.kill_grace_ms: set by the configuration's timeoutGraceSeconds, "
+                          "not by a definition");
+    switch (def->error_handler.kind) {
+    case EJ_ERROR_HANDLER_LOG:
+        break;
+    case EJ_ERROR_HANDLER_CUSTOM:
+        if (def->error_handler.fn == NULL)
+            return config_err(err, errlen, "error_handler.fn: CUSTOM handler without a function");
+        break;
+    case EJ_ERROR_HANDLER_IGNORE:
+    case EJ_ERROR_HANDLER_FAIL:
+        return config_err(err, errlen,
+                          "error_handler.kind: %s is set by the configuration's "
+                          "jobProperties.job_exception_handler, not by a definition",
+                          ej_error_handler_name(def->error_handler.kind));
+    default:
         return config_err(err, errlen, "error_handler.kind: unknown (%d)",
                           (int)def->error_handler.kind);
+    }
+    if (def->executor == EJ_EXECUTOR_SINGLE_THREAD)
+        return config_err(err, errlen,
+                          "executor: SINGLE_THREAD is set by the configuration's "
+                          "jobProperties.executor_service_handler, not by a definition");
     if ((unsigned)def->executor > EJ_EXECUTOR_FIXED)
         return config_err(err, errlen, "executor: unknown (%d)", (int)def->executor);
     if (def->listener_count > 0 && def->listeners == NULL)
@@ -431,6 +412,7 @@ static void run_dataflow(const struct ej_job_def *def, const ej_shard_context *c
                          const struct ej__exec_opts *opts, ej__exec_result *res)
 {
     const struct ej_dataflow_job *d = &def->dataflow;
+    bool streaming = def->config_ != NULL && def->config_->streaming_process;
     for (;;) {
         void *batch = NULL;
         long n = d->fetch(ctx, &batch, def->user);
@@ -445,7 +427,7 @@ static void run_dataflow(const struct ej_job_def *def, const ej_shard_context *c
             callback_failed(ctx, res, "dataflow process", rc);
             return;
         }
-        if (!d->streaming)
+        if (!streaming)
             return;
         if (ej_shard_context_is_cancelled(ctx)) {
             res->cancelled = true;
@@ -509,10 +491,10 @@ int ej__exec_run_item(const struct ej_job_def *def, const ej_shard_context *ctx,
             run_dataflow(def, ctx, opts, res);
         break;
     case EJ_JOB_TYPE_SCRIPT:
-        ej__exec_run_script(&def->script, ctx, opts, res);
+        ej__exec_run_script(&def->script, def->config_, ctx, opts, res);
         break;
     case EJ_JOB_TYPE_HTTP:
-        ej__exec_run_http(&def->http, ctx, res);
+        ej__exec_run_http(&def->http, def->config_, ctx, res);
         break;
     default:
         ej__exec_fail(res, EJ_ECONFIG, "job '%s': unknown job type %d", ctx->job_name,

@@ -17,8 +17,6 @@
 #include "exec/internal.h"
 
 #define MOD "exec"
-#define DEFAULT_CONNECT_MS 3000
-#define DEFAULT_READ_MS 5000
 #define EXCERPT_LEN 200
 #define CANCEL_TICK_MS 50
 
@@ -146,11 +144,15 @@ static struct curl_slist *add_header(struct curl_slist *list, const char *h, boo
     return n ? n : list;
 }
 
-void ej__exec_run_http(const struct ej_http_job *job, const ej_shard_context *ctx,
-                       ej__exec_result *res)
+void ej__exec_run_http(const struct ej_http_job *job, const struct ej_job_config *cfg,
+                       const ej_shard_context *ctx, ej__exec_result *res)
 {
-    const char *method = job->method && job->method[0] ? job->method : "GET";
-    const char *uri = job->uri;
+    /* The request is the configuration's (validated: a method of the
+     * field's choices, timeouts >= 1). */
+    static const struct ej_http_config none;
+    const struct ej_http_config *req = cfg ? &cfg->http : &none;
+    const char *method = req->method && req->method[0] ? req->method : "GET";
+    const char *uri = req->uri;
     if (uri == NULL || uri[0] == '\0') {
         ej__exec_fail(res, EJ_ECONFIG, "Cannot find http uri for job '%s', job is not executed.",
                       ctx->job_name ? ctx->job_name : "");
@@ -177,8 +179,8 @@ void ej__exec_run_http(const struct ej_http_job *job, const ej_shard_context *ct
     bool failed = hdr == NULL;
     if (hdr)
         headers = add_header(headers, hdr, &failed);
-    if (job->content_type && job->content_type[0]) {
-        ctype = ej__asprintf("Content-Type: %s", job->content_type);
+    if (req->content_type && req->content_type[0]) {
+        ctype = ej__asprintf("Content-Type: %s", req->content_type);
         if (ctype == NULL)
             failed = true;
         else
@@ -203,8 +205,8 @@ void ej__exec_run_http(const struct ej_http_job *job, const ej_shard_context *ct
         goto out;
     }
 
-    int64_t connect_ms = job->connect_timeout_ms > 0 ? job->connect_timeout_ms : DEFAULT_CONNECT_MS;
-    int64_t read_ms = job->read_timeout_ms > 0 ? job->read_timeout_ms : DEFAULT_READ_MS;
+    int64_t connect_ms = req->connect_timeout_ms;
+    int64_t read_ms = req->read_timeout_ms;
     curl_easy_setopt(h, CURLOPT_URL, uri);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
@@ -222,7 +224,7 @@ void ej__exec_run_http(const struct ej_http_job *job, const ej_shard_context *ct
     curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    bool has_data = job->data && job->data[0];
+    bool has_data = req->data && req->data[0];
     if (strcasecmp(method, "GET") == 0) {
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     } else if (strcasecmp(method, "HEAD") == 0) {
@@ -234,9 +236,9 @@ void ej__exec_run_http(const struct ej_http_job *job, const ej_shard_context *ct
             curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
         }
         if (has_data || strcasecmp(method, "POST") == 0) {
-            curl_easy_setopt(h, CURLOPT_POSTFIELDS, has_data ? job->data : "");
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, has_data ? req->data : "");
             curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
-                             (curl_off_t)(has_data ? strlen(job->data) : 0));
+                             (curl_off_t)(has_data ? strlen(req->data) : 0));
         }
     }
 

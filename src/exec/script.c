@@ -24,7 +24,6 @@
 
 #define MOD "exec"
 #define CANCEL_TICK_MS 100
-#define DEFAULT_GRACE_MS 2000
 #define FAILURE_OUTPUT_TAIL 2000
 
 extern char **environ;
@@ -160,11 +159,13 @@ static void append_tail(ej__exec_result *res, const char *name, const struct cap
     }
 }
 
-void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context *ctx,
-                         const struct ej__exec_opts *opts, ej__exec_result *res)
+void ej__exec_run_script(const struct ej_script_job *job, const struct ej_job_config *cfg,
+                         const ej_shard_context *ctx, const struct ej__exec_opts *opts,
+                         ej__exec_result *res)
 {
     res->exit_code = -1;
-    if (job->command_line == NULL || job->command_line[0] == '\0') {
+    const char *command_line = cfg ? cfg->script_command_line : NULL;
+    if (command_line == NULL || command_line[0] == '\0') {
         ej__exec_fail(res, EJ_ECONFIG,
                       "Cannot find script command line for job '%s', job is not executed.",
                       ctx->job_name ? ctx->job_name : "");
@@ -173,7 +174,7 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     char **argv = NULL;
     int argc = 0;
     char msg[512];
-    int rc = ej__exec_split_command(job->command_line, &argv, &argc, msg, sizeof msg);
+    int rc = ej__exec_split_command(command_line, &argv, &argc, msg, sizeof msg);
     if (rc != 0) {
         ej__exec_fail(res, rc, "Execute script failure: scriptCommandLine: %s",
                       rc == EJ_ENOMEM ? "out of memory" : msg);
@@ -237,7 +238,8 @@ void ej__exec_run_script(const struct ej_script_job *job, const ej_shard_context
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                         POSIX_SPAWN_SETSIGDEF);
-    grace = job->kill_grace_ms > 0 ? job->kill_grace_ms : DEFAULT_GRACE_MS;
+    /* The fire's bound, else the configuration's timeoutGraceSeconds. */
+    grace = job->kill_grace_ms > 0 ? job->kill_grace_ms : ej_job_config_grace_ms(cfg);
     const int stdfds[3] = {devnull, pipefd[1], errfd[1]};
     rc = ej__supervise_spawn(&sup, &pid, argv[0], &fa, &attr, argv, env, stdfds, grace);
     if (rc != 0) {

@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/check.h"
 #include "exec/internal.h"
 
 #define CTL_FD 3
@@ -407,7 +408,7 @@ static _Noreturn void zygote_main(int ctl, int statfd)
 
 /* ------------------------------------------------------------- daemon */
 
-static pthread_mutex_t zmu = PTHREAD_MUTEX_INITIALIZER;
+static ej__mutex zmu = EJ__MUTEX_INITIALIZER;
 static int zctl = -1;     /* the daemon's end of the control socket */
 static pid_t zowner = -1; /* the process that started it */
 static bool zdisabled;    /* EJOB_ZYGOTE=0, or it could not be started */
@@ -417,6 +418,7 @@ static bool zdisabled;    /* EJOB_ZYGOTE=0, or it could not be started */
  * waiting by it; an orphan goes to init or the nearest subreaper). */
 static int zygote_start_locked(void)
 {
+    EJ_ASSERT_HELD(&zmu);
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
         return errno;
@@ -449,6 +451,7 @@ static int zygote_start_locked(void)
  * socket ends it once its items are over. Under zmu. */
 static void zygote_lost_locked(int fd)
 {
+    EJ_ASSERT_HELD(&zmu);
     if (zctl != fd)
         return; /* another thread already did */
     close(zctl);
@@ -459,7 +462,7 @@ static void zygote_lost_locked(int fd)
  * (then the caller supervises the item itself). */
 static int zygote_fd(void)
 {
-    pthread_mutex_lock(&zmu);
+    ej__mutex_lock(&zmu);
     if (zctl >= 0 && zowner != getpid()) {
         /* A child forked from the zygote's owner: that zygote watches the
          * parent, not this process. Start one of its own. */
@@ -472,7 +475,7 @@ static int zygote_fd(void)
             zdisabled = true;
     }
     int fd = zctl;
-    pthread_mutex_unlock(&zmu);
+    ej__mutex_unlock(&zmu);
     return fd;
 }
 
@@ -567,9 +570,9 @@ int ej__zygote_spawn(int *sock_out, pid_t *pid, const char *path, char *const ar
         close(sv[1]);
         if (e != 0) {
             close(sv[0]);
-            pthread_mutex_lock(&zmu);
+            ej__mutex_lock(&zmu);
             zygote_lost_locked(ctl);
-            pthread_mutex_unlock(&zmu);
+            ej__mutex_unlock(&zmu);
             continue; /* once more with a new zygote */
         }
         struct zmsg m = {0, 0};

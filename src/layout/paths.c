@@ -48,6 +48,9 @@ static const struct node_shape shapes[EJ_LAYOUT_NODE_COUNT_] = {
     [EJ_LAYOUT_NODE_KILLS] = {"/kills", ARG_NONE, ""},
     [EJ_LAYOUT_NODE_EJOB_INSTANCES] = {"/ejob/instances", ARG_NONE, ""},
     [EJ_LAYOUT_NODE_EJOB_INSTANCE] = {"/ejob/instances/", ARG_NAME, ""},
+    [EJ_LAYOUT_NODE_EJOB_SESSIONS] = {"/ejob/sessions", ARG_NONE, ""},
+    [EJ_LAYOUT_NODE_EJOB_SESSION] = {"/ejob/sessions/", ARG_NAME, ""},
+    [EJ_LAYOUT_NODE_EJOB_SESSION_LIVE] = {"/ejob/sessions/", ARG_NAME, "/live"},
 };
 
 bool ej_layout_is_segment(const char *s)

@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "common/check.h"
 #include "ejob/metrics.h"
 #include "common/util.h"
 
@@ -43,7 +44,7 @@ struct ej_metric {
     char *labels[EJ_METRIC_MAX_LABELS];
     size_t nbuckets;
     double buckets[EJ_METRIC_MAX_BUCKETS];
-    pthread_mutex_t mu;
+    ej__mutex mu;
     ej_metric_series **series; /* sorted by label values */
     size_t nseries, cap;
 };
@@ -55,8 +56,8 @@ struct ej__collector {
 };
 
 struct ej_metrics {
-    pthread_mutex_t render_mu;
-    pthread_mutex_t mu;
+    ej__mutex render_mu;
+    ej__mutex mu;
     ej_metric **families;
     size_t nfamilies, cap;
     struct ej__collector *collectors;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "ejob/error.h"
 #include "metrics/internal.h"
 
@@ -58,8 +59,8 @@ int ej_metrics_create(ej_metrics **out)
     ej_metrics *m = calloc(1, sizeof *m);
     if (m == NULL)
         return EJ_ENOMEM;
-    pthread_mutex_init(&m->render_mu, NULL);
-    pthread_mutex_init(&m->mu, NULL);
+    ej__mutex_init(&m->render_mu);
+    ej__mutex_init(&m->mu);
     *out = m;
     return 0;
 }
@@ -73,7 +74,7 @@ static void free_family(ej_metric *f)
         free(f->labels[i]);
     free(f->name);
     free(f->help);
-    pthread_mutex_destroy(&f->mu);
+    ej__mutex_destroy(&f->mu);
     free(f);
 }
 
@@ -88,8 +89,8 @@ void ej_metrics_destroy(ej_metrics *m)
         if (m->collectors[i].owned)
             free(m->collectors[i].user);
     free(m->collectors);
-    pthread_mutex_destroy(&m->mu);
-    pthread_mutex_destroy(&m->render_mu);
+    ej__mutex_destroy(&m->mu);
+    ej__mutex_destroy(&m->render_mu);
     free(m);
 }
 
@@ -183,6 +184,7 @@ static int check_desc(ej_metrics *m, const struct ej_metric_desc *d, size_t *nla
 
 static ej_metric *find_locked(ej_metrics *m, const char *name)
 {
+    EJ_ASSERT_HELD(&m->mu);
     for (size_t i = 0; i < m->nfamilies; i++)
         if (strcmp(m->families[i]->name, name) == 0)
             return m->families[i];
@@ -195,7 +197,7 @@ static ej_metric *new_family(ej_metrics *m, const struct ej_metric_desc *d, size
     ej_metric *f = calloc(1, sizeof *f);
     if (f == NULL)
         return NULL;
-    pthread_mutex_init(&f->mu, NULL);
+    ej__mutex_init(&f->mu);
     f->owner = m;
     f->type = d->type;
     f->name = strdup(d->name);
@@ -230,7 +232,7 @@ int ej_metrics_register(ej_metrics *m, const struct ej_metric_desc *desc, ej_met
         ej__metrics_set_err(err, errlen, "%s: out of memory", desc->name);
         return EJ_ENOMEM;
     }
-    pthread_mutex_lock(&m->mu);
+    ej__mutex_lock(&m->mu);
     if (find_locked(m, desc->name) != NULL) {
         rc = EJ_EINVAL;
         ej__metrics_set_err(err, errlen, "%s: registered twice", desc->name);
@@ -247,7 +249,7 @@ int ej_metrics_register(ej_metrics *m, const struct ej_metric_desc *desc, ej_met
     }
     if (rc == 0)
         m->families[m->nfamilies++] = f;
-    pthread_mutex_unlock(&m->mu);
+    ej__mutex_unlock(&m->mu);
     if (rc != 0) {
         free_family(f);
         f = NULL;
@@ -278,7 +280,7 @@ int ej__metrics_add_collector(ej_metrics *m, ej_metrics_collect_fn fn, void *use
     if (m == NULL || fn == NULL)
         return EJ_EINVAL;
     int rc = 0;
-    pthread_mutex_lock(&m->mu);
+    ej__mutex_lock(&m->mu);
     if (m->ncollectors == m->ccap) {
         size_t cap = m->ccap ? m->ccap * 2 : 4;
         struct ej__collector *n = realloc(m->collectors, cap * sizeof *n);
@@ -291,7 +293,7 @@ int ej__metrics_add_collector(ej_metrics *m, ej_metrics_collect_fn fn, void *use
     }
     if (rc == 0)
         m->collectors[m->ncollectors++] = (struct ej__collector){fn, user, owned};
-    pthread_mutex_unlock(&m->mu);
+    ej__mutex_unlock(&m->mu);
     return rc;
 }
 
@@ -299,9 +301,9 @@ ej_metric *ej_metrics_find(ej_metrics *m, const char *name)
 {
     if (m == NULL || name == NULL)
         return NULL;
-    pthread_mutex_lock(&m->mu);
+    ej__mutex_lock(&m->mu);
     ej_metric *f = find_locked(m, name);
-    pthread_mutex_unlock(&m->mu);
+    ej__mutex_unlock(&m->mu);
     return f;
 }
 
@@ -372,6 +374,7 @@ static ej_metric_series *new_series(ej_metric *f, const char *const *values)
 
 static ej_metric_series *insert_locked(ej_metric *f, size_t at, const char *const *values)
 {
+    EJ_ASSERT_HELD(&f->mu);
     if (f->nseries == f->cap) {
         size_t cap = f->cap ? f->cap * 2 : 8;
         ej_metric_series **n = realloc(f->series, cap * sizeof *n);
@@ -396,11 +399,11 @@ ej_metric_series *ej_metric_get(ej_metric *f, const char *const *values)
     for (size_t i = 0; i < f->nlabels; i++)
         if (values[i] == NULL)
             return NULL;
-    pthread_mutex_lock(&f->mu);
+    ej__mutex_lock(&f->mu);
     bool found;
     size_t at = search(f, values, &found);
     ej_metric_series *s = found ? f->series[at] : insert_locked(f, at, values);
-    pthread_mutex_unlock(&f->mu);
+    ej__mutex_unlock(&f->mu);
     return s;
 }
 
@@ -425,11 +428,11 @@ void ej_metric_reset(ej_metric *f)
 {
     if (f == NULL)
         return;
-    pthread_mutex_lock(&f->mu);
+    ej__mutex_lock(&f->mu);
     for (size_t i = 0; i < f->nseries; i++)
         free(f->series[i]);
     f->nseries = 0;
-    pthread_mutex_unlock(&f->mu);
+    ej__mutex_unlock(&f->mu);
 }
 
 void ej_metric_inc(ej_metric_series *s)

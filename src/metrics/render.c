@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/check.h"
 #include "ejob/error.h"
 #include "metrics/internal.h"
 
@@ -108,6 +109,7 @@ static void histogram(ej_buf *b, const ej_metric *f, const ej_metric_series *s)
 
 void ej__metrics_render_family(ej_buf *b, const ej_metric *f)
 {
+    EJ_ASSERT_HELD(&f->mu);
     ej__buf_printf(b, "# HELP %s ", f->name);
     ej__metrics_escape(b, f->help, false);
     ej__buf_printf(b, "\n# TYPE %s %s\n", f->name, type_name(f->type));
@@ -122,12 +124,12 @@ void ej__metrics_render_family(ej_buf *b, const ej_metric *f)
 
 static void run_collectors(ej_metrics *m)
 {
-    pthread_mutex_lock(&m->mu);
+    ej__mutex_lock(&m->mu);
     size_t n = m->ncollectors;
     struct ej__collector *copy = n ? malloc(n * sizeof *copy) : NULL;
     if (copy != NULL)
         memcpy(copy, m->collectors, n * sizeof *copy);
-    pthread_mutex_unlock(&m->mu);
+    ej__mutex_unlock(&m->mu);
     /* Without memory for the copy the values are only staler; the render
      * itself reports the shortage. */
     for (size_t i = 0; copy != NULL && i < n; i++)
@@ -140,20 +142,20 @@ int ej_metrics_render(ej_metrics *m, char **out, size_t *len)
     if (m == NULL || out == NULL)
         return EJ_EINVAL;
     *out = NULL;
-    pthread_mutex_lock(&m->render_mu);
+    ej__mutex_lock(&m->render_mu);
     run_collectors(m);
     ej_buf b;
     ej__buf_init(&b);
     ej__buf_append(&b, "", 0);
-    pthread_mutex_lock(&m->mu);
+    ej__mutex_lock(&m->mu);
     for (size_t i = 0; i < m->nfamilies; i++) {
         ej_metric *f = m->families[i];
-        pthread_mutex_lock(&f->mu);
+        ej__mutex_lock(&f->mu);
         ej__metrics_render_family(&b, f);
-        pthread_mutex_unlock(&f->mu);
+        ej__mutex_unlock(&f->mu);
     }
-    pthread_mutex_unlock(&m->mu);
-    pthread_mutex_unlock(&m->render_mu);
+    ej__mutex_unlock(&m->mu);
+    ej__mutex_unlock(&m->render_mu);
     if (b.failed || b.data == NULL) {
         ej__buf_fini(&b);
         return EJ_ENOMEM;

@@ -13,6 +13,11 @@
 #include "common/listeners.h"
 #include "ejob/registry.h"
 
+/* The shortest time between two routine resolutions of the server list
+ * by the ZooKeeper client (registry.c); a DNS change is seen within it, a
+ * lost connection resolves again at once. */
+#define EJ_REG_RESOLVE_DELAY_MS 30000
+
 /* ------------------------------------------------------------------------ */
 /* Pure helpers (reg_util.c), unit-tested.                                   */
 

@@ -300,6 +300,13 @@ static int open_handle(ej_registry *reg)
         free(s);
         return err;
     }
+    /* By default the client resolves the server list again each time its
+     * I/O thread checks the sockets, that is for every answer: with
+     * AI_ADDRCONFIG each resolution is a netlink dump of the host's
+     * addresses, and a fleet starting at once spent more CPU there than in
+     * everything else. Routine resolutions at most every
+     * EJ_REG_RESOLVE_DELAY_MS; a lost connection still resolves at once. */
+    zoo_set_servers_resolution_delay(zh, EJ_REG_RESOLVE_DELAY_MS);
     if (reg->digest) {
         int rc = zoo_add_auth(zh, "digest", reg->digest, (int)strlen(reg->digest), auth_done, s);
         if (rc != ZOK)

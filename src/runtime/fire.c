@@ -41,8 +41,10 @@ int ej__rt_def_validate(const struct ej_job_def *def, char *err, size_t errlen)
 
 int ej__rt_concurrency(const struct ej__rt_settings *s, const struct ej_job_def *user_def)
 {
-    if (user_def != NULL)
-        return ej_executor_concurrency(user_def->executor, user_def->executor_threads);
+    /* A program's definition chooses only a FIXED executor; anything else
+     * is the configuration's executorServiceHandler, as ej__rt_build_def. */
+    if (user_def != NULL && user_def->executor == EJ_EXECUTOR_FIXED)
+        return ej_executor_concurrency(EJ_EXECUTOR_FIXED, user_def->executor_threads);
     ej_executor_kind k = EJ_EXECUTOR_CPU;
     if (s && ej_executor_kind_parse(s->cfg.executor_service_handler, &k) != 0)
         k = EJ_EXECUTOR_CPU;
@@ -51,41 +53,38 @@ int ej__rt_concurrency(const struct ej__rt_settings *s, const struct ej_job_def 
 
 int ej__rt_build_def(struct ej__rt_settings *s, const struct ej_job_def *user)
 {
+    /* What the program gave (callbacks, listeners, a custom handler, a
+     * fixed executor, env, headers, caps), checked by its one rule; all
+     * else is the configuration's, read by the runners through config_. */
+    char err[256];
+    if (user != NULL && ej_job_def_validate(user, err, sizeof err) != 0) {
+        EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ECONFIG, "job %s: invalid definition: %s", s->cfg.job_name,
+               err);
+        return EJ_ECONFIG;
+    }
     struct ej_job_def *d = calloc(1, sizeof *d);
     if (d == NULL)
         return EJ_ENOMEM;
     if (user != NULL)
         *d = *user;
     d->type = (ej_job_type)s->cfg.job_type;
-    if (user == NULL) {
-        ej_error_handler_kind ek = EJ_ERROR_HANDLER_LOG;
-        if (ej_error_handler_parse(s->cfg.job_exception_handler, &ek) != 0) {
-            EJ_LOG(EJ_LOG_WARN, MOD, EJ_ECONFIG,
-                   "job %s: job_exception_handler \"%s\" is not known; logging errors instead",
-                   s->cfg.job_name, s->cfg.job_exception_handler);
-            ek = EJ_ERROR_HANDLER_LOG;
-        }
-        d->error_handler.kind = ek;
-        ej_executor_kind xk = EJ_EXECUTOR_CPU;
-        if (ej_executor_kind_parse(s->cfg.executor_service_handler, &xk) != 0) {
-            EJ_LOG(EJ_LOG_WARN, MOD, EJ_ECONFIG,
-                   "job %s: executor_service_handler \"%s\" is not known; using CPU",
-                   s->cfg.job_name, s->cfg.executor_service_handler);
-            xk = EJ_EXECUTOR_CPU;
-        }
-        d->executor = xk;
+    d->config_ = &s->cfg;
+    if (d->error_handler.kind != EJ_ERROR_HANDLER_CUSTOM &&
+        ej_error_handler_parse(s->cfg.job_exception_handler, &d->error_handler.kind) != 0) {
+        EJ_LOG(EJ_LOG_WARN, MOD, EJ_ECONFIG,
+               "job %s: job_exception_handler \"%s\" is not known; logging errors instead",
+               s->cfg.job_name, s->cfg.job_exception_handler);
+        d->error_handler.kind = EJ_ERROR_HANDLER_LOG;
     }
-    if (s->cfg.job_type == EJ_JOB_TYPE_SCRIPT) {
-        d->script.command_line = s->cfg.script_command_line;
-        d->script.timeout_ms = s->cfg.script_timeout_ms;
-    } else if (s->cfg.job_type == EJ_JOB_TYPE_HTTP) {
-        d->http.uri = s->cfg.http.uri;
-        d->http.method = s->cfg.http.method[0] ? s->cfg.http.method : NULL;
-        d->http.data = s->cfg.http.data;
-        d->http.content_type = s->cfg.http.content_type[0] ? s->cfg.http.content_type : NULL;
-        d->http.connect_timeout_ms = s->cfg.http.connect_timeout_ms;
-        d->http.read_timeout_ms = s->cfg.http.read_timeout_ms;
+    if (d->executor != EJ_EXECUTOR_FIXED &&
+        ej_executor_kind_parse(s->cfg.executor_service_handler, &d->executor) != 0) {
+        EJ_LOG(EJ_LOG_WARN, MOD, EJ_ECONFIG,
+               "job %s: executor_service_handler \"%s\" is not known; using CPU",
+               s->cfg.job_name, s->cfg.executor_service_handler);
+        d->executor = EJ_EXECUTOR_CPU;
     }
+    d->script.timeout_ms = ej_job_config_timeout_ms(&s->cfg);
+    d->script.kill_grace_ms = ej_job_config_grace_ms(&s->cfg);
     free(s->def);
     s->def = d;
     return 0;
@@ -1063,8 +1062,12 @@ static void run_own(struct ej_job *job, const struct ej__rt_settings *s, uint64_
                            "Sharding item for job '%s' is empty.", s->cfg.job_name);
     } else {
         ej__misfire_open(job, plan.own, plan.nown);
+        /* From the newest fire time this fire covers: armed from the
+         * oldest of collapsed ones, the newest counted again as missed
+         * while this ran (a second run at once). */
+        int64_t covers = job->fire_covers_ms > scheduled_ms ? job->fire_covers_ms : scheduled_ms;
         if (cron && !job->manual && !(fr && fr->catch_up))
-            ej__misfire_arm(job, gen, scheduled_ms > 0 ? scheduled_ms : ej__now_ms());
+            ej__misfire_arm(job, gen, covers > 0 ? covers : ej__now_ms());
         execute(job, s, plan.own, plan.nown, NULL, EJ_EXEC_NORMAL_TRIGGER, true, fr);
     }
     ej__fire_plan_fini(&plan);

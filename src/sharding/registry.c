@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/check.h"
 #include "ejob/error.h"
 #include "ejob/sharding.h"
 
@@ -48,7 +49,7 @@ struct custom {
     void *user;
 };
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static ej__mutex registry_lock = EJ__MUTEX_INITIALIZER;
 static struct custom *customs;
 static size_t n_customs, cap_customs;
 
@@ -87,6 +88,7 @@ static const struct builtin *find_builtin(const char *name)
 /* Caller holds registry_lock. */
 static struct custom *find_custom(const char *name)
 {
+    EJ_ASSERT_HELD(&registry_lock);
     for (size_t i = 0; i < n_customs; i++)
         if (strcmp(customs[i].name, name) == 0)
             return &customs[i];
@@ -110,7 +112,7 @@ int ej_sharding_find(const char *name, ej_sharding_strategy *out, char *err, siz
         return 0;
     }
     int rc = EJ_ENOTFOUND;
-    pthread_mutex_lock(&registry_lock);
+    ej__mutex_lock(&registry_lock);
     struct custom *c = find_custom(name);
     if (c != NULL) {
         memset(out, 0, sizeof(*out));
@@ -120,7 +122,7 @@ int ej_sharding_find(const char *name, ej_sharding_strategy *out, char *err, siz
         out->builtin = false;
         rc = 0;
     }
-    pthread_mutex_unlock(&registry_lock);
+    ej__mutex_unlock(&registry_lock);
     if (rc != 0)
         set_err(err, err_len, "unknown sharding strategy \"%s\"", name);
     return rc;
@@ -132,7 +134,7 @@ int ej_sharding_register(const char *name, ej_sharding_fn fn, void *user)
         find_builtin(name) != NULL)
         return EJ_EINVAL;
     int rc = 0;
-    pthread_mutex_lock(&registry_lock);
+    ej__mutex_lock(&registry_lock);
     struct custom *c = find_custom(name);
     if (c == NULL) {
         if (n_customs == cap_customs) {
@@ -152,7 +154,7 @@ int ej_sharding_register(const char *name, ej_sharding_fn fn, void *user)
     c->fn = fn;
     c->user = user;
 out_unlock:
-    pthread_mutex_unlock(&registry_lock);
+    ej__mutex_unlock(&registry_lock);
     return rc;
 }
 
@@ -161,7 +163,7 @@ int ej_sharding_unregister(const char *name)
     if (name == NULL)
         return EJ_EINVAL;
     int rc = EJ_ENOTFOUND;
-    pthread_mutex_lock(&registry_lock);
+    ej__mutex_lock(&registry_lock);
     struct custom *c = find_custom(name);
     if (c != NULL) {
         size_t i = (size_t)(c - customs);
@@ -169,6 +171,6 @@ int ej_sharding_unregister(const char *name)
         n_customs--;
         rc = 0;
     }
-    pthread_mutex_unlock(&registry_lock);
+    ej__mutex_unlock(&registry_lock);
     return rc;
 }

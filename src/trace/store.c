@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/check.h"
 #include "common/bqueue.h"
 #include "common/util.h"
 #include "ejob/error.h"
@@ -44,7 +45,7 @@ struct ej_trace_store {
     ej__bqueue *q; /* the events, and the writer thread that drains them */
     struct writer w;
 
-    pthread_mutex_t mu;     /* what follows */
+    ej__mutex mu;           /* what follows */
     pthread_cond_t done_cv; /* purgers wait for the retention pass */
     size_t bytes;           /* output bytes queued */
     bool purge_asked;
@@ -66,10 +67,10 @@ static size_t output_bytes(const ej_event *ev)
     return ev->u.execution.output_len + ev->u.execution.error_output_len;
 }
 
-static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t ms)
+static void timed_wait(pthread_cond_t *cv, ej__mutex *mu, int64_t ms)
 {
     struct timespec ts = ej__mono_timespec_in(ms);
-    pthread_cond_timedwait(cv, mu, &ts);
+    ej__mutex_timedwait(mu, cv, &ts);
 }
 
 /* Frees the first n of the events batch (the queue's head) as done. */
@@ -78,9 +79,9 @@ static void pop(ej_trace_store *s, ej_event *const *batch, size_t n)
     size_t bytes = 0;
     for (size_t i = 0; i < n; i++)
         bytes += output_bytes(batch[i]);
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     s->bytes -= bytes;
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     ej__bqueue_pop(s->q, n);
 }
 
@@ -96,9 +97,9 @@ static void set_last_error(ej_trace_store *s, const char *msg)
 
 static void note_error(ej_trace_store *s, const char *msg)
 {
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     set_last_error(s, msg);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 /* ------------------------------------------------------------- writing */
@@ -115,11 +116,11 @@ static void lose_connection(struct writer *w, const char *why)
     int64_t max = ej__bqueue_closing(s->q) ? 500 : s->o.retry_max_ms;
     struct ej__bqueue_stats qs;
     ej__bqueue_stats(s->q, &qs);
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     s->st.connected = false;
     s->st.failures++;
     set_last_error(s, why);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     size_t queued = qs.queued;
     w->retry_ms = w->retry_ms ? w->retry_ms * 2 : RETRY_MIN_MS;
     if (w->retry_ms > max)
@@ -145,11 +146,11 @@ static bool ensure_connected(struct writer *w)
         lose_connection(w, err[0] ? err : ej_strerror(rc));
         return false;
     }
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     s->st.connected = true;
     if (w->ever_connected)
         s->st.reconnects++;
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     if (w->ever_connected || w->retry_ms)
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "%s store connected again", s->ops->name);
     w->ever_connected = true;
@@ -198,11 +199,11 @@ static void write_some(struct writer *w, ej_event *const *batch, size_t n)
     ej_trace_store *s = w->s;
     int rc = write_batch(w, batch, n);
     if (rc == 0) {
-        pthread_mutex_lock(&s->mu);
+        ej__mutex_lock(&s->mu);
         s->st.written += n;
         s->st.batches++;
         s->st.last_write_ms = ej__now_ms();
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         pop(s, batch, n);
         return;
     }
@@ -216,9 +217,9 @@ static void write_some(struct writer *w, ej_event *const *batch, size_t n)
     for (size_t i = 0; i < n; i++) {
         rc = write_batch(w, &batch[i], 1);
         if (rc == EJ_EAGAIN || w->conn == NULL) {
-            pthread_mutex_lock(&s->mu);
+            ej__mutex_lock(&s->mu);
             s->st.written += ok;
-            pthread_mutex_unlock(&s->mu);
+            ej__mutex_unlock(&s->mu);
             pop(s, batch, i);
             lose_connection(w, w->err);
             return;
@@ -227,23 +228,24 @@ static void write_some(struct writer *w, ej_event *const *batch, size_t n)
             ok++;
         } else {
             log_rejected(s, batch[i], w->err);
-            pthread_mutex_lock(&s->mu);
+            ej__mutex_lock(&s->mu);
             s->st.rejected++;
-            pthread_mutex_unlock(&s->mu);
+            ej__mutex_unlock(&s->mu);
         }
     }
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     s->st.written += ok;
     s->st.batches += ok;
     if (ok)
         s->st.last_write_ms = ej__now_ms();
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     pop(s, batch, n);
 }
 
 /* Adds rule to the pending ones (replacing one of its job); mu held. */
 static int add_rule(ej_trace_store *s, const struct ej__job_retention *rule)
 {
+    EJ_ASSERT_HELD(&s->mu);
     for (size_t i = 0; i < s->nrules; i++) {
         if (strcmp(s->rules[i].job_name, rule->job_name) == 0) {
             s->rules[i] = *rule;
@@ -263,16 +265,16 @@ static int add_rule(ej_trace_store *s, const struct ej__job_retention *rule)
 static int write_rules(struct writer *w)
 {
     ej_trace_store *s = w->s;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     struct ej__job_retention *rules = s->rules;
     size_t n = s->nrules;
     s->rules = NULL;
     s->nrules = 0;
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     if (n == 0)
         return 0;
     int rc = ej__trace_retention_write(s->ops, w->conn, rules, n);
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     for (size_t i = 0; rc != 0 && i < n; i++) {
         bool newer = false;
         for (size_t k = 0; k < s->nrules; k++)
@@ -280,7 +282,7 @@ static int write_rules(struct writer *w)
         if (!newer)
             add_rule(s, &rules[i]);
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     free(rules);
     return rc;
 }
@@ -310,13 +312,13 @@ static void purge_some(struct writer *w)
     } else if (deleted < PURGE_CHUNK) {
         w->purging = false;
     }
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     s->st.purged += (uint64_t)deleted;
     if (!w->purging) {
         s->purges_done++;
         pthread_cond_broadcast(&s->done_cv);
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 /* The writer's step on the queue's thread: a batch of events, else a chunk
@@ -329,9 +331,9 @@ static int64_t writer_step(ej__bqueue *q, void *user)
     ej_event *batch[EJ_TRACE_BATCH_MAX];
     size_t n = ej__bqueue_peek(q, (void **)batch, EJ_TRACE_BATCH_MAX);
     int64_t now = ej__mono_ms();
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     bool asked = s->purge_asked;
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     bool purge_due = w->purging || now >= w->next_purge;
     if (asked) {
         purge_due = true;
@@ -350,9 +352,9 @@ static int64_t writer_step(ej__bqueue *q, void *user)
     w->purging = true;
     purge_some(w);
     if (!w->purging) {
-        pthread_mutex_lock(&s->mu);
+        ej__mutex_lock(&s->mu);
         s->purge_asked = false;
-        pthread_mutex_unlock(&s->mu);
+        ej__mutex_unlock(&s->mu);
         w->next_purge = ej__mono_ms() + s->o.purge_interval_ms;
     }
     return 0;
@@ -362,9 +364,9 @@ static int64_t writer_step(ej__bqueue *q, void *user)
 static void drop_detail(void *user, char *buf, size_t len)
 {
     ej_trace_store *s = user;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     snprintf(buf, len, ", database: %s", s->st.connected ? "connected" : s->st.last_error);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 /* ----------------------------------------------------------------- API */
@@ -417,7 +419,7 @@ int ej_trace_store_create(const struct ej_trace_store_opts *opts, ej_trace_store
     }
     s->w.s = s;
     s->w.next_purge = ej__mono_ms() + 5000; /* the first pass soon after start */
-    pthread_mutex_init(&s->mu, NULL);
+    ej__mutex_init(&s->mu);
     pthread_condattr_t a;
     pthread_condattr_init(&a);
     pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
@@ -437,7 +439,7 @@ int ej_trace_store_create(const struct ej_trace_store_opts *opts, ej_trace_store
     int rc = ej__bqueue_create(&qo, &s->q);
     if (rc != 0) {
         pthread_cond_destroy(&s->done_cv);
-        pthread_mutex_destroy(&s->mu);
+        ej__mutex_destroy(&s->mu);
         free_store(s);
         return rc;
     }
@@ -453,9 +455,9 @@ int ej_trace_store_post(ej_trace_store *s, const ej_event *ev)
         return EJ_EINVAL;
     /* The output is kept while the queued output stays under queue_bytes. */
     size_t need = ej_event_output_bytes(ev);
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     bool strip = need > 0 && s->bytes + need > s->o.queue_bytes;
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     ej_event *c = ej_event_dup(ev, strip);
     if (c == NULL) {
         ej__bqueue_note_drop(s->q, "out of memory");
@@ -463,11 +465,11 @@ int ej_trace_store_post(ej_trace_store *s, const ej_event *ev)
     }
     /* Counted before the push: the writer may pop it at once. */
     size_t bytes = output_bytes(c);
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     s->bytes += bytes;
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     int rc = ej__bqueue_push(s->q, c);
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     if (rc == 0) {
         s->st.accepted++;
         if (strip)
@@ -475,7 +477,7 @@ int ej_trace_store_post(ej_trace_store *s, const ej_event *ev)
     } else {
         s->bytes -= bytes;
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     if (rc != 0)
         free(c);
     return rc;
@@ -497,12 +499,12 @@ int ej_trace_store_purge(ej_trace_store *s, int64_t timeout_ms)
 {
     if (s == NULL)
         return EJ_EINVAL;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     uint64_t target = s->purges_done + 1;
     s->purge_asked = true;
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     ej__bqueue_wake(s->q);
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     int64_t deadline = ej__mono_ms() + timeout_ms;
     int rc = 0;
     while (s->purges_done < target) {
@@ -513,7 +515,7 @@ int ej_trace_store_purge(ej_trace_store *s, int64_t timeout_ms)
         }
         timed_wait(&s->done_cv, &s->mu, left);
     }
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     return rc;
 }
 
@@ -526,9 +528,9 @@ int ej_trace_store_set_job_retention(ej_trace_store *s, const char *job_name, in
         strlen(job_name) >= sizeof rule.job_name)
         return EJ_EINVAL;
     memcpy(rule.job_name, job_name, strlen(job_name) + 1);
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     int rc = add_rule(s, &rule);
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     return rc;
 }
 
@@ -541,21 +543,21 @@ void ej_trace_store_stats(ej_trace_store *s, struct ej_trace_stats *out)
         return;
     struct ej__bqueue_stats qs;
     ej__bqueue_stats(s->q, &qs);
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     *out = s->st;
     out->queued = qs.queued;
     out->queued_bytes = s->bytes;
     out->dropped = qs.dropped;
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
 }
 
 void ej_trace_store_destroy(ej_trace_store *s)
 {
     if (s == NULL)
         return;
-    pthread_mutex_lock(&s->mu);
+    ej__mutex_lock(&s->mu);
     s->purge_asked = false;
-    pthread_mutex_unlock(&s->mu);
+    ej__mutex_unlock(&s->mu);
     /* A database call in progress ends within its own timeout. */
     size_t left = ej__bqueue_close(s->q, s->o.flush_timeout_ms);
     if (s->w.conn)
@@ -576,7 +578,7 @@ void ej_trace_store_destroy(ej_trace_store *s)
                (unsigned long long)s->st.written);
     ej__bqueue_destroy(s->q);
     pthread_cond_destroy(&s->done_cv);
-    pthread_mutex_destroy(&s->mu);
+    ej__mutex_destroy(&s->mu);
     free(s->rules);
     free_store(s);
 }

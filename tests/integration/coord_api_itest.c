@@ -122,9 +122,12 @@ int main(void)
      * read everything), and the cache of the job's kills/ node (2: its
      * exists watch and children). A cron fire may have begun meanwhile: up
      * to 7 more (the first fire of a new owner also asks ZooKeeper for each
-     * item's misfire mark its view has not loaded yet: one exists a item). */
+     * item's misfire mark its view has not loaded yet: one exists a item).
+     * And the session's container under ejob/sessions with its parents
+     * (up to 4, once in a job's life: failover tells a crash from a clean
+     * leave by it). Measured 37-39 on a loaded machine. */
     uint64_t reqs = ej_registry_request_count(reg) - req0;
-    CHECK(reqs <= 34, "%" PRIu64 " requests to start a new job", reqs);
+    CHECK(reqs <= 40, "%" PRIu64 " requests to start a new job", reqs);
     char *val = NULL;
     CHECK(ej_registry_get(peek, "/apiJob/servers/127.0.5.1", &val, NULL, NULL) == 0 &&
               strcmp(val, "") == 0,
@@ -237,7 +240,7 @@ int main(void)
     /* A dataflow job in the same process and registry. */
     struct ej_job_def flow = {
         .type = EJ_JOB_TYPE_DATAFLOW,
-        .dataflow = {.fetch = flow_fetch, .process = flow_process, .streaming = true}};
+        .dataflow = {.fetch = flow_fetch, .process = flow_process}};
     char path[256];
     struct ej_job_config fcfg;
     base_config(&fcfg, "apiFlow", 1, "* * * * * ?");
@@ -276,9 +279,10 @@ int main(void)
     /* A job started again in ZooKeeper as its first start left it (the
      * cron never fired: the resharding flag is still there), on a registry
      * of its own so that nothing else is counted: 23 requests, and 2 for
-     * the watch on the job's kills/ node (ejob kill). The flag the new
-     * leader found counts as step 6 (one more when step 6 asked to create
-     * it once more, only for the server to refuse). */
+     * the watch on the job's kills/ node (ejob kill), and 1 for the
+     * session's container (there already: the first start made it). The
+     * flag the new leader found counts as step 6 (one more when step 6
+     * asked to create it once more, only for the server to refuse). */
     ej_registry *again = zk_connect(servers, ns);
     struct ej_job_config acfg;
     base_config(&acfg, "apiAgain", 1, "0 0 0 1 1 ? 2099");
@@ -296,7 +300,7 @@ int main(void)
     ej__sleep_ms(300); /* the caches' reads after the start's own nodes */
     REQUIRE(ej_registry_barrier(again, 2000) == 0, "barrier");
     reqs = ej_registry_request_count(again) - again0;
-    CHECK(reqs <= 25, "%" PRIu64 " requests to start an existing job", reqs);
+    CHECK(reqs <= 26, "%" PRIu64 " requests to start an existing job", reqs);
     ej_job_destroy(aj);
     ej_job_config_fini(&acfg);
     ej_registry_destroy(again);

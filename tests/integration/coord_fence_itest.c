@@ -119,8 +119,10 @@ static ej_job *make_job(ej_registry *reg, const char *name, ej_job_type type, co
     cfg.job_type = type;
     cfg.monitor_execution = true;
     cfg.misfire = false;
-    if (cmd)
+    if (cmd) {
         ej_job_config_set_str(&cfg.script_command_line, cmd);
+        cfg.timeout_grace_seconds = 10; /* the fence's bound must win over it */
+    }
     struct ej_job_opts jo = {.def = def, .ip = "127.0.5.1", .drain_timeout_ms = 200};
     ej_job *job = NULL;
     int rc = ej_job_create(reg, &cfg, &jo, &job);
@@ -159,7 +161,7 @@ int main(void)
     snprintf(cmd, sizeof cmd, "%s %s", script, pidfile);
 
     struct ej_job_def cdef = {.type = EJ_JOB_TYPE_SIMPLE, .simple = long_item};
-    struct ej_job_def sdef = {.type = EJ_JOB_TYPE_SCRIPT, .script = {.kill_grace_ms = 10000}};
+    struct ej_job_def sdef = {.type = EJ_JOB_TYPE_SCRIPT};
     ej_job *cj = make_job(reg, "fenceC", EJ_JOB_TYPE_SIMPLE, NULL, &cdef);
     ej_job *sj = make_job(reg, "fenceScript", EJ_JOB_TYPE_SCRIPT, cmd, &sdef);
 

@@ -125,6 +125,27 @@ static void test_mutex_knows_its_holder(void **state)
     ej__mutex_destroy(&mu);
 }
 
+static void held_without_lock(void *arg);
+
+/* A static mutex (EJ__MUTEX_INITIALIZER) knows its holder as one made by
+ * ej__mutex_init does. */
+static ej__mutex static_mu = EJ__MUTEX_INITIALIZER;
+
+static void test_static_mutex(void **state)
+{
+    (void)state;
+    assert_false(ej__mutex_is_held(&static_mu));
+    ej__mutex_lock(&static_mu);
+    assert_true(ej__mutex_is_held(&static_mu));
+    EJ_ASSERT_HELD(&static_mu);
+    ej__mutex_unlock(&static_mu);
+    assert_false(ej__mutex_is_held(&static_mu));
+    bool aborted = false;
+    const char *err = run_child(held_without_lock, &static_mu, &aborted);
+    assert_true(aborted);
+    assert_non_null(strstr(err, "not held by this thread"));
+}
+
 static void held_without_lock(void *arg)
 {
     ej__mutex *mu = arg;
@@ -197,6 +218,7 @@ int main(void)
         cmocka_unit_test(test_assert_on_in_every_build),
         cmocka_unit_test(test_mutex_knows_its_holder),
         cmocka_unit_test(test_mutex_misuse_aborts),
+        cmocka_unit_test(test_static_mutex),
         cmocka_unit_test(test_owner_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

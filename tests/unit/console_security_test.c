@@ -23,14 +23,14 @@ static ej_console_web *new_web(void)
     ej_console_web *web = calloc(1, sizeof(*web));
     assert_non_null(web);
     ej_console_settings_init(&web->settings);
-    pthread_mutex_init(&web->mu, NULL);
+    ej__mutex_init(&web->mu);
     return web;
 }
 
 static void free_web(ej_console_web *web)
 {
     ej_console_settings_fini(&web->settings);
-    pthread_mutex_destroy(&web->mu);
+    ej__mutex_destroy(&web->mu);
     free(web);
 }
 
@@ -297,6 +297,36 @@ static void test_password_hashes(void **state)
     assert_false(ej_console_check_password("old passwore", old));
 }
 
+/* History cursors from the URL: what a reply gave back parses; anything
+ * else is refused (not a number, out of range, overflow, an id with other
+ * characters or too long). */
+static void test_history_cursor(void **state)
+{
+    (void)state;
+    int64_t ms = -1;
+    const char *id = NULL;
+    const char *good = "1795773450000:19340f55-a8ea-4eac-a0e1-9986cab893c9";
+    assert_true(ej__console_parse_cursor(good, &ms, &id));
+    assert_int_equal(ms, 1795773450000LL);
+    assert_string_equal(id, "19340f55-a8ea-4eac-a0e1-9986cab893c9");
+    const char *bad[] = {
+        "",
+        ":abc",
+        "-5:abc",
+        " 5:abc",
+        "5abc",
+        "5:",
+        "99999999999999999999:abc",
+        "253402300800000:abc",
+        "5:a'b",
+        "5:a b",
+        "5:0123456789012345678901234567890123456",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (ej__console_parse_cursor(bad[i], &ms, &id))
+            fail_msg("cursor \"%s\" accepted", bad[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -308,6 +338,7 @@ int main(void)
         cmocka_unit_test(test_route_table),
         cmocka_unit_test(test_settings_file_checks),
         cmocka_unit_test(test_password_hashes),
+        cmocka_unit_test(test_history_cursor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

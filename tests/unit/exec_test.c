@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "common/util.h"
+#include "ejob/config.h"
 #include "ejob/error.h"
 #include "ejob/event.h"
 #include "ejob/job.h"
@@ -52,6 +53,36 @@ static char *write_script(const char *name, const char *body)
     fclose(f);
     chmod(p, 0755);
     return p;
+}
+
+/* The configurations the tests' definitions run with: a script's command
+ * line, an http request and streamingProcess are the job's configuration
+ * (ej_job_def.config_, set by the runtime for a fire). Freed by the group's
+ * teardown. */
+static struct ej_job_config run_cfgs[64];
+static size_t n_run_cfgs;
+
+static struct ej_job_config *run_config(struct ej_job_def *d)
+{
+    for (size_t i = 0; i < n_run_cfgs; i++)
+        if (d->config_ == &run_cfgs[i])
+            return &run_cfgs[i];
+    assert_true(n_run_cfgs < sizeof run_cfgs / sizeof run_cfgs[0]);
+    struct ej_job_config *c = &run_cfgs[n_run_cfgs++];
+    assert_int_equal(ej_job_config_init(c), 0);
+    c->job_type = d->type;
+    d->config_ = c;
+    return c;
+}
+
+static void script_cmd(struct ej_job_def *d, const char *line)
+{
+    assert_int_equal(ej_job_config_set_str(&run_config(d)->script_command_line, line), 0);
+}
+
+static void cfg_str(char **field, const char *value)
+{
+    assert_int_equal(ej_job_config_set_str(field, value), 0);
 }
 
 static char *slurp(const char *path)
@@ -192,6 +223,8 @@ static int noop_simple(const ej_shard_context *ctx, void *user)
     return 0;
 }
 
+/* A definition holds what only the program gives; what the configuration
+ * holds is refused there, naming the configuration's field. */
 static void test_validate(void **state)
 {
     (void)state;
@@ -204,28 +237,31 @@ static void test_validate(void **state)
     d.error_handler.kind = EJ_ERROR_HANDLER_CUSTOM;
     assert_int_equal(ej_job_def_validate(&d, err, sizeof err), EJ_ECONFIG);
     assert_non_null(strstr(err, "error_handler.fn"));
+    d.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
+    assert_int_equal(ej_job_def_validate(&d, err, sizeof err), EJ_ECONFIG);
+    assert_non_null(strstr(err, "jobProperties.job_exception_handler"));
+    d.error_handler.kind = EJ_ERROR_HANDLER_LOG;
+    d.executor = EJ_EXECUTOR_SINGLE_THREAD;
+    assert_int_equal(ej_job_def_validate(&d, err, sizeof err), EJ_ECONFIG);
+    assert_non_null(strstr(err, "jobProperties.executor_service_handler"));
+    d.executor = EJ_EXECUTOR_FIXED;
+    d.executor_threads = 3;
+    assert_int_equal(ej_job_def_validate(&d, err, sizeof err), 0);
 
+    /* A script or http definition needs nothing: the command line and the
+     * request are the configuration's. Its run limits are ejob's. */
     struct ej_job_def s = {.type = EJ_JOB_TYPE_SCRIPT};
-    s.script.command_line = "echo 'unbalanced";
-    assert_int_equal(ej_job_def_validate(&s, err, sizeof err), EJ_ECONFIG);
-    assert_non_null(strstr(err, "script.command_line: unbalanced quotes"));
-    s.script.command_line = "  ";
-    assert_int_equal(ej_job_def_validate(&s, err, sizeof err), EJ_ECONFIG);
-    s.script.command_line = "/bin/true";
     assert_int_equal(ej_job_def_validate(&s, err, sizeof err), 0);
     s.script.timeout_ms = -1;
     assert_int_equal(ej_job_def_validate(&s, err, sizeof err), EJ_ECONFIG);
-    assert_non_null(strstr(err, "script.timeout_ms"));
-
+    assert_non_null(strstr(err, "timeoutSeconds"));
+    s.script.timeout_ms = 0;
+    s.script.kill_grace_ms = 5000;
+    assert_int_equal(ej_job_def_validate(&s, err, sizeof err), EJ_ECONFIG);
+    assert_non_null(strstr(err, "timeoutGraceSeconds"));
     struct ej_job_def h = {.type = EJ_JOB_TYPE_HTTP};
-    h.http.uri = "ftp://x";
-    assert_int_equal(ej_job_def_validate(&h, err, sizeof err), EJ_ECONFIG);
-    assert_non_null(strstr(err, "http.uri: 'ftp://x'"));
-    h.http.uri = "http://127.0.0.1/x";
-    h.http.method = "PO ST";
-    assert_int_equal(ej_job_def_validate(&h, err, sizeof err), EJ_ECONFIG);
-    h.http.method = "POST";
     assert_int_equal(ej_job_def_validate(&h, err, sizeof err), 0);
+
     struct ej_job_def df = {.type = EJ_JOB_TYPE_DATAFLOW};
     assert_int_equal(ej_job_def_validate(&df, err, sizeof err), EJ_ECONFIG);
     assert_non_null(strstr(err, "dataflow.fetch"));
@@ -297,7 +333,7 @@ static void test_script_context_per_item(void **state)
     const char *env[] = {envv, NULL};
     char *cmd = ej__asprintf("%s 'first arg' second", script);
     struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
-    d.script.command_line = cmd;
+    script_cmd(&d, cmd);
     d.script.env = env;
     const char *params[] = {"Beijing", NULL, "Guang=zhou"};
     /* Counted after the first item: it may start the process that
@@ -355,7 +391,7 @@ static void test_script_failure_exit_code(void **state)
 {
     (void)state;
     struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
-    d.script.command_line = "/bin/sh -c 'echo boom-out; echo boom-err >&2; exit 3'";
+    script_cmd(&d, "/bin/sh -c 'echo boom-out; echo boom-err >&2; exit 3'");
     d.error_handler.kind = EJ_ERROR_HANDLER_CUSTOM;
     d.error_handler.fn = record_failure;
     ej_shard_context ctx;
@@ -377,7 +413,7 @@ static void test_script_failure_exit_code(void **state)
     ej__exec_result_fini(&r);
 
     /* Killed by a signal. */
-    d.script.command_line = "/bin/sh -c 'kill -9 $$'";
+    script_cmd(&d, "/bin/sh -c 'kill -9 $$'");
     d.error_handler.user = (void *)1; /* the handler asks to fail the run */
     assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), EJ_EJOBFAILED);
     assert_int_equal(r.term_signal, 9);
@@ -386,7 +422,7 @@ static void test_script_failure_exit_code(void **state)
     ej__exec_result_fini(&r);
 
     /* A program that does not exist. */
-    d.script.command_line = "/nonexistent/prog x";
+    script_cmd(&d, "/nonexistent/prog x");
     d.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
     assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), -ENOENT);
     assert_non_null(strstr(r.failure_cause, "cannot run '/nonexistent/prog'"));
@@ -394,7 +430,7 @@ static void test_script_failure_exit_code(void **state)
     ej__exec_result_fini(&r);
 
     /* Empty command line: ElasticJob's message. */
-    d.script.command_line = "";
+    script_cmd(&d, "");
     assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), EJ_ECONFIG);
     assert_string_equal(r.failure_cause,
                         "Cannot find script command line for job 'demoJob', job is not executed.");
@@ -431,7 +467,7 @@ static void run_timeout_case(const char *trap, int64_t grace, int64_t min_ms, in
     unlink(pidfile);
     char *cmd = ej__asprintf("/bin/sh -c '%s sleep 30 & echo $! > %s; wait'", trap, pidfile);
     struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
-    d.script.command_line = cmd;
+    script_cmd(&d, cmd);
     d.script.timeout_ms = 300;
     d.script.kill_grace_ms = grace;
     d.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
@@ -491,8 +527,8 @@ static void test_script_live_output(void **state)
 {
     (void)state;
     struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
-    d.script.command_line =
-        "/bin/sh -c 'i=0; while [ $i -lt 20 ]; do echo line$i; i=$((i+1)); sleep 0.05; done'";
+    script_cmd(
+        &d, "/bin/sh -c 'i=0; while [ $i -lt 20 ]; do echo line$i; i=$((i+1)); sleep 0.05; done'");
     d.script.output_cap = 64;
     ej_shard_context ctx;
     fill_ctx(&ctx, NULL, 0, NULL);
@@ -523,7 +559,7 @@ static void test_script_fencing_token_env(void **state)
     setenv("EJOB_FENCING_TOKEN", "7", 1);
     const char *env[] = {"EJOB_FENCING_TOKEN=1", "OTHER=x", NULL};
     struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
-    d.script.command_line = "/bin/sh -c 'echo \"$EJOB_FENCING_TOKEN $OTHER\"'";
+    script_cmd(&d, "/bin/sh -c 'echo \"$EJOB_FENCING_TOKEN $OTHER\"'");
     d.script.env = env;
     ej_shard_context ctx;
     fill_ctx(&ctx, NULL, 0, NULL);
@@ -555,7 +591,7 @@ static void test_script_output_cap(void **state)
 {
     (void)state;
     struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
-    d.script.command_line = "/bin/sh -c 'head -c 300000 /dev/zero | tr \"\\\\000\" a; echo'";
+    script_cmd(&d, "/bin/sh -c 'head -c 300000 /dev/zero | tr \"\\\\000\" a; echo'");
     d.script.output_cap = 1000;
     ej_shard_context ctx;
     fill_ctx(&ctx, NULL, 0, NULL);
@@ -567,7 +603,7 @@ static void test_script_output_cap(void **state)
     ej__exec_result_fini(&r);
 
     /* No descriptor but 0, 1, 2 (and ls's own) reaches the script. */
-    d.script.command_line = "/bin/sh -c 'ls /proc/self/fd'";
+    script_cmd(&d, "/bin/sh -c 'ls /proc/self/fd'");
     d.script.output_cap = 0;
     int keep = open("/dev/null", O_RDONLY); /* not O_CLOEXEC on purpose */
     assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), 0);
@@ -593,7 +629,7 @@ static void test_script_cancel(void **state)
     (void)state;
     atomic_bool cancel = false;
     struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
-    d.script.command_line = "/bin/sh -c 'sleep 30'";
+    script_cmd(&d, "/bin/sh -c 'sleep 30'");
     d.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
     ej_shard_context ctx;
     fill_ctx(&ctx, &cancel, 0, NULL);
@@ -658,7 +694,7 @@ static void test_c_job_timeout_and_kill(void **state)
 
     /* A script killed: SIGTERM to its group, recorded as killed. */
     struct ej_job_def sd = {.type = EJ_JOB_TYPE_SCRIPT};
-    sd.script.command_line = "/bin/sh -c 'sleep 30'";
+    script_cmd(&sd, "/bin/sh -c 'sleep 30'");
     sd.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
     atomic_store(&kill, false);
     fill_ctx(&ctx, NULL, 0, NULL);
@@ -724,7 +760,7 @@ static int64_t daemon_death_case(const char *trap, int64_t grace, int64_t min_ms
     if (daemon == 0) {
         static struct daemon_item di;
         di.def = (struct ej_job_def){.type = EJ_JOB_TYPE_SCRIPT};
-        di.def.script.command_line = cmd;
+        script_cmd(&di.def, cmd);
         di.def.script.kill_grace_ms = grace;
         di.def.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
         fill_ctx(&di.ctx, NULL, 0, NULL);
@@ -857,7 +893,7 @@ static void test_script_survives_spawner_kill(void **state)
                              pidfile, pidfile, pidfile);
     static struct spawner_item si;
     si.def = (struct ej_job_def){.type = EJ_JOB_TYPE_SCRIPT};
-    si.def.script.command_line = cmd;
+    script_cmd(&si.def, cmd);
     si.def.script.kill_grace_ms = 500;
     si.def.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
     fill_ctx(&si.ctx, NULL, 0, NULL);
@@ -905,7 +941,7 @@ static void test_script_survives_spawner_kill(void **state)
 
     /* The next item starts through a new zygote. */
     struct ej_job_def d = {.type = EJ_JOB_TYPE_SCRIPT};
-    d.script.command_line = "/bin/sh -c 'exit 0'";
+    script_cmd(&d, "/bin/sh -c 'exit 0'");
     ej_shard_context ctx;
     fill_ctx(&ctx, NULL, 1, NULL);
     ej__exec_result r;
@@ -1012,7 +1048,7 @@ static void test_dataflow(void **state)
     struct ej_job_def d = {.type = EJ_JOB_TYPE_DATAFLOW, .user = &f};
     d.dataflow.fetch = flow_fetch;
     d.dataflow.process = flow_process;
-    d.dataflow.streaming = true;
+    run_config(&d)->streaming_process = true;
     ej_shard_context ctx;
     fill_ctx(&ctx, NULL, 0, NULL);
     ej__exec_result r;
@@ -1030,7 +1066,7 @@ static void test_dataflow(void **state)
     ej__exec_result_fini(&r);
     /* Not streaming: one fetch, one process. */
     f = (struct flow){.batches_left = 5};
-    d.dataflow.streaming = false;
+    run_config(&d)->streaming_process = false;
     assert_int_equal(ej__exec_run_item(&d, &ctx, NULL, &r), 0);
     assert_int_equal(f.fetched, 1);
     assert_int_equal(f.processed, 1);
@@ -1139,10 +1175,10 @@ static void test_http(void **state)
     char *want_json = ej__exec_context_json(&ctx);
     const char *extra[] = {"X-Extra: yes", "x-ejob-fencing-token: 1", NULL};
     struct ej_job_def j = {.type = EJ_JOB_TYPE_HTTP};
-    j.http.uri = ok_url;
-    j.http.method = "POST";
-    j.http.data = "a=1&b=2";
-    j.http.content_type = "application/x-www-form-urlencoded";
+    cfg_str(&run_config(&j)->http.uri, ok_url);
+    cfg_str(&run_config(&j)->http.method, "POST");
+    cfg_str(&run_config(&j)->http.data, "a=1&b=2");
+    cfg_str(&run_config(&j)->http.content_type, "application/x-www-form-urlencoded");
     j.http.headers = extra;
     ej__exec_result r;
     assert_int_equal(ej__exec_run_item(&j, &ctx, NULL, &r), 0);
@@ -1160,10 +1196,10 @@ static void test_http(void **state)
     ej__exec_result_fini(&r);
 
     /* GET without a method; 201 is success too. */
-    j.http.method = NULL;
-    j.http.data = NULL;
-    j.http.content_type = NULL;
-    j.http.uri = created_url;
+    cfg_str(&run_config(&j)->http.method, NULL);
+    cfg_str(&run_config(&j)->http.data, NULL);
+    cfg_str(&run_config(&j)->http.content_type, NULL);
+    cfg_str(&run_config(&j)->http.uri, created_url);
     assert_int_equal(ej__exec_run_item(&j, &ctx, NULL, &r), 0);
     assert_int_equal(r.http_status, 201);
     pthread_mutex_lock(&rec.mu);
@@ -1173,9 +1209,9 @@ static void test_http(void **state)
     ej__exec_result_fini(&r);
 
     /* 500: a failure naming the status and the body. */
-    j.http.uri = fail_url;
-    j.http.method = "PUT";
-    j.http.data = "x";
+    cfg_str(&run_config(&j)->http.uri, fail_url);
+    cfg_str(&run_config(&j)->http.method, "PUT");
+    cfg_str(&run_config(&j)->http.data, "x");
     j.error_handler.kind = EJ_ERROR_HANDLER_IGNORE;
     assert_int_equal(ej__exec_run_item(&j, &ctx, NULL, &r), EJ_EJOBFAILED);
     assert_int_equal(r.http_status, 500);
@@ -1188,10 +1224,10 @@ static void test_http(void **state)
     ej__exec_result_fini(&r);
 
     /* The server answers after 1.5 s; the read timeout is 300 ms. */
-    j.http.uri = slow_url;
-    j.http.method = "GET";
-    j.http.connect_timeout_ms = 200;
-    j.http.read_timeout_ms = 300;
+    cfg_str(&run_config(&j)->http.uri, slow_url);
+    cfg_str(&run_config(&j)->http.method, "GET");
+    run_config(&j)->http.connect_timeout_ms = 200;
+    run_config(&j)->http.read_timeout_ms = 300;
     int64_t t0 = ej__mono_ms();
     assert_int_equal(ej__exec_run_item(&j, &ctx, NULL, &r), EJ_ETIMEDOUT);
     int64_t took = ej__mono_ms() - t0;
@@ -1205,7 +1241,7 @@ static void test_http(void **state)
     atomic_bool cancel = false;
     ej_shard_context cctx;
     fill_ctx(&cctx, &cancel, 0, NULL);
-    j.http.read_timeout_ms = 5000;
+    run_config(&j)->http.read_timeout_ms = 5000;
     pthread_t th;
     pthread_create(&th, NULL, cancel_later, &cancel);
     assert_int_equal(ej__exec_run_item(&j, &cctx, NULL, &r), EJ_ESTOPPED);
@@ -1252,7 +1288,7 @@ static void test_http(void **state)
 
     /* Nothing listens on this port (the daemon's port + 0 is taken:
      * bind a socket, close it, use its port). */
-    j.http.uri = "http://127.0.0.1:1/nothing";
+    cfg_str(&run_config(&j)->http.uri, "http://127.0.0.1:1/nothing");
     assert_int_equal(ej__exec_run_item(&j, &ctx, NULL, &r), EJ_EJOBFAILED);
     assert_non_null(strstr(r.failure_cause, "http://127.0.0.1:1/nothing"));
     ej__exec_result_fini(&r);
@@ -1417,6 +1453,8 @@ static void test_event_bus_flush(void **state)
 static int teardown_tmp(void **state)
 {
     (void)state;
+    for (size_t i = 0; i < n_run_cfgs; i++)
+        ej_job_config_fini(&run_cfgs[i]);
     if (tmpdir[0]) {
         char *cmd = ej__asprintf("rm -rf '%s'", tmpdir);
         int rc = system(cmd);

@@ -57,6 +57,10 @@ static void test_every_node(void **state)
     expect_path(EJ_LAYOUT_NODE_EJOB_INSTANCES, 0, NULL, "/demoJob/ejob/instances");
     expect_path(EJ_LAYOUT_NODE_EJOB_INSTANCE, 0, "10.0.0.1@-@7",
                 "/demoJob/ejob/instances/10.0.0.1@-@7");
+    expect_path(EJ_LAYOUT_NODE_EJOB_SESSIONS, 0, NULL, "/demoJob/ejob/sessions");
+    expect_path(EJ_LAYOUT_NODE_EJOB_SESSION, 0, "1000a2b3c4d0005", "/demoJob/ejob/sessions/1000a2b3c4d0005");
+    expect_path(EJ_LAYOUT_NODE_EJOB_SESSION_LIVE, 0, "1000a2b3c4d0005",
+                "/demoJob/ejob/sessions/1000a2b3c4d0005/live");
     char *marker = ej_layout_marker_path_dup("demoJob", "10.0.0.1@-@7");
     assert_string_equal(marker, "/demoJob/ejob/instances/10.0.0.1@-@7");
     free(marker);
