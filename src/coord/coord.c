@@ -555,7 +555,7 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     pthread_cond_init(&c->cv, &ca);
     pthread_condattr_destroy(&ca);
     atomic_init(&c->refs, 1);
-    c->fence_told = -1;
+    atomic_init(&c->fence_told, -1);
     c->connected = ej_registry_is_connected(o->reg);
     ej__coord_snap_init(c);
     const char *j = o->job_name;

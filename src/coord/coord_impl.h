@@ -66,7 +66,11 @@ struct ej__coord {
      * of the start (an election won in the start), and step 6 is then
      * done. */
     int64_t necessary_session;
-    int fence_told;   /* fence level last told to the runtime; -1 none */
+    /* Fence level last told to the runtime; -1 none. Atomic: the fence
+     * listener runs on the registry's watchdog thread and must reach the
+     * runtime even while a writer holds c->mu (docs/coordination.md, the
+     * fence's bounds), so it reads the snapshot and this, never c->mu. */
+    atomic_int fence_told;
     /* Mono ms before which no item starts here: another instance's session
      * expired (its node removed) less than the takeover margin ago, and a
      * starved owner may still be ending the copy it ran (membership.c). */

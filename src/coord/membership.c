@@ -374,7 +374,7 @@ int ej__coord_register_instance(ej__coord *c)
         ej__coord_lock(c);
         c->reg_session = sess;
         c->reg_at_ms = ej__now_ms();
-        c->fence_told = -1;
+        atomic_store(&c->fence_told, -1);
         pthread_cond_broadcast(&c->cv);
         ej__coord_unlock(c);
     } else {
@@ -529,16 +529,16 @@ void ej__coord_on_fence(ej_registry *reg, ej_reg_fence level, int64_t session, v
     EJ_ASSERT(!ej__coord_on_dispatch(c));
     if (!ej__coord_enter(c))
         return;
-    ej__coord_lock(c);
-    int64_t mine = c->reg_session;
-    bool started = c->started && !c->stopped;
-    ej__coord_unlock(c);
+    struct ej__coord_snap *snap = ej__coord_snap_get(c);
+    int64_t mine = snap->reg_session;
+    bool started = snap->started && !snap->stopped;
+    ej__coord_snap_unref(snap);
     int lvl = mine ? (int)ej_registry_fence(reg, mine) : (int)EJ_REG_FENCE_CANCEL;
-    ej__coord_lock(c);
-    bool tell = started && lvl != c->fence_told;
-    if (tell)
-        c->fence_told = lvl;
-    ej__coord_unlock(c);
+    /* Told once per change, whichever thread sees it first. */
+    bool tell = false;
+    int told = atomic_load(&c->fence_told);
+    while (started && told != lvl && !tell)
+        tell = atomic_compare_exchange_weak(&c->fence_told, &told, lvl);
     if (tell && lvl != EJ_REG_FENCE_OPEN) {
         int64_t sess = 0;
         int64_t last = ej_registry_last_contact_ms(reg, &sess);
