@@ -100,15 +100,6 @@ void ej__coord_set_error(ej__coord *c, const char *fmt, ...)
     va_end(ap);
 }
 
-void ej__coord_last_error(ej__coord *c, char *buf, size_t len)
-{
-    if (len == 0)
-        return;
-    struct ej__coord_snap *s = ej__coord_snap_get(c);
-    snprintf(buf, len, "%s", s->err);
-    ej__coord_snap_unref(s);
-}
-
 const char *ej__coord_instance_id(const ej__coord *c)
 {
     return c->me;
@@ -168,22 +159,6 @@ int ej__coord_config(ej__coord *c, struct ej_job_config *out)
     int rc = c->have_cfg ? ej_job_config_copy(out, &c->cfg) : EJ_ENOTFOUND;
     ej__coord_unlock(c);
     return rc;
-}
-
-bool ej__coord_failover_on(ej__coord *c)
-{
-    struct ej__coord_snap *s = ej__coord_snap_get(c);
-    bool on = s->failover_on;
-    ej__coord_snap_unref(s);
-    return on;
-}
-
-int ej__coord_total_count(ej__coord *c)
-{
-    struct ej__coord_snap *s = ej__coord_snap_get(c);
-    int n = s->total_count;
-    ej__coord_snap_unref(s);
-    return n;
 }
 
 char *ej__coord_strategy_name(ej__coord *c)
@@ -286,30 +261,6 @@ bool ej__coord_server_disabled(ej__coord *c)
     return server_disabled_ip(c, c->ip);
 }
 
-bool ej__coord_registered(ej__coord *c)
-{
-    struct ej__coord_snap *s = ej__coord_snap_get(c);
-    bool r = s->reg_session != 0 && s->reg_session == ej_registry_session_id(c->reg) && !s->stopped;
-    ej__coord_snap_unref(s);
-    return r;
-}
-
-bool ej__coord_connected(ej__coord *c)
-{
-    struct ej__coord_snap *s = ej__coord_snap_get(c);
-    bool r = s->connected;
-    ej__coord_snap_unref(s);
-    return r;
-}
-
-bool ej__coord_stopped(ej__coord *c)
-{
-    struct ej__coord_snap *s = ej__coord_snap_get(c);
-    bool r = s->stopped || s->closed;
-    ej__coord_snap_unref(s);
-    return r;
-}
-
 void ej__coord_notify_failover_taken(ej__coord *c)
 {
     if (c->hooks.on_failover_taken && !ej__coord_stopped(c))
@@ -353,22 +304,6 @@ void ej__coord_count_reshard(ej__coord *c)
     ej__coord_lock(c);
     c->reshards++;
     ej__coord_unlock(c);
-}
-
-uint64_t ej__coord_reshards(ej__coord *c)
-{
-    struct ej__coord_snap *s = ej__coord_snap_get(c);
-    uint64_t n = s->reshards;
-    ej__coord_snap_unref(s);
-    return n;
-}
-
-bool ej__coord_busy(ej__coord *c)
-{
-    struct ej__coord_snap *s = ej__coord_snap_get(c);
-    bool b = s->busy;
-    ej__coord_snap_unref(s);
-    return b;
 }
 
 int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n)

@@ -9,6 +9,7 @@
  *   membership.c    servers/ and instances/, registration, connection
  *                   states and the fence
  *   reconcile.c     ElasticJob's ReconcileService
+ *   snapshot.c      the published snapshot and the getters that read it
  *
  * Not part of the module's internal API (internal.h): only these files.
  */

@@ -23,6 +23,9 @@
  *                (fire_plan.h)
  *   fire_request.c  a fire's requests: the plan's one look at the state,
  *                the start of a batch, the end of a failover run
+ *   snapshot.c   what other threads read of a coordinator: a published,
+ *                immutable snapshot (the getters below read it, lock-free
+ *                of the coordinator's state lock)
  *
  * Threads. Every ZooKeeper callback arrives on the registry's dispatch
  * thread; handlers there only update state, do short ZooKeeper writes and

@@ -477,46 +477,6 @@ void ej__coord_on_state(ej_registry *reg, ej_reg_state st, bool new_session, voi
 /* ------------------------------------------------------------------------ */
 /* The fence (registry watchdog thread)                                      */
 
-int64_t ej__coord_session(ej__coord *c)
-{
-    struct ej__coord_snap *s = ej__coord_snap_get(c);
-    int64_t sess = s->stopped || s->closed ? 0 : s->reg_session;
-    ej__coord_snap_unref(s);
-    return sess;
-}
-
-int64_t ej__coord_registered_at(ej__coord *c)
-{
-    struct ej__coord_snap *s = ej__coord_snap_get(c);
-    int64_t at = s->reg_at_ms;
-    ej__coord_snap_unref(s);
-    return at;
-}
-
-bool ej__coord_may_start(ej__coord *c, int64_t session)
-{
-    struct ej__coord_snap *s = ej__coord_snap_get(c);
-    bool ok = session != 0 && s->reg_session == session && s->started && !s->stopped &&
-              !s->closed && s->connected;
-    ej__coord_snap_unref(s);
-    return ok && ej_registry_fence(c->reg, session) == EJ_REG_FENCE_OPEN;
-}
-
-void ej__coord_takeover_wait(ej__coord *c)
-{
-    struct ej__coord_snap *s = ej__coord_snap_get(c);
-    int64_t until = s->takeover_hold_until;
-    ej__coord_snap_unref(s);
-    int64_t left = until - ej__mono_ms();
-    if (left <= 0)
-        return;
-    EJ_LOG(EJ_LOG_DEBUG, MOD, 0,
-           "job %s: an instance's session expired: items start after the takeover margin "
-           "(%lld ms left)",
-           c->job, (long long)left);
-    ej__sleep_ms(left);
-}
-
 /* The registry's fence changed. What counts is the fence of the session we
  * registered in: a new session is CANCEL for us until we registered in it. */
 void ej__coord_on_fence(ej_registry *reg, ej_reg_fence level, int64_t session, void *user)

@@ -11,7 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "coord/coord_impl.h"
+#include "ejob/log.h"
+
+#define MOD "coord"
 
 static void fill(const ej__coord *c, struct ej__coord_snap *s)
 {
@@ -91,4 +95,112 @@ void ej__coord_snap_unref(struct ej__coord_snap *s)
 {
     if (s != NULL && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
         free(s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Readers                                                                    */
+
+void ej__coord_last_error(ej__coord *c, char *buf, size_t len)
+{
+    if (len == 0)
+        return;
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    snprintf(buf, len, "%s", s->err);
+    ej__coord_snap_unref(s);
+}
+
+bool ej__coord_failover_on(ej__coord *c)
+{
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    bool on = s->failover_on;
+    ej__coord_snap_unref(s);
+    return on;
+}
+
+int ej__coord_total_count(ej__coord *c)
+{
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    int n = s->total_count;
+    ej__coord_snap_unref(s);
+    return n;
+}
+
+bool ej__coord_registered(ej__coord *c)
+{
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    bool r = s->reg_session != 0 && s->reg_session == ej_registry_session_id(c->reg) && !s->stopped;
+    ej__coord_snap_unref(s);
+    return r;
+}
+
+bool ej__coord_connected(ej__coord *c)
+{
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    bool r = s->connected;
+    ej__coord_snap_unref(s);
+    return r;
+}
+
+bool ej__coord_stopped(ej__coord *c)
+{
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    bool r = s->stopped || s->closed;
+    ej__coord_snap_unref(s);
+    return r;
+}
+
+uint64_t ej__coord_reshards(ej__coord *c)
+{
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    uint64_t n = s->reshards;
+    ej__coord_snap_unref(s);
+    return n;
+}
+
+bool ej__coord_busy(ej__coord *c)
+{
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    bool b = s->busy;
+    ej__coord_snap_unref(s);
+    return b;
+}
+
+int64_t ej__coord_session(ej__coord *c)
+{
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    int64_t sess = s->stopped || s->closed ? 0 : s->reg_session;
+    ej__coord_snap_unref(s);
+    return sess;
+}
+
+int64_t ej__coord_registered_at(ej__coord *c)
+{
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    int64_t at = s->reg_at_ms;
+    ej__coord_snap_unref(s);
+    return at;
+}
+
+bool ej__coord_may_start(ej__coord *c, int64_t session)
+{
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    bool ok = session != 0 && s->reg_session == session && s->started && !s->stopped &&
+              !s->closed && s->connected;
+    ej__coord_snap_unref(s);
+    return ok && ej_registry_fence(c->reg, session) == EJ_REG_FENCE_OPEN;
+}
+
+void ej__coord_takeover_wait(ej__coord *c)
+{
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    int64_t until = s->takeover_hold_until;
+    ej__coord_snap_unref(s);
+    int64_t left = until - ej__mono_ms();
+    if (left <= 0)
+        return;
+    EJ_LOG(EJ_LOG_DEBUG, MOD, 0,
+           "job %s: an instance's session expired: items start after the takeover margin "
+           "(%lld ms left)",
+           c->job, (long long)left);
+    ej__sleep_ms(left);
 }
