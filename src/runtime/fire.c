@@ -883,8 +883,10 @@ static size_t own_misfired(struct ej__coord *c, int **mis)
     if (ej__coord_fire_plan(c, &req, &plan) != 0)
         return 0;
     size_t n = plan.nmisfired;
-    *mis = plan.misfired;
-    plan.misfired = NULL;
+    if (n > 0) { /* callers free *mis only when there is something in it */
+        *mis = plan.misfired;
+        plan.misfired = NULL;
+    }
     ej__fire_plan_fini(&plan);
     return n;
 }
