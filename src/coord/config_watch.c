@@ -114,6 +114,7 @@ static void clear_failover_task(ej__coord *c, void *arg)
 
 static void apply_config(ej__coord *c, const char *data, size_t len)
 {
+    EJ_ASSERT_SERIAL(c);
     struct ej_job_config n;
     char err[512] = "";
     int rc = ej__coord_parse_config(data, len, &n, err, sizeof err);
@@ -122,21 +123,17 @@ static void apply_config(ej__coord *c, const char *data, size_t len)
                "job %s: the config in ZooKeeper is invalid and is not applied (keeping the last "
                "good one): %s",
                c->job, err);
-        ej__coord_lock(c);
         snprintf(c->err, sizeof c->err, "invalid config in ZooKeeper, not applied: %s", err);
         c->err_is_config = true;
-        ej__coord_unlock(c);
         return;
     }
     unsigned changed = 0;
-    ej__coord_lock(c);
     if (c->err_is_config) {
         c->err[0] = '\0';
         c->err_is_config = false;
     }
     if (c->have_cfg) {
         if (n.job_name && c->cfg.job_name && strcmp(n.job_name, c->cfg.job_name) != 0) {
-            ej__coord_unlock(c);
             EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ECONFIG, "job %s: config names job \"%s\"; not applied",
                    c->job, n.job_name);
             ej_job_config_fini(&n);
@@ -163,10 +160,10 @@ static void apply_config(ej__coord *c, const char *data, size_t len)
     }
     c->cfg = n;
     c->have_cfg = true;
-    bool started = c->started && !c->closed && !c->stopped;
+    c->cfg_gen++;
+    ej__coord_publish(c); /* the runtime's hook below reads it */
+    bool started = c->started && !atomic_load(&c->closed) && !c->stopped;
     bool failover = n.failover;
-    pthread_cond_broadcast(&c->cv);
-    ej__coord_unlock(c);
     if (!started || changed == 0)
         return;
     EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: new config applied (cron \"%s\", %d items%s)", c->job,
@@ -178,42 +175,43 @@ static void apply_config(ej__coord *c, const char *data, size_t len)
         ej__coord_post(c, clear_failover_task, NULL);
     if (c->hooks.on_config) {
         struct ej_job_config copy;
-        if (ej__coord_config(c, &copy) == 0) {
+        if (ej_job_config_copy(&copy, &c->cfg) == 0) {
             c->hooks.on_config(c->hooks.user, &copy, changed);
             ej_job_config_fini(&copy);
         }
     }
 }
 
-static void on_config_event_body(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
+/* On the serial queue (posted by the listener below). */
+static void on_config_event_body(ej__coord *c, const struct ej_tree_event *ev)
 {
-    (void)cache;
-    ej__coord *c = user;
     if (ev->type == EJ_TREE_INITIALIZED) {
         c->init_config = true;
         return;
     }
-    if (strcmp(ev->path, c->p_config) != 0)
-        return;
-    if (ev->type == EJ_TREE_NODE_REMOVED) {
-        atomic_fetch_add(&c->refs, 1);
-        if (ej_registry_post_after(c->reg, 300, ej__coord_root_check_task, c) != 0)
-            ej__coord_unref(c);
-        return;
-    }
-    ej__coord_lock(c);
-    bool go = c->started && !c->closed;
-    ej__coord_unlock(c);
-    if (go)
+    if (c->started && !atomic_load(&c->closed))
         apply_config(c, ev->data, ev->len);
 }
 
+/* The config cache's listener (dispatch thread). A removed config node is
+ * checked a moment later (the whole job may be going). */
 void ej__coord_on_config_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
 {
+    (void)cache;
     ej__coord *c = user;
     EJ_ASSERT_DISPATCH(c);
     if (!ej__coord_enter(c))
         return;
-    on_config_event_body(cache, ev, user);
+    if (ev->type == EJ_TREE_INITIALIZED) {
+        ej__coord_post_event(c, ev, on_config_event_body);
+    } else if (strcmp(ev->path, c->p_config) != 0) {
+        /* not the config node */
+    } else if (ev->type == EJ_TREE_NODE_REMOVED) {
+        atomic_fetch_add(&c->refs, 1);
+        if (ej_registry_post_after(c->reg, 300, ej__coord_root_check_task, c) != 0)
+            ej__coord_unref(c);
+    } else if (ej__coord_listening(c)) {
+        ej__coord_post_event(c, ev, on_config_event_body);
+    }
     ej__coord_done(c);
 }

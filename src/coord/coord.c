@@ -33,71 +33,90 @@
 
 /* Listeners and tasks run between ej__coord_enter() and ej__coord_done();
  * destroy waits until none is running, and none starts once the coordinator
- * is closed. */
+ * is closed. The count goes up before closed is read, and destroy sets
+ * closed before it reads the count (both sequentially consistent): either
+ * the listener sees closed, or destroy sees it inside. */
 bool ej__coord_enter(ej__coord *c)
 {
-    ej__coord_lock(c);
-    bool ok = !c->closed;
-    if (ok)
-        c->inflight++;
-    ej__coord_unlock(c);
-    return ok;
+    atomic_fetch_add(&c->inflight, 1);
+    if (!atomic_load(&c->closed))
+        return true;
+    ej__coord_done(c);
+    return false;
 }
 
 void ej__coord_done(ej__coord *c)
 {
-    ej__coord_lock(c);
-    c->inflight--;
-    pthread_cond_broadcast(&c->cv);
-    ej__coord_unlock(c);
+    if (atomic_fetch_sub(&c->inflight, 1) == 1 && atomic_load(&c->closed))
+        ej__coord_changed(c);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Small helpers                                                             */
 
-void ej__coord_lock(ej__coord *c)
+uint64_t ej__coord_change_seq(ej__coord *c)
 {
-    ej__mutex_lock(&c->mu);
+    pthread_mutex_lock(&c->change_mu);
+    uint64_t n = c->changes;
+    pthread_mutex_unlock(&c->change_mu);
+    return n;
 }
 
-/* Every change to the state ends here: its snapshot is republished
- * before the lock goes. */
-void ej__coord_unlock(ej__coord *c)
+void ej__coord_changed(ej__coord *c)
 {
-    ej__coord_publish_locked(c);
-    ej__mutex_unlock(&c->mu);
+    pthread_mutex_lock(&c->change_mu);
+    c->changes++;
+    pthread_cond_broadcast(&c->change_cv);
+    pthread_mutex_unlock(&c->change_mu);
 }
 
-void ej__coord_broadcast(ej__coord *c)
+bool ej__coord_wait_change(ej__coord *c, uint64_t *seq, int64_t deadline_ms)
 {
-    ej__coord_lock(c);
-    pthread_cond_broadcast(&c->cv);
-    ej__coord_unlock(c);
-}
-
-bool ej__coord_wait_locked(ej__coord *c, int64_t deadline_ms)
-{
-    EJ_ASSERT_HELD(&c->mu);
     int64_t left = deadline_ms - ej__mono_ms();
     if (left <= 0)
         return false;
     if (left > 200)
         left = 200; /* re-check periodically: some conditions have no event */
     struct timespec ts = ej__mono_timespec_in(left);
-    ej__coord_publish_locked(c); /* the wait lets the lock go */
-    ej__mutex_timedwait(&c->mu, &c->cv, &ts);
+    pthread_mutex_lock(&c->change_mu);
+    while (c->changes == *seq) {
+        if (pthread_cond_timedwait(&c->change_cv, &c->change_mu, &ts) != 0)
+            break;
+    }
+    *seq = c->changes;
+    pthread_mutex_unlock(&c->change_mu);
     return ej__mono_ms() < deadline_ms;
 }
 
+struct error_msg {
+    char text[1024];
+    bool is_config;
+};
+
+static void set_error_task(ej__coord *c, void *arg)
+{
+    EJ_ASSERT_SERIAL(c);
+    struct error_msg *m = arg;
+    snprintf(c->err, sizeof c->err, "%s", m->text);
+    c->err_is_config = m->is_config;
+    free(m);
+}
+
+/* The last error is the serial queue's: another thread's is posted to it. */
 void ej__coord_set_error(ej__coord *c, const char *fmt, ...)
 {
+    struct error_msg *m = malloc(sizeof *m);
+    if (m == NULL)
+        return;
     va_list ap;
     va_start(ap, fmt);
-    ej__coord_lock(c);
-    vsnprintf(c->err, sizeof c->err, fmt, ap);
-    c->err_is_config = false;
-    ej__coord_unlock(c);
+    vsnprintf(m->text, sizeof m->text, fmt, ap);
     va_end(ap);
+    m->is_config = false;
+    if (ej__coord_on_serial(c))
+        set_error_task(c, m);
+    else if (ej__coord_post(c, set_error_task, m) != 0)
+        free(m);
 }
 
 const char *ej__coord_instance_id(const ej__coord *c)
@@ -153,45 +172,16 @@ struct ej__running_state *ej__coord_exec_state(ej__coord *c)
     return c->ex;
 }
 
-int ej__coord_config(ej__coord *c, struct ej_job_config *out)
-{
-    ej__coord_lock(c);
-    int rc = c->have_cfg ? ej_job_config_copy(out, &c->cfg) : EJ_ENOTFOUND;
-    ej__coord_unlock(c);
-    return rc;
-}
-
-char *ej__coord_strategy_name(ej__coord *c)
-{
-    ej__coord_lock(c);
-    char *s = strdup(c->have_cfg && c->cfg.job_sharding_strategy_class
-                         ? c->cfg.job_sharding_strategy_class
-                         : "");
-    ej__coord_unlock(c);
-    return s;
-}
-
-bool ej__coord_necessary_locked(ej__coord *c)
-{
-    EJ_ASSERT_HELD(&c->mu);
-    return ej_tree_cache_exists(c->c_leader, c->p_necessary, NULL);
-}
-
 bool ej__coord_necessary(ej__coord *c)
 {
-    ej__coord_lock(c);
-    bool need = ej__coord_necessary_locked(c);
-    ej__coord_unlock(c);
-    return need;
+    return ej_tree_cache_exists(c->c_leader, c->p_necessary, NULL);
 }
 
 bool ej__coord_shard_flag_new(ej__coord *c, int64_t *czxid)
 {
     EJ_ASSERT_HELD(&c->shard_mu);
     struct ej_node_stat st;
-    ej__coord_lock(c);
     bool there = ej_tree_cache_exists(c->c_leader, c->p_necessary, &st);
-    ej__coord_unlock(c);
     *czxid = there ? st.czxid : 0;
     return there && st.czxid != c->shard_consumed_czxid;
 }
@@ -202,9 +192,8 @@ void ej__coord_shard_flag_consumed(ej__coord *c, int64_t czxid)
     c->shard_consumed_czxid = czxid;
 }
 
-bool ej__coord_processing_locked(ej__coord *c)
+bool ej__coord_processing(ej__coord *c)
 {
-    EJ_ASSERT_HELD(&c->mu);
     return ej_tree_cache_exists(c->c_leader, c->p_processing, NULL);
 }
 
@@ -269,10 +258,8 @@ void ej__coord_notify_failover_taken(ej__coord *c)
 
 void ej__coord_set_busy(ej__coord *c, bool busy)
 {
-    ej__coord_lock(c);
-    c->busy = busy;
-    pthread_cond_broadcast(&c->cv);
-    ej__coord_unlock(c);
+    atomic_store(&c->busy, busy);
+    ej__coord_changed(c);
     /* A fire that runs no resharding (a failover run) must not keep one
      * waiting for its end. */
     if (busy)
@@ -301,9 +288,7 @@ void ej__coord_shard_unclaim(ej__coord *c)
 
 void ej__coord_count_reshard(ej__coord *c)
 {
-    ej__coord_lock(c);
-    c->reshards++;
-    ej__coord_unlock(c);
+    atomic_fetch_add(&c->reshards, 1);
 }
 
 int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n)
@@ -358,6 +343,10 @@ static void ctask_run(void *p)
     struct ctask *t = p;
     if (ej__coord_enter(t->c)) {
         t->fn(t->c, t->arg);
+        /* A serial task may have changed the state; a pool task
+         * (ej__coord_post_pool) writes none of it. */
+        if (ej__coord_on_serial(t->c))
+            ej__coord_publish(t->c);
         ej__coord_done(t->c);
     }
     ej__coord_unref(t->c);
@@ -403,12 +392,93 @@ int ej__coord_post_pool(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void 
     return post_to(c, NULL, fn, arg);
 }
 
+struct event_copy {
+    struct ej_tree_event ev;
+    struct ej_node_stat stat;
+    void (*fn)(ej__coord *c, const struct ej_tree_event *ev);
+};
+
+static void event_task(ej__coord *c, void *arg)
+{
+    EJ_ASSERT_SERIAL(c);
+    struct event_copy *e = arg;
+    e->fn(c, &e->ev);
+    free((char *)e->ev.path);
+    free((char *)e->ev.data);
+    free(e);
+}
+
+int ej__coord_post_event(ej__coord *c, const struct ej_tree_event *ev,
+                         void (*fn)(ej__coord *c, const struct ej_tree_event *ev))
+{
+    struct event_copy *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return EJ_ENOMEM;
+    e->fn = fn;
+    e->ev.type = ev->type;
+    e->ev.len = ev->len;
+    e->ev.path = strdup(ev->path ? ev->path : "");
+    char *data = malloc(ev->len + 1);
+    if (data != NULL) {
+        if (ev->len > 0)
+            memcpy(data, ev->data, ev->len);
+        data[ev->len] = '\0';
+    }
+    e->ev.data = data;
+    if (ev->stat != NULL) {
+        e->stat = *ev->stat;
+        e->ev.stat = &e->stat;
+    }
+    int rc = e->ev.path && data ? ej__coord_post(c, event_task, e) : EJ_ENOMEM;
+    if (rc != 0) {
+        EJ_LOG(EJ_LOG_ERROR, MOD, rc, "job %s: cannot queue the event of %s", c->job,
+               ev->path ? ev->path : "?");
+        free((char *)e->ev.path);
+        free(data);
+        free(e);
+    }
+    return rc;
+}
+
+bool ej__coord_listening(ej__coord *c)
+{
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    bool on = s->started && !s->stopped;
+    ej__coord_snap_unref(s);
+    return on && !atomic_load(&c->closed);
+}
+
+struct call {
+    ej__coord *c;
+    void (*fn)(ej__coord *c, void *arg);
+    void *arg;
+};
+
+static void call_run(void *p)
+{
+    struct call *k = p;
+    EJ_ASSERT_SERIAL(k->c);
+    k->fn(k->c, k->arg);
+    ej__coord_publish(k->c);
+}
+
+void ej__coord_call(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg)
+{
+    if (ej__coord_on_serial(c)) {
+        fn(c, arg);
+        return;
+    }
+    struct call k = {c, fn, arg};
+    void *args[1] = {&k};
+    ej__sched_run_all(c->serial, call_run, args, 1);
+}
+
 void ej__coord_on_view_change(void *user, int item, int kind)
 {
     (void)item;
     (void)kind;
     /* The view stops calling this before ej__view_destroy returns. */
-    ej__coord_broadcast((ej__coord *)user);
+    ej__coord_changed((ej__coord *)user);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -482,16 +552,21 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     c->reconcile_override_ms = o->reconcile_ms;
     int sess = ej_registry_negotiated_timeout_ms(o->reg);
     c->bound_ms = o->wait_bound_ms > 0 ? o->wait_bound_ms : (sess > 0 ? 2 * sess + 2000 : 20000);
-    ej__mutex_init(&c->mu);
     ej__mutex_init(&c->shard_mu);
+    pthread_mutex_init(&c->change_mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cv, &ca);
+    pthread_cond_init(&c->change_cv, &ca);
     pthread_condattr_destroy(&ca);
     atomic_init(&c->refs, 1);
+    atomic_init(&c->inflight, 0);
+    atomic_init(&c->closed, false);
+    atomic_init(&c->busy, false);
+    atomic_init(&c->reshards, 0);
+    atomic_init(&c->takeover_hold_until, 0);
     atomic_init(&c->fence_told, -1);
-    c->connected = ej_registry_is_connected(o->reg);
+    atomic_init(&c->connected, ej_registry_is_connected(o->reg));
     ej__coord_snap_init(c);
     const char *j = o->job_name;
     c->p_root = ej_layout_path_dup(j, EJ_LAYOUT_NODE_JOB, 0, NULL);
@@ -543,13 +618,11 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     return 0;
 }
 
-int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
-                    struct ej_job_config *effective, char *err, size_t errlen)
+/* The start-up, as a task of the serial queue: it writes the state. */
+static int start_steps(ej__coord *c, const struct ej_job_config *local,
+                       struct ej_job_config *effective, char *err, size_t errlen)
 {
-    if (c == NULL || local == NULL || effective == NULL)
-        return EJ_EINVAL;
-    if (err && errlen)
-        err[0] = '\0';
+    EJ_ASSERT_SERIAL(c);
     ej_registry *reg = c->reg;
     int rc;
     /* 1. The config: persist when absent or overwrite, then always run
@@ -586,13 +659,12 @@ int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
         ej_job_config_fini(&zk);
         return rc;
     }
-    ej__coord_lock(c);
     if (c->have_cfg)
         ej_job_config_fini(&c->cfg);
     c->cfg = zk;
     c->have_cfg = true;
+    c->cfg_gen++;
     bool failover = zk.failover, disabled = zk.disabled, overwrite = local->overwrite;
-    ej__coord_unlock(c);
 
     /* 2. Caches, view and listeners. */
     rc = ej_registry_add_listener(reg, ej__coord_on_state, c);
@@ -634,17 +706,16 @@ int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
     rc = ej__coord_register_instance(c);
     if (rc != 0)
         goto reg_error;
-    ej__coord_lock(c);
     c->started = true;
     c->last_reconcile_ms = ej__mono_ms();
-    ej__coord_unlock(c);
+    /* Listeners drop what they saw before the start (it is what the
+     * start itself reads): they look at the snapshot. */
+    ej__coord_publish(c);
     if (!ej__coord_server_disabled(c) && !ej__coord_leader_known(c))
         ej__coord_elect(c);
     /* 6. Unless this instance, just elected, set the flag already in this
      * session (a second create would only fail on the server). */
-    ej__coord_lock(c);
     bool flagged = c->necessary_session != 0 && c->necessary_session == c->reg_session;
-    ej__coord_unlock(c);
     rc = flagged ? 0 : ej__coord_set_necessary(c);
     if (rc != 0)
         goto reg_error;
@@ -659,26 +730,43 @@ reg_error:
     return rc;
 }
 
-void ej__coord_leave(ej__coord *c)
+struct start_args {
+    const struct ej_job_config *local;
+    struct ej_job_config *effective;
+    char *err;
+    size_t errlen;
+    int rc;
+};
+
+static void start_task(ej__coord *c, void *arg)
 {
-    if (c == NULL)
-        return;
-    ej__coord_lock(c);
-    bool was = c->closed;
-    c->closed = true;
+    struct start_args *a = arg;
+    a->rc = start_steps(c, a->local, a->effective, a->err, a->errlen);
+}
+
+int ej__coord_start(ej__coord *c, const struct ej_job_config *local,
+                    struct ej_job_config *effective, char *err, size_t errlen)
+{
+    if (c == NULL || local == NULL || effective == NULL)
+        return EJ_EINVAL;
+    char none[1];
+    if (err == NULL || errlen == 0) {
+        err = none;
+        errlen = sizeof none;
+    }
+    err[0] = '\0';
+    struct start_args a = {local, effective, err, errlen, 0};
+    ej__coord_call(c, start_task, &a);
+    return a.rc;
+}
+
+/* Leaving, on the serial queue: give up leadership and delete the
+ * instance node of the session it was registered in. */
+static void leave_task(ej__coord *c, void *arg)
+{
+    (void)arg;
+    EJ_ASSERT_SERIAL(c);
     int64_t sess = c->reg_session;
-    pthread_cond_broadcast(&c->cv);
-    ej__coord_unlock(c);
-    if (was)
-        return;
-    if (c->listener_added) {
-        ej_registry_remove_listener(c->reg, ej__coord_on_state, c);
-        c->listener_added = false;
-    }
-    if (c->fence_added) {
-        ej_registry_remove_fence_listener(c->reg, ej__coord_on_fence, c);
-        c->fence_added = false;
-    }
     if (!ej_registry_is_connected(c->reg))
         return;
     ej__coord_abdicate(c);
@@ -693,6 +781,24 @@ void ej__coord_leave(ej__coord *c)
             ej_registry_delete(c->reg, marker, -1);
         free(marker);
     }
+}
+
+void ej__coord_leave(ej__coord *c)
+{
+    if (c == NULL)
+        return;
+    if (atomic_exchange(&c->closed, true))
+        return;
+    ej__coord_changed(c);
+    if (c->listener_added) {
+        ej_registry_remove_listener(c->reg, ej__coord_on_state, c);
+        c->listener_added = false;
+    }
+    if (c->fence_added) {
+        ej_registry_remove_fence_listener(c->reg, ej__coord_on_fence, c);
+        c->fence_added = false;
+    }
+    ej__coord_call(c, leave_task, NULL);
     EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: instance %s left", c->job, c->me);
 }
 
@@ -713,9 +819,9 @@ void ej__coord_unref(ej__coord *c)
         free(paths[i]);
     if (c->snap != NULL)
         ej__coord_snap_fini(c);
-    ej__mutex_destroy(&c->mu);
     ej__mutex_destroy(&c->shard_mu);
-    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->change_mu);
+    pthread_cond_destroy(&c->change_cv);
     free(c);
 }
 
@@ -723,15 +829,13 @@ void ej__coord_destroy(ej__coord *c)
 {
     if (c == NULL)
         return;
-    ej__coord_lock(c);
-    c->closed = true;
-    pthread_cond_broadcast(&c->cv);
+    atomic_store(&c->closed, true);
+    ej__coord_changed(c);
     /* Wait for listeners and tasks already inside (bounded by their own
      * bounded waits). */
-    ej__coord_publish_locked(c); /* closed, before the wait lets the lock go */
-    while (c->inflight > 0)
-        ej__mutex_wait(&c->mu, &c->cv);
-    ej__coord_unlock(c);
+    uint64_t seq = ej__coord_change_seq(c);
+    while (atomic_load(&c->inflight) > 0)
+        ej__coord_wait_change(c, &seq, ej__mono_ms() + 1000);
     if (c->listener_added) {
         ej_registry_remove_listener(c->reg, ej__coord_on_state, c);
         c->listener_added = false;

@@ -43,42 +43,45 @@ struct ej__coord {
         *p_necessary, *p_processing, *p_fo_items, *p_fo_latch, *p_my_server, *p_my_instance;
 
     /* What other threads read of the state below: an immutable snapshot,
-     * republished by every ej__coord_unlock that changed what it holds
-     * (snapshot.c). snap_mu guards the pointer only, never the state. */
+     * republished by the serial queue after every task that changed what
+     * it holds (snapshot.c). snap_mu guards the pointer only. */
     pthread_mutex_t snap_mu;
     struct ej__coord_snap *snap;
 
-    ej__mutex mu; /* the coordination state below; see ej__coord_lock */
-    pthread_cond_t cv;
+    /* Lifecycle, any thread: listeners and tasks count themselves in
+     * (ej__coord_enter) unless closed; destroy waits for none inside. */
     atomic_int refs;
-    int inflight; /* listeners and tasks working on the coordinator now */
-    bool closed;  /* leave/destroy began: no more reactions */
-    bool started; /* start-up finished */
-    bool stopped; /* operator shutdown or job removed */
-    bool connected;
-    bool electing;
-    int64_t won_session; /* session in which this instance last won an election */
-    bool busy;
-    bool reconcile_posted;
-    int64_t reg_session; /* session that created our instance node; 0 none */
-    int64_t reg_at_ms;   /* wall ms of that registration */
-    /* The session in which this instance last set the resharding flag
-     * (created it or found it there). Only a leader sets it before step 6
-     * of the start (an election won in the start), and step 6 is then
-     * done. */
-    int64_t necessary_session;
-    /* Fence level last told to the runtime; -1 none. Atomic: the fence
-     * listener runs on the registry's watchdog thread and must reach the
-     * runtime even while a writer holds c->mu (docs/coordination.md, the
-     * fence's bounds), so it reads the snapshot and this, never c->mu. */
-    atomic_int fence_told;
+    atomic_int inflight;
+    atomic_bool closed; /* leave/destroy began: no more reactions */
+
+    /* Waking waiters on other threads (a fire waiting for a leader or a
+     * resharding, destroy waiting for the tasks inside): a change counter
+     * bumped at every event and published state. change_mu guards the
+     * counter alone, never the state. */
+    pthread_mutex_t change_mu;
+    pthread_cond_t change_cv;
+    uint64_t changes;
+
+    /* Owned by the registry's dispatch thread (its only writer: the
+     * connection and instances listeners, which must change them at the
+     * event, not when the queue gets to it); read anywhere. */
+    atomic_bool connected;
     /* Mono ms before which no item starts here: another instance's session
      * expired (its node removed) less than the takeover margin ago, and a
      * starved owner may still be ending the copy it ran (membership.c). */
-    int64_t takeover_hold_until;
-    bool fence_added; /* our fence listener is on the registry */
-    int64_t last_reconcile_ms;
-    uint64_t reshards; /* assignments written as leader (shard.c) */
+    _Atomic int64_t takeover_hold_until;
+
+    /* Owned by the fire that runs the job (runtime/fire.c, set_busy) and
+     * by the resharding (shard.c); read anywhere. */
+    atomic_bool busy;
+    _Atomic uint64_t reshards; /* assignments written as leader (shard.c) */
+
+    /* Fence level last told to the runtime; -1 none. Atomic: the fence
+     * listener runs on the registry's watchdog thread and must reach the
+     * runtime whatever the queue is doing (docs/coordination.md, the
+     * fence's bounds), so it reads the snapshot and this. */
+    atomic_int fence_told;
+
     /* One leader resharding at a time: a fire's and a busy leader's
      * (shard.c, ej__shard_when_busy). */
     ej__mutex shard_mu;
@@ -89,15 +92,33 @@ struct ej__coord {
      * one. Under shard_mu. */
     int64_t shard_consumed_czxid;
     atomic_bool shard_posted; /* a busy leader's resharding task is queued */
+
+    /* The coordination state. Owned by the job's serial queue: written and
+     * read only by its tasks (ej__coord_post, ej__coord_call; checked by
+     * EJ_ASSERT_SERIAL in every writer). Other threads read the snapshot. */
+    bool started; /* start-up finished */
+    bool stopped; /* operator shutdown or job removed */
+    bool electing;
+    int64_t won_session; /* session in which this instance last won an election */
+    int64_t reg_session; /* session that created our instance node; 0 none */
+    int64_t reg_at_ms;   /* wall ms of that registration */
+    /* The session in which this instance last set the resharding flag
+     * (created it or found it there). Only a leader sets it before step 6
+     * of the start (an election won in the start), and step 6 is then
+     * done. */
+    int64_t necessary_session;
+    int64_t last_reconcile_ms;
     char err[1024];
     bool err_is_config;
     struct ej_job_config cfg;
     bool have_cfg;
+    uint64_t cfg_gen; /* bumped at every change of cfg (the snapshot copies it) */
     bool init_servers, init_instances, init_leader, init_config;
+    bool fence_added; /* our fence listener is on the registry */
+    bool listener_added;
 
     ej_tree_cache *c_config, *c_servers, *c_instances, *c_leader;
     ej__view *view;
-    bool listener_added;
     struct ej__failover_state *fo;
     struct ej__running_state *ex;
 };
@@ -109,18 +130,19 @@ struct ej__coord_snap {
     atomic_int refs;
     int64_t reg_session; /* the session our instance node was created in; 0 none */
     int64_t reg_at_ms;   /* wall ms of that registration */
-    int64_t takeover_hold_until;
-    uint64_t reshards;
-    bool started, stopped, closed, connected, busy;
+    bool started, stopped, closed;
     bool failover_on; /* the config in force has failover */
     int total_count;  /* its shardingTotalCount; 0 none */
-    char err[1024];   /* the last error */
+    uint64_t cfg_gen; /* which config cfg is */
+    bool have_cfg;
+    struct ej_job_config cfg; /* the config in force (have_cfg) */
+    char err[1024];           /* the last error */
 };
 
-/* Publish the state's snapshot when it changed (c->mu held, checked).
- * ej__coord_unlock calls it. Aborts when out of memory: a reader must
- * never see a stale state. */
-void ej__coord_publish_locked(ej__coord *c);
+/* Publish the state's snapshot when it changed (on the serial queue,
+ * checked). Every serial task ends with it. Aborts when out of memory: a
+ * reader must never see a stale state. */
+void ej__coord_publish(ej__coord *c);
 /* The snapshot now (a reference: ej__coord_snap_unref). Never NULL once
  * created. Any thread; takes no coordinator lock. */
 struct ej__coord_snap *ej__coord_snap_get(ej__coord *c);
@@ -136,13 +158,22 @@ void ej__coord_done(ej__coord *c);
 void ej__coord_unref(ej__coord *c);
 
 /* coord.c */
+/* Listeners: copy a cache event and queue fn(c, copy) on the serial queue
+ * (the event's path, data and stat are copied). 0 or EJ_ENOMEM / the
+ * queue's error (logged). */
+int ej__coord_post_event(ej__coord *c, const struct ej_tree_event *ev,
+                         void (*fn)(ej__coord *c, const struct ej_tree_event *ev));
+/* Does the coordinator react to events now (started, not stopped, not
+ * closed; from the snapshot)? Events before the start are what the start
+ * itself reads. Any thread. */
+bool ej__coord_listening(ej__coord *c);
 char *ej__coord_leader_id(ej__coord *c, int64_t *owner);
 void ej__coord_on_view_change(void *user, int item, int kind);
 
 /* election.c */
 void ej__coord_leader_set_necessary(ej__coord *c);
 void ej__coord_precreate_latch_parents(ej__coord *c);
-bool ej__coord_eligible_locked(ej__coord *c);
+bool ej__coord_eligible(ej__coord *c);
 void ej__coord_post_election(ej__coord *c);
 void ej__coord_abdicate(ej__coord *c);
 void ej__coord_on_leader_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user);

@@ -50,11 +50,11 @@ int ej__coord_set_necessary(ej__coord *c)
                                      EJ_REG_CREATE_PARENTS, NULL);
     if (rc == EJ_ENODEEXISTS)
         rc = 0;
-    if (rc == 0) {
-        ej__coord_lock(c);
+    /* Remembered for the start's step 6 (the start and the elections run
+     * on the serial queue); a fire's resharding sets the flag too and has
+     * nothing to remember. */
+    if (rc == 0 && ej__coord_on_serial(c))
         c->necessary_session = ej_registry_session_id(c->reg);
-        ej__coord_unlock(c);
-    }
     if (rc != 0)
         EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: cannot set the resharding flag: %s", c->job,
                ej_registry_errmsg(c->reg));
@@ -91,10 +91,11 @@ void ej__coord_leader_set_necessary(ej__coord *c)
 }
 
 /* Can this instance take part in an election? */
-bool ej__coord_eligible_locked(ej__coord *c)
+bool ej__coord_eligible(ej__coord *c)
 {
-    EJ_ASSERT_HELD(&c->mu);
-    return c->started && !c->closed && !c->stopped && c->connected && c->reg_session != 0 &&
+    EJ_ASSERT_SERIAL(c);
+    return c->started && !atomic_load(&c->closed) && !c->stopped && atomic_load(&c->connected) &&
+           c->reg_session != 0 &&
            c->reg_session == ej_registry_session_id(c->reg);
 }
 
@@ -185,9 +186,25 @@ static bool drop_own_leader_node(ej__coord *c)
     return true;
 }
 
+struct elect_call {
+    bool heal;
+    int rc;
+};
+
+static void elect_call_task(ej__coord *c, void *arg)
+{
+    struct elect_call *e = arg;
+    e->rc = elect(c, e->heal);
+}
+
+/* Elections run on the serial queue, which owns what they write (won,
+ * electing); from another thread (a fire waiting for a leader) they are
+ * called onto it. */
 int ej__coord_elect(ej__coord *c)
 {
-    return elect(c, false);
+    struct elect_call e = {false, 0};
+    ej__coord_call(c, elect_call_task, &e);
+    return e.rc;
 }
 
 bool ej__coord_leader_stale(ej__coord *c)
@@ -200,18 +217,17 @@ bool ej__coord_leader_stale(ej__coord *c)
 
 int ej__coord_heal_leader(ej__coord *c)
 {
-    return elect(c, true);
+    struct elect_call e = {true, 0};
+    ej__coord_call(c, elect_call_task, &e);
+    return e.rc;
 }
 
 static int elect(ej__coord *c, bool heal)
 {
-    ej__coord_lock(c);
-    if (c->closed || c->stopped || c->electing) {
-        ej__coord_unlock(c);
+    EJ_ASSERT_SERIAL(c);
+    if (atomic_load(&c->closed) || c->stopped || c->electing)
         return 0;
-    }
     c->electing = true;
-    ej__coord_unlock(c);
 
     bool won = false;
     int rc = 0;
@@ -240,9 +256,7 @@ static int elect(ej__coord *c, bool heal)
         rc = create_leader_if_enabled(c);
         if (rc == 0) {
             won = true;
-            ej__coord_lock(c);
             c->won_session = ej_registry_session_id(c->reg);
-            ej__coord_unlock(c);
         } else if (rc == EJ_ENODEEXISTS) {
             rc = 0;
         } else if (rc == EJ_EBUSY) {
@@ -252,10 +266,7 @@ static int elect(ej__coord *c, bool heal)
     }
     ej__latch_release(latch);
 out:
-    ej__coord_lock(c);
     c->electing = false;
-    pthread_cond_broadcast(&c->cv);
-    ej__coord_unlock(c);
     if (won) {
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: %s is the leader", c->job, c->me);
         /* A new leader reshards at the next fire and handles the crashes
@@ -270,9 +281,7 @@ static void elect_task(ej__coord *c, void *arg)
 {
     EJ_ASSERT_SERIAL(c);
     (void)arg;
-    ej__coord_lock(c);
-    bool go = ej__coord_eligible_locked(c);
-    ej__coord_unlock(c);
+    bool go = ej__coord_eligible(c);
     /* A job being removed (its config or our instance node already gone)
      * must not have its nodes created again by an election. */
     if (go && (!ej_tree_cache_exists(c->c_config, c->p_config, NULL) ||
@@ -287,11 +296,21 @@ void ej__coord_post_election(ej__coord *c)
     ej__coord_post(c, elect_task, NULL);
 }
 
+/* A fire waiting for a leader elects, on the serial queue, when this
+ * instance may. */
+static void elect_if_eligible_task(ej__coord *c, void *arg)
+{
+    (void)arg;
+    if (ej__coord_eligible(c) && !c->electing && !ej__coord_server_disabled(c))
+        elect(c, false);
+}
+
 bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms)
 {
     int64_t start = ej__mono_ms();
     int64_t deadline = start + timeout_ms;
     bool logged = false;
+    uint64_t seq = ej__coord_change_seq(c);
     for (;;) {
         char *id = ej__coord_leader_id(c, NULL);
         if (id != NULL) {
@@ -302,28 +321,16 @@ bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms)
         size_t n = 0;
         ej__coord_available_instances(c, &ids, &n);
         ej_registry_free_names(ids);
-        if (n == 0)
+        if (n == 0 || ej__coord_stopped(c))
             return false;
-        ej__coord_lock(c);
-        if (c->closed || c->stopped) {
-            ej__coord_unlock(c);
-            return false;
-        }
-        bool run = ej__coord_eligible_locked(c) && !c->electing;
-        ej__coord_unlock(c);
-        if (run && !ej__coord_server_disabled(c)) {
-            ej__coord_elect(c);
-            /* The cache shows the result a moment later. */
-        }
+        ej__coord_call(c, elect_if_eligible_task, NULL);
+        /* The cache shows the result a moment later. */
         if (!logged && ej__mono_ms() - start > 1000) {
             logged = true;
             EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: waiting for a leader (%s)", c->job,
                    c->p_leader_inst);
         }
-        ej__coord_lock(c);
-        bool more = ej__coord_wait_locked(c, deadline);
-        ej__coord_unlock(c);
-        if (!more) {
+        if (!ej__coord_wait_change(c, &seq, deadline)) {
             id = ej__coord_leader_id(c, NULL);
             if (id != NULL) {
                 free(id);
@@ -342,30 +349,24 @@ bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms)
  * being disabled), and it must go all the same. */
 void ej__coord_abdicate(ej__coord *c)
 {
+    EJ_ASSERT_SERIAL(c);
     /* Asked only of an instance that may lead: the cache says so, or it won
      * an election in this session (the cache may not show it yet). */
-    ej__coord_lock(c);
     bool won = c->won_session != 0 && c->won_session == ej_registry_session_id(c->reg);
-    ej__coord_unlock(c);
     if (!won && !ej__coord_is_leader(c))
         return;
     if (drop_own_leader_node(c))
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: %s gave up leadership", c->job, c->me);
 }
 
-static void on_leader_event_body(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
+/* On the serial queue (posted by the listener below). */
+static void on_leader_event_body(ej__coord *c, const struct ej_tree_event *ev)
 {
-    (void)cache;
-    ej__coord *c = user;
     if (ev->type == EJ_TREE_INITIALIZED) {
         c->init_leader = true;
-        ej__coord_broadcast(c);
         return;
     }
-    ej__coord_broadcast(c);
-    ej__coord_lock(c);
-    bool go = c->started && !c->closed && !c->stopped && c->init_leader;
-    ej__coord_unlock(c);
+    bool go = c->started && !atomic_load(&c->closed) && !c->stopped && c->init_leader;
     if (!go)
         return;
     if (strcmp(ev->path, c->p_leader_inst) == 0 && ev->type != EJ_TREE_NODE_REMOVED) {
@@ -391,12 +392,18 @@ static void on_leader_event_body(ej_tree_cache *cache, const struct ej_tree_even
         c->hooks.on_failover_pending(c->hooks.user);
 }
 
+/* The leader cache's listener (dispatch thread): wakes the waiters (a
+ * fire waiting for a leader or for the resharding flags) and queues the
+ * event for the serial queue. */
 void ej__coord_on_leader_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
 {
+    (void)cache;
     ej__coord *c = user;
     EJ_ASSERT_DISPATCH(c);
     if (!ej__coord_enter(c))
         return;
-    on_leader_event_body(cache, ev, user);
+    ej__coord_changed(c);
+    if (ev->type == EJ_TREE_INITIALIZED || ej__coord_listening(c))
+        ej__coord_post_event(c, ev, on_leader_event_body);
     ej__coord_done(c);
 }

@@ -124,28 +124,28 @@ static int session_close_zxid(ej__coord *c, int64_t session, int64_t *close_zxid
 }
 
 /*
- * The items the session was running when it closed. Candidates are the
- * items whose running or failover node the view saw owned by the session.
+ * The items the session was running when it closed. Candidates (cand,
+ * taken) are the items whose running or failover node the view saw owned
+ * by the session when its instance node went (ej__failover_candidates).
  * Those nodes vanished in the session's close transaction, so the children
  * zxid (pzxid) of sharding/{item} is that close's zxid -- unless the
  * instance deleted them itself before leaving cleanly, which leaves earlier
  * zxids and nothing to fail over.
  */
-static int crashed_items(ej__coord *c, int64_t session, int **out, size_t *nout,
-                         int64_t *close_zxid)
+static int crashed_items(ej__coord *c, int64_t session, int *cand, size_t n, int **out,
+                         size_t *nout, int64_t *close_zxid)
 {
     *out = NULL;
     *nout = 0;
     *close_zxid = 0;
     ej_registry *reg = ej__coord_registry(c);
     const char *job = ej__coord_job_name(c);
-    int *cand = NULL;
-    size_t n = 0;
-    int rc = ej__view_items_of_session(ej__coord_view(c), session, INT64_MAX / 2, &cand, &n);
-    if (rc != 0 || n == 0)
-        return rc;
+    if (n == 0) {
+        free(cand);
+        return 0;
+    }
     int64_t closed_at = 0;
-    rc = session_close_zxid(c, session, &closed_at);
+    int rc = session_close_zxid(c, session, &closed_at);
     if (rc != 0 || closed_at == 0) {
         free(cand);
         return rc;
@@ -169,15 +169,28 @@ static int crashed_items(ej__coord *c, int64_t session, int **out, size_t *nout,
     return 0;
 }
 
-void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t session)
+int ej__failover_candidates(ej__coord *c, int64_t session, int **cand, size_t *n)
 {
+    *cand = NULL;
+    *n = 0;
+    if (!ej__coord_failover_on(c))
+        return 0;
+    return ej__view_items_of_session(ej__coord_view(c), session, INT64_MAX / 2, cand, n);
+}
+
+void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t session,
+                                      int64_t at_ms, int *cand, size_t ncand)
+{
+    EJ_ASSERT_SERIAL(c);
     struct ej__failover_state *s = ej__coord_failover_state(c);
-    if (s == NULL || !ej__coord_failover_on(c))
+    if (s == NULL || !ej__coord_failover_on(c)) {
+        free(cand);
         return;
+    }
     int *items = NULL;
     size_t nitems = 0;
     int64_t close_zxid = 0;
-    crashed_items(c, session, &items, &nitems, &close_zxid);
+    crashed_items(c, session, cand, ncand, &items, &nitems, &close_zxid);
     pthread_mutex_lock(&s->mu);
     if (s->ncrash == s->capcrash) {
         size_t nc = s->capcrash ? s->capcrash * 2 : 4;
@@ -196,7 +209,7 @@ void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t sess
         free(items);
         return;
     }
-    s->crashes[s->ncrash++] = (struct crash){dup, session, ej__now_ms(), items, nitems, close_zxid};
+    s->crashes[s->ncrash++] = (struct crash){dup, session, at_ms, items, nitems, close_zxid};
     pthread_mutex_unlock(&s->mu);
     ej__coord_post(c, crash_task, NULL);
 }

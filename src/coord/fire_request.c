@@ -28,8 +28,8 @@ static void gather_state(ej__coord *c, struct ej__fire_plan_in *in)
     in->reg_session = s->reg_session;
     in->started = s->started;
     in->stopped = s->stopped;
-    in->closed = s->closed;
-    in->connected = s->connected;
+    in->closed = atomic_load(&c->closed);
+    in->connected = atomic_load(&c->connected);
     in->registered_at_ms = s->reg_at_ms;
     in->failover_on = s->failover_on;
     ej__coord_snap_unref(s);

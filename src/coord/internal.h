@@ -332,13 +332,18 @@ bool ej__coord_on_dispatch(ej__coord *c);
 #define EJ_ASSERT_DISPATCH(c) EJ_ASSERT_MSG(ej__coord_on_dispatch(c), "not on the dispatch thread")
 
 /* Internal to the module (coord.c <-> shard.c / failover.c). */
-void ej__coord_lock(ej__coord *c);
-void ej__coord_unlock(ej__coord *c);
-/* Wait on the coordinator's condition with c->mu held (checked), until
- * deadline (mono ms).
- * Returns false on timeout. */
-bool ej__coord_wait_locked(ej__coord *c, int64_t deadline_ms);
-void ej__coord_broadcast(ej__coord *c);
+/* Run fn(c, arg) as a task of the job's serial queue (the owner of the
+ * coordination state) and return when it has run: at once when called
+ * from that queue, else after the tasks queued before it. Blocks. */
+void ej__coord_call(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg);
+/* Waiting on another thread for something the coordinator sees (a
+ * leader, flags gone, items ended): take the change count before looking,
+ * then ej__coord_wait_change, which returns once the count moved (*seq
+ * updated), at most 200 ms later (some conditions have no event), or
+ * false at deadline (mono ms). ej__coord_changed moves it. */
+uint64_t ej__coord_change_seq(ej__coord *c);
+bool ej__coord_wait_change(ej__coord *c, uint64_t *seq, int64_t deadline_ms);
+void ej__coord_changed(ej__coord *c);
 /* Post fn(arg) as a control task holding a coordinator reference. */
 int ej__coord_post(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg);
 /* The same on the shared pool instead of the job's serial queue: for work
@@ -358,11 +363,9 @@ void ej__coord_shard_flag_consumed(ej__coord *c, int64_t czxid);
  * was queued (the caller posts it); ej__coord_shard_unclaim when it runs. */
 bool ej__coord_shard_claim(ej__coord *c);
 void ej__coord_shard_unclaim(ej__coord *c);
-/* Flags read from the caches; c->mu held (checked). */
-bool ej__coord_necessary_locked(ej__coord *c);
-/* The resharding flag, for a caller that does not hold c->mu. */
+/* The resharding flags, from the leader cache. Any thread. */
 bool ej__coord_necessary(ej__coord *c);
-bool ej__coord_processing_locked(ej__coord *c);
+bool ej__coord_processing(ej__coord *c);
 bool ej__coord_failover_on(ej__coord *c);
 int ej__coord_total_count(ej__coord *c);
 /* The sharding strategy name of the config in force. Caller frees. */
@@ -422,9 +425,14 @@ int ej__balance_ns_assign(ej_registry *reg, const char *job, char *const *ids, s
 /* ------------------------------------------------------------------------ */
 /* failover.c                                                                 */
 
-/* An instance node disappeared (dispatch thread): remember what it was
- * running and, as leader, record its items under leader/failover/latch. */
-void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t session);
+/* An instance node disappeared. On the dispatch thread, at the event:
+ * the items the view saw its session running (*cand, caller frees; none
+ * when failover is off). Then on the serial queue: which of them the
+ * session's close took (ZooKeeper), remembered and, as leader, recorded
+ * under leader/failover/latch. Takes cand. at_ms: the event's wall time. */
+int ej__failover_candidates(ej__coord *c, int64_t session, int **cand, size_t *n);
+void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t session,
+                                      int64_t at_ms, int *cand, size_t ncand);
 /* Failover turned off: delete every failover node and pending item. */
 void ej__failover_clear_all(ej__coord *c);
 /*

@@ -25,11 +25,10 @@
 
 void ej__coord_stop_job(ej__coord *c, int why)
 {
-    ej__coord_lock(c);
-    bool first = !c->stopped && !c->closed;
+    EJ_ASSERT_SERIAL(c);
+    bool first = !c->stopped && !atomic_load(&c->closed);
     c->stopped = true;
-    pthread_cond_broadcast(&c->cv);
-    ej__coord_unlock(c);
+    ej__coord_publish(c);
     if (!first)
         return;
     const char *ns = ej_registry_namespace(c->reg);
@@ -47,16 +46,13 @@ void ej__coord_stop_job(ej__coord *c, int why)
 /* Our instance node was deleted while our session seemed alive: if the
  * session still answers (the same one), an operator deleted it; if not, it
  * went with the session, and the reconnection registers again. */
-static void operator_check_task(ej__coord *c, void *arg)
+static void operator_check(ej__coord *c, void *arg)
 {
     EJ_ASSERT_SERIAL(c);
     int64_t sess = *(int64_t *)arg;
-    free(arg);
     bool ex = false;
     int rc = ej_registry_exists(c->reg, c->p_my_instance, &ex, NULL);
-    ej__coord_lock(c);
     bool same = c->reg_session == sess;
-    ej__coord_unlock(c);
     if (rc == 0 && !ex && same && ej_registry_session_id(c->reg) == sess)
         ej__coord_stop_job(c, EJ__STOP_OPERATOR);
     else
@@ -66,38 +62,42 @@ static void operator_check_task(ej__coord *c, void *arg)
                c->job, c->p_my_instance);
 }
 
+static void root_check(ej__coord *c, void *arg)
+{
+    EJ_ASSERT_SERIAL(c);
+    (void)arg;
+    bool root = true, cfg = true;
+    if (ej_registry_exists(c->reg, c->p_root, &root, NULL) == 0 && !root) {
+        ej__coord_stop_job(c, EJ__STOP_REMOVED);
+    } else if (ej_registry_exists(c->reg, c->p_config, &cfg, NULL) == 0 && !cfg) {
+        ej__coord_set_error(c, "config node %s is missing; running with the last good one",
+                            c->p_config);
+        EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ENONODE, "job %s: config node %s is missing", c->job,
+               c->p_config);
+    }
+}
+
+/* Delayed on the dispatch thread (ej_registry_post_after), then queued
+ * for the serial queue, which owns what it changes. */
 void ej__coord_root_check_task(ej_registry *reg, void *user)
 {
     (void)reg;
     ej__coord *c = user;
     if (ej__coord_enter(c)) {
-        bool root = true, cfg = true;
-        if (ej_registry_exists(c->reg, c->p_root, &root, NULL) == 0 && !root) {
-            ej__coord_stop_job(c, EJ__STOP_REMOVED);
-        } else if (ej_registry_exists(c->reg, c->p_config, &cfg, NULL) == 0 && !cfg) {
-            ej__coord_set_error(c, "config node %s is missing; running with the last good one",
-                                c->p_config);
-            EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ENONODE, "job %s: config node %s is missing", c->job,
-                   c->p_config);
-        }
+        ej__coord_post(c, root_check, NULL);
         ej__coord_done(c);
     }
     ej__coord_unref(c);
 }
 
-static void on_servers_event_body(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
+/* On the serial queue (posted by the listener below). */
+static void on_servers_event_body(ej__coord *c, const struct ej_tree_event *ev)
 {
-    (void)cache;
-    ej__coord *c = user;
     if (ev->type == EJ_TREE_INITIALIZED) {
         c->init_servers = true;
-        ej__coord_broadcast(c);
         return;
     }
-    ej__coord_broadcast(c);
-    ej__coord_lock(c);
-    bool go = c->started && !c->closed && !c->stopped && c->init_servers;
-    ej__coord_unlock(c);
+    bool go = c->started && !atomic_load(&c->closed) && !c->stopped && c->init_servers;
     if (!go || strncmp(ev->path, c->p_servers, strlen(c->p_servers)) != 0 ||
         ev->path[strlen(c->p_servers)] != '/')
         return;
@@ -118,40 +118,30 @@ static void on_servers_event_body(ej_tree_cache *cache, const struct ej_tree_eve
     }
 }
 
+/* The servers cache's listener (dispatch thread): wakes the waiters and
+ * queues the event. */
 void ej__coord_on_servers_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
 {
+    (void)cache;
     ej__coord *c = user;
     EJ_ASSERT_DISPATCH(c);
     if (!ej__coord_enter(c))
         return;
-    on_servers_event_body(cache, ev, user);
+    ej__coord_changed(c);
+    if (ev->type == EJ_TREE_INITIALIZED || ej__coord_listening(c))
+        ej__coord_post_event(c, ev, on_servers_event_body);
     ej__coord_done(c);
 }
 
-static void on_instances_event_body(ej_tree_cache *cache, const struct ej_tree_event *ev,
-                                    void *user)
+/* On the serial queue (posted by the listener below). */
+static void on_instances_event_body(ej__coord *c, const struct ej_tree_event *ev)
 {
-    (void)cache;
-    ej__coord *c = user;
     if (ev->type == EJ_TREE_INITIALIZED) {
         c->init_instances = true;
-        ej__coord_broadcast(c);
         return;
     }
-    ej__coord_broadcast(c);
-    size_t plen = strlen(c->p_instances);
-    if (strncmp(ev->path, c->p_instances, plen) != 0 || ev->path[plen] != '/')
-        return;
-    const char *id = ev->path + plen + 1;
-    if (strchr(id, '/') != NULL)
-        return;
-    ej__coord_lock(c);
-    bool go = c->started && !c->closed && !c->stopped;
-    bool init = c->init_instances;
-    bool connected = c->connected;
-    int64_t my_sess = c->reg_session;
-    ej__coord_unlock(c);
-    if (!go)
+    const char *id = ev->path + strlen(c->p_instances) + 1;
+    if (!c->started || atomic_load(&c->closed) || c->stopped)
         return;
     bool mine = strcmp(id, c->me) == 0;
     if (ev->type == EJ_TREE_NODE_REMOVED) {
@@ -159,33 +149,19 @@ static void on_instances_event_body(ej_tree_cache *cache, const struct ej_tree_e
             /* Session expiry is not an operator's shutdown (EJ#1857,
              * EJ#2383): only a delete of the node of our live session is.
              * The client may learn of its expiry after the node's removal,
-             * so the session is proved alive first (off this thread). */
+             * so the session is proved alive first. */
             int64_t cur = ej_registry_session_id(c->reg);
-            if (ev->stat && ev->stat->ephemeral_owner == cur && cur != 0 && connected &&
-                my_sess == cur) {
-                int64_t *arg = malloc(sizeof *arg);
-                if (arg) {
-                    *arg = cur;
-                    if (ej__coord_post(c, operator_check_task, arg) != 0)
-                        free(arg);
-                }
-            }
+            if (ev->stat && ev->stat->ephemeral_owner == cur && cur != 0 &&
+                atomic_load(&c->connected) && c->reg_session == cur)
+                operator_check(c, &cur);
             return;
         }
-        if (init)
+        if (c->init_instances)
             ej__coord_leader_set_necessary(c);
         ej__running_note_departed(c, id);
-        if (ev->stat && ev->stat->ephemeral_owner != 0) {
-            int64_t hold = ej__mono_ms() + ej_registry_takeover_margin_ms(c->reg);
-            ej__coord_lock(c);
-            if (hold > c->takeover_hold_until)
-                c->takeover_hold_until = hold;
-            ej__coord_unlock(c);
-            ej__failover_on_instance_removed(c, id, ev->stat->ephemeral_owner);
-        }
         return;
     }
-    if (ev->type == EJ_TREE_NODE_ADDED && !mine && init)
+    if (ev->type == EJ_TREE_NODE_ADDED && !mine && c->init_instances)
         ej__coord_leader_set_necessary(c);
     if (mine && ev->len == strlen(EJ_LAYOUT_INSTANCE_TRIGGER) &&
         strcmp(ev->data, EJ_LAYOUT_INSTANCE_TRIGGER) == 0) {
@@ -197,13 +173,68 @@ static void on_instances_event_body(ej_tree_cache *cache, const struct ej_tree_e
     }
 }
 
+/* Another instance's session closed: what the view saw it running, taken
+ * at the event (the view forgets it as the running nodes go). */
+struct departed {
+    char *id;
+    int64_t session, at_ms;
+    int *cand;
+    size_t n;
+};
+
+static void departed_task(ej__coord *c, void *arg)
+{
+    struct departed *d = arg;
+    if (c->started && !c->stopped)
+        ej__failover_on_instance_removed(c, d->id, d->session, d->at_ms, d->cand, d->n);
+    else
+        free(d->cand);
+    free(d->id);
+    free(d);
+}
+
+/* At the removal of another instance's node (dispatch thread): the
+ * takeover hold starts now, not when the queue gets to the event, and the
+ * items its session ran are read from the view before they go. */
+static void on_departed(ej__coord *c, const char *id, int64_t session)
+{
+    int64_t hold = ej__mono_ms() + ej_registry_takeover_margin_ms(c->reg);
+    int64_t cur = atomic_load(&c->takeover_hold_until);
+    while (hold > cur && !atomic_compare_exchange_weak(&c->takeover_hold_until, &cur, hold)) {
+    }
+    struct departed *d = calloc(1, sizeof *d);
+    if (d == NULL)
+        return;
+    d->id = strdup(id);
+    d->session = session;
+    d->at_ms = ej__now_ms();
+    ej__failover_candidates(c, session, &d->cand, &d->n);
+    if (d->id == NULL || ej__coord_post(c, departed_task, d) != 0) {
+        free(d->cand);
+        free(d->id);
+        free(d);
+    }
+}
+
+/* The instances cache's listener (dispatch thread). */
 void ej__coord_on_instances_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
 {
+    (void)cache;
     ej__coord *c = user;
     EJ_ASSERT_DISPATCH(c);
     if (!ej__coord_enter(c))
         return;
-    on_instances_event_body(cache, ev, user);
+    ej__coord_changed(c);
+    size_t plen = strlen(c->p_instances);
+    bool child = ev->type != EJ_TREE_INITIALIZED && strncmp(ev->path, c->p_instances, plen) == 0 &&
+                 ev->path[plen] == '/' && strchr(ev->path + plen + 1, '/') == NULL;
+    if (ev->type == EJ_TREE_INITIALIZED || (child && ej__coord_listening(c))) {
+        ej__coord_post_event(c, ev, on_instances_event_body);
+        const char *id = ev->path + plen + 1;
+        if (child && ev->type == EJ_TREE_NODE_REMOVED && strcmp(id, c->me) != 0 && ev->stat &&
+            ev->stat->ephemeral_owner != 0)
+            on_departed(c, id, ev->stat->ephemeral_owner);
+    }
     ej__coord_done(c);
 }
 
@@ -220,6 +251,7 @@ void ej__coord_on_instances_event(ej_tree_cache *cache, const struct ej_tree_eve
  * else leaves it to the general path. */
 static int create_fresh(ej__coord *c, const char *val)
 {
+    EJ_ASSERT_SERIAL(c);
     if (c->started || ej_tree_cache_exists(c->c_servers, c->p_servers, NULL) ||
         ej_tree_cache_exists(c->c_instances, c->p_instances, NULL) ||
         !ej_tree_cache_exists(c->c_config, c->p_config, NULL))
@@ -259,6 +291,7 @@ static int create_fresh(ej__coord *c, const char *val)
  * what the node holds; on a new session ZooKeeper is asked. */
 int ej__coord_persist_server(ej__coord *c, bool cfg_disabled, bool overwrite)
 {
+    EJ_ASSERT_SERIAL(c);
     const char *val = EJ_LAYOUT_SERVER_ENABLED;
     bool at_start = !c->started;
     char *cur = NULL;
@@ -318,6 +351,7 @@ static void register_marker(ej__coord *c, int64_t sess)
 /* Create our ephemeral instance node (same id after a new session). */
 int ej__coord_register_instance(ej__coord *c)
 {
+    EJ_ASSERT_SERIAL(c);
     int64_t sess = ej_registry_session_id(c->reg);
     char sess_hex[24];
     snprintf(sess_hex, sizeof sess_hex, "%" PRIx64, (uint64_t)sess);
@@ -371,12 +405,10 @@ int ej__coord_register_instance(ej__coord *c)
     }
     free(live);
     if (rc == 0) {
-        ej__coord_lock(c);
         c->reg_session = sess;
         c->reg_at_ms = ej__now_ms();
         atomic_store(&c->fence_told, -1);
-        pthread_cond_broadcast(&c->cv);
-        ej__coord_unlock(c);
+        ej__coord_publish(c);
     } else {
         ej__coord_set_error(c, "cannot create %s: %s", c->p_my_instance,
                             ej_registry_errmsg(c->reg));
@@ -384,14 +416,11 @@ int ej__coord_register_instance(ej__coord *c)
     return rc;
 }
 
-static void reregister_task(ej__coord *c, void *arg)
+static void reregister(ej__coord *c)
 {
     EJ_ASSERT_SERIAL(c);
-    (void)arg;
-    ej__coord_lock(c);
-    bool go = c->started && !c->closed && !c->stopped && c->connected;
+    bool go = c->started && !atomic_load(&c->closed) && !c->stopped && atomic_load(&c->connected);
     bool dis = c->have_cfg && c->cfg.disabled;
-    ej__coord_unlock(c);
     if (!go)
         return;
     EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: new ZooKeeper session: registering %s again", c->job,
@@ -414,29 +443,17 @@ static void reregister_task(ej__coord *c, void *arg)
 /* ------------------------------------------------------------------------ */
 /* Connection states (dispatch thread)                                        */
 
-static void on_state_body(ej_registry *reg, ej_reg_state st, bool new_session, void *user)
+/* On the serial queue (posted by the listener below), after the
+ * listener set connected. */
+static void on_state_body(ej__coord *c, ej_reg_state st, bool new_session)
 {
-    (void)reg;
-    ej__coord *c = user;
-    ej__coord_lock(c);
-    bool closed = c->closed;
-    switch (st) {
-    case EJ_REG_CONNECTED:
-    case EJ_REG_RECONNECTED:
-        c->connected = true;
-        break;
-    case EJ_REG_SUSPENDED:
-    case EJ_REG_LOST:
-        c->connected = false;
-        break;
-    }
+    EJ_ASSERT_SERIAL(c);
     if (st == EJ_REG_LOST || (st == EJ_REG_RECONNECTED && new_session))
         c->reg_session = 0; /* our ephemeral nodes are gone (or will be) */
-    bool started = c->started && !c->stopped;
-    pthread_cond_broadcast(&c->cv);
-    ej__coord_unlock(c);
-    if (closed)
+    ej__coord_publish(c);
+    if (atomic_load(&c->closed))
         return;
+    bool started = c->started && !c->stopped;
     if (st == EJ_REG_SUSPENDED)
         EJ_LOG(EJ_LOG_WARN, MOD, 0, "job %s: ZooKeeper connection suspended: not firing", c->job);
     else if (st == EJ_REG_LOST)
@@ -445,32 +462,50 @@ static void on_state_body(ej_registry *reg, ej_reg_state st, bool new_session, v
     else if (st == EJ_REG_RECONNECTED)
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: ZooKeeper reconnected (%s session)", c->job,
                new_session ? "new" : "same");
-    if (st == EJ_REG_RECONNECTED && new_session)
-        ej__view_on_new_session(c->view);
-    else if (st == EJ_REG_RECONNECTED)
-        ej__view_repair(c->view);
-    if (st == EJ_REG_RECONNECTED && started) {
-        ej__coord_lock(c);
-        bool lost_registration = c->reg_session == 0;
-        ej__coord_unlock(c);
-        if (lost_registration) {
-            /* New session (or one reported lost that survived): register
-             * again; on_conn follows the re-registration. */
-            ej__coord_post(c, reregister_task, NULL);
-            return;
-        }
+    if (st == EJ_REG_RECONNECTED && started && c->reg_session == 0) {
+        /* New session (or one reported lost that survived): register
+         * again; on_conn follows the re-registration. */
+        reregister(c);
+        return;
     }
     if (c->hooks.on_conn && started)
         c->hooks.on_conn(c->hooks.user, st, new_session);
 }
 
+struct state_change {
+    ej_reg_state st;
+    bool new_session;
+};
+
+static void state_task(ej__coord *c, void *arg)
+{
+    struct state_change *m = arg;
+    on_state_body(c, m->st, m->new_session);
+    free(m);
+}
+
+/* The connection listener (dispatch thread): connected is the dispatch
+ * thread's (the fire's checks read it at once); the view follows the
+ * session here, as the caches do; the rest is queued. */
 void ej__coord_on_state(ej_registry *reg, ej_reg_state st, bool new_session, void *user)
 {
+    (void)reg;
     ej__coord *c = user;
     EJ_ASSERT_DISPATCH(c);
     if (!ej__coord_enter(c))
         return;
-    on_state_body(reg, st, new_session, user);
+    atomic_store(&c->connected, st == EJ_REG_CONNECTED || st == EJ_REG_RECONNECTED);
+    ej__coord_changed(c);
+    if (st == EJ_REG_RECONNECTED && new_session)
+        ej__view_on_new_session(c->view);
+    else if (st == EJ_REG_RECONNECTED)
+        ej__view_repair(c->view);
+    struct state_change *m = malloc(sizeof *m);
+    if (m != NULL) {
+        *m = (struct state_change){st, new_session};
+        if (ej__coord_post(c, state_task, m) != 0)
+            free(m);
+    }
     ej__coord_done(c);
 }
 

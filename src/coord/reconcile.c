@@ -25,15 +25,14 @@
 /* ------------------------------------------------------------------------ */
 /* Reconcile (ElasticJob's ReconcileService)                                  */
 
-static void reconcile_task(ej_registry *reg, void *user);
+static void reconcile_timer(ej_registry *reg, void *user);
 
 static int64_t reconcile_interval(ej__coord *c)
 {
+    EJ_ASSERT_SERIAL(c);
     if (c->reconcile_override_ms > 0)
         return c->reconcile_override_ms;
-    ej__coord_lock(c);
     int m = c->have_cfg ? c->cfg.reconcile_interval_minutes : 0;
-    ej__coord_unlock(c);
     return m >= 1 ? (int64_t)m * 60000 : 0;
 }
 
@@ -44,22 +43,15 @@ void ej__coord_post_reconcile(ej__coord *c)
      * turned on by a config change takes effect. */
     int64_t delay = iv > 0 && iv < 60000 ? iv : 60000;
     atomic_fetch_add(&c->refs, 1);
-    if (ej_registry_post_after(c->reg, (int)delay, reconcile_task, c) != 0)
+    if (ej_registry_post_after(c->reg, (int)delay, reconcile_timer, c) != 0)
         ej__coord_unref(c);
 }
 
-static void reconcile_task(ej_registry *reg, void *user)
+static void reconcile_task(ej__coord *c, void *arg)
 {
-    (void)reg;
-    ej__coord *c = user;
-    if (!ej__coord_enter(c)) {
-        ej__coord_unref(c);
-        return;
-    }
-    ej__coord_lock(c);
-    bool go = c->started && !c->closed && !c->stopped && c->connected;
-    bool alive = !c->closed;
-    ej__coord_unlock(c);
+    (void)arg;
+    EJ_ASSERT_SERIAL(c);
+    bool go = c->started && !c->stopped && atomic_load(&c->connected);
     int64_t iv = reconcile_interval(c);
     int64_t now = ej__mono_ms();
     if (go && iv > 0 && now - c->last_reconcile_ms >= iv - 50) {
@@ -85,8 +77,17 @@ static void reconcile_task(ej_registry *reg, void *user)
             }
         }
     }
-    if (alive)
-        ej__coord_post_reconcile(c);
-    ej__coord_done(c);
+    ej__coord_post_reconcile(c);
+}
+
+/* The delay runs on the dispatch thread; the check on the serial queue. */
+static void reconcile_timer(ej_registry *reg, void *user)
+{
+    (void)reg;
+    ej__coord *c = user;
+    if (ej__coord_enter(c)) {
+        ej__coord_post(c, reconcile_task, NULL);
+        ej__coord_done(c);
+    }
     ej__coord_unref(c);
 }

@@ -358,20 +358,17 @@ int ej__shard_write(ej__coord *c, int count, const char *const *owners, size_t m
 /* How long a leader naming no live instance is given to register it. */
 #define STALE_LEADER_MS 1000
 
-/* Wait (locked) until neither necessary nor processing exists or this
- * instance becomes the leader. Returns 0, 1 (now leader) or EJ_ETIMEDOUT. */
+/* Wait until neither necessary nor processing exists or this instance
+ * becomes the leader. Returns 0, 1 (now leader) or EJ_ETIMEDOUT. */
 static int wait_for_leader_sharding(ej__coord *c, int64_t deadline)
 {
     bool logged = false;
     int64_t start = ej__mono_ms();
     int64_t stale_since = 0;
-    ej__coord_lock(c);
+    uint64_t seq = ej__coord_change_seq(c);
     for (;;) {
-        if (!ej__coord_necessary_locked(c) && !ej__coord_processing_locked(c)) {
-            ej__coord_unlock(c);
+        if (!ej__coord_necessary(c) && !ej__coord_processing(c))
             return 0;
-        }
-        ej__coord_unlock(c);
         if (ej__coord_is_leader(c))
             return 1;
         /* A leader that is no live instance never reshards. Java elects
@@ -395,10 +392,8 @@ static int wait_for_leader_sharding(ej__coord *c, int64_t deadline)
                    "job %s: instance %s waits for the leader to finish sharding",
                    ej__coord_job_name(c), ej__coord_instance_id(c));
         }
-        ej__coord_lock(c);
-        if (!ej__coord_wait_locked(c, deadline)) {
-            bool still = ej__coord_necessary_locked(c) || ej__coord_processing_locked(c);
-            ej__coord_unlock(c);
+        if (!ej__coord_wait_change(c, &seq, deadline)) {
+            bool still = ej__coord_necessary(c) || ej__coord_processing(c);
             if (!still)
                 return 0;
             /* The fire does not run: the runtime counts and reports it
@@ -427,6 +422,7 @@ static void wait_for_running_items(ej__coord *c, const char *job, int64_t sess, 
     if (run_deadline > deadline)
         run_deadline = deadline;
     bool logged = false;
+    uint64_t seq = ej__coord_change_seq(c);
     while (ej__view_running_count(v, sess) > 0 && ej__mono_ms() < run_deadline &&
            ej__coord_is_leader(c)) {
         if (!logged && ej__mono_ms() - wstart > 1000) {
@@ -434,9 +430,7 @@ static void wait_for_running_items(ej__coord *c, const char *job, int64_t sess, 
             EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: waiting for %zu running items before resharding",
                    job, ej__view_running_count(v, sess));
         }
-        ej__coord_lock(c);
-        ej__coord_wait_locked(c, run_deadline);
-        ej__coord_unlock(c);
+        ej__coord_wait_change(c, &seq, run_deadline);
     }
     if (ej__view_running_count(v, sess) > 0)
         EJ_LOG(EJ_LOG_WARN, MOD, 0,

@@ -1,11 +1,13 @@
 /*
- * The coordinator's snapshot: what threads other than the state's writers
- * read (the fire's checks, the job API's getters), without the
- * coordinator's lock. Whoever changes the state publishes a new immutable
- * copy when it releases c->mu (coord.c's unlock); readers take a reference
- * under snap_mu, which guards the pointer alone (never held while the
- * state is read or written), so a reader never waits for a writer's
- * ZooKeeper request or an election.
+ * The coordinator's snapshot: what threads other than the state's owner,
+ * the job's serial queue, read (the fire's checks, the job API's getters,
+ * the listeners' "started yet?"). The queue publishes a new immutable copy
+ * after every task that changed what it holds (coord.c's ctask_run and
+ * ej__coord_call); readers take a reference under snap_mu, which guards
+ * the pointer alone, so a reader never waits for the queue's ZooKeeper
+ * requests or an election. The few facts with another owner (connected,
+ * busy, the reshard count, the takeover hold, closed) are atomics, read
+ * here directly.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,25 +23,22 @@ static void fill(const ej__coord *c, struct ej__coord_snap *s)
 {
     s->reg_session = c->reg_session;
     s->reg_at_ms = c->reg_at_ms;
-    s->takeover_hold_until = c->takeover_hold_until;
-    s->reshards = c->reshards;
     s->started = c->started;
     s->stopped = c->stopped;
-    s->closed = c->closed;
-    s->connected = c->connected;
-    s->busy = c->busy;
+    s->closed = atomic_load(&c->closed);
     s->failover_on = c->have_cfg && c->cfg.failover;
     s->total_count = c->have_cfg ? c->cfg.sharding_total_count : 0;
+    s->cfg_gen = c->cfg_gen;
+    s->have_cfg = c->have_cfg;
 }
 
 /* Whether the state a (err: its last error) is what the snapshot b holds. */
 static bool same(const struct ej__coord_snap *a, const char *err, const struct ej__coord_snap *b)
 {
     return a->reg_session == b->reg_session && a->reg_at_ms == b->reg_at_ms &&
-           a->takeover_hold_until == b->takeover_hold_until && a->reshards == b->reshards &&
            a->started == b->started && a->stopped == b->stopped && a->closed == b->closed &&
-           a->connected == b->connected && a->busy == b->busy && a->failover_on == b->failover_on &&
-           a->total_count == b->total_count && strcmp(b->err, err) == 0;
+           a->failover_on == b->failover_on && a->total_count == b->total_count &&
+           a->cfg_gen == b->cfg_gen && a->have_cfg == b->have_cfg && strcmp(b->err, err) == 0;
 }
 
 static struct ej__coord_snap *snap_new(const ej__coord *c)
@@ -48,6 +47,9 @@ static struct ej__coord_snap *snap_new(const ej__coord *c)
     EJ_ASSERT_MSG(s != NULL, "out of memory publishing the coordinator's state of job %s", c->job);
     atomic_init(&s->refs, 1);
     fill(c, s);
+    if (s->have_cfg)
+        EJ_ASSERT_MSG(ej_job_config_copy(&s->cfg, &c->cfg) == 0,
+                      "out of memory publishing the config of job %s", c->job);
     snprintf(s->err, sizeof s->err, "%s", c->err);
     return s;
 }
@@ -65,13 +67,13 @@ void ej__coord_snap_fini(ej__coord *c)
     pthread_mutex_destroy(&c->snap_mu);
 }
 
-void ej__coord_publish_locked(ej__coord *c)
+void ej__coord_publish(ej__coord *c)
 {
-    EJ_ASSERT_HELD(&c->mu);
+    EJ_ASSERT_SERIAL(c);
     struct ej__coord_snap now = {0};
     fill(c, &now);
-    /* Only state writers replace the pointer, all under c->mu: reading it
-     * here needs no snap_mu. */
+    /* Only the serial queue replaces the pointer: reading it here needs no
+     * snap_mu. */
     if (same(&now, c->err, c->snap))
         return;
     struct ej__coord_snap *s = snap_new(c);
@@ -80,6 +82,7 @@ void ej__coord_publish_locked(ej__coord *c)
     c->snap = s;
     pthread_mutex_unlock(&c->snap_mu);
     ej__coord_snap_unref(old);
+    ej__coord_changed(c);
 }
 
 struct ej__coord_snap *ej__coord_snap_get(ej__coord *c)
@@ -93,8 +96,11 @@ struct ej__coord_snap *ej__coord_snap_get(ej__coord *c)
 
 void ej__coord_snap_unref(struct ej__coord_snap *s)
 {
-    if (s != NULL && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+    if (s != NULL && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
+        if (s->have_cfg)
+            ej_job_config_fini(&s->cfg);
         free(s);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -135,40 +141,53 @@ bool ej__coord_registered(ej__coord *c)
 
 bool ej__coord_connected(ej__coord *c)
 {
-    struct ej__coord_snap *s = ej__coord_snap_get(c);
-    bool r = s->connected;
-    ej__coord_snap_unref(s);
-    return r;
+    return atomic_load(&c->connected);
 }
 
 bool ej__coord_stopped(ej__coord *c)
 {
+    if (atomic_load(&c->closed))
+        return true;
     struct ej__coord_snap *s = ej__coord_snap_get(c);
-    bool r = s->stopped || s->closed;
+    bool r = s->stopped;
     ej__coord_snap_unref(s);
     return r;
 }
 
 uint64_t ej__coord_reshards(ej__coord *c)
 {
-    struct ej__coord_snap *s = ej__coord_snap_get(c);
-    uint64_t n = s->reshards;
-    ej__coord_snap_unref(s);
-    return n;
+    return atomic_load(&c->reshards);
 }
 
 bool ej__coord_busy(ej__coord *c)
 {
+    return atomic_load(&c->busy);
+}
+
+int ej__coord_config(ej__coord *c, struct ej_job_config *out)
+{
     struct ej__coord_snap *s = ej__coord_snap_get(c);
-    bool b = s->busy;
+    int rc = s->have_cfg ? ej_job_config_copy(out, &s->cfg) : EJ_ENOTFOUND;
     ej__coord_snap_unref(s);
-    return b;
+    return rc;
+}
+
+char *ej__coord_strategy_name(ej__coord *c)
+{
+    struct ej__coord_snap *s = ej__coord_snap_get(c);
+    char *name = strdup(s->have_cfg && s->cfg.job_sharding_strategy_class
+                            ? s->cfg.job_sharding_strategy_class
+                            : "");
+    ej__coord_snap_unref(s);
+    return name;
 }
 
 int64_t ej__coord_session(ej__coord *c)
 {
+    if (atomic_load(&c->closed))
+        return 0;
     struct ej__coord_snap *s = ej__coord_snap_get(c);
-    int64_t sess = s->stopped || s->closed ? 0 : s->reg_session;
+    int64_t sess = s->stopped ? 0 : s->reg_session;
     ej__coord_snap_unref(s);
     return sess;
 }
@@ -185,16 +204,14 @@ bool ej__coord_may_start(ej__coord *c, int64_t session)
 {
     struct ej__coord_snap *s = ej__coord_snap_get(c);
     bool ok = session != 0 && s->reg_session == session && s->started && !s->stopped &&
-              !s->closed && s->connected;
+              !atomic_load(&c->closed) && atomic_load(&c->connected);
     ej__coord_snap_unref(s);
     return ok && ej_registry_fence(c->reg, session) == EJ_REG_FENCE_OPEN;
 }
 
 void ej__coord_takeover_wait(ej__coord *c)
 {
-    struct ej__coord_snap *s = ej__coord_snap_get(c);
-    int64_t until = s->takeover_hold_until;
-    ej__coord_snap_unref(s);
+    int64_t until = atomic_load(&c->takeover_hold_until);
     int64_t left = until - ej__mono_ms();
     if (left <= 0)
         return;
