@@ -86,7 +86,6 @@ static int create_node(struct ej__latch *l)
     return rc;
 }
 
-
 static void delete_node(struct ej__latch *l)
 {
     if (l->node == NULL)

@@ -456,8 +456,7 @@ static void test_order(void **state)
     assert_int_equal(wait_done(&c, 5000), 1);
     assert_int_equal(c.rc, 0);
     assert_true(c.at_ms >= released);
-    print_message("order: C acquired %lld ms after B's release\n",
-                  (long long)(c.at_ms - released));
+    print_message("order: C acquired %lld ms after B's release\n", (long long)(c.at_ms - released));
     ej__latch_release(c.latch);
     assert_int_equal(latch_count(rj), 0);
 
@@ -474,7 +473,7 @@ static void test_order(void **state)
 
 /* The owner closes while B waits: A's release wakes B, post refuses, B's
  * node is deleted and done(NULL, EJ_ECLOSED) runs once on the dispatch
- * thread. */
+ * thread. The same when B's registry is destroyed under the wait. */
 static void test_owner_closed(void **state)
 {
     (void)state;
@@ -499,6 +498,27 @@ static void test_owner_closed(void **state)
     usleep(300000);
     assert_int_equal(calls_of(&r), 1);
 
+    /* The registry destroyed under a wait whose owner closed: its cancelled
+     * watch ends the wait the same way, once; the timer, run early by the
+     * destroy, finds nothing left to do. */
+    ej_registry *rb2 = open_ns(ns);
+    struct owner o2;
+    owner_start(&o2);
+    struct result r2;
+    result_init(&r2, rb2);
+    assert_int_equal(ej__latch_acquire(ra, LATCH, 5000, &la), 0);
+    assert_int_equal(ej__latch_acquire_async(rb2, LATCH, 10000, owner_post, &o2, on_done, &r2), 0);
+    assert_int_equal(latch_count(ra), 2);
+    owner_close(&o2);
+    ej_registry_destroy(rb2);
+    assert_int_equal(calls_of(&r2), 1);
+    assert_int_equal(r2.rc, EJ_ECLOSED);
+    assert_true(r2.on_dispatch);
+    assert_int_equal(latch_count(ra), 1);
+    ej__latch_release(la);
+    owner_stop(&o2);
+    result_fini(&r2);
+
     owner_stop(&o);
     result_fini(&r);
     ej_registry_destroy(rb);
@@ -512,8 +532,8 @@ int main(void)
     if (!getenv("EJOB_LOG_LEVEL"))
         ej_log_set_level(EJ_LOG_ERROR);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_uncontended), cmocka_unit_test(test_contended),
-        cmocka_unit_test(test_timeout),     cmocka_unit_test(test_order),
+        cmocka_unit_test(test_uncontended),  cmocka_unit_test(test_contended),
+        cmocka_unit_test(test_timeout),      cmocka_unit_test(test_order),
         cmocka_unit_test(test_owner_closed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
