@@ -3,7 +3,8 @@
  * 2.1.5 peer in ZooKeeper. Internal API used by the runtime module.
  *
  *   waiter.c     waiting, bounded, for a one-shot watch (latch, guarantee)
- *   latch.c      a Curator-LeaderLatch-compatible mutex (bounded waits)
+ *   latch.c      a Curator-LeaderLatch-compatible mutex (bounded waits;
+ *                blocking, or continued on an owner's queue)
  *   view.c       a watch-based view of /{job}/sharding that costs no reads
  *                in steady state (see docs/coordination.md)
  *   coord.c      the per-job coordinator: state, tree caches of config,
@@ -85,8 +86,51 @@ typedef struct ej__latch ej__latch;
  */
 int ej__latch_acquire(ej_registry *reg, const char *latch_path, int timeout_ms, ej__latch **out);
 
-/* Release: delete the own node (retried) and free. NULL ok. */
+/* Release: delete the own node (retried) and free. NULL ok. Any thread but
+ * the dispatch thread. */
 void ej__latch_release(ej__latch *l);
+
+/* The result of ej__latch_acquire_async, called exactly once: latch
+ * (acquired; release it with ej__latch_release) and rc 0, or latch NULL
+ * and rc != 0 (own node deleted): EJ_ETIMEDOUT, EJ_ECLOSED (post refused a
+ * continuation), or the registry's error. */
+typedef void (*ej__latch_done_fn)(void *arg, ej__latch *latch, int rc);
+
+/* Queue fn(task) on the owner's thread (for a coordinator: its serial
+ * queue). Returns 0, after which fn(task) must run exactly once (an owner
+ * that closes runs or drains what it accepted), or an error (fn is never
+ * called). Called on the acquiring thread and on the dispatch thread: it
+ * must not block. */
+typedef int (*ej__latch_post_fn)(void *post_arg, void (*fn)(void *task), void *task);
+
+/*
+ * The same latch, same protocol and same nodes as ej__latch_acquire, without
+ * blocking a thread while it waits. The first step (create the node, look
+ * at the children, set the watch on the predecessor) runs on the calling
+ * thread, which must not be the dispatch thread; then it returns. A wait is
+ * a one-shot watch on the predecessor plus one timer at the deadline
+ * (ej_registry_post_after); whichever wakes first posts the next step
+ * with post, and that step runs on the owner's thread (look again; acquire,
+ * wait again or give up). The dispatch thread makes no synchronous
+ * registry call for it, except the one delete below when the owner closed.
+ *
+ * Threads of done: always through post, on the owner's thread, never
+ * before this returns (also when the latch was free at once); except
+ * EJ_ECLOSED: when post refuses a continuation, the dispatch thread that
+ * woke deletes the own node (one synchronous delete there: the registry
+ * has no asynchronous one) and calls done(arg, NULL, EJ_ECLOSED) itself;
+ * done must then return quickly and make no synchronous registry call.
+ *
+ * Returns 0: done will be called exactly once. Otherwise done is never
+ * called and no node is left: EJ_EINVAL (an argument NULL, or called on
+ * the dispatch thread), EJ_ENOMEM, EJ_ECLOSED (post refused the first
+ * step's result). reg must outlive the acquisition: close the owner (post
+ * refuses) before destroying reg; the pending watch and timer then end it
+ * with EJ_ECLOSED during the destroy.
+ */
+int ej__latch_acquire_async(ej_registry *reg, const char *latch_path, int timeout_ms,
+                            ej__latch_post_fn post, void *post_arg, ej__latch_done_fn done,
+                            void *arg);
 
 /* The own node's path (namespace-relative), borrowed. */
 const char *ej__latch_node(const ej__latch *l);
