@@ -336,12 +336,16 @@ struct ctask {
     ej__coord *c;
     void (*fn)(ej__coord *c, void *arg);
     void *arg;
+    void (*step)(void *task); /* a latch's continuation: runs even when closed */
 };
 
 static void ctask_run(void *p)
 {
     struct ctask *t = p;
-    if (ej__coord_enter(t->c)) {
+    if (t->step != NULL) {
+        t->step(t->arg);
+        ej__coord_publish(t->c);
+    } else if (ej__coord_enter(t->c)) {
         t->fn(t->c, t->arg);
         /* A serial task may have changed the state; a pool task
          * (ej__coord_post_pool) writes none of it. */
@@ -362,6 +366,7 @@ static int post_to(ej__coord *c, ej__sched_job *queue, void (*fn)(ej__coord *c, 
     t->c = c;
     t->fn = fn;
     t->arg = arg;
+    t->step = NULL;
     atomic_fetch_add(&c->refs, 1);
     int rc = ej__sched_post(c->sched, queue, ctask_run, t);
     if (rc != 0) {
@@ -390,6 +395,30 @@ int ej__coord_post(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg)
 int ej__coord_post_pool(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg)
 {
     return post_to(c, NULL, fn, arg);
+}
+
+/* The latch's continuations (ej__latch_acquire_async) run on the serial
+ * queue; once accepted they run even if the coordinator closes meanwhile
+ * (the latch must end: release its node, call its done). Refused once
+ * closed: the latch then deletes its node itself. */
+int ej__coord_latch_post(void *post_arg, void (*fn)(void *task), void *task)
+{
+    ej__coord *c = post_arg;
+    if (!ej__coord_enter(c))
+        return EJ_ECLOSED;
+    struct ctask *t = malloc(sizeof *t);
+    int rc = EJ_ENOMEM;
+    if (t != NULL) {
+        *t = (struct ctask){.c = c, .arg = task, .step = fn};
+        atomic_fetch_add(&c->refs, 1);
+        rc = ej__sched_post(c->sched, c->serial, ctask_run, t);
+        if (rc != 0) {
+            ej__coord_unref(c);
+            free(t);
+        }
+    }
+    ej__coord_done(c);
+    return rc;
 }
 
 struct event_copy {

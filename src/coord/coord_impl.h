@@ -167,6 +167,9 @@ int ej__coord_post_event(ej__coord *c, const struct ej_tree_event *ev,
  * closed; from the snapshot)? Events before the start are what the start
  * itself reads. Any thread. */
 bool ej__coord_listening(ej__coord *c);
+/* ej__latch_post_fn for ej__latch_acquire_async with post_arg the
+ * coordinator: continuations run on its serial queue. */
+int ej__coord_latch_post(void *post_arg, void (*fn)(void *task), void *task);
 char *ej__coord_leader_id(ej__coord *c, int64_t *owner);
 void ej__coord_on_view_change(void *user, int item, int kind);
 
@@ -175,6 +178,9 @@ void ej__coord_leader_set_necessary(ej__coord *c);
 void ej__coord_precreate_latch_parents(ej__coord *c);
 bool ej__coord_eligible(ej__coord *c);
 void ej__coord_post_election(ej__coord *c);
+/* On the serial queue: begin an election whose latch wait is a watch (the
+ * queue goes on meanwhile); its result lands in a later task. */
+void ej__coord_elect_async(ej__coord *c);
 void ej__coord_abdicate(ej__coord *c);
 void ej__coord_on_leader_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user);
 

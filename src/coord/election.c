@@ -222,50 +222,39 @@ int ej__coord_heal_leader(ej__coord *c)
     return e.rc;
 }
 
-static int elect(ej__coord *c, bool heal)
+/* Under the election latch: the latch holder creates the leader node if
+ * absent (read directly: the cache may lag behind a leader that just
+ * left). A server disabled while this election waited for the latch takes
+ * no leadership. */
+static int elect_latched(ej__coord *c, bool heal, bool *won)
 {
     EJ_ASSERT_SERIAL(c);
-    if (atomic_load(&c->closed) || c->stopped || c->electing)
-        return 0;
-    c->electing = true;
-
-    bool won = false;
-    int rc = 0;
-    if (ej__coord_server_disabled(c)) {
-        rc = EJ_EBUSY;
-        goto out;
-    }
-    ej__latch *latch = NULL;
-    rc = ej__latch_acquire(c->reg, c->p_el_latch, c->bound_ms, &latch);
-    if (rc != 0) {
-        EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: election latch %s not acquired", c->job,
-               c->p_el_latch);
-        goto out;
-    }
     ej__election_hook_fn hook = atomic_load(&ej__election_after_latch_hook);
     if (hook)
         hook(c);
-    /* The latch holder creates the leader node if absent (read directly:
-     * the cache may lag behind a leader that just left). A server disabled
-     * while this election waited for the latch takes no leadership. */
     bool exists = false;
-    rc = ej_registry_exists(c->reg, c->p_leader_inst, &exists, NULL);
+    int rc = ej_registry_exists(c->reg, c->p_leader_inst, &exists, NULL);
     if (rc == 0 && exists && heal && remove_stale_leader_latched(c))
         exists = false;
-    if (rc == 0 && !exists) {
-        rc = create_leader_if_enabled(c);
-        if (rc == 0) {
-            won = true;
-            c->won_session = ej_registry_session_id(c->reg);
-        } else if (rc == EJ_ENODEEXISTS) {
-            rc = 0;
-        } else if (rc == EJ_EBUSY) {
-            EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: server %s disabled while electing: not leading",
-                   c->job, c->ip);
-        }
+    if (rc != 0 || exists)
+        return rc;
+    rc = create_leader_if_enabled(c);
+    if (rc == 0) {
+        *won = true;
+        c->won_session = ej_registry_session_id(c->reg);
+    } else if (rc == EJ_ENODEEXISTS) {
+        rc = 0;
+    } else if (rc == EJ_EBUSY) {
+        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: server %s disabled while electing: not leading",
+               c->job, c->ip);
     }
-    ej__latch_release(latch);
-out:
+    return rc;
+}
+
+/* The end of every election. */
+static void elect_finish(ej__coord *c, bool won)
+{
+    EJ_ASSERT_SERIAL(c);
     c->electing = false;
     if (won) {
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: %s is the leader", c->job, c->me);
@@ -274,7 +263,84 @@ out:
         ej__coord_set_necessary(c);
         ej__failover_process_pending(c);
     }
+}
+
+/* May an election begin? (and mark it begun) */
+static bool elect_begin(ej__coord *c)
+{
+    EJ_ASSERT_SERIAL(c);
+    if (atomic_load(&c->closed) || c->stopped || c->electing)
+        return false;
+    c->electing = true;
+    return true;
+}
+
+/* The election that waits on the queue: the start's (its next step needs
+ * the result) and a fire's heal of a stale leader. */
+static int elect(ej__coord *c, bool heal)
+{
+    if (!elect_begin(c))
+        return 0;
+    bool won = false;
+    int rc = EJ_EBUSY;
+    ej__latch *latch = NULL;
+    if (!ej__coord_server_disabled(c)) {
+        rc = ej__latch_acquire(c->reg, c->p_el_latch, c->bound_ms, &latch);
+        if (rc != 0)
+            EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: election latch %s not acquired", c->job,
+                   c->p_el_latch);
+    }
+    if (latch != NULL) {
+        rc = elect_latched(c, heal, &won);
+        ej__latch_release(latch);
+    }
+    elect_finish(c, won);
     return rc;
+}
+
+/* The latch's answer to elect_async: on the serial queue, or (the
+ * coordinator closed: EJ_ECLOSED) on the dispatch thread, which touches
+ * nothing but the reference. */
+static void elect_async_done(void *arg, ej__latch *latch, int rc)
+{
+    ej__coord *c = arg;
+    if (!ej__coord_on_serial(c)) {
+        EJ_ASSERT(latch == NULL);
+        ej__coord_unref(c);
+        return;
+    }
+    bool won = false;
+    if (latch != NULL && !atomic_load(&c->closed) && !c->stopped)
+        rc = elect_latched(c, false, &won);
+    else if (rc != 0)
+        EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: election latch %s not acquired", c->job,
+               c->p_el_latch);
+    ej__latch_release(latch);
+    elect_finish(c, won);
+    ej__coord_unref(c);
+}
+
+/* The election of a running job (its leader left, its server enabled, a
+ * new session, a fire finding no leader): the latch's wait is a watch, and
+ * the queue goes on with other events meanwhile; the rest of the election
+ * runs when the latch is ours (elect_async_done). */
+void ej__coord_elect_async(ej__coord *c)
+{
+    if (!elect_begin(c))
+        return;
+    if (ej__coord_server_disabled(c)) {
+        elect_finish(c, false);
+        return;
+    }
+    atomic_fetch_add(&c->refs, 1);
+    int rc = ej__latch_acquire_async(c->reg, c->p_el_latch, c->bound_ms, ej__coord_latch_post, c,
+                                     elect_async_done, c);
+    if (rc != 0) {
+        EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: election latch %s not acquired", c->job,
+               c->p_el_latch);
+        ej__coord_unref(c);
+        elect_finish(c, false);
+    }
 }
 
 static void elect_task(ej__coord *c, void *arg)
@@ -288,7 +354,7 @@ static void elect_task(ej__coord *c, void *arg)
                !ej_tree_cache_exists(c->c_instances, c->p_my_instance, NULL)))
         go = false;
     if (go && !ej__coord_leader_known(c))
-        ej__coord_elect(c);
+        ej__coord_elect_async(c);
 }
 
 void ej__coord_post_election(ej__coord *c)
@@ -302,7 +368,7 @@ static void elect_if_eligible_task(ej__coord *c, void *arg)
 {
     (void)arg;
     if (ej__coord_eligible(c) && !c->electing && !ej__coord_server_disabled(c))
-        elect(c, false);
+        ej__coord_elect_async(c);
 }
 
 bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms)

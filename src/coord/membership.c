@@ -432,7 +432,7 @@ static void reregister(ej__coord *c)
     /* The cache may still show a leader of the old session: the election
      * checks ZooKeeper itself under the latch. */
     if (!ej__coord_server_disabled(c))
-        ej__coord_elect(c);
+        ej__coord_elect_async(c);
     ej__coord_leader_set_necessary(c);
     /* Crashes seen while this instance had no session. */
     ej__failover_process_pending(c);

@@ -13,6 +13,12 @@
  * for a second (an election waiting for its latch, a slow request), the
  * fire's checks (may it start, the session, connected) and the job API's
  * status answer at once, and right.
+ *
+ * An election does not hold the queue: with the election latch held by
+ * someone else and job A's leader node deleted, A's election waits for the
+ * latch by a watch, and a task posted to A's queue meanwhile runs at once;
+ * A leads again once the latch is free. (When the election waited on the
+ * queue, the task waited for the latch.)
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -113,6 +119,46 @@ static void check_readers_do_not_wait(ej_job *a)
         ej__sleep_ms(10);
 }
 
+static _Atomic int64_t probe_ran_ms;
+
+static void probe(ej__coord *c, void *arg)
+{
+    (void)c;
+    (void)arg;
+    atomic_store(&probe_ran_ms, ej__mono_ms());
+}
+
+static void check_election_does_not_hold_queue(ej_registry *reg, ej_job *a)
+{
+    ej__latch *latch = NULL;
+    REQUIRE(ej__latch_acquire(reg, "/serialA/leader/election/latch", 5000, &latch) == 0,
+            "take the election latch");
+    REQUIRE(ej_registry_delete(reg, "/serialA/leader/election/instance", -1) == 0,
+            "delete the leader node");
+    /* A sees the removal and begins an election, which waits for us. */
+    ej__sleep_ms(500);
+    CHECK(!ej__coord_is_leader(a->coord), "A leads while the latch is held");
+    int64_t posted = ej__mono_ms();
+    REQUIRE(ej__coord_post(a->coord, probe, NULL) == 0, "post the probe");
+    for (int i = 0; i < 150 && atomic_load(&probe_ran_ms) == 0; i++)
+        ej__sleep_ms(10);
+    int64_t ran = atomic_load(&probe_ran_ms);
+    int64_t waited = ran ? ran - posted : -1;
+    CHECK(ran != 0 && waited < 300,
+          "a task posted while A's election waited for the latch ran after %" PRId64
+          " ms (-1: not in 1.5 s)",
+          waited);
+    fprintf(stderr, "task ran %" PRId64 " ms after it was posted, the election waiting\n",
+            waited);
+    ej__latch_release(latch);
+    bool leads = false;
+    for (int i = 0; i < 100 && !leads; i++) {
+        ej__sleep_ms(50);
+        leads = ej__coord_is_leader(a->coord);
+    }
+    CHECK(leads, "A did not lead again after the latch was released");
+}
+
 static int noop(const ej_shard_context *ctx, void *user)
 {
     (void)ctx;
@@ -185,6 +231,7 @@ int main(void)
     pthread_mutex_unlock(&rec.mu);
 
     check_readers_do_not_wait(a);
+    check_election_does_not_hold_queue(reg, a);
 
     ej_job_shutdown(a);
     ej_job_shutdown(b);
