@@ -207,9 +207,7 @@ void ej__coord_on_config_event(ej_tree_cache *cache, const struct ej_tree_event 
     } else if (strcmp(ev->path, c->p_config) != 0) {
         /* not the config node */
     } else if (ev->type == EJ_TREE_NODE_REMOVED) {
-        atomic_fetch_add(&c->refs, 1);
-        if (ej_registry_post_after(c->reg, 300, ej__coord_root_check_task, c) != 0)
-            ej__coord_unref(c);
+        ej__coord_post_after(c, 300, ej__coord_root_check, NULL);
     } else if (ej__coord_listening(c)) {
         ej__coord_post_event(c, ev, on_config_event_body);
     }

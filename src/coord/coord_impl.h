@@ -1,7 +1,9 @@
 /*
  * The coordinator's state, shared by the files of the coordinator:
  *
- *   coord.c         state, accessors, control tasks, start-up and shutdown
+ *   coord.c         accessors and the serial queue (posting, calls, copied
+ *                   events, delayed tasks)
+ *   lifecycle.c     the caches' shapes, create, start-up, leave, destroy
  *   election.c      leader election, the latch's parents of a new job, the
  *                   leader cache, healing a stale leader
  *   config_watch.c  the config node: start-up's write, parse, validate,
@@ -9,7 +11,8 @@
  *   membership.c    servers/ and instances/, registration, connection
  *                   states and the fence
  *   reconcile.c     ElasticJob's ReconcileService
- *   snapshot.c      the published snapshot and the getters that read it
+ *   snapshot.c      the published snapshot, the getters that read it and
+ *                   the change counter waiters sleep on
  *
  * Not part of the module's internal API (internal.h): only these files.
  */
@@ -167,9 +170,7 @@ int ej__coord_post_event(ej__coord *c, const struct ej_tree_event *ev,
  * closed; from the snapshot)? Events before the start are what the start
  * itself reads. Any thread. */
 bool ej__coord_listening(ej__coord *c);
-/* ej__latch_post_fn for ej__latch_acquire_async with post_arg the
- * coordinator: continuations run on its serial queue. */
-int ej__coord_latch_post(void *post_arg, void (*fn)(void *task), void *task);
+
 char *ej__coord_leader_id(ej__coord *c, int64_t *owner);
 void ej__coord_on_view_change(void *user, int item, int kind);
 
@@ -193,7 +194,8 @@ void ej__coord_on_config_event(ej_tree_cache *cache, const struct ej_tree_event 
 
 /* membership.c */
 void ej__coord_stop_job(ej__coord *c, int why);
-void ej__coord_root_check_task(ej_registry *reg, void *user);
+/* Is the job's root, or its config node, gone? (serial queue) */
+void ej__coord_root_check(ej__coord *c, void *arg);
 int ej__coord_persist_server(ej__coord *c, bool cfg_disabled, bool overwrite);
 int ej__coord_register_instance(ej__coord *c);
 void ej__coord_on_state(ej_registry *reg, ej_reg_state st, bool new_session, void *user);

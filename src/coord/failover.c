@@ -239,29 +239,19 @@ static bool item_untouched_since(ej__coord *c, int item, int64_t close_zxid)
     return same;
 }
 
-/* Record the items of crashed instances (leader, under the latch). */
-static int record(ej__coord *c, struct crash *cr, size_t ncr)
+/* Record the items of crashed instances (under the failover latch). */
+static void record_latched(ej__coord *c, const struct crash *cr, size_t ncr)
 {
     ej_registry *reg = ej__coord_registry(c);
     ej__view *v = ej__coord_view(c);
     const char *job = ej__coord_job_name(c);
-    char *latch_path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_FAILOVER_LATCH, 0, NULL);
-    if (latch_path == NULL)
-        return EJ_ENOMEM;
-    ej__latch *latch = NULL;
-    int rc = ej__latch_acquire(reg, latch_path, ej__coord_wait_bound(c), &latch);
-    free(latch_path);
-    if (rc != 0)
-        return rc;
     int count = ej__coord_total_count(c);
     for (size_t k = 0; k < ncr; k++) {
-        const int *items = cr[k].items;
-        size_t n = cr[k].n;
         size_t nrec = 0;
         ej_buf list;
         ej__buf_init(&list);
-        for (size_t i = 0; i < n; i++) {
-            int item = items[i];
+        for (size_t i = 0; i < cr[k].n; i++) {
+            int item = cr[k].items[i];
             if (item >= count)
                 continue;
             struct ej__view_item it;
@@ -296,21 +286,87 @@ static int record(ej__coord *c, struct crash *cr, size_t ncr)
                    job, cr[k].id);
         ej__buf_fini(&list);
     }
-    ej__latch_release(latch);
-    return 0;
 }
 
+static void free_crashes(struct crash *cr, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(cr[i].id);
+        free(cr[i].items);
+    }
+    free(cr);
+}
+
+/* Keep records that could not be written for another try, for a while. */
+static void keep_for_retry(struct ej__failover_state *s, struct crash *cr, size_t n, int64_t now)
+{
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < n; i++) {
+        bool kept = false;
+        if (now - cr[i].at_ms <= CRASH_MEMORY_MS && s->ncrash == s->capcrash) {
+            size_t nc = s->capcrash ? s->capcrash * 2 : 4;
+            struct crash *p = realloc(s->crashes, nc * sizeof *p);
+            if (p != NULL) {
+                s->crashes = p;
+                s->capcrash = nc;
+            }
+        }
+        if (now - cr[i].at_ms <= CRASH_MEMORY_MS && s->ncrash < s->capcrash) {
+            s->crashes[s->ncrash++] = cr[i];
+            kept = true;
+        }
+        if (!kept) {
+            free(cr[i].id);
+            free(cr[i].items);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    free(cr);
+}
+
+struct pending_record {
+    ej__coord *c;
+    struct crash *cr;
+    size_t n;
+    int64_t now;
+};
+
+/* The failover latch's answer (ej__latch_acquire_async): on the serial
+ * queue, or (the coordinator closed) on the dispatch thread, which only
+ * lets go. */
+static void record_done(void *arg, ej__latch *latch, int rc)
+{
+    struct pending_record *r = arg;
+    ej__coord *c = r->c;
+    if (!ej__coord_on_serial(c)) {
+        free_crashes(r->cr, r->n);
+    } else if (latch != NULL) {
+        record_latched(c, r->cr, r->n);
+        ej__latch_release(latch);
+        free_crashes(r->cr, r->n);
+    } else {
+        EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: failover items not recorded; will retry",
+               ej__coord_job_name(c));
+        keep_for_retry(ej__coord_failover_state(c), r->cr, r->n, r->now);
+        /* Another try a little later (no busy loop on errors, no sleep on
+         * the queue). */
+        if (!ej__coord_stopped(c))
+            ej__coord_post_after(c, 200, crash_task, NULL);
+    }
+    free(r);
+    ej__coord_release(c);
+}
+
+/* Record the crashes seen so far. Every registered instance records (see
+ * the top of this file), under leader/failover/latch, whose wait is a
+ * watch: the queue goes on meanwhile and record_done runs when the latch
+ * is ours. */
 void ej__failover_process_pending(ej__coord *c)
 {
+    EJ_ASSERT_SERIAL(c);
     struct ej__failover_state *s = ej__coord_failover_state(c);
     if (s == NULL)
         return;
-    pthread_mutex_lock(&s->mu);
-    size_t n = s->ncrash;
-    pthread_mutex_unlock(&s->mu);
-    if (n == 0)
-        return;
-    /* Every registered instance records (see the top of this file). */
     bool failover = ej__coord_failover_on(c);
     bool go = failover && !ej__coord_stopped(c) && ej__coord_registered(c);
     int64_t now = ej__now_ms();
@@ -336,45 +392,30 @@ void ej__failover_process_pending(ej__coord *c)
         s->ncrash = j;
     }
     pthread_mutex_unlock(&s->mu);
-    if (nmine == 0)
+    if (nmine == 0) {
+        free(mine);
         return;
-    int rc = record(c, mine, nmine);
+    }
+    struct pending_record *r = malloc(sizeof *r);
+    char *latch_path =
+        ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_FAILOVER_LATCH, 0, NULL);
+    int rc = EJ_ENOMEM;
+    if (r != NULL && latch_path != NULL) {
+        *r = (struct pending_record){ej__coord_hold(c), mine, nmine, now};
+        rc = ej__latch_acquire_async(ej__coord_registry(c), latch_path, ej__coord_wait_bound(c),
+                                     ej__coord_latch_post, c, record_done, r);
+        if (rc != 0)
+            ej__coord_release(c);
+    }
+    free(latch_path);
     if (rc != 0) {
+        free(r);
         EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: failover items not recorded; will retry",
                ej__coord_job_name(c));
-        pthread_mutex_lock(&s->mu);
-        for (size_t i = 0; i < nmine; i++) {
-            if (now - mine[i].at_ms > CRASH_MEMORY_MS) {
-                free(mine[i].id);
-                free(mine[i].items);
-                continue;
-            }
-            if (s->ncrash == s->capcrash) {
-                size_t nc = s->capcrash ? s->capcrash * 2 : 4;
-                struct crash *p = realloc(s->crashes, nc * sizeof *p);
-                if (p == NULL) {
-                    free(mine[i].id);
-                    free(mine[i].items);
-                    continue;
-                }
-                s->crashes = p;
-                s->capcrash = nc;
-            }
-            s->crashes[s->ncrash++] = mine[i];
-        }
-        pthread_mutex_unlock(&s->mu);
-        free(mine);
-        if (!ej__coord_stopped(c)) {
-            ej__sleep_ms(200); /* a control task: no busy loop on errors */
-            ej__coord_post(c, crash_task, NULL);
-        }
-        return;
+        keep_for_retry(s, mine, nmine, now);
+        if (!ej__coord_stopped(c))
+            ej__coord_post_after(c, 200, crash_task, NULL);
     }
-    for (size_t i = 0; i < nmine; i++) {
-        free(mine[i].id);
-        free(mine[i].items);
-    }
-    free(mine);
 }
 
 int ej__failover_take(ej__coord *c)

@@ -363,8 +363,11 @@ int ej__coord_heal_leader(ej__coord *c);
 int ej__coord_set_necessary(ej__coord *c);
 /* Tell the runtime that failover items were taken (its hook). */
 void ej__coord_notify_failover_taken(ej__coord *c);
-/* Mark the job busy / idle locally (for failover takeover and TRIGGER). */
+/* Mark the job busy / idle locally (for failover takeover and TRIGGER;
+ * shard.c: a busy leader reshards at once). The fire's thread. */
 void ej__coord_set_busy(ej__coord *c, bool busy);
+/* The busy flag alone (coord.c). */
+void ej__coord_note_busy(ej__coord *c, bool busy);
 bool ej__coord_busy(ej__coord *c);
 
 /* The thread checks of the coordinator: a control task runs on the job's
@@ -388,6 +391,18 @@ void ej__coord_call(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg
 uint64_t ej__coord_change_seq(ej__coord *c);
 bool ej__coord_wait_change(ej__coord *c, uint64_t *seq, int64_t deadline_ms);
 void ej__coord_changed(ej__coord *c);
+/* fn(arg) on the serial queue no sooner than delay_ms from now (the delay
+ * on the registry's dispatch thread; nothing runs once closed). */
+int ej__coord_post_after(ej__coord *c, int delay_ms, void (*fn)(ej__coord *c, void *arg),
+                         void *arg);
+/* A reference on the coordinator (for work that outlives the caller's:
+ * a latch's wait); ej__coord_release lets it go. */
+ej__coord *ej__coord_hold(ej__coord *c);
+void ej__coord_release(ej__coord *c);
+/* ej__latch_post_fn for ej__latch_acquire_async with post_arg the
+ * coordinator: continuations run on its serial queue, also once it
+ * closed (the latch must end); refused after. */
+int ej__coord_latch_post(void *post_arg, void (*fn)(void *task), void *task);
 /* Post fn(arg) as a control task holding a coordinator reference. */
 int ej__coord_post(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg);
 /* The same on the shared pool instead of the job's serial queue: for work

@@ -62,7 +62,7 @@ static void operator_check(ej__coord *c, void *arg)
                c->job, c->p_my_instance);
 }
 
-static void root_check(ej__coord *c, void *arg)
+void ej__coord_root_check(ej__coord *c, void *arg)
 {
     EJ_ASSERT_SERIAL(c);
     (void)arg;
@@ -75,19 +75,6 @@ static void root_check(ej__coord *c, void *arg)
         EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ENONODE, "job %s: config node %s is missing", c->job,
                c->p_config);
     }
-}
-
-/* Delayed on the dispatch thread (ej_registry_post_after), then queued
- * for the serial queue, which owns what it changes. */
-void ej__coord_root_check_task(ej_registry *reg, void *user)
-{
-    (void)reg;
-    ej__coord *c = user;
-    if (ej__coord_enter(c)) {
-        ej__coord_post(c, root_check, NULL);
-        ej__coord_done(c);
-    }
-    ej__coord_unref(c);
 }
 
 /* On the serial queue (posted by the listener below). */

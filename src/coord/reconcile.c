@@ -25,7 +25,7 @@
 /* ------------------------------------------------------------------------ */
 /* Reconcile (ElasticJob's ReconcileService)                                  */
 
-static void reconcile_timer(ej_registry *reg, void *user);
+static void reconcile_task(ej__coord *c, void *arg);
 
 static int64_t reconcile_interval(ej__coord *c)
 {
@@ -42,9 +42,7 @@ void ej__coord_post_reconcile(ej__coord *c)
     /* Checked at least every minute, as ElasticJob does, so an interval
      * turned on by a config change takes effect. */
     int64_t delay = iv > 0 && iv < 60000 ? iv : 60000;
-    atomic_fetch_add(&c->refs, 1);
-    if (ej_registry_post_after(c->reg, (int)delay, reconcile_timer, c) != 0)
-        ej__coord_unref(c);
+    ej__coord_post_after(c, (int)delay, reconcile_task, NULL);
 }
 
 static void reconcile_task(ej__coord *c, void *arg)
@@ -78,16 +76,4 @@ static void reconcile_task(ej__coord *c, void *arg)
         }
     }
     ej__coord_post_reconcile(c);
-}
-
-/* The delay runs on the dispatch thread; the check on the serial queue. */
-static void reconcile_timer(ej_registry *reg, void *user)
-{
-    (void)reg;
-    ej__coord *c = user;
-    if (ej__coord_enter(c)) {
-        ej__coord_post(c, reconcile_task, NULL);
-        ej__coord_done(c);
-    }
-    ej__coord_unref(c);
 }

@@ -628,6 +628,15 @@ static void busy_shard_task(ej__coord *c, void *arg)
                ej__coord_job_name(c), ej_strerror(rc));
 }
 
+void ej__coord_set_busy(ej__coord *c, bool busy)
+{
+    ej__coord_note_busy(c, busy);
+    /* A fire that runs no resharding (a failover run) must not keep one
+     * waiting for its end. */
+    if (busy)
+        ej__shard_when_busy(c);
+}
+
 void ej__shard_when_busy(ej__coord *c)
 {
     if (c == NULL || !ej__coord_busy(c) || !ej__coord_is_leader(c))

@@ -2,8 +2,8 @@
  * The coordinator's snapshot: what threads other than the state's owner,
  * the job's serial queue, read (the fire's checks, the job API's getters,
  * the listeners' "started yet?"). The queue publishes a new immutable copy
- * after every task that changed what it holds (coord.c's ctask_run and
- * ej__coord_call); readers take a reference under snap_mu, which guards
+ * after every task that changed what it holds (coord.c's task runners, for
+ * posted and for called tasks); readers take a reference under snap_mu, which guards
  * the pointer alone, so a reader never waits for the queue's ZooKeeper
  * requests or an election. The few facts with another owner (connected,
  * busy, the reshard count, the takeover hold, closed) are atomics, read
@@ -12,9 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/util.h"
 #include "coord/coord_impl.h"
+#include "schedule/internal.h"
 #include "ejob/log.h"
 
 #define MOD "coord"
@@ -69,7 +71,7 @@ void ej__coord_snap_fini(ej__coord *c)
 
 void ej__coord_publish(ej__coord *c)
 {
-    EJ_ASSERT_SERIAL(c);
+    EJ_ASSERT_MSG(ej__sched_job_is_current(c->serial), "not on the job's serial queue");
     struct ej__coord_snap now = {0};
     fill(c, &now);
     /* Only the serial queue replaces the pointer: reading it here needs no
@@ -101,6 +103,43 @@ void ej__coord_snap_unref(struct ej__coord_snap *s)
             ej_job_config_fini(&s->cfg);
         free(s);
     }
+}
+
+/* Waiters on other threads (a fire waiting for a leader or for the
+ * resharding flags, destroy waiting for the tasks inside) sleep on a
+ * change counter that every event and every publication moves. */
+uint64_t ej__coord_change_seq(ej__coord *c)
+{
+    pthread_mutex_lock(&c->change_mu);
+    uint64_t n = c->changes;
+    pthread_mutex_unlock(&c->change_mu);
+    return n;
+}
+
+void ej__coord_changed(ej__coord *c)
+{
+    pthread_mutex_lock(&c->change_mu);
+    c->changes++;
+    pthread_cond_broadcast(&c->change_cv);
+    pthread_mutex_unlock(&c->change_mu);
+}
+
+bool ej__coord_wait_change(ej__coord *c, uint64_t *seq, int64_t deadline_ms)
+{
+    int64_t left = deadline_ms - ej__mono_ms();
+    if (left <= 0)
+        return false;
+    if (left > 200)
+        left = 200; /* re-check periodically: some conditions have no event */
+    struct timespec ts = ej__mono_timespec_in(left);
+    pthread_mutex_lock(&c->change_mu);
+    while (c->changes == *seq) {
+        if (pthread_cond_timedwait(&c->change_cv, &c->change_mu, &ts) != 0)
+            break;
+    }
+    *seq = c->changes;
+    pthread_mutex_unlock(&c->change_mu);
+    return ej__mono_ms() < deadline_ms;
 }
 
 /* ------------------------------------------------------------------------ */
