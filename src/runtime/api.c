@@ -1,7 +1,7 @@
 /*
  * The job object and its public API (include/ejob/ejob.h): creation,
  * start-up, configuration changes, shutdown, status. The fire flow is in
- * fire.c.
+ * fire.c and the files runtime/fire_impl.h lists.
  */
 #include <inttypes.h>
 #include <pthread.h>

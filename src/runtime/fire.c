@@ -1,18 +1,21 @@
 /*
  * Each fire (SPEC 4 "Each fire", ElasticJob 2.1.5's
- * AbstractElasticJobExecutor.execute): clock-skew check, disabled server,
- * the sharding context (failover items first, else shard if necessary and
- * take own items), running nodes created conditionally, items run in
- * parallel on the shared pool, then the misfire loop and a failover take.
- * Also the coordinator's hooks and the events of a fire.
+ * AbstractElasticJobExecutor.execute): the scheduler's callback, its
+ * startingDeadlineSeconds and CATCH_UP decisions, then the coordinator's
+ * plan (clock-skew check, disabled server, fencing), the failover items
+ * first, else shard if necessary and run the own items, then a failover
+ * take. Also the job's definition and its schedule (the cron trigger and
+ * the scheduler's miss hook).
+ *
+ * The rest of a fire: fire_batch.c runs a batch of items, misfire.c the
+ * misfire loop after a normal run, fire_events.c posts the events and
+ * counts fires not run, fire_hooks.c holds the coordinator's hooks.
  */
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/check.h"
 #include "common/util.h"
@@ -21,6 +24,7 @@
 #include "ejob/event.h"
 #include "ejob/job.h"
 #include "exec/internal.h"
+#include "runtime/fire_impl.h"
 #include "runtime/internal.h"
 #include "schedule/internal.h"
 
@@ -90,170 +94,8 @@ int ej__rt_build_def(struct ej__rt_settings *s, const struct ej_job_def *user)
     return 0;
 }
 
-static const struct ej_job_def *def_of(const struct ej__rt_settings *s)
-{
-    return s->def;
-}
-
-static const char *param_of(const struct ej__rt_settings *s, int item)
-{
-    return ej_sharding_params_get(&s->params, item);
-}
-
 /* ------------------------------------------------------------------------ */
-/* Events                                                                    */
-
-int ej__rt_subscribe(struct ej_job *job, void (*fn)(const struct ej_event *ev, void *user),
-                     void *user)
-{
-    pthread_mutex_lock(&job->mu);
-    if (job->bus == NULL) {
-        struct ej_event_bus_opts o = {.name = "ej-events"};
-        int rc = ej_event_bus_create(&o, &job->bus);
-        if (rc != 0) {
-            pthread_mutex_unlock(&job->mu);
-            return rc;
-        }
-        job->own_bus = true;
-    }
-    ej_event_bus *bus = job->bus;
-    pthread_mutex_unlock(&job->mu);
-    return ej_event_bus_add_sink(bus, fn, user);
-}
-
-void ej__rt_bus_destroy(struct ej_job *job)
-{
-    if (job->own_bus) {
-        ej_event_bus_destroy(job->bus);
-        job->bus = NULL;
-        job->own_bus = false;
-    }
-}
-
-static ej_event_bus *bus_of(struct ej_job *job)
-{
-    pthread_mutex_lock(&job->mu);
-    ej_event_bus *b = job->bus;
-    pthread_mutex_unlock(&job->mu);
-    return b;
-}
-
-void ej__rt_post_status(struct ej_job *job, const char *task_id, const int *items, size_t n,
-                        int state, const char *fmt, ...)
-{
-    ej_event_bus *bus = bus_of(job);
-    if (bus == NULL)
-        return;
-    char msg[1024] = "";
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof msg, fmt, ap);
-        va_end(ap);
-    }
-    char *its = ej_event_items_string(items, n);
-    ej_status_event ev = {
-        .job_name = job->name,
-        .original_task_id = "",
-        .task_id = task_id ? task_id : "",
-        .slave_id = job->ip,
-        .source = "LITE_EXECUTOR",
-        .execution_type = "READY",
-        .sharding_item = its ? its : "[]",
-        .state = (ej_task_state)state,
-        .message = msg,
-        .creation_time_ms = ej__now_ms(),
-    };
-    ej_event_new_id(ev.id);
-    ej_event_bus_post_status(bus, &ev);
-    free(its);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Fires not run                                                              */
-
-/*
- * A fire that does not run is never lost silently: every one is added to
- * fires_missed and posted as a TASK_ERROR status event "Job 'j' fire not run
- * (REASON): N fire time(s) from A to B" (the daemon's /metrics counts these
- * by reason). The scheduler reports the cron fire times it could not
- * deliver on time through its miss hook (on_miss); the fire flow reports the
- * fires it was given and did not run (not_run).
- */
-
-/* At most one warning line per job and reason this often. */
-#define NOT_RUN_LOG_EVERY_MS 5000
-
-static const struct {
-    const char *name;
-    ej_log_level level; /* of the rate-limited line */
-} not_run_kinds[EJ__NOT_RUN_REASONS] = {
-    [EJ__NOT_RUN_FENCED] = {"fenced", EJ_LOG_WARN},
-    [EJ__NOT_RUN_BEFORE_REGISTRATION] = {"before-registration", EJ_LOG_WARN},
-    [EJ__NOT_RUN_LEADER_WAIT] = {"leader-wait", EJ_LOG_WARN},
-    [EJ__NOT_RUN_SHARDING_FAILED] = {"sharding-failed", EJ_LOG_WARN},
-    [EJ__NOT_RUN_TIME_DIFF] = {"time-diff", EJ_LOG_WARN},
-    [EJ__NOT_RUN_START_FAILED] = {"start-failed", EJ_LOG_WARN},
-    [EJ__NOT_RUN_DEADLINE] = {"deadline", EJ_LOG_WARN},
-    [EJ__NOT_RUN_MISSED] = {"missed", EJ_LOG_WARN},
-    /* overlapPolicy SKIP: the job's own choice. */
-    [EJ__NOT_RUN_OVERLAP] = {"overlap", EJ_LOG_INFO},
-    /* An operator's decisions, expected: each fire at debug level. */
-    [EJ__NOT_RUN_DISABLED] = {"disabled", EJ_LOG_DEBUG},
-    [EJ__NOT_RUN_STOPPED] = {"stopped", EJ_LOG_DEBUG},
-    /* ElasticJob ignores a console trigger while the job runs. */
-    [EJ__NOT_RUN_RUNNING] = {"running", EJ_LOG_INFO},
-};
-
-const char *ej__not_run_reason_name(enum ej__not_run_reason r)
-{
-    return (unsigned)r < EJ__NOT_RUN_REASONS ? not_run_kinds[r].name : "unknown";
-}
-
-/* The one place fires not run are counted and posted: on_miss, not_run
- * and ej__rt_count_not_run. */
-static void count_not_run(struct ej_job *job, const char *reason, const int *items, size_t n,
-                          uint32_t count, int64_t first_ms, int64_t last_ms, const char *kind)
-{
-    ej__rt_ledger_not_run(job, reason, kind, items, n, first_ms, last_ms, count);
-    pthread_mutex_lock(&job->mu);
-    job->fires_missed += count;
-    pthread_mutex_unlock(&job->mu);
-    ej__rt_post_status(job, "", items, n, EJ_TASK_ERROR,
-                       "Job '%s' fire not run (%s): %u fire time(s) from %lld to %lld", job->name,
-                       reason, (unsigned)count, (long long)first_ms, (long long)last_ms);
-}
-
-void ej__rt_not_run_overlap(struct ej_job *job, int64_t due)
-{
-    EJ_LOG(EJ_LOG_INFO, MOD, 0,
-           "job %s: fire of %lld not run (overlap): the job's items still run (overlapPolicy "
-           "SKIP)",
-           job->name, (long long)due);
-    count_not_run(job, "overlap", NULL, 0, 1, due, due, "CRON");
-}
-
-void ej__rt_count_not_run(struct ej_job *job, enum ej__not_run_reason r, const int *items, size_t n,
-                          uint32_t count, int64_t first_ms, int64_t last_ms)
-{
-    count_not_run(job, ej__not_run_reason_name(r), items, n, count, first_ms, last_ms, "CRON");
-}
-
-/* A fire the scheduler delivered, as far as counting it goes. */
-struct fire_ref {
-    int64_t at;        /* its cron fire time, or when the fire-now request was made */
-    int64_t last;      /* with count > 1: the last fire time it covers */
-    uint32_t count;    /* fire times it covers, when more than at alone */
-    bool off_schedule; /* a fire-now request only (no cron fire time) */
-    bool catch_up;     /* a missed fire time run late (CATCH_UP): arms no misfire marker */
-    enum {
-        FIRE_PENDING,  /* not counted yet */
-        FIRE_REPORTED, /* counted: by not_run, or by the miss hook for a misfired
-                        * cron fire (its fire times, under the scheduler's reason) */
-        FIRE_FAILOVER, /* only failover items taken over: not a fire of the job's
-                        * own (the items stay this instance's for its next fire) */
-    } state;
-};
+/* The fire                                                                   */
 
 static struct fire_ref fire_ref_of(const struct ej__fire *f)
 {
@@ -267,593 +109,6 @@ static struct fire_ref fire_ref_of(const struct ej__fire *f)
     }
     return fr;
 }
-
-/* fr does not run, for reason r (why: printf-style, for the log only).
- * Counts and posts it unless that was done, then logs a line at most every
- * NOT_RUN_LOG_EVERY_MS per job and reason, saying how many went without
- * one (a warning; debug or info for the reasons an operator chose). */
-static void not_run(struct ej_job *job, struct fire_ref *fr, enum ej__not_run_reason r,
-                    const char *why, ...) EJ_PRINTF(4, 5);
-static void not_run(struct ej_job *job, struct fire_ref *fr, enum ej__not_run_reason r,
-                    const char *why, ...)
-{
-    EJ_ASSERT((unsigned)r < EJ__NOT_RUN_REASONS);
-    ej_log_level level = not_run_kinds[r].level;
-    const char *note = "";
-    if (fr->state == FIRE_PENDING) {
-        fr->state = FIRE_REPORTED;
-        count_not_run(job, not_run_kinds[r].name, NULL, 0, fr->count > 1 ? fr->count : 1, fr->at,
-                      fr->count > 1 ? fr->last : fr->at, fr->off_schedule ? "TRIGGER" : "CRON");
-    } else {
-        level = EJ_LOG_DEBUG;
-        note = fr->state == FIRE_FAILOVER ? " [a failover fire: the items wait for the next fire]"
-                                          : " [its fire time(s) were reported already]";
-    }
-    uint64_t quiet = 0;
-    if (level >= EJ_LOG_WARN) {
-        int64_t now = ej__mono_ms();
-        pthread_mutex_lock(&job->mu);
-        bool say = job->not_run_log[r].last_ms == 0 ||
-                   now - job->not_run_log[r].last_ms >= NOT_RUN_LOG_EVERY_MS;
-        if (say) {
-            quiet = job->not_run_log[r].suppressed;
-            job->not_run_log[r].suppressed = 0;
-            job->not_run_log[r].last_ms = now;
-        } else {
-            job->not_run_log[r].suppressed++;
-        }
-        pthread_mutex_unlock(&job->mu);
-        if (!say)
-            return;
-    }
-    if (level < ej_log_get_level())
-        return;
-    char msg[512];
-    va_list ap;
-    va_start(ap, why);
-    vsnprintf(msg, sizeof msg, why, ap);
-    va_end(ap);
-    char more[96] = "";
-    if (quiet > 0)
-        snprintf(more, sizeof more, " (and %" PRIu64 " more not run so since the last such line)",
-                 quiet);
-    EJ_LOG(level, MOD, 0, "job %s: fire of %" PRId64 " not run (%s): %s%s%s", job->name, fr->at,
-           not_run_kinds[r].name, msg, note, more);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Item runs                                                                  */
-
-/* Running nodes of items that finished, deleted together when several
- * finish within COALESCE_MS of each other (one transaction instead of one
- * request each), and at most COALESCE_MS after their item ended. */
-#define COALESCE_MS 100
-
-struct batch_sync {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    size_t remaining; /* items still running */
-    int *done;        /* finished, node not deleted yet */
-    size_t ndone;
-};
-
-struct item_run {
-    struct ej_job *job;
-    const struct ej_job_def *def;
-    int64_t session; /* that created the running node; 0: none */
-    struct batch_sync *bs;
-    ej_shard_context ctx;
-    ej__exec_result res;
-    struct ej__exec_opts xo;
-    char event_id[EJ_EVENT_ID_LEN];
-    int64_t start_ms;
-    int64_t fire_session; /* the session the fire began in */
-    int64_t fire_ms;      /* the cron fire time (ledger); 0: off the schedule */
-    const char *fire_kind;
-    struct ej__catchup catchup;        /* count 0: the run catches up no lost fire time */
-    bool not_started;                  /* fenced before it could start */
-    int64_t timeout_ms;                /* the job's timeoutSeconds, in ms; 0: none */
-    atomic_bool kill;                  /* this item alone must stop (ejob kill) */
-    char killed_by[EJ__KILLED_BY_LEN]; /* who asked (under the job's kill_mu) */
-    struct ej__running tracked;
-    const struct ej_retry_config *retry; /* the settings' (held by the fire) */
-    int attempt;                         /* 1, then 2.. for retries */
-    int64_t ledger_ms;                   /* the fire time of its ledger row */
-};
-
-static bool keep_going(void *arg)
-{
-    struct ej_job *job = arg;
-    if (atomic_load(&job->cancel))
-        return false;
-    pthread_mutex_lock(&job->mu);
-    bool ok = job->state == EJ__JOB_STARTED && !job->stopped;
-    pthread_mutex_unlock(&job->mu);
-    if (!ok || !ej__coord_connected(job->coord))
-        return false;
-    /* ElasticJob's isEligibleForJobRunning: stop streaming to reshard. */
-    return !ej__coord_necessary(job->coord);
-}
-
-static void post_exec(struct item_run *r, bool end)
-{
-    ej_event_bus *bus = bus_of(r->job);
-    if (bus == NULL)
-        return;
-    ej_execution_event ev = {
-        .job_name = r->ctx.job_name,
-        .task_id = r->ctx.task_id,
-        .hostname = r->job->hostname,
-        .ip = r->job->ip,
-        .sharding_item = r->ctx.sharding_item,
-        .execution_source = r->ctx.execution_source,
-        .start_time_ms = r->start_ms,
-    };
-    memcpy(ev.id, r->event_id, sizeof ev.id);
-    char by[EJ__KILLED_BY_LEN]; /* ev.killed_by: alive until the post below */
-    if (end) {
-        ev.complete_time_ms = ej__now_ms();
-        if (ev.complete_time_ms == 0)
-            ev.complete_time_ms = 1;
-        ev.is_success = r->res.rc == 0;
-        ev.failure_cause = r->res.rc == 0 ? NULL : r->res.failure_cause;
-        ev.output = r->res.output;
-        ev.output_len = r->res.output_len;
-        ev.output_truncated = r->res.output_truncated;
-        ev.error_output = r->res.err_output;
-        ev.error_output_len = r->res.err_output_len;
-        ev.error_output_truncated = r->res.err_output_truncated;
-        ev.has_exit_code = r->def->type == EJ_JOB_TYPE_SCRIPT;
-        ev.exit_code = r->res.exit_code;
-        ev.term_signal = r->res.term_signal;
-        ev.http_status = r->res.http_status;
-        ev.result = r->res.killed      ? EJ_RUN_KILLED
-                    : r->res.timed_out ? EJ_RUN_TIMEOUT
-                    : r->res.rc == 0   ? EJ_RUN_SUCCESS
-                                       : EJ_RUN_FAILED;
-        pthread_mutex_lock(&r->job->kill_mu);
-        memcpy(by, r->killed_by, sizeof by);
-        pthread_mutex_unlock(&r->job->kill_mu);
-        ev.killed_by = r->res.killed && by[0] ? by : NULL;
-        ev.attempt = r->attempt;
-    }
-    ev.fencing_token = r->ctx.fencing_token;
-    ej_event_bus_post_execution(bus, &ev);
-}
-
-/* A running script's output as it comes (docs/tracing.md "Live output"). */
-static void post_output(void *arg, int stream, int64_t offset, const char *data, size_t len)
-{
-    struct item_run *r = arg;
-    ej_event_bus *bus = bus_of(r->job);
-    if (bus == NULL)
-        return;
-    ej_output_event ev = {
-        .job_name = r->ctx.job_name,
-        .sharding_item = r->ctx.sharding_item,
-        .stream = stream,
-        .offset = offset,
-        .data = data,
-        .len = len,
-        .time_ms = ej__now_ms(),
-    };
-    memcpy(ev.execution_id, r->event_id, sizeof ev.execution_id);
-    ej_event_bus_post_output(bus, &ev);
-}
-
-static bool in_done(const struct batch_sync *b, int item)
-{
-    for (size_t i = 0; i < b->ndone; i++)
-        if (b->done[i] == item)
-            return true;
-    return false;
-}
-
-static void finish_running(struct item_run *r)
-{
-    struct batch_sync *b = r->bs;
-    int item = r->ctx.sharding_item;
-    pthread_mutex_lock(&b->mu);
-    b->done[b->ndone++] = item;
-    b->remaining--;
-    if (b->remaining > 0) {
-        /* Wait a moment for the others: the last one deletes for all. */
-        int64_t deadline = ej__mono_ms() + COALESCE_MS;
-        while (b->remaining > 0 && in_done(b, item)) {
-            int64_t left = deadline - ej__mono_ms();
-            if (left <= 0)
-                break;
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_nsec += left * 1000000L;
-            ts.tv_sec += ts.tv_nsec / 1000000000L;
-            ts.tv_nsec %= 1000000000L;
-            pthread_cond_timedwait(&b->cv, &b->mu, &ts);
-        }
-    }
-    if (!in_done(b, item)) {
-        pthread_mutex_unlock(&b->mu);
-        return; /* deleted by another item's thread */
-    }
-    size_t n = b->ndone;
-    int *items = malloc(n * sizeof *items);
-    if (items)
-        memcpy(items, b->done, n * sizeof *items);
-    b->ndone = 0;
-    pthread_cond_broadcast(&b->cv);
-    pthread_mutex_unlock(&b->mu);
-    if (items == NULL) {
-        ej__running_complete_one(r->job->coord, item, r->session);
-        return;
-    }
-    if (n == 1)
-        ej__running_complete_one(r->job->coord, items[0], r->session);
-    else
-        ej__running_complete(r->job->coord, items, n, r->session);
-    free(items);
-}
-
-/* The item's ledger rows (its fire time, and the lost fire times a
- * catch-up run covers) point at its latest attempt: the ledger shows the
- * final outcome. */
-static void ledger_ran(struct item_run *r)
-{
-    ej__rt_ledger_ran(r->job, r->ledger_ms, r->fire_kind, r->ctx.sharding_item, r->event_id);
-    if (r->catchup.count > 0)
-        ej__rt_ledger_caught_up(r->job, r->ctx.sharding_item, r->catchup.first_ms,
-                                r->catchup.last_ms, r->catchup.count, r->event_id);
-}
-
-/*
- * The item's first attempt and its retries (retry.c), each its own history
- * row with its attempt number; the running node is held throughout. True
- * when the last attempt's end event is posted already (a retry that was
- * then not run).
- */
-static bool run_attempts(struct item_run *r)
-{
-    uint64_t seed = (uint64_t)ej__mono_ms() * 2654435761u + (uint64_t)r->ctx.sharding_item;
-    for (r->attempt = 1;; r->attempt++) {
-        if (r->attempt > 1) {
-            ej_event_new_id(r->event_id);
-            r->start_ms = ej__now_ms();
-            post_exec(r, false);
-            ledger_ran(r);
-        }
-        ej__exec_context_limit(&r->ctx, &r->kill, r->timeout_ms);
-        ej__exec_run_item(r->def, &r->ctx, &r->xo, &r->res);
-        bool failed = r->res.rc != 0 && !r->res.killed && !r->res.cancelled && !r->res.abort_run;
-        int64_t delay = failed ? ej__retry_delay_ms(r->retry, r->attempt, &seed) : -1;
-        if (delay < 0)
-            return false;
-        post_exec(r, true);
-        if (!ej__retry_wait(r->job, &r->kill, r->fire_session, r->ctx.sharding_item, delay,
-                            r->attempt + 1, r->ctx.task_id))
-            return true;
-        ej__exec_result_fini(&r->res);
-        ej__exec_context_fini(&r->ctx); /* the attempt's error message */
-    }
-}
-
-static void item_task(void *arg)
-{
-    struct item_run *r = arg;
-    /* Items wait for a pool thread: the fence is asked again right here,
-     * after the takeover margin of an expiry just seen. */
-    ej__coord_takeover_wait(r->job->coord);
-    if (!ej__coord_may_start(r->job->coord, r->fire_session)) {
-        r->not_started = true;
-        r->res.rc = EJ_ESTOPPED;
-        EJ_LOG(EJ_LOG_WARN, MOD, 0,
-               "job %s: item %d not started: fenced (no recent contact with "
-               "ZooKeeper, or the session changed)",
-               r->job->name, r->ctx.sharding_item);
-        if (r->session)
-            finish_running(r);
-        return;
-    }
-    ej_event_new_id(r->event_id);
-    r->start_ms = ej__now_ms();
-    post_exec(r, false);
-    r->ledger_ms = r->fire_ms ? r->fire_ms : r->start_ms;
-    ledger_ran(r);
-    r->tracked = (struct ej__running){
-        .item = r->ctx.sharding_item, .kill = &r->kill, .killed_by = r->killed_by};
-    ej__kill_track(r->job, &r->tracked);
-    bool ended = run_attempts(r);
-    ej__kill_untrack(r->job, &r->tracked);
-    /* The running node goes as soon as this item is done (ElasticJob keeps
-     * it until the whole batch is: a crash would then fail over items that
-     * had finished, and they would run twice). */
-    if (r->session)
-        finish_running(r);
-    if (!ended)
-        post_exec(r, true);
-}
-
-/*
- * A script's process group must be gone before the server can expire the
- * session: the fence cancels at 6/10 of the session timeout T, the script
- * gets SIGTERM within the exec module's 100 ms tick, and SIGKILL after the
- * grace, here at most T/5: all gone by about 0.8 T + 100 ms.
- */
-static void bound_kill_grace(struct ej_job *job, struct ej_job_def *def)
-{
-    if (def->type != EJ_JOB_TYPE_SCRIPT)
-        return;
-    int t = ej_registry_negotiated_timeout_ms(job->reg);
-    int64_t cap = t > 0 ? t / 5 : 2000;
-    if (cap < 1)
-        cap = 1;
-    int64_t grace = def->script.kill_grace_ms > 0 ? def->script.kill_grace_ms : 2000;
-    def->script.kill_grace_ms = grace < cap ? grace : cap;
-}
-
-/* The fire record of a run (docs/coordination.md "Takeover"): the latest
- * cron fire time it covers. A failover run re-runs its dead owner's fire
- * (recorded by that owner): none. */
-static int64_t fire_record_ms(struct ej_job *job, ej_execution_source source)
-{
-    if (source == EJ_EXEC_FAILOVER)
-        return 0;
-    int64_t at = job->fire_covers_ms;
-    if (source == EJ_EXEC_MISFIRE) {
-        pthread_mutex_lock(&job->mu);
-        if (job->misfire_handled_until > at)
-            at = job->misfire_handled_until;
-        pthread_mutex_unlock(&job->mu);
-    }
-    return at;
-}
-
-/* One run_batch: the items to start, their runs, and what they share. */
-struct batch {
-    struct ej_job *job;
-    const struct ej__rt_settings *s;
-    const int *items;
-    size_t n;
-    const int64_t *failover_tokens; /* a failover run: the plan's tokens; else NULL */
-    ej_execution_source source;
-    struct fire_ref *fr;
-    char *task_id;
-    bool *ok;        /* items[i] may start (its running node is ours) */
-    int64_t *tokens; /* items[i]'s fencing token */
-    struct item_run *runs;
-    void **args;
-    int *ran; /* the items started, k of them */
-    size_t k;
-    int64_t fire_session;
-    int64_t session; /* of the running nodes; 0: none */
-    struct batch_sync bs;
-    struct ej_job_def def; /* the job's, with its timeouts bounded */
-};
-
-static int batch_alloc(struct batch *b)
-{
-    size_t n = b->n;
-    b->task_id = ej__exec_task_id(b->s->cfg.job_name, b->items, n, b->job->me);
-    b->ok = calloc(n, sizeof *b->ok);
-    b->tokens = calloc(n, sizeof *b->tokens);
-    b->runs = calloc(n, sizeof *b->runs);
-    b->args = calloc(n, sizeof *b->args);
-    b->ran = calloc(n, sizeof *b->ran);
-    b->bs.done = calloc(n, sizeof(int));
-    pthread_mutex_init(&b->bs.mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&b->bs.cv, &ca);
-    pthread_condattr_destroy(&ca);
-    if (!b->task_id || !b->ok || !b->tokens || !b->runs || !b->args || !b->ran || !b->bs.done) {
-        EJ_LOG(EJ_LOG_ERROR, MOD, EJ_ENOMEM, "job %s: out of memory starting items", b->job->name);
-        return EJ_ENOMEM;
-    }
-    return 0;
-}
-
-static void batch_free(struct batch *b)
-{
-    for (size_t i = 0; i < b->k; i++) {
-        ej__exec_context_fini(&b->runs[i].ctx);
-        ej__exec_result_fini(&b->runs[i].res);
-    }
-    free(b->task_id);
-    free(b->ok);
-    free(b->tokens);
-    free(b->runs);
-    free(b->args);
-    free(b->ran);
-    free(b->bs.done);
-    pthread_mutex_destroy(&b->bs.mu);
-    pthread_cond_destroy(&b->bs.cv);
-}
-
-/* A batch that starts nothing: counted for its fire, else logged. */
-static void batch_not_run(struct batch *b, enum ej__not_run_reason r, ej_log_level level,
-                          const char *why)
-{
-    if (b->fr)
-        not_run(b->job, b->fr, r, "%s", why);
-    else
-        EJ_LOG(level, MOD, 0, "job %s: %s", b->job->name, why);
-}
-
-/* The coordinator registers the start (running nodes and tokens). False:
- * nothing may start (reported). */
-static bool batch_begin(struct batch *b)
-{
-    const struct ej__rt_settings *s = b->s;
-    struct ej__fire_begin req = {
-        .items = b->items,
-        .n = b->n,
-        .fire_session = b->fire_session,
-        .fired_ms = s->cfg.monitor_execution ? fire_record_ms(b->job, b->source) : 0,
-        .monitor_execution = s->cfg.monitor_execution,
-        .failover_tokens = b->failover_tokens,
-    };
-    int err = 0;
-    switch (ej__coord_fire_begin(b->job->coord, &req, b->ok, b->tokens, &b->session, &err)) {
-    case EJ__BEGIN_STARTED:
-        return true;
-    case EJ__BEGIN_FENCED:
-        /* Cut off, fenced, or the fire began in a session that is gone. */
-        batch_not_run(b, EJ__NOT_RUN_FENCED, EJ_LOG_INFO,
-                      "not registered in ZooKeeper in this fire's session, or fenced: items not "
-                      "started");
-        return false;
-    case EJ__BEGIN_FAILED:
-        ej__rt_post_status(b->job, b->task_id, b->items, b->n, EJ_TASK_ERROR,
-                           "Job '%s' not started: %s", s->cfg.job_name, ej_strerror(err));
-        if (b->fr)
-            not_run(b->job, b->fr, EJ__NOT_RUN_START_FAILED,
-                    "the start of its items could not be registered in ZooKeeper: %s",
-                    ej_strerror(err));
-        return false;
-    case EJ__BEGIN_SESSION_CHANGED:
-        batch_not_run(b, EJ__NOT_RUN_FENCED, EJ_LOG_WARN,
-                      "the session changed during this fire: abandoned");
-        return false;
-    }
-    return false;
-}
-
-/* The job's definition for these runs: its timeouts, the kill grace
- * bounded by the session (bound_kill_grace). */
-static void batch_bound_def(struct batch *b)
-{
-    const struct ej__rt_settings *s = b->s;
-    b->def = *def_of(s);
-    int64_t timeout_ms = ej_job_config_timeout_ms(&s->cfg);
-    if (b->def.type == EJ_JOB_TYPE_SCRIPT && timeout_ms > 0)
-        b->def.script.timeout_ms = timeout_ms;
-    if (b->def.type == EJ_JOB_TYPE_SCRIPT && s->cfg.timeout_grace_seconds > 0)
-        b->def.script.kill_grace_ms = ej_job_config_grace_ms(&s->cfg);
-    bound_kill_grace(b->job, &b->def);
-}
-
-/* The run of items[i] that may start, as run b->k. */
-static void batch_add_run(struct batch *b, size_t i)
-{
-    const struct ej__rt_settings *s = b->s;
-    struct ej_job *job = b->job;
-    struct item_run *r = &b->runs[b->k];
-    r->job = job;
-    r->def = &b->def;
-    r->fire_session = b->fire_session;
-    r->fire_ms = b->fr && !b->fr->off_schedule ? b->fr->at : 0;
-    r->fire_kind = ej__rt_ledger_kind(b->source, r->fire_ms != 0);
-    r->timeout_ms = ej_job_config_timeout_ms(&s->cfg);
-    r->retry = &s->cfg.retry;
-    r->attempt = 1;
-    atomic_init(&r->kill, false);
-    if (b->source != EJ_EXEC_MISFIRE || !ej__takeover_take_catchup(job, b->items[i], &r->catchup))
-        r->catchup.count = 0;
-    ej__exec_context_init(&r->ctx, &job->cancel);
-    r->ctx.job_name = s->cfg.job_name;
-    r->ctx.task_id = b->task_id;
-    r->ctx.sharding_total_count = s->cfg.sharding_total_count;
-    r->ctx.job_parameter = s->cfg.job_parameter;
-    r->ctx.sharding_item = b->items[i];
-    r->ctx.sharding_parameter = param_of(s, b->items[i]);
-    r->ctx.fencing_token = b->tokens[i];
-    r->ctx.execution_source = b->source;
-    r->xo.keep_going = keep_going;
-    r->xo.keep_going_arg = job;
-    r->xo.output = post_output;
-    r->xo.output_arg = r;
-    r->session = s->cfg.monitor_execution ? b->session : 0;
-    r->bs = &b->bs;
-    b->args[b->k] = r;
-    b->ran[b->k] = b->items[i];
-    b->k++;
-}
-
-/* After the runs: counters, the fire's not-run reason when every item was
- * fenced before it could start, and the batch's status event. Returns
- * whether the error handler asked to fail the whole run. */
-static bool batch_report(struct batch *b, size_t *started)
-{
-    struct ej_job *job = b->job;
-    ej_buf errs;
-    ej__buf_init(&errs);
-    size_t failed = 0, not_started = 0;
-    bool abort_run = false;
-    for (size_t i = 0; i < b->k; i++) {
-        const struct item_run *r = &b->runs[i];
-        not_started += r->not_started;
-        if (r->res.rc != 0) {
-            ej__buf_printf(&errs, "%s%d=%s", failed ? ", " : "", r->ctx.sharding_item,
-                           r->not_started         ? "not started: fenced"
-                           : r->res.failure_cause ? r->res.failure_cause
-                                                  : "failed");
-            failed++;
-        }
-        abort_run |= r->res.abort_run;
-    }
-    if (started)
-        *started = b->k - not_started;
-    /* Every item fenced while it waited for a pool thread: the fire ran
-     * nothing (the error event below names the items). */
-    if (b->fr && not_started == b->k)
-        not_run(job, b->fr, EJ__NOT_RUN_FENCED, "fenced before any of its %zu item(s) could start",
-                b->k);
-    pthread_mutex_lock(&job->mu);
-    job->items_run += b->k - not_started;
-    job->items_failed += failed;
-    pthread_mutex_unlock(&job->mu);
-    if (failed)
-        ej__rt_post_status(job, b->task_id, b->ran, b->k, EJ_TASK_ERROR, "{%s}",
-                           errs.data ? errs.data : "");
-    else
-        ej__rt_post_status(job, b->task_id, b->ran, b->k, EJ_TASK_FINISHED, "%s", "");
-    ej__buf_fini(&errs);
-    return abort_run;
-}
-
-/*
- * Run items once with source: the coordinator registers their start
- * (batch_begin), each that may start runs on a pool thread, then the batch
- * is reported. failover_tokens: the plan's tokens of a failover run, else
- * NULL. fr: the fire, when these are its items (not a misfire re-run or
- * failover): counted as not run when none can start. Returns true when the
- * error handler asked to fail the whole run.
- */
-static bool run_batch(struct ej_job *job, const struct ej__rt_settings *s, const int *items,
-                      size_t n, const int64_t *failover_tokens, ej_execution_source source,
-                      struct fire_ref *fr, size_t *started)
-{
-    if (started)
-        *started = 0;
-    if (n == 0)
-        return false;
-    struct batch b = {.job = job,
-                      .s = s,
-                      .items = items,
-                      .n = n,
-                      .failover_tokens = failover_tokens,
-                      .source = source,
-                      .fr = fr,
-                      .fire_session = atomic_load(&job->fire_session)};
-    bool abort_run = false;
-    if (batch_alloc(&b) != 0 || !batch_begin(&b))
-        goto out;
-    batch_bound_def(&b);
-    for (size_t i = 0; i < n; i++)
-        if (b.ok[i])
-            batch_add_run(&b, i);
-    if (b.k == 0)
-        goto out;
-    ej__rt_post_status(job, b.task_id, b.ran, b.k, EJ_TASK_RUNNING, "%s", "");
-    b.bs.remaining = b.k;
-    ej__sched_run_all(job->sj, item_task, b.args, b.k);
-    abort_run = batch_report(&b, started);
-out:
-    batch_free(&b);
-    return abort_run;
-}
-
-/* ------------------------------------------------------------------------ */
-/* The fire                                                                   */
 
 static void fill_info(ej_shard_contexts_info *info, const struct ej__rt_settings *s,
                       const char *task_id, const int *items, size_t n, const char **params,
@@ -873,87 +128,9 @@ static void fill_info(ej_shard_contexts_info *info, const struct ej__rt_settings
     };
 }
 
-/* The misfired items still this instance's (one that moved is its new
- * owner's to re-run: the misfire node stays with the item). 0: none. */
-static size_t own_misfired(struct ej__coord *c, int **mis)
-{
-    struct ej__fire_request req = {.want = EJ__PLAN_WANT_MISFIRED};
-    struct ej__fire_plan plan;
-    *mis = NULL;
-    if (ej__coord_fire_plan(c, &req, &plan) != 0)
-        return 0;
-    size_t n = plan.nmisfired;
-    if (n > 0) { /* callers free *mis only when there is something in it */
-        *mis = plan.misfired;
-        plan.misfired = NULL;
-    }
-    ej__fire_plan_fini(&plan);
-    return n;
-}
-
-/* ElasticJob's `while (isExecuteMisfired) { clearMisfire; execute(MISFIRE) }`
- * over every local item marked misfire (misfire.c marks them all), until
- * none is left and no marker marked more meanwhile. */
-static void misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s, bool abort_run)
-{
-    struct ej__coord *c = job->coord;
-    bool stop = !ej_job_config_misfire(&s->cfg) || abort_run;
-    int reshards = 0;
-    for (int round = 0; !stop && round < 1000; round++) {
-        uint64_t seen = ej__misfire_marks(job);
-        int *mis = NULL;
-        size_t k = own_misfired(c, &mis);
-        if (k == 0 && ej__coord_necessary(c) && ej__misfire_run_unowned(job) &&
-            ++reshards <= 3) {
-            /* A leader is rewriting the instance nodes (Java 2.1.5's
-             * deletes every one first): the marks of items briefly no
-             * one's are looked at again once it is done. */
-            if (ej__shard_if_necessary(c) != 0)
-                break;
-            continue;
-        }
-        if (k == 0) {
-            if (ej__misfire_close(job, seen, false))
-                return;
-            continue; /* a marker marked after we looked */
-        }
-        pthread_mutex_lock(&job->mu);
-        bool go = job->state == EJ__JOB_STARTED && !job->stopped;
-        pthread_mutex_unlock(&job->mu);
-        if (!go || !ej__coord_may_start(c, atomic_load(&job->fire_session)) ||
-            atomic_load(&job->cancel)) {
-            free(mis);
-            break;
-        }
-        if (ej__coord_necessary(c)) {
-            /* A resharding waits (an instance joined or left meanwhile):
-             * do it first, as a fire's start would (the leader reshards
-             * now that its items are done; a follower waits for it,
-             * bounded), then re-run what is still ours. 2.1.5's
-             * isEligibleForJobRunning gives up here and leaves the
-             * re-runs to after the next fire's run, a period late, and
-             * the leader reshards only at a fire's start: a run that
-             * overruns its period then kept the job unsharded. */
-            free(mis);
-            if (++reshards > 3 || ej__shard_if_necessary(c) != 0)
-                break;
-            continue;
-        }
-        ej__running_clear_misfire(c, mis, k);
-        size_t started = 0;
-        stop = run_batch(job, s, mis, k, NULL, EJ_EXEC_MISFIRE, NULL, &started);
-        free(mis);
-        /* Nothing could start (running elsewhere: marked misfire again for
-         * a later fire): stop here rather than spin. */
-        if (started == 0)
-            break;
-    }
-    ej__misfire_close(job, 0, true);
-}
-
 /* One execute() of ElasticJob: listeners around the run and, for normal
- * runs, the misfire loop. fr: the fire these items are of (see run_batch),
- * or NULL. */
+ * runs, the misfire loop. fr: the fire these items are of (see
+ * ej__rt_run_batch), or NULL. */
 static void execute(struct ej_job *job, const struct ej__rt_settings *s, const int *items, size_t n,
                     const int64_t *failover_tokens, ej_execution_source source, bool misfire_loop,
                     struct fire_ref *fr)
@@ -980,9 +157,9 @@ static void execute(struct ej_job *job, const struct ej__rt_settings *s, const i
                                   "item started in time");
         }
     }
-    bool abort_run = run_batch(job, s, items, n, failover_tokens, source, fr, NULL);
+    bool abort_run = ej__rt_run_batch(job, s, items, n, failover_tokens, source, fr, NULL);
     if (misfire_loop)
-        misfire_loop_run(job, s, abort_run);
+        ej__misfire_loop_run(job, s, abort_run);
     if (once && once->after_last) {
         int r = ej__guarantee_enter(c, true, items, n, s->cfg.sharding_total_count,
                                     once->completed_timeout_ms);
@@ -1009,28 +186,30 @@ static void plan_not_run(struct ej_job *job, const struct ej__rt_settings *s, st
     case EJ__PLAN_RUN:
         return;
     case EJ__PLAN_FENCED:
-        not_run(job, fr, EJ__NOT_RUN_FENCED,
-                "not registered in ZooKeeper now, or fenced (no recent contact with ZooKeeper)");
+        ej__rt_not_run(
+            job, fr, EJ__NOT_RUN_FENCED,
+            "not registered in ZooKeeper now, or fenced (no recent contact with ZooKeeper)");
         return;
     case EJ__PLAN_BEFORE_REGISTRATION:
         /* Its items belonged to others then, who ran them or will re-run
          * them as misfires. */
-        not_run(job, fr, EJ__NOT_RUN_BEFORE_REGISTRATION,
-                "due before this instance registered at %" PRId64 " (its items were others' then)",
-                plan->registered_at_ms);
+        ej__rt_not_run(job, fr, EJ__NOT_RUN_BEFORE_REGISTRATION,
+                       "due before this instance registered at %" PRId64
+                       " (its items were others' then)",
+                       plan->registered_at_ms);
         return;
     case EJ__PLAN_TIME_DIFF:
-        /* Logged by not_run (rate-limited) and by the error handler. */
+        /* Logged by ej__rt_not_run (rate-limited) and by the error handler. */
         ej__job_set_error(job, "%s", plan->msg);
         ej__rt_post_status(job, "", NULL, 0, EJ_TASK_ERROR, "%s", plan->msg);
         ej__exec_handle_error(def_of(s), s->cfg.job_name, -1, plan->msg);
-        not_run(job, fr, EJ__NOT_RUN_TIME_DIFF, "%s", plan->msg);
+        ej__rt_not_run(job, fr, EJ__NOT_RUN_TIME_DIFF, "%s", plan->msg);
         return;
     case EJ__PLAN_TIME_DIFF_FAILED:
-        not_run(job, fr, EJ__NOT_RUN_TIME_DIFF, "%s", plan->msg);
+        ej__rt_not_run(job, fr, EJ__NOT_RUN_TIME_DIFF, "%s", plan->msg);
         return;
     case EJ__PLAN_DISABLED:
-        not_run(job, fr, EJ__NOT_RUN_DISABLED, "server %s is disabled", job->ip);
+        ej__rt_not_run(job, fr, EJ__NOT_RUN_DISABLED, "server %s is disabled", job->ip);
         return;
     }
 }
@@ -1044,14 +223,15 @@ static void run_own(struct ej_job *job, const struct ej__rt_settings *s, uint64_
     struct ej__coord *c = job->coord;
     int rc = ej__shard_if_necessary(c);
     if (rc == EJ_ETIMEDOUT)
-        not_run(job, fr, EJ__NOT_RUN_LEADER_WAIT,
-                "the leader did not reshard within %d ms (leader/sharding/necessary or "
-                "processing still there)",
-                ej__coord_wait_bound(c));
+        ej__rt_not_run(job, fr, EJ__NOT_RUN_LEADER_WAIT,
+                       "the leader did not reshard within %d ms (leader/sharding/necessary or "
+                       "processing still there)",
+                       ej__coord_wait_bound(c));
     else if (rc == EJ_ESTOPPED)
-        not_run(job, fr, EJ__NOT_RUN_STOPPED, "the job stopped while it waited to reshard");
+        ej__rt_not_run(job, fr, EJ__NOT_RUN_STOPPED, "the job stopped while it waited to reshard");
     else if (rc != 0 && rc != EJ_EBUSY)
-        not_run(job, fr, EJ__NOT_RUN_SHARDING_FAILED, "sharding failed: %s", ej_strerror(rc));
+        ej__rt_not_run(job, fr, EJ__NOT_RUN_SHARDING_FAILED, "sharding failed: %s",
+                       ej_strerror(rc));
     if (rc != 0 && rc != EJ_EBUSY)
         return;
     struct ej__fire_request req = {.want = EJ__PLAN_WANT_OWN};
@@ -1091,8 +271,8 @@ static void do_fire(struct ej_job *job, const struct ej__rt_settings *s, uint64_
     struct ej__fire_plan plan;
     int rc = ej__coord_fire_plan(c, &req, &plan);
     if (rc != 0) {
-        not_run(job, fr, EJ__NOT_RUN_START_FAILED, "its plan could not be made: %s",
-                ej_strerror(rc));
+        ej__rt_not_run(job, fr, EJ__NOT_RUN_START_FAILED, "its plan could not be made: %s",
+                       ej_strerror(rc));
         return;
     }
     if (plan.verdict != EJ__PLAN_RUN) {
@@ -1172,9 +352,9 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
     if (job->state != EJ__JOB_STARTED || job->stopped) {
         bool stopped = job->stopped;
         pthread_mutex_unlock(&job->mu);
-        not_run(job, &fr, EJ__NOT_RUN_STOPPED, "%s",
-                stopped ? "stopped by an operator, or the job was removed"
-                        : "the job is shutting down");
+        ej__rt_not_run(job, &fr, EJ__NOT_RUN_STOPPED, "%s",
+                       stopped ? "stopped by an operator, or the job was removed"
+                               : "the job is shutting down");
         return;
     }
     struct ej__rt_settings *s = job->settings;
@@ -1189,10 +369,10 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
         fr.state = FIRE_PENDING;
         fr.count = f->missed_count;
         fr.last = f->last_scheduled_ms;
-        not_run(job, &fr, EJ__NOT_RUN_DEADLINE,
-                "started %" PRId64 " ms after its (newest) fire time, past "
-                "startingDeadlineSeconds %d",
-                f->started_ms - fire_covers(f), s->cfg.starting_deadline_seconds);
+        ej__rt_not_run(job, &fr, EJ__NOT_RUN_DEADLINE,
+                       "started %" PRId64 " ms after its (newest) fire time, past "
+                       "startingDeadlineSeconds %d",
+                       f->started_ms - fire_covers(f), s->cfg.starting_deadline_seconds);
         ej__rt_settings_unref(s);
         return;
     }
@@ -1252,65 +432,6 @@ void ej__fire_cb(const struct ej__fire *f, void *arg)
 }
 
 /* ------------------------------------------------------------------------ */
-/* The trigger's users                                                        */
-
-void (*ej__rt_trigger_use_hook)(struct ej_job *job);
-
-ej__trigger *ej__rt_trigger_get(struct ej_job *job)
-{
-    pthread_mutex_lock(&job->mu);
-    ej__trigger *t = job->trigger;
-    if (t != NULL)
-        job->trigger_uses++;
-    pthread_mutex_unlock(&job->mu);
-    if (t != NULL && ej__rt_trigger_use_hook != NULL)
-        ej__rt_trigger_use_hook(job);
-    return t;
-}
-
-void ej__rt_trigger_put(struct ej_job *job, ej__trigger *t)
-{
-    if (t == NULL)
-        return;
-    pthread_mutex_lock(&job->mu);
-    EJ_ASSERT(job->trigger_uses > 0); /* a put without its get */
-    if (--job->trigger_uses == 0)
-        pthread_cond_broadcast(&job->cv);
-    pthread_mutex_unlock(&job->mu);
-}
-
-/* The uses are short (pause, resume, fire now, reschedule: none waits for
- * the trigger's callback), so the wait is too. */
-ej__trigger *ej__rt_trigger_detach(struct ej_job *job)
-{
-    pthread_mutex_lock(&job->mu);
-    ej__trigger *t = job->trigger;
-    job->trigger = NULL;
-    while (job->trigger_uses > 0)
-        pthread_cond_wait(&job->cv, &job->mu);
-    pthread_mutex_unlock(&job->mu);
-    return t;
-}
-
-bool ej__rt_wait_idle(struct ej_job *job, int64_t ms)
-{
-    int64_t deadline = ej__mono_ms() + ms;
-    for (;;) {
-        pthread_mutex_lock(&job->mu);
-        bool firing = job->firing;
-        pthread_mutex_unlock(&job->mu);
-        ej__trigger *t = ej__rt_trigger_get(job);
-        bool busy = firing || (t && ej__sched_trigger_is_busy(t));
-        ej__rt_trigger_put(job, t);
-        if (!busy)
-            return true;
-        if (ej__mono_ms() >= deadline)
-            return false;
-        ej__sleep_ms(10);
-    }
-}
-
-/* ------------------------------------------------------------------------ */
 /* Schedule                                                                   */
 
 /* The scheduler's miss hook: every cron fire time that was not delivered on
@@ -1332,8 +453,8 @@ static void on_miss(const ej__miss *miss, void *arg)
         if (deadline)
             return;
     }
-    count_not_run(arg, ej__miss_reason_name(miss->reason), NULL, 0, miss->count, miss->first_ms,
-                  miss->last_ms, "CRON");
+    ej__rt_count_not_run_named(arg, ej__miss_reason_name(miss->reason), NULL, 0, miss->count,
+                               miss->first_ms, miss->last_ms, "CRON");
 }
 
 int ej__rt_schedule(struct ej_job *job, const struct ej__rt_settings *s, bool reschedule)
@@ -1398,122 +519,4 @@ int ej__rt_schedule(struct ej_job *job, const struct ej__rt_settings *s, bool re
     if (reschedule)
         ej__rt_trigger_put(job, t);
     return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Coordinator hooks                                                          */
-
-void ej__rt_on_trigger(void *user)
-{
-    struct ej_job *job = user;
-    pthread_mutex_lock(&job->mu);
-    bool firing = job->firing;
-    bool ok = job->state == EJ__JOB_STARTED && !job->stopped;
-    pthread_mutex_unlock(&job->mu);
-    struct fire_ref fr = {.at = ej__now_ms(), .off_schedule = true, .state = FIRE_PENDING};
-    if (!ok) {
-        not_run(job, &fr, EJ__NOT_RUN_STOPPED, "a console trigger after the job stopped");
-        return;
-    }
-    if (firing) {
-        /* ElasticJob runs a trigger only when the job is not running. */
-        not_run(job, &fr, EJ__NOT_RUN_RUNNING, "a console trigger while the job runs is ignored");
-        return;
-    }
-    /* The job may be shut down from here on: the trigger stays until put. */
-    ej__trigger *t = ej__rt_trigger_get(job);
-    if (t)
-        ej__sched_trigger_fire_now(t, EJ__FIRE_TRIGGER);
-    ej__rt_trigger_put(job, t);
-}
-
-void ej__rt_on_failover_taken(void *user)
-{
-    struct ej_job *job = user;
-    ej__trigger *t = ej__rt_trigger_get(job);
-    if (t)
-        ej__sched_trigger_fire_now(t, EJ__FIRE_FAILOVER);
-    ej__rt_trigger_put(job, t);
-}
-
-static void take_task(struct ej__coord *c, void *arg)
-{
-    (void)arg;
-    if (!ej__coord_busy(c))
-        ej__failover_take(c);
-}
-
-void ej__rt_on_failover_pending(void *user)
-{
-    struct ej_job *job = user;
-    pthread_mutex_lock(&job->mu);
-    bool go = job->state == EJ__JOB_STARTED && !job->stopped && !job->firing;
-    pthread_mutex_unlock(&job->mu);
-    /* A busy instance takes pending items when its run ends. */
-    if (go)
-        ej__coord_post(job->coord, take_task, NULL);
-}
-
-void ej__rt_on_stop(void *user, int why)
-{
-    struct ej_job *job = user;
-    pthread_mutex_lock(&job->mu);
-    job->stopped = true;
-    snprintf(job->last_error, sizeof job->last_error, "%s",
-             why == EJ__STOP_OPERATOR ? "stopped: the instance node was deleted by an operator"
-                                      : "stopped: the job was removed from ZooKeeper");
-    pthread_mutex_unlock(&job->mu);
-    ej__trigger *t = ej__rt_trigger_get(job);
-    if (t)
-        ej__sched_trigger_pause(t);
-    ej__rt_trigger_put(job, t);
-    if (job->on_stopped != NULL)
-        job->on_stopped(job, why == EJ__STOP_OPERATOR, job->on_stopped_user);
-}
-
-void ej__rt_on_conn(void *user, ej_reg_state state, bool new_session)
-{
-    (void)new_session;
-    struct ej_job *job = user;
-    ej__trigger *t = ej__rt_trigger_get(job);
-    pthread_mutex_lock(&job->mu);
-    bool firing = job->firing;
-    if (state == EJ_REG_SUSPENDED || state == EJ_REG_LOST)
-        job->conn_paused = true;
-    else
-        job->conn_paused = false;
-    bool resume = !job->conn_paused && !job->user_paused && !job->stopped &&
-                  job->state == EJ__JOB_STARTED && !job->manual;
-    pthread_mutex_unlock(&job->mu);
-    if (t == NULL)
-        return;
-    if (state == EJ_REG_SUSPENDED || state == EJ_REG_LOST)
-        ej__sched_trigger_pause(t);
-    if (state == EJ_REG_LOST && firing && !job->keep_running_on_lost) {
-        EJ_LOG(EJ_LOG_WARN, MOD, 0,
-               "job %s: session lost while items run: asking them to stop (another instance "
-               "may take them over)",
-               job->name);
-        atomic_store(&job->cancel, true);
-    }
-    if (resume)
-        ej__sched_trigger_resume(t);
-    ej__rt_trigger_put(job, t);
-}
-
-void ej__rt_on_fence(void *user, int level)
-{
-    struct ej_job *job = user;
-    if (level != EJ_REG_FENCE_CANCEL)
-        return; /* HOLD: ej__coord_may_start refuses every start */
-    pthread_mutex_lock(&job->mu);
-    bool firing = job->firing;
-    pthread_mutex_unlock(&job->mu);
-    if (!firing || job->keep_running_on_lost)
-        return;
-    EJ_LOG(EJ_LOG_WARN, MOD, 0,
-           "job %s: fenced (ZooKeeper may expire the session soon): asking running items to "
-           "stop (another instance may take them over)",
-           job->name);
-    atomic_store(&job->cancel, true);
 }

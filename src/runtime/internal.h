@@ -1,6 +1,6 @@
 /*
  * The runtime module: the ej_job object (api.c) and the fire flow
- * (fire.c). Internal.
+ * (fire.c and the files fire_impl.h lists). Internal.
  *
  * What the fire flow needs of a configuration travels as plain struct
  * ej__rt_settings, copied when the configuration changes.
@@ -33,12 +33,12 @@ enum {
 };
 
 /*
- * Why the runtime did not run a fire the scheduler delivered (fire.c
- * not_run; names in ej__not_run_reason_name). The scheduler's own reasons,
- * for cron fire times it could not deliver on time, come through its miss
- * hook (ej__miss_reason). Each fire that does not run is counted under one
- * reason, in ej_job_status.fires_missed and a "fire not run (REASON)"
- * status event.
+ * Why the runtime did not run a fire the scheduler delivered
+ * (fire_events.c ej__rt_not_run; names in ej__not_run_reason_name). The
+ * scheduler's own reasons, for cron fire times it could not deliver on
+ * time, come through its miss hook (ej__miss_reason). Each fire that does
+ * not run is counted under one reason, in ej_job_status.fires_missed and a
+ * "fire not run (REASON)" status event.
  */
 enum ej__not_run_reason {
     EJ__NOT_RUN_FENCED,              /* not registered in this session, or fenced */
@@ -136,7 +136,7 @@ struct ej_job {
     const struct ej_tz *tz;
     uint64_t fires, items_run, items_failed;
     uint64_t fires_missed; /* fires not run: miss hook and ej__not_run_reason */
-    /* The rate-limited warning of not_run (fire.c), per reason. */
+    /* The rate-limited warning of ej__rt_not_run (fire_events.c), per reason. */
     struct {
         int64_t last_ms;     /* monotonic ms of the last line; 0: none yet */
         uint64_t suppressed; /* fires not run since then without a line */
@@ -225,6 +225,9 @@ bool ej__misfire_close(struct ej_job *job, uint64_t marks_seen, bool force);
  * (a leader is rewriting the instance nodes): its marks are still to be
  * seen once the leader is done. */
 bool ej__misfire_run_unowned(struct ej_job *job);
+/* The misfire loop after a normal run (abort_run: the error handler asked
+ * to fail the whole run: no re-runs), then the window closed. */
+void ej__misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s, bool abort_run);
 
 void ej__job_ref(struct ej_job *job);
 void ej__job_unref(struct ej_job *job);
@@ -235,6 +238,7 @@ struct ej__rt_settings *ej__job_settings(struct ej_job *job);
 
 /* fire.c */
 void ej__fire_cb(const struct ej__fire *fire, void *arg); /* an ej__fire_fn */
+/* fire_events.c */
 /* Count and post count fire times from first_ms to last_ms not run for r
  * (items: those they were of, or NULL): the one place fires not run are
  * counted (ej_job_status().fires_missed, the "fire not run (REASON)" status
@@ -254,7 +258,7 @@ void ej__rt_count_not_run(struct ej_job *job, enum ej__not_run_reason r, const i
  */
 void ej__takeover_check(struct ej_job *job, const struct ej__rt_settings *s, const int *items,
                         size_t n, int64_t before_ms);
-/* Coordinator hooks (dispatch thread / control tasks). */
+/* Coordinator hooks (dispatch thread / control tasks; fire_hooks.c). */
 void ej__rt_on_trigger(void *user);
 void ej__rt_on_failover_taken(void *user);
 void ej__rt_on_failover_pending(void *user);
@@ -263,14 +267,14 @@ void ej__rt_on_conn(void *user, ej_reg_state state, bool new_session);
 /* The fence of the registered session changed (an ej_reg_fence value;
  * registry watchdog thread): CANCEL asks running items to stop. */
 void ej__rt_on_fence(void *user, int level);
-/* Schedule (or reschedule) the cron of s. 0 or an error (cron / zone). */
+/* fire.c: schedule (or reschedule) the cron of s. 0 or an error (cron / zone). */
 int ej__rt_schedule(struct ej_job *job, const struct ej__rt_settings *s, bool reschedule);
-/* Post a status event "state message" for the items of a task. */
+/* fire_events.c: post a status event "state message" for the items of a task. */
 void ej__rt_post_status(struct ej_job *job, const char *task_id, const int *items, size_t n,
                         int state, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /*
- * The job's trigger for one use (pause, resume, fire now, reschedule), or
- * NULL once ej_job_destroy took it. Coordinator hooks (entered before the
+ * fire_hooks.c: the job's trigger for one use (pause, resume, fire now,
+ * reschedule), or NULL once ej_job_destroy took it. Coordinator hooks (entered before the
  * coordinator closed) and API calls on other threads may hold it while the
  * job is destroyed: a non-NULL result is given back with
  * ej__rt_trigger_put, and ej__rt_trigger_detach waits for that before the
@@ -325,7 +329,7 @@ typedef int (*ej__ledger_last_fire_fn)(const char *job, int64_t *last_ms, void *
 /* Installs fn (NULL: none) for every job of the process; the daemon
  * installs one over its history store. Any thread. */
 void ej__rt_ledger_set_last_fire_fn(ej__ledger_last_fire_fn fn, void *arg);
-/* Private bus creation and sinks. */
+/* Private bus creation and sinks (fire_events.c). */
 int ej__rt_subscribe(struct ej_job *job, void (*fn)(const struct ej_event *ev, void *user),
                      void *user);
 void ej__rt_bus_destroy(struct ej_job *job);

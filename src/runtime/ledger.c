@@ -3,12 +3,12 @@
  * of each item at each cron fire time, posted on the job's bus as
  * ej_fire_event for the history store (EJOB_FIRE_LEDGER). Three sources:
  *
- *   - a run: the item started (fire.c item_task), one row per item with
+ *   - a run: the item started (fire_batch.c item_task), one row per item with
  *     its execution id;
- *   - a fire not run: fire.c count_not_run, the one place fires not run are
- *     counted, posts one row per fire time under its reason (any reason
- *     name, the scheduler's and the runtime's alike), item -1: the fire did
- *     not get as far as items;
+ *   - a fire not run: fire_events.c ej__rt_count_not_run_named, the one
+ *     place fires not run are counted, posts one row per fire time under
+ *     its reason (any reason name, the scheduler's and the runtime's
+ *     alike), item -1: the fire did not get as far as items;
  *   - missed while no instance was alive: the start-up scan below.
  *
  * The store keeps one row per job, fire time and item for the cluster: a

@@ -12,6 +12,9 @@
  * scheduler's misfired callback (it runs late rather than not at all);
  * the loop closes the window only after every marker in flight is done
  * and no mark came since it last looked.
+ *
+ * The loop itself (ej__misfire_loop_run) is here too, after the marking:
+ * it re-runs the marked items through the fire's batch (fire_batch.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,7 @@
 #include "ejob/cron.h"
 #include "ejob/event.h"
 #include "ejob/job.h"
+#include "runtime/fire_impl.h"
 #include "runtime/internal.h"
 #include "schedule/internal.h"
 
@@ -304,4 +308,85 @@ bool ej__misfire_close(struct ej_job *job, uint64_t marks_seen, bool force)
     }
     pthread_mutex_unlock(&job->mu);
     return closed;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The misfire loop                                                           */
+
+/* The misfired items still this instance's (one that moved is its new
+ * owner's to re-run: the misfire node stays with the item). 0: none. */
+static size_t own_misfired(struct ej__coord *c, int **mis)
+{
+    struct ej__fire_request req = {.want = EJ__PLAN_WANT_MISFIRED};
+    struct ej__fire_plan plan;
+    *mis = NULL;
+    if (ej__coord_fire_plan(c, &req, &plan) != 0)
+        return 0;
+    size_t n = plan.nmisfired;
+    if (n > 0) { /* callers free *mis only when there is something in it */
+        *mis = plan.misfired;
+        plan.misfired = NULL;
+    }
+    ej__fire_plan_fini(&plan);
+    return n;
+}
+
+/* ElasticJob's `while (isExecuteMisfired) { clearMisfire; execute(MISFIRE) }`
+ * over every local item marked misfire (the markers above mark them all), until
+ * none is left and no marker marked more meanwhile. */
+void ej__misfire_loop_run(struct ej_job *job, const struct ej__rt_settings *s, bool abort_run)
+{
+    struct ej__coord *c = job->coord;
+    bool stop = !ej_job_config_misfire(&s->cfg) || abort_run;
+    int reshards = 0;
+    for (int round = 0; !stop && round < 1000; round++) {
+        uint64_t seen = ej__misfire_marks(job);
+        int *mis = NULL;
+        size_t k = own_misfired(c, &mis);
+        if (k == 0 && ej__coord_necessary(c) && ej__misfire_run_unowned(job) &&
+            ++reshards <= 3) {
+            /* A leader is rewriting the instance nodes (Java 2.1.5's
+             * deletes every one first): the marks of items briefly no
+             * one's are looked at again once it is done. */
+            if (ej__shard_if_necessary(c) != 0)
+                break;
+            continue;
+        }
+        if (k == 0) {
+            if (ej__misfire_close(job, seen, false))
+                return;
+            continue; /* a marker marked after we looked */
+        }
+        pthread_mutex_lock(&job->mu);
+        bool go = job->state == EJ__JOB_STARTED && !job->stopped;
+        pthread_mutex_unlock(&job->mu);
+        if (!go || !ej__coord_may_start(c, atomic_load(&job->fire_session)) ||
+            atomic_load(&job->cancel)) {
+            free(mis);
+            break;
+        }
+        if (ej__coord_necessary(c)) {
+            /* A resharding waits (an instance joined or left meanwhile):
+             * do it first, as a fire's start would (the leader reshards
+             * now that its items are done; a follower waits for it,
+             * bounded), then re-run what is still ours. 2.1.5's
+             * isEligibleForJobRunning gives up here and leaves the
+             * re-runs to after the next fire's run, a period late, and
+             * the leader reshards only at a fire's start: a run that
+             * overruns its period then kept the job unsharded. */
+            free(mis);
+            if (++reshards > 3 || ej__shard_if_necessary(c) != 0)
+                break;
+            continue;
+        }
+        ej__running_clear_misfire(c, mis, k);
+        size_t started = 0;
+        stop = ej__rt_run_batch(job, s, mis, k, NULL, EJ_EXEC_MISFIRE, NULL, &started);
+        free(mis);
+        /* Nothing could start (running elsewhere: marked misfire again for
+         * a later fire): stop here rather than spin. */
+        if (started == 0)
+            break;
+    }
+    ej__misfire_close(job, 0, true);
 }
