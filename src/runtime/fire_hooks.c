@@ -125,9 +125,13 @@ void ej__rt_on_failover_pending(void *user)
     pthread_mutex_lock(&job->mu);
     bool go = job->state == EJ__JOB_STARTED && !job->stopped && !job->firing;
     pthread_mutex_unlock(&job->mu);
-    /* A busy instance takes pending items when its run ends. */
+    /* A busy instance takes pending items when its run ends. The take
+     * waits for leader/failover/latch: on the pool, not the job's serial
+     * queue, which must go on with the job's events (the latch's holder
+     * may be this instance's own crash recording, whose continuation is
+     * queued there). It writes no coordination state. */
     if (go)
-        ej__coord_post(job->coord, take_task, NULL);
+        ej__coord_post_pool(job->coord, take_task, NULL);
 }
 
 void ej__rt_on_stop(void *user, int why)
