@@ -44,11 +44,14 @@
  *     from a loader, never under mu.
  *   - Fire threads, the job's serial queue and API threads read through the
  *     queries below (ej__view_items*, _get, _running_count, _size,
- *     _unarmed, _matches); a fire writes the misfire marks of its own items
- *     (ej__view_note_misfire, _claim_misfire: misfire, misfire_mine). The
- *     coordinator's start-up thread sets expect_absent before the start;
- *     ej__view_on_new_session bumps gen and clears every armed bit from the
- *     thread that calls it (the connection-state listener: dispatch).
+ *     _unarmed, _matches); the fire path writes the misfire marks of its
+ *     own items (running.c's ej__running_set/clear_misfire:
+ *     ej__view_note_misfire, _claim_misfire write misfire, misfire_mine).
+ *     The coordinator's start-up thread sets expect_absent before the
+ *     start, and ej__view_destroy sets closed on the thread that destroys
+ *     the coordinator. ej__view_on_new_session bumps gen and clears every
+ *     armed bit on the thread that calls it (the connection-state
+ *     listener: dispatch).
  *   - mu guards the whole table (items, cap, count, every field of every
  *     item) and the flags (inflight, closed, gen, failover, sharding_armed,
  *     sharding_broken, needs_reload, repair_posted, expect_absent). It is
