@@ -6,7 +6,9 @@
  *   latch.c      a Curator-LeaderLatch-compatible mutex (bounded waits;
  *                blocking, or continued on an owner's queue)
  *   view.c       a watch-based view of /{job}/sharding that costs no reads
- *                in steady state (see docs/coordination.md)
+ *                in steady state (see docs/coordination.md): the item table,
+ *                queries; view_watch.c its watches, view_load.c its loads
+ *                (view_impl.h)
  *   coord.c      the per-job coordinator: state, tree caches of config,
  *                servers, instances and leader, control tasks, start-up
  *   election.c   election, the leader cache, healing a stale leader
@@ -150,7 +152,8 @@ enum {
     EJ__VK_COUNT = 5,
 };
 
-/* Called on the dispatch thread after the view changed (under no lock). */
+/* Called after the view changed (under no lock): on the dispatch thread, or
+ * on a view loader ("ej-view-load") while the dispatch thread waits for it. */
 typedef void (*ej__view_change_fn)(void *user, int item, int kind);
 
 /* One item as the view knows it. */

@@ -16,9 +16,49 @@
  * them), so a steady fire costs it only its own writes, plus two cheap
  * exists calls per item of another instance when failover is on.
  *
- * Every watch callback and every (re)load runs on the registry's dispatch
- * thread, in the order ZooKeeper produced the changes, so the view applies
- * them in order; readers on other threads take the mutex.
+ * This file: the item table (struct ej__view, view_impl.h) and what a read
+ * value means for it, the view's lifetime, and the queries. Reading with a
+ * watch: view_watch.c; loading every watch at once: view_load.c.
+ *
+ * Threads, and what each writes (mu is held for every read and write of
+ * the table, by all of them):
+ *   - The registry's dispatch thread applies every watch event (view_watch.c
+ *     token_cb) and runs every load (view_load.c: the tasks posted there,
+ *     and ej__view_start / _on_new_session / _repair when called there), in
+ *     the order ZooKeeper produced the changes. It alone lists sharding/,
+ *     so it alone grows the table (items, cap) and marks items present or
+ *     gone (present, count, the tombstones of an item gone); it alone
+ *     writes sharding_armed, sharding_broken, needs_reload and failover
+ *     (ej__view_set_failover posts the change to it). It writes each item's
+ *     tracked values (owner, running, failover, misfire, disabled) and its
+ *     armed, want and broken bits.
+ *   - The loaders ("ej-view-load", view_load.c ej__view_arm_bulk): up to
+ *     seven short-lived threads that a load of many items (256 or more)
+ *     starts; the dispatch thread arms items beside them and joins them
+ *     before it goes on, so no event is applied while they run and events
+ *     still apply in order. A loader takes items by an atomic index and
+ *     writes, for those items only, what the dispatch thread writes for one
+ *     item (tracked values; armed, want, broken bits; a repair to post). It
+ *     never lists sharding/: the table does not grow or move while loaders
+ *     run. The change function (fn) is called from the dispatch thread or
+ *     from a loader, never under mu.
+ *   - Fire threads, the job's serial queue and API threads read through the
+ *     queries below (ej__view_items*, _get, _running_count, _size,
+ *     _unarmed, _matches); the fire path writes the misfire marks of its
+ *     own items (running.c's ej__running_set/clear_misfire:
+ *     ej__view_note_misfire, _claim_misfire write misfire, misfire_mine).
+ *     The coordinator's start-up thread sets expect_absent before the
+ *     start, and ej__view_destroy sets closed on the thread that destroys
+ *     the coordinator. ej__view_on_new_session bumps gen and clears every
+ *     armed bit on the thread that calls it (the connection-state
+ *     listener: dispatch).
+ *   - mu guards the whole table (items, cap, count, every field of every
+ *     item) and the flags (inflight, closed, gen, failover, sharding_armed,
+ *     sharding_broken, needs_reload, repair_posted, expect_absent). It is
+ *     held only to read or write them, never across a ZooKeeper call or the
+ *     change function; cv is signalled when inflight goes down. Outside mu:
+ *     refs and offline_until (atomics), and what ej__view_create sets once
+ *     (reg, job, me, sharding_path, fn, user).
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -29,67 +69,14 @@
 
 #include "common/check.h"
 #include "common/util.h"
-#include "coord/internal.h"
+#include "coord/view_impl.h"
 #include "ejob/error.h"
 #include "ejob/log.h"
 
 #define MOD "coord"
 #define MAX_ITEM 4000000 /* items beyond this are ignored (logged) */
-#define KIND_SHARDING (-1)
 
-struct vitem {
-    bool present;
-    char *owner;
-    int64_t run_owner, fo_owner; /* -1 untracked */
-    int64_t run_czxid, fo_czxid;
-    int64_t run_gone_owner, run_gone_at; /* last removed running (tombstone) */
-    int64_t fo_gone_owner, fo_gone_at;
-    int8_t misfire, disabled; /* -1 untracked */
-    /* The misfire mark is this instance's own (ej__view_claim_misfire):
-     * it stands for a fire time of ours. Dropped when the node goes or
-     * the item becomes another instance's (a mark found on an item that
-     * became ours is its previous owner's). */
-    bool misfire_mine;
-    uint8_t armed;  /* a watch is pending (bit per kind) */
-    uint8_t want;   /* kinds tracked now */
-    uint8_t broken; /* arming failed; repair later */
-};
-
-struct ej__view {
-    ej_registry *reg;
-    char *job;
-    char *me;
-    char *sharding_path;
-    ej__view_change_fn fn;
-    void *user;
-
-    ej__mutex mu;
-    pthread_cond_t cv;
-    atomic_int refs;
-    int inflight; /* callbacks and tasks working now */
-    bool closed;
-    bool failover;
-    uint64_t gen;
-    bool sharding_armed, sharding_broken, needs_reload, repair_posted;
-    bool expect_absent; /* ej__view_expect_absent: ask exists first, once */
-    /* After a call fails for want of a connection, others are not tried
-     * until this time (mono ms): each would block the dispatch thread for
-     * the registry's retries, and the dispatch thread is the one that
-     * re-establishes the session. The repair task tries again. */
-    atomic_llong offline_until;
-    struct vitem *items;
-    size_t cap;   /* items has cap entries */
-    size_t count; /* items present */
-};
-
-struct vtoken {
-    struct ej__view *v;
-    uint64_t gen;
-    int item;
-    int kind;
-};
-
-static void view_unref(struct ej__view *v)
+void ej__view_unref(struct ej__view *v)
 {
     if (atomic_fetch_sub(&v->refs, 1) != 1)
         return;
@@ -102,24 +89,6 @@ static void view_unref(struct ej__view *v)
     ej__mutex_destroy(&v->mu);
     pthread_cond_destroy(&v->cv);
     free(v);
-}
-
-static ej_layout_node kind_node(int kind)
-{
-    switch (kind) {
-    case EJ__VK_INSTANCE:
-        return EJ_LAYOUT_NODE_ITEM_INSTANCE;
-    case EJ__VK_RUNNING:
-        return EJ_LAYOUT_NODE_ITEM_RUNNING;
-    case EJ__VK_FAILOVER:
-        return EJ_LAYOUT_NODE_ITEM_FAILOVER;
-    case EJ__VK_MISFIRE:
-        return EJ_LAYOUT_NODE_ITEM_MISFIRE;
-    case EJ__VK_DISABLED:
-        return EJ_LAYOUT_NODE_ITEM_DISABLED;
-    default:
-        return EJ_LAYOUT_NODE_COUNT_; /* no path */
-    }
 }
 
 static void item_init(struct vitem *it)
@@ -149,7 +118,7 @@ static int ensure_cap(struct ej__view *v, int item)
 }
 
 /* Which kinds an item needs tracked. */
-static uint8_t want_of(const struct ej__view *v, const struct vitem *it)
+uint8_t ej__view_want_locked(const struct ej__view *v, const struct vitem *it)
 {
     EJ_ASSERT_HELD(&v->mu);
     uint8_t w = 1u << EJ__VK_INSTANCE;
@@ -165,8 +134,9 @@ static uint8_t want_of(const struct ej__view *v, const struct vitem *it)
 }
 
 /* Forget the tracked value of one kind (locked). */
-static void forget(struct vitem *it, int kind)
+void ej__view_forget_locked(const struct ej__view *v, struct vitem *it, int kind)
 {
+    EJ_ASSERT_HELD(&v->mu);
     switch (kind) {
     case EJ__VK_RUNNING:
         it->run_owner = -1;
@@ -195,21 +165,17 @@ static void forget(struct vitem *it, int kind)
  * ours is briefly no one's, and its misfire mark (a fact in ZooKeeper)
  * must not be lost from the view on the way; the watch set for it then
  * still stands, so it would not have been read again. */
-static void drop_unwanted(struct vitem *it, uint8_t want)
+void ej__view_drop_unwanted_locked(const struct ej__view *v, struct vitem *it, uint8_t want)
 {
+    EJ_ASSERT_HELD(&v->mu);
     for (int k = 0; k < EJ__VK_COUNT; k++) {
         unsigned bit = 1u << k;
         if (k != EJ__VK_INSTANCE && !(want & bit) && !(it->armed & bit & KEPT_WHILE_ARMED))
-            forget(it, k);
+            ej__view_forget_locked(v, it, k);
     }
 }
 
-static void schedule_repair(struct ej__view *v);
-static void refresh(struct ej__view *v, int item, int kind);
-
-/* Work on the view happens between view_enter() and view_done();
- * ej__view_destroy waits for it, and none starts after. */
-static bool view_enter(struct ej__view *v)
+bool ej__view_enter(struct ej__view *v)
 {
     ej__mutex_lock(&v->mu);
     bool ok = !v->closed;
@@ -219,7 +185,7 @@ static bool view_enter(struct ej__view *v)
     return ok;
 }
 
-static void view_done(struct ej__view *v)
+void ej__view_done(struct ej__view *v)
 {
     ej__mutex_lock(&v->mu);
     v->inflight--;
@@ -227,147 +193,10 @@ static void view_done(struct ej__view *v)
     ej__mutex_unlock(&v->mu);
 }
 
-static void token_cb(ej_registry *reg, ej_reg_watch_event ev, const char *path, void *user)
-{
-    (void)reg;
-    (void)path;
-    struct vtoken *t = user;
-    struct ej__view *v = t->v;
-    int item = t->item, kind = t->kind;
-    bool act = false;
-    ej__mutex_lock(&v->mu);
-    if (!v->closed && t->gen == v->gen) {
-        if (kind == KIND_SHARDING)
-            v->sharding_armed = false;
-        else if ((size_t)item < v->cap)
-            v->items[item].armed &= (uint8_t) ~(1u << kind);
-        if (ev == EJ_REG_WATCH_CANCELLED) {
-            v->needs_reload = true; /* the new session reloads everything */
-        } else {
-            act = true;
-            v->inflight++;
-        }
-    }
-    ej__mutex_unlock(&v->mu);
-    free(t);
-    if (act) {
-        refresh(v, item, kind);
-        view_done(v);
-    }
-    view_unref(v);
-}
-
-static struct vtoken *token_new(struct ej__view *v, uint64_t gen, int item, int kind)
-{
-    struct vtoken *t = malloc(sizeof *t);
-    if (t == NULL)
-        return NULL;
-    t->v = v;
-    t->gen = gen;
-    t->item = item;
-    t->kind = kind;
-    atomic_fetch_add(&v->refs, 1);
-    return t;
-}
-
-/* A token whose watch was not set. */
-static void token_drop(struct vtoken *t)
-{
-    struct ej__view *v = t->v;
-    free(t);
-    view_unref(v);
-}
-
-static void notify(struct ej__view *v, int item, int kind)
-{
-    if (v->fn)
-        v->fn(v->user, item, kind);
-}
-
-/* Read one item path and leave a watch. Dispatch thread. */
-static bool conn_error(int rc)
-{
-    return rc == EJ_ECONNLOSS || rc == EJ_ESESSIONEXPIRED || rc == EJ_ECLOSED || rc == EJ_ETIMEDOUT;
-}
-
-static bool offline(struct ej__view *v)
-{
-    return ej__mono_ms() < atomic_load(&v->offline_until);
-}
-
-/* Marks the kind's watch of an item as armed, when it is to be read now:
- * false when offline (repair scheduled), closed, not wanted or already
- * armed. *gen: the view's generation the watch belongs to. */
-static bool arm_item(struct ej__view *v, int item, int kind, uint64_t *gen)
-{
-    if (offline(v)) {
-        ej__mutex_lock(&v->mu);
-        if ((size_t)item < v->cap)
-            v->items[item].broken |= (uint8_t)(1u << kind);
-        ej__mutex_unlock(&v->mu);
-        schedule_repair(v);
-        return false;
-    }
-    ej__mutex_lock(&v->mu);
-    if (v->closed || (size_t)item >= v->cap || !v->items[item].present ||
-        !(v->items[item].want & (1u << kind)) || (v->items[item].armed & (1u << kind))) {
-        /* A watch of a kind no longer wanted fired: its value is no more
-         * known. */
-        if (!v->closed && (size_t)item < v->cap && !(v->items[item].want & (1u << kind)) &&
-            !(v->items[item].armed & (1u << kind)))
-            forget(&v->items[item], kind);
-        ej__mutex_unlock(&v->mu);
-        return false;
-    }
-    v->items[item].armed |= (uint8_t)(1u << kind);
-    *gen = v->gen;
-    ej__mutex_unlock(&v->mu);
-    return true;
-}
-
-/* Reads the node with a watch (token t): the instance node's data, the
- * other kinds' existence and stat. */
-static int read_watched(struct ej__view *v, const char *path, int kind, struct vtoken *t,
-                        bool *exists, char **data, struct ej_node_stat *st)
-{
-    if (kind != EJ__VK_INSTANCE)
-        return ej_registry_exists_watch(v->reg, path, token_cb, t, exists, st);
-    int rc = ej_registry_get_watch(v->reg, path, token_cb, t, data, NULL, st);
-    if (rc == 0) {
-        *exists = true;
-    } else if (rc == EJ_ENONODE) {
-        rc = ej_registry_exists_watch(v->reg, path, token_cb, t, exists, st);
-        if (rc == 0 && *exists) {
-            /* Created in between: the exists watch now covers changes;
-             * read the data without another watch. */
-            int grc = ej_registry_get(v->reg, path, data, NULL, st);
-            if (grc == EJ_ENONODE)
-                *exists = false; /* the watch reports the delete */
-        }
-    }
-    return rc;
-}
-
-/* The watch could not be set: the item's kind is broken until the repair. */
-static void watch_failed(struct ej__view *v, int item, int kind, int rc, const char *path)
-{
-    ej__mutex_lock(&v->mu);
-    if ((size_t)item < v->cap) {
-        v->items[item].armed &= (uint8_t) ~(1u << kind);
-        v->items[item].broken |= (uint8_t)(1u << kind);
-    }
-    ej__mutex_unlock(&v->mu);
-    if (conn_error(rc))
-        atomic_store(&v->offline_until, ej__mono_ms() + 1000);
-    EJ_LOG(EJ_LOG_WARN, MOD, rc, "view: cannot watch %s: %s", path ? path : "?",
-           ej_registry_errmsg(v->reg));
-    schedule_repair(v);
-}
-
 /* Takes the value read into the item. Returns whether it changed; *newly:
  * kinds the item needs tracked from now on (its owner changed). */
-static bool apply_value(struct ej__view *v, int item, int kind, bool exists, const char *data,
-                        const struct ej_node_stat *st, uint8_t *newly)
+bool ej__view_apply_value_locked(struct ej__view *v, int item, int kind, bool exists,
+                                 const char *data, const struct ej_node_stat *st, uint8_t *newly)
 {
     EJ_ASSERT_HELD(&v->mu);
     struct vitem *it = &v->items[item];
@@ -383,10 +212,10 @@ static bool apply_value(struct ej__view *v, int item, int kind, bool exists, con
                 it->misfire_mine = false;
             free(it->owner);
             it->owner = nv ? strdup(nv) : NULL;
-            uint8_t w = want_of(v, it);
+            uint8_t w = ej__view_want_locked(v, it);
             *newly = (uint8_t)(w & ~it->want);
             it->want = w;
-            drop_unwanted(it, w);
+            ej__view_drop_unwanted_locked(v, it, w);
         }
         break;
     }
@@ -436,161 +265,6 @@ static bool apply_value(struct ej__view *v, int item, int kind, bool exists, con
     return changed;
 }
 
-/* (Re)reads one kind of one item with a watch, and tells the listener
- * when its value changed. */
-static void refresh_item(struct ej__view *v, int item, int kind)
-{
-    uint64_t gen = 0;
-    if (!arm_item(v, item, kind, &gen))
-        return;
-    char *path = ej_layout_path_dup(v->job, kind_node(kind), item, NULL);
-    struct vtoken *t = token_new(v, gen, item, kind);
-    bool exists = false;
-    char *data = NULL;
-    struct ej_node_stat st;
-    memset(&st, 0, sizeof st);
-    int rc = (path && t) ? read_watched(v, path, kind, t, &exists, &data, &st) : EJ_ENOMEM;
-    if (rc != 0) {
-        if (t)
-            token_drop(t);
-        watch_failed(v, item, kind, rc, path);
-        free(path);
-        return;
-    }
-    free(path);
-    uint8_t newly = 0;
-    ej__mutex_lock(&v->mu);
-    bool changed = apply_value(v, item, kind, exists, data, &st, &newly);
-    ej__mutex_unlock(&v->mu);
-    free(data);
-    for (int k = 0; k < EJ__VK_COUNT; k++)
-        if (newly & (1u << k))
-            refresh_item(v, item, k);
-    if (changed)
-        notify(v, item, kind);
-}
-
-/* Arming many items one request at a time is slow (a synchronous round
- * trip each); a few threads pipeline them on the one connection. The
- * dispatch thread waits for them, so events still apply in order. */
-struct bulk {
-    struct ej__view *v;
-    const int *items; /* NULL: every present item below n */
-    size_t n;
-    atomic_size_t next;
-};
-
-static void arm_one(struct ej__view *v, int item)
-{
-    ej__mutex_lock(&v->mu);
-    uint8_t todo = 0;
-    if ((size_t)item < v->cap && v->items[item].present && !v->closed) {
-        v->items[item].want = want_of(v, &v->items[item]);
-        drop_unwanted(&v->items[item], v->items[item].want);
-        todo = (uint8_t)(v->items[item].want & ~v->items[item].armed);
-    }
-    ej__mutex_unlock(&v->mu);
-    for (int k = 0; k < EJ__VK_COUNT; k++)
-        if (todo & (1u << k))
-            refresh_item(v, item, k);
-}
-
-static void *bulk_worker(void *p)
-{
-    struct bulk *b = p;
-    size_t i;
-    while ((i = atomic_fetch_add(&b->next, 1)) < b->n)
-        arm_one(b->v, b->items ? b->items[i] : (int)i);
-    return NULL;
-}
-
-#define BULK_THREADS 8
-#define BULK_MIN 256
-
-static void arm_bulk(struct ej__view *v, const int *items, size_t n)
-{
-    struct bulk b = {.v = v, .items = items, .n = n};
-    atomic_init(&b.next, 0);
-    pthread_t th[BULK_THREADS];
-    int nth = 0;
-    if (n >= BULK_MIN)
-        for (; nth < BULK_THREADS - 1 && (size_t)(nth + 1) * BULK_MIN <= n; nth++)
-            if (pthread_create(&th[nth], NULL, bulk_worker, &b) != 0)
-                break;
-    bulk_worker(&b);
-    for (int i = 0; i < nth; i++)
-        pthread_join(th[i], NULL);
-}
-
-/* Read the item set and leave a children watch. Dispatch thread. */
-/* Marks the sharding/ watch as armed, when it is to be read now: false
- * when offline (repair scheduled), closed or already armed. */
-static bool arm_sharding(struct ej__view *v, uint64_t *gen, bool *absent_first)
-{
-    if (offline(v)) {
-        ej__mutex_lock(&v->mu);
-        v->sharding_broken = true;
-        ej__mutex_unlock(&v->mu);
-        schedule_repair(v);
-        return false;
-    }
-    ej__mutex_lock(&v->mu);
-    if (v->closed || v->sharding_armed) {
-        ej__mutex_unlock(&v->mu);
-        return false;
-    }
-    v->sharding_armed = true;
-    *gen = v->gen;
-    *absent_first = v->expect_absent;
-    v->expect_absent = false;
-    ej__mutex_unlock(&v->mu);
-    return true;
-}
-
-/* Lists sharding/ with a watch (children, or exists while it is missing).
- * On success *names (caller frees; NULL when missing). */
-static int list_sharding(struct ej__view *v, uint64_t gen, bool absent_first, char ***names,
-                         size_t *n)
-{
-    int rc = EJ_ECONNLOSS;
-    struct vtoken *t = NULL; /* a token no watch holds yet */
-    for (int attempt = 0; attempt < 5; attempt++) {
-        t = token_new(v, gen, 0, KIND_SHARDING);
-        if (t == NULL) {
-            rc = EJ_ENOMEM;
-            break;
-        }
-        /* A job new to ZooKeeper has no sharding/ yet: the exists watch
-         * alone then does, without a children read failing first. */
-        if (!absent_first || attempt > 0) {
-            rc = ej_registry_children_watch(v->reg, v->sharding_path, token_cb, t, EJ_REG_UNSORTED,
-                                            names, n);
-            if (rc == 0) {
-                t = NULL;
-                break;
-            }
-            if (rc != EJ_ENONODE)
-                break;
-        }
-        bool exists = false;
-        rc = ej_registry_exists_watch(v->reg, v->sharding_path, token_cb, t, &exists, NULL);
-        if (rc != 0)
-            break;
-        t = NULL; /* the exists watch holds it */
-        if (!exists) {
-            *names = NULL;
-            *n = 0;
-            break;
-        }
-        /* Created in between: set the children watch too (a second pending
-         * watch for this path only costs one extra read when it fires). */
-        rc = EJ_ECONNLOSS;
-    }
-    if (t)
-        token_drop(t);
-    return rc;
-}
-
 /* An item no longer listed: gone with its whole subtree. Pending watches
  * stay registered and are ignored when they fire for an absent item. */
 static void item_gone(struct ej__view *v, struct vitem *it)
@@ -616,7 +290,8 @@ static void item_gone(struct ej__view *v, struct vitem *it)
 
 /* Marks the listed items present (their numbers into added, which has room
  * for n) and those not listed gone. Returns whether any went. */
-static bool apply_listing(struct ej__view *v, char **names, size_t n, int *added, size_t *nadded)
+bool ej__view_apply_listing_locked(struct ej__view *v, char **names, size_t n, int *added,
+                                   size_t *nadded)
 {
     EJ_ASSERT_HELD(&v->mu);
     bool removed_any = false;
@@ -640,7 +315,7 @@ static bool apply_listing(struct ej__view *v, char **names, size_t n, int *added
         if (!it->present) {
             it->present = true;
             v->count++;
-            it->want = want_of(v, it);
+            it->want = ej__view_want_locked(v, it);
             if (added)
                 added[(*nadded)++] = item;
         }
@@ -653,94 +328,6 @@ static bool apply_listing(struct ej__view *v, char **names, size_t n, int *added
     }
     free(seen);
     return removed_any;
-}
-
-/* (Re)lists sharding/ with a watch, arms the new items' watches, and
- * tells the listener when items came or went. */
-static void refresh_sharding(struct ej__view *v)
-{
-    uint64_t gen = 0;
-    bool absent_first = false;
-    if (!arm_sharding(v, &gen, &absent_first))
-        return;
-    char **names = NULL;
-    size_t n = 0;
-    int rc = list_sharding(v, gen, absent_first, &names, &n);
-    if (rc != 0) {
-        ej__mutex_lock(&v->mu);
-        v->sharding_armed = false;
-        v->sharding_broken = true;
-        ej__mutex_unlock(&v->mu);
-        if (conn_error(rc))
-            atomic_store(&v->offline_until, ej__mono_ms() + 1000);
-        EJ_LOG(EJ_LOG_WARN, MOD, rc, "view: cannot watch %s: %s", v->sharding_path,
-               ej_registry_errmsg(v->reg));
-        schedule_repair(v);
-        return;
-    }
-    int *added = n ? malloc(n * sizeof *added) : NULL;
-    size_t nadded = 0;
-    ej__mutex_lock(&v->mu);
-    bool removed_any = apply_listing(v, names, n, added, &nadded);
-    ej__mutex_unlock(&v->mu);
-    ej_registry_free_names(names);
-    arm_bulk(v, added, nadded);
-    free(added);
-    if (nadded || removed_any)
-        notify(v, -1, KIND_SHARDING);
-}
-
-static void refresh(struct ej__view *v, int item, int kind)
-{
-    if (kind == KIND_SHARDING)
-        refresh_sharding(v);
-    else
-        refresh_item(v, item, kind);
-}
-
-/* Arm every wanted path that has no watch. Dispatch thread. */
-static void rearm_all(struct ej__view *v)
-{
-    refresh_sharding(v);
-    ej__mutex_lock(&v->mu);
-    size_t cap = v->cap;
-    ej__mutex_unlock(&v->mu);
-    arm_bulk(v, NULL, cap);
-}
-
-static void repair_task(ej_registry *reg, void *user)
-{
-    (void)reg;
-    struct ej__view *v = user;
-    ej__mutex_lock(&v->mu);
-    v->repair_posted = false;
-    ej__mutex_unlock(&v->mu);
-    if (view_enter(v)) {
-        if (ej_registry_is_connected(v->reg))
-            rearm_all(v);
-        else
-            schedule_repair(v);
-        view_done(v);
-    }
-    view_unref(v);
-}
-
-static void schedule_repair(struct ej__view *v)
-{
-    ej__mutex_lock(&v->mu);
-    bool post = !v->closed && !v->repair_posted;
-    if (post)
-        v->repair_posted = true;
-    ej__mutex_unlock(&v->mu);
-    if (!post)
-        return;
-    atomic_fetch_add(&v->refs, 1);
-    if (ej_registry_post_after(v->reg, 1000, repair_task, v) != 0) {
-        ej__mutex_lock(&v->mu);
-        v->repair_posted = false;
-        ej__mutex_unlock(&v->mu);
-        view_unref(v);
-    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -765,131 +352,11 @@ int ej__view_create(ej_registry *reg, const char *job, const char *instance_id,
     atomic_init(&v->refs, 1);
     v->gen = 1;
     if (v->job == NULL || v->me == NULL || v->sharding_path == NULL) {
-        view_unref(v);
+        ej__view_unref(v);
         return EJ_ENOMEM;
     }
     *out = v;
     return 0;
-}
-
-struct sync_task {
-    struct ej__view *v;
-    int what; /* 0 load, 1 failover on, 2 failover off, 3 new session */
-};
-
-static void view_task(ej_registry *reg, void *user)
-{
-    (void)reg;
-    struct sync_task *st = user;
-    struct ej__view *v = st->v;
-    if (view_enter(v)) {
-        ej__mutex_lock(&v->mu);
-        if (st->what == 1 || st->what == 2)
-            v->failover = st->what == 1;
-        ej__mutex_unlock(&v->mu);
-        rearm_all(v);
-        view_done(v);
-    }
-    free(st);
-    view_unref(v);
-}
-
-static int post_task(struct ej__view *v, int what)
-{
-    struct sync_task *st = malloc(sizeof *st);
-    if (st == NULL)
-        return EJ_ENOMEM;
-    st->v = v;
-    st->what = what;
-    atomic_fetch_add(&v->refs, 1);
-    int rc = ej_registry_post(v->reg, view_task, st);
-    if (rc != 0) {
-        free(st);
-        view_unref(v);
-    }
-    return rc;
-}
-
-int ej__view_start(ej__view *v)
-{
-    if (v == NULL)
-        return EJ_EINVAL;
-    if (ej_registry_on_dispatch_thread(v->reg)) {
-        if (view_enter(v)) {
-            rearm_all(v);
-            view_done(v);
-        }
-        return 0;
-    }
-    int rc = post_task(v, 0);
-    if (rc != 0)
-        return rc;
-    /* The load runs on the dispatch thread; wait for it (a large job may
-     * take a while: one read per item). */
-    for (;;) {
-        rc = ej_registry_barrier(v->reg, 10000);
-        if (rc != EJ_ETIMEDOUT)
-            return rc;
-    }
-}
-
-void ej__view_expect_absent(ej__view *v)
-{
-    if (v == NULL)
-        return;
-    ej__mutex_lock(&v->mu);
-    v->expect_absent = true;
-    ej__mutex_unlock(&v->mu);
-}
-
-void ej__view_set_failover(ej__view *v, bool on)
-{
-    if (v == NULL)
-        return;
-    ej__mutex_lock(&v->mu);
-    bool same = v->failover == on;
-    ej__mutex_unlock(&v->mu);
-    if (!same)
-        post_task(v, on ? 1 : 2);
-}
-
-void ej__view_on_new_session(ej__view *v)
-{
-    if (v == NULL)
-        return;
-    atomic_store(&v->offline_until, 0);
-    ej__mutex_lock(&v->mu);
-    v->gen++;
-    v->sharding_armed = false;
-    v->needs_reload = false;
-    for (size_t i = 0; i < v->cap; i++)
-        v->items[i].armed = 0;
-    ej__mutex_unlock(&v->mu);
-    if (ej_registry_on_dispatch_thread(v->reg) && view_enter(v)) {
-        rearm_all(v);
-        view_done(v);
-    } else if (!ej_registry_on_dispatch_thread(v->reg)) {
-        post_task(v, 3);
-    }
-}
-
-void ej__view_repair(ej__view *v)
-{
-    if (v == NULL)
-        return;
-    ej__mutex_lock(&v->mu);
-    bool reload = v->needs_reload;
-    ej__mutex_unlock(&v->mu);
-    if (reload) {
-        ej__view_on_new_session(v);
-        return;
-    }
-    if (ej_registry_on_dispatch_thread(v->reg) && view_enter(v)) {
-        rearm_all(v);
-        view_done(v);
-    } else if (!ej_registry_on_dispatch_thread(v->reg)) {
-        post_task(v, 0);
-    }
 }
 
 void ej__view_destroy(ej__view *v)
@@ -902,7 +369,7 @@ void ej__view_destroy(ej__view *v)
         while (v->inflight > 0)
             ej__mutex_wait(&v->mu, &v->cv);
     ej__mutex_unlock(&v->mu);
-    view_unref(v);
+    ej__view_unref(v);
 }
 
 /* ------------------------------------------------------------------------ */
