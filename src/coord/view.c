@@ -24,7 +24,7 @@
  * the table, by all of them):
  *   - The registry's dispatch thread applies every watch event (view_watch.c
  *     token_cb) and runs every load (view_load.c: the tasks posted there,
- *     and ej__view_start / _on_new_session / _repair when called there), in
+ *     and the start, a new session and a repair when called there), in
  *     the order ZooKeeper produced the changes. It alone lists sharding/,
  *     so it alone grows the table (items, cap) and marks items present or
  *     gone (present, count, the tombstones of an item gone); it alone
@@ -32,7 +32,7 @@
  *     (ej__view_set_failover posts the change to it). It writes each item's
  *     tracked values (owner, running, failover, misfire, disabled) and its
  *     armed, want and broken bits.
- *   - The loaders ("ej-view-load", view_load.c ej__view_arm_bulk): up to
+ *   - The loaders ("ej-view-load", view_load.c, arming in bulk): up to
  *     seven short-lived threads that a load of many items (256 or more)
  *     starts; the dispatch thread arms items beside them and joins them
  *     before it goes on, so no event is applied while they run and events
