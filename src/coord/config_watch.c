@@ -185,10 +185,6 @@ static void apply_config(ej__coord *c, const char *data, size_t len)
 /* On the serial queue (posted by the listener below). */
 static void on_config_event_body(ej__coord *c, const struct ej_tree_event *ev)
 {
-    if (ev->type == EJ_TREE_INITIALIZED) {
-        c->init_config = true;
-        return;
-    }
     if (c->started && !atomic_load(&c->closed))
         apply_config(c, ev->data, ev->len);
 }
@@ -202,9 +198,7 @@ void ej__coord_on_config_event(ej_tree_cache *cache, const struct ej_tree_event 
     EJ_ASSERT_DISPATCH(c);
     if (!ej__coord_enter(c))
         return;
-    if (ev->type == EJ_TREE_INITIALIZED) {
-        ej__coord_post_event(c, ev, on_config_event_body);
-    } else if (strcmp(ev->path, c->p_config) != 0) {
+    if (ev->type == EJ_TREE_INITIALIZED || strcmp(ev->path, c->p_config) != 0) {
         /* not the config node */
     } else if (ev->type == EJ_TREE_NODE_REMOVED) {
         ej__coord_post_after(c, 300, ej__coord_root_check, NULL);

@@ -116,7 +116,6 @@ struct ej__coord {
     struct ej_job_config cfg;
     bool have_cfg;
     uint64_t cfg_gen; /* bumped at every change of cfg (the snapshot copies it) */
-    bool init_servers, init_instances, init_leader, init_config;
     bool fence_added; /* our fence listener is on the registry */
     bool listener_added;
 
@@ -168,7 +167,9 @@ int ej__coord_post_event(ej__coord *c, const struct ej_tree_event *ev,
                          void (*fn)(ej__coord *c, const struct ej_tree_event *ev));
 /* Does the coordinator react to events now (started, not stopped, not
  * closed; from the snapshot)? Events before the start are what the start
- * itself reads. Any thread. */
+ * itself reads, and started means every cache had loaded (the start waits
+ * for them), so the caches' INITIALIZED events are not posted. Any
+ * thread. */
 bool ej__coord_listening(ej__coord *c);
 
 char *ej__coord_leader_id(ej__coord *c, int64_t *owner);

@@ -428,11 +428,7 @@ void ej__coord_abdicate(ej__coord *c)
 /* On the serial queue (posted by the listener below). */
 static void on_leader_event_body(ej__coord *c, const struct ej_tree_event *ev)
 {
-    if (ev->type == EJ_TREE_INITIALIZED) {
-        c->init_leader = true;
-        return;
-    }
-    bool go = c->started && !atomic_load(&c->closed) && !c->stopped && c->init_leader;
+    bool go = c->started && !atomic_load(&c->closed) && !c->stopped;
     if (!go)
         return;
     if (strcmp(ev->path, c->p_leader_inst) == 0 && ev->type != EJ_TREE_NODE_REMOVED) {
@@ -469,7 +465,7 @@ void ej__coord_on_leader_event(ej_tree_cache *cache, const struct ej_tree_event 
     if (!ej__coord_enter(c))
         return;
     ej__coord_changed(c);
-    if (ev->type == EJ_TREE_INITIALIZED || ej__coord_listening(c))
+    if (ev->type != EJ_TREE_INITIALIZED && ej__coord_listening(c))
         ej__coord_post_event(c, ev, on_leader_event_body);
     ej__coord_done(c);
 }

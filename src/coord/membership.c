@@ -80,11 +80,7 @@ void ej__coord_root_check(ej__coord *c, void *arg)
 /* On the serial queue (posted by the listener below). */
 static void on_servers_event_body(ej__coord *c, const struct ej_tree_event *ev)
 {
-    if (ev->type == EJ_TREE_INITIALIZED) {
-        c->init_servers = true;
-        return;
-    }
-    bool go = c->started && !atomic_load(&c->closed) && !c->stopped && c->init_servers;
+    bool go = c->started && !atomic_load(&c->closed) && !c->stopped;
     if (!go || strncmp(ev->path, c->p_servers, strlen(c->p_servers)) != 0 ||
         ev->path[strlen(c->p_servers)] != '/')
         return;
@@ -115,7 +111,7 @@ void ej__coord_on_servers_event(ej_tree_cache *cache, const struct ej_tree_event
     if (!ej__coord_enter(c))
         return;
     ej__coord_changed(c);
-    if (ev->type == EJ_TREE_INITIALIZED || ej__coord_listening(c))
+    if (ev->type != EJ_TREE_INITIALIZED && ej__coord_listening(c))
         ej__coord_post_event(c, ev, on_servers_event_body);
     ej__coord_done(c);
 }
@@ -123,10 +119,6 @@ void ej__coord_on_servers_event(ej_tree_cache *cache, const struct ej_tree_event
 /* On the serial queue (posted by the listener below). */
 static void on_instances_event_body(ej__coord *c, const struct ej_tree_event *ev)
 {
-    if (ev->type == EJ_TREE_INITIALIZED) {
-        c->init_instances = true;
-        return;
-    }
     const char *id = ev->path + strlen(c->p_instances) + 1;
     if (!c->started || atomic_load(&c->closed) || c->stopped)
         return;
@@ -143,12 +135,11 @@ static void on_instances_event_body(ej__coord *c, const struct ej_tree_event *ev
                 operator_check(c, &cur);
             return;
         }
-        if (c->init_instances)
-            ej__coord_leader_set_necessary(c);
+        ej__coord_leader_set_necessary(c);
         ej__running_note_departed(c, id);
         return;
     }
-    if (ev->type == EJ_TREE_NODE_ADDED && !mine && c->init_instances)
+    if (ev->type == EJ_TREE_NODE_ADDED && !mine)
         ej__coord_leader_set_necessary(c);
     if (mine && ev->len == strlen(EJ_LAYOUT_INSTANCE_TRIGGER) &&
         strcmp(ev->data, EJ_LAYOUT_INSTANCE_TRIGGER) == 0) {
@@ -215,7 +206,7 @@ void ej__coord_on_instances_event(ej_tree_cache *cache, const struct ej_tree_eve
     size_t plen = strlen(c->p_instances);
     bool child = ev->type != EJ_TREE_INITIALIZED && strncmp(ev->path, c->p_instances, plen) == 0 &&
                  ev->path[plen] == '/' && strchr(ev->path + plen + 1, '/') == NULL;
-    if (ev->type == EJ_TREE_INITIALIZED || (child && ej__coord_listening(c))) {
+    if (child && ej__coord_listening(c)) {
         ej__coord_post_event(c, ev, on_instances_event_body);
         const char *id = ev->path + plen + 1;
         if (child && ev->type == EJ_TREE_NODE_REMOVED && strcmp(id, c->me) != 0 && ev->stat &&
