@@ -81,7 +81,7 @@ void ej__coord_set_error(ej__coord *c, const char *fmt, ...)
     m->is_config = false;
     if (ej__coord_on_serial(c))
         set_error_task(c, m);
-    else if (ej__coord_post(c, set_error_task, m) != 0)
+    else if (ej__coord_post_owned(c, set_error_task, m, free) != 0)
         free(m);
 }
 
@@ -299,6 +299,7 @@ struct ctask {
     void (*fn)(ej__coord *c, void *arg);
     void *arg;
     void (*step)(void *task); /* a latch's continuation: runs even when closed */
+    void (*drop)(void *arg);  /* frees arg when fn does not run (closed) */
 };
 
 static void ctask_run(void *p)
@@ -307,7 +308,10 @@ static void ctask_run(void *p)
     if (t->step != NULL) {
         t->step(t->arg);
         ej__coord_publish(t->c);
-    } else if (ej__coord_enter(t->c)) {
+    } else if (!ej__coord_enter(t->c)) {
+        if (t->drop != NULL)
+            t->drop(t->arg);
+    } else {
         t->fn(t->c, t->arg);
         /* A serial task may have changed the state; a pool task
          * (ej__coord_post_pool) writes none of it. */
@@ -320,7 +324,7 @@ static void ctask_run(void *p)
 }
 
 static int post_to(ej__coord *c, ej__sched_job *queue, void (*fn)(ej__coord *c, void *arg),
-                   void *arg)
+                   void *arg, void (*drop)(void *arg))
 {
     struct ctask *t = malloc(sizeof *t);
     if (t == NULL)
@@ -329,6 +333,7 @@ static int post_to(ej__coord *c, ej__sched_job *queue, void (*fn)(ej__coord *c, 
     t->fn = fn;
     t->arg = arg;
     t->step = NULL;
+    t->drop = drop;
     atomic_fetch_add(&c->refs, 1);
     int rc = ej__sched_post(c->sched, queue, ctask_run, t);
     if (rc != 0) {
@@ -396,12 +401,18 @@ bool ej__coord_on_dispatch(ej__coord *c)
 
 int ej__coord_post(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg)
 {
-    return post_to(c, c->serial, fn, arg);
+    return post_to(c, c->serial, fn, arg, NULL);
+}
+
+int ej__coord_post_owned(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg,
+                         void (*drop)(void *arg))
+{
+    return post_to(c, c->serial, fn, arg, drop);
 }
 
 int ej__coord_post_pool(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg)
 {
-    return post_to(c, NULL, fn, arg);
+    return post_to(c, NULL, fn, arg, NULL);
 }
 
 /* The latch's continuations (ej__latch_acquire_async) run on the serial
@@ -416,7 +427,7 @@ int ej__coord_latch_post(void *post_arg, void (*fn)(void *task), void *task)
     struct ctask *t = malloc(sizeof *t);
     int rc = EJ_ENOMEM;
     if (t != NULL) {
-        *t = (struct ctask){.c = c, .arg = task, .step = fn};
+        *t = (struct ctask){.c = c, .arg = task, .step = fn, .drop = NULL};
         atomic_fetch_add(&c->refs, 1);
         rc = ej__sched_post(c->sched, c->serial, ctask_run, t);
         if (rc != 0) {
@@ -434,14 +445,20 @@ struct event_copy {
     void (*fn)(ej__coord *c, const struct ej_tree_event *ev);
 };
 
+static void event_free(void *arg)
+{
+    struct event_copy *e = arg;
+    free((char *)e->ev.path);
+    free((char *)e->ev.data);
+    free(e);
+}
+
 static void event_task(ej__coord *c, void *arg)
 {
     EJ_ASSERT_SERIAL(c);
     struct event_copy *e = arg;
     e->fn(c, &e->ev);
-    free((char *)e->ev.path);
-    free((char *)e->ev.data);
-    free(e);
+    event_free(e);
 }
 
 int ej__coord_post_event(ej__coord *c, const struct ej_tree_event *ev,
@@ -465,7 +482,7 @@ int ej__coord_post_event(ej__coord *c, const struct ej_tree_event *ev,
         e->stat = *ev->stat;
         e->ev.stat = &e->stat;
     }
-    int rc = e->ev.path && data ? ej__coord_post(c, event_task, e) : EJ_ENOMEM;
+    int rc = e->ev.path && data ? ej__coord_post_owned(c, event_task, e, event_free) : EJ_ENOMEM;
     if (rc != 0) {
         EJ_LOG(EJ_LOG_ERROR, MOD, rc, "job %s: cannot queue the event of %s", c->job,
                ev->path ? ev->path : "?");

@@ -408,6 +408,10 @@ void ej__coord_release(ej__coord *c);
 int ej__coord_latch_post(void *post_arg, void (*fn)(void *task), void *task);
 /* Post fn(arg) as a control task holding a coordinator reference. */
 int ej__coord_post(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg);
+/* The same for an arg that the task owns: drop(arg) frees it when fn does
+ * not run (the coordinator closed first). */
+int ej__coord_post_owned(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void *arg,
+                         void (*drop)(void *arg));
 /* The same on the shared pool instead of the job's serial queue: for work
  * that may wait long (a leader's resharding waits, bounded, for items
  * running elsewhere) and must hold up neither elections nor crash

@@ -160,15 +160,22 @@ struct departed {
     size_t n;
 };
 
+static void departed_free(void *arg)
+{
+    struct departed *d = arg;
+    free(d->cand);
+    free(d->id);
+    free(d);
+}
+
 static void departed_task(ej__coord *c, void *arg)
 {
     struct departed *d = arg;
-    if (c->started && !c->stopped)
+    if (c->started && !c->stopped) {
         ej__failover_on_instance_removed(c, d->id, d->session, d->at_ms, d->cand, d->n);
-    else
-        free(d->cand);
-    free(d->id);
-    free(d);
+        d->cand = NULL; /* taken */
+    }
+    departed_free(d);
 }
 
 /* At the removal of another instance's node (dispatch thread): the
@@ -187,11 +194,8 @@ static void on_departed(ej__coord *c, const char *id, int64_t session)
     d->session = session;
     d->at_ms = ej__now_ms();
     ej__failover_candidates(c, session, &d->cand, &d->n);
-    if (d->id == NULL || ej__coord_post(c, departed_task, d) != 0) {
-        free(d->cand);
-        free(d->id);
-        free(d);
-    }
+    if (d->id == NULL || ej__coord_post_owned(c, departed_task, d, departed_free) != 0)
+        departed_free(d);
 }
 
 /* The instances cache's listener (dispatch thread). */
@@ -481,7 +485,7 @@ void ej__coord_on_state(ej_registry *reg, ej_reg_state st, bool new_session, voi
     struct state_change *m = malloc(sizeof *m);
     if (m != NULL) {
         *m = (struct state_change){st, new_session};
-        if (ej__coord_post(c, state_task, m) != 0)
+        if (ej__coord_post_owned(c, state_task, m, free) != 0)
             free(m);
     }
     ej__coord_done(c);
