@@ -84,9 +84,15 @@ static void on_servers_event_body(ej__coord *c, const struct ej_tree_event *ev)
     if (!go || strncmp(ev->path, c->p_servers, strlen(c->p_servers)) != 0 ||
         ev->path[strlen(c->p_servers)] != '/')
         return;
-    /* Any server change reshards (ElasticJob: all servers events). */
-    ej__coord_leader_set_necessary(c);
-    if (strcmp(ev->path, c->p_my_server) != 0)
+    /* Any server change reshards (ElasticJob: all servers events), but
+     * the creation of our own server node: it comes with a registration
+     * (ours, or another instance's on this IP), which sets the flag
+     * itself (the start's step 6, a re-registration), and the event may
+     * be handled after the start, a request for nothing. */
+    bool mine = strcmp(ev->path, c->p_my_server) == 0;
+    if (!mine || ev->type != EJ_TREE_NODE_ADDED)
+        ej__coord_leader_set_necessary(c);
+    if (!mine)
         return;
     bool disabled =
         ev->type != EJ_TREE_NODE_REMOVED && strcmp(ev->data, EJ_LAYOUT_SERVER_DISABLED) == 0;
