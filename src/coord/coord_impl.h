@@ -102,6 +102,7 @@ struct ej__coord {
     bool started; /* start-up finished */
     bool stopped; /* operator shutdown or job removed */
     bool electing;
+    bool elect_recheck; /* the election in progress re-checks the job's nodes (election.c) */
     int64_t won_session; /* session in which this instance last won an election */
     int64_t reg_session; /* session that created our instance node; 0 none */
     int64_t reg_at_ms;   /* wall ms of that registration */

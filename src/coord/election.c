@@ -310,7 +310,13 @@ static void elect_async_done(void *arg, ej__latch *latch, int rc)
         return;
     }
     bool won = false;
-    if (latch != NULL && !atomic_load(&c->closed) && !c->stopped)
+    /* An election begun for a job whose nodes were all there: if its
+     * config or our instance node went while it waited (the job being
+     * removed), it must not create them again. */
+    bool removed = c->elect_recheck &&
+                   (!ej_tree_cache_exists(c->c_config, c->p_config, NULL) ||
+                    !ej_tree_cache_exists(c->c_instances, c->p_my_instance, NULL));
+    if (latch != NULL && !atomic_load(&c->closed) && !c->stopped && !removed)
         rc = elect_latched(c, false, &won);
     else if (rc != 0)
         EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: election latch %s not acquired", c->job,
@@ -324,10 +330,11 @@ static void elect_async_done(void *arg, ej__latch *latch, int rc)
  * new session, a fire finding no leader): the latch's wait is a watch, and
  * the queue goes on with other events meanwhile; the rest of the election
  * runs when the latch is ours (elect_async_done). */
-void ej__coord_elect_async(ej__coord *c)
+static void elect_async(ej__coord *c, bool recheck)
 {
     if (!elect_begin(c))
         return;
+    c->elect_recheck = recheck;
     if (ej__coord_server_disabled(c)) {
         elect_finish(c, false);
         return;
@@ -343,6 +350,11 @@ void ej__coord_elect_async(ej__coord *c)
     }
 }
 
+void ej__coord_elect_async(ej__coord *c)
+{
+    elect_async(c, false);
+}
+
 static void elect_task(ej__coord *c, void *arg)
 {
     EJ_ASSERT_SERIAL(c);
@@ -354,7 +366,7 @@ static void elect_task(ej__coord *c, void *arg)
                !ej_tree_cache_exists(c->c_instances, c->p_my_instance, NULL)))
         go = false;
     if (go && !ej__coord_leader_known(c))
-        ej__coord_elect_async(c);
+        elect_async(c, true);
 }
 
 void ej__coord_post_election(ej__coord *c)
