@@ -5,7 +5,7 @@
  *
  * Each other job costs one read of its config, one of its instances, one
  * per distinct IP among those instances (servers/{ip}, the DISABLED rule
- * of ej__coord_available_instances) and one per item (sharding/N/instance),
+ * of ej__coord_shard_instances) and one per item (sharding/N/instance),
  * all synchronous on the resharding thread. A job that cannot be read, or
  * whose config is invalid, is left out with a debug line: another job's
  * trouble never fails this job's resharding. Other BALANCED jobs on the
@@ -64,20 +64,9 @@ static int get_node(ej_registry *reg, const char *job, ej_layout_node node, int 
     return rc;
 }
 
-/* Is servers/{ip} of job DISABLED? A missing node is not. */
-static int server_disabled(ej_registry *reg, const char *job, const char *ip, bool *dis,
-                           struct why *w)
-{
-    char *data = NULL;
-    int rc = get_node(reg, job, EJ_LAYOUT_NODE_SERVER, 0, ip, &data, NULL, w);
-    *dis = rc == 0 && strcmp(data, EJ_LAYOUT_SERVER_DISABLED) == 0;
-    free(data);
-    return rc == EJ_ENONODE ? 0 : rc;
-}
-
-/* Keep the instances whose server is not DISABLED, in ZooKeeper order
- * (the list ej__coord_available_instances gives the job's own leader).
- * One read per distinct IP. */
+/* Keep the instances whose server is not DISABLED, in ElasticJob order
+ * (the list ej__coord_shard_instances gives the job's own leader). One
+ * read per distinct IP. */
 static int live_instances(ej_registry *reg, struct ns_job *j, struct why *w)
 {
     char *p = ej_layout_path_dup(j->name, EJ_LAYOUT_NODE_INSTANCES, 0, NULL);
@@ -92,53 +81,12 @@ static int live_instances(ej_registry *reg, struct ns_job *j, struct why *w)
         return 0;
     if (rc != 0)
         return rc;
-    /* ips[i]: the IP of the kept ids[i]; dis_of[i] its server's state. */
-    char(*ips)[EJ__IP_MAX] = k ? malloc(k * sizeof *ips) : NULL;
-    bool *dis_of = k ? malloc(k * sizeof *dis_of) : NULL;
-    if (k > 0 && (ips == NULL || dis_of == NULL)) {
-        rc = EJ_ENOMEM;
-        goto out_free;
-    }
-    size_t kept = 0;
-    for (size_t i = 0; i < k; i++) {
-        char ip[EJ__IP_MAX];
-        bool dis = false;
-        if (ej_layout_instance_ip(j->ids[i], ip, sizeof ip) != 0) {
-            ips[i][0] = '\0';
-            free(j->ids[i]);
-            continue;
-        }
-        bool known = false;
-        for (size_t s = 0; s < i && !known; s++)
-            if (ips[s][0] != '\0' && strcmp(ips[s], ip) == 0) {
-                known = true;
-                dis = dis_of[s];
-            }
-        if (!known) {
-            rc = server_disabled(reg, j->name, ip, &dis, w);
-            if (rc != 0) {
-                /* The ids not yet looked at are still owned here. */
-                for (size_t r = i; r < k; r++)
-                    free(j->ids[r]);
-                j->ids[kept] = NULL;
-                goto out_free;
-            }
-        }
-        memcpy(ips[i], ip, sizeof ip);
-        dis_of[i] = dis;
-        if (dis) {
-            free(j->ids[i]);
-            continue;
-        }
-        j->ids[kept++] = j->ids[i];
-    }
-    j->ids[kept] = NULL;
-    j->n = kept;
-    ej_sharding_instances_order(j->ids, kept);
-out_free:
-    free(ips);
-    free(dis_of);
-    return rc;
+    rc = ej__servers_drop_disabled(reg, j->name, j->ids, &k, w->buf, w->len);
+    if (rc != 0)
+        return rc;
+    j->n = k;
+    ej_sharding_instances_order(j->ids, k);
+    return 0;
 }
 
 /* Current owners: sharding/N/instance for N < count, NULL where missing. */

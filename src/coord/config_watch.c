@@ -31,8 +31,8 @@
  * would otherwise create while the caches watch (each creation then costs
  * every cache above it a read): servers/, servers/{ip} with the value of a
  * new job (DISABLED when the config says so) and instances/. What was
- * written is what ZooKeeper holds. A job already there costs one read, or
- * one write with overwrite. Anything unexpected goes the general way:
+ * written is what ZooKeeper holds. A job already there costs one read, and
+ * with overwrite one write more when the bytes differ. Anything unexpected goes the general way:
  * exists, persist, read back (retried). *fresh tells that the
  * transaction created the job. */
 int ej__coord_config_sync(ej__coord *c, const struct ej_job_config *local, char **data, size_t *len,
@@ -61,12 +61,20 @@ int ej__coord_config_sync(ej__coord *c, const struct ej_job_config *local, char 
     };
     int rc = ej_registry_multi(c->reg, ops, 5, NULL);
     if (rc == EJ_ENODEEXISTS && ops[0].result == EJ_ENODEEXISTS) {
-        /* The job's node exists: the config most likely too. */
-        rc = local->overwrite ? ej_registry_set(c->reg, c->p_config, json, jl, -1, NULL)
-                              : ej_registry_get(c->reg, c->p_config, data, len, NULL);
-        if (rc == 0 && !local->overwrite) {
+        /* The job's node exists: the config most likely too. An overwrite
+         * that would write the bytes already there is not written: every
+         * member's cache would read the node again (a fleet starting with
+         * overwrite on rewrites it once per instance). */
+        rc = ej_registry_get(c->reg, c->p_config, data, len, NULL);
+        bool same = rc == 0 && *len == jl && memcmp(*data, json, jl) == 0;
+        if (rc == 0 && (same || !local->overwrite)) {
             free(json);
             return 0;
+        }
+        if (rc == 0) {
+            free(*data);
+            *data = NULL;
+            rc = ej_registry_set(c->reg, c->p_config, json, jl, -1, NULL);
         }
     } else if (rc == 0) {
         *fresh = true;

@@ -199,21 +199,23 @@ bool ej__coord_is_leader(ej__coord *c)
     return me;
 }
 
-static bool server_disabled_ip(ej__coord *c, const char *ip)
+/* The servers cache holds this instance's own servers/{ip} only: every
+ * instance watching every server's node would cost each arrival a read by
+ * every member of the job (docs/coordination.md, "What each instance
+ * watches"). */
+static bool own_server_disabled(ej__coord *c)
 {
-    char *p = ej_layout_path_dup(c->job, EJ_LAYOUT_NODE_SERVER, 0, ip);
     char *data = NULL;
     bool dis = false;
-    if (p && c->c_servers && ej_tree_cache_get(c->c_servers, p, &data, NULL, NULL) == 0)
+    if (c->c_servers && ej_tree_cache_get(c->c_servers, c->p_my_server, &data, NULL, NULL) == 0)
         dis = strcmp(data, EJ_LAYOUT_SERVER_DISABLED) == 0;
     free(data);
-    free(p);
     return dis;
 }
 
 bool ej__coord_server_disabled(ej__coord *c)
 {
-    return server_disabled_ip(c, c->ip);
+    return own_server_disabled(c);
 }
 
 void ej__coord_notify_failover_taken(ej__coord *c)
@@ -264,10 +266,12 @@ int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n)
         return 0;
     if (rc != 0)
         return rc;
+    bool own_off = own_server_disabled(c);
     size_t j = 0;
     for (size_t i = 0; i < k; i++) {
         char ip[EJ__IP_MAX];
-        if (ej_layout_instance_ip(names[i], ip, sizeof ip) != 0 || server_disabled_ip(c, ip)) {
+        if (ej_layout_instance_ip(names[i], ip, sizeof ip) != 0 ||
+            (own_off && strcmp(ip, c->ip) == 0)) {
             free(names[i]);
             continue;
         }
@@ -278,6 +282,67 @@ int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n)
     *ids = names;
     *n = j;
     return 0;
+}
+
+int ej__coord_shard_instances(ej__coord *c, char ***ids, size_t *n)
+{
+    int rc = ej__coord_available_instances(c, ids, n);
+    if (rc == 0)
+        rc = ej__servers_drop_disabled(c->reg, c->job, *ids, n, NULL, 0);
+    if (rc != 0) {
+        ej_registry_free_names(*ids);
+        *ids = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+int ej__servers_drop_disabled(ej_registry *reg, const char *job, char **ids, size_t *n, char *why,
+                              size_t whylen)
+{
+    size_t k = *n;
+    if (k == 0)
+        return 0;
+    /* keep[i] for every id first: on a failed read nothing is dropped. */
+    bool *keep = calloc(k, sizeof *keep);
+    char(*ips)[EJ__IP_MAX] = calloc(k, sizeof *ips);
+    int rc = keep && ips ? 0 : EJ_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < k; i++) {
+        if (ej_layout_instance_ip(ids[i], ips[i], sizeof ips[i]) != 0)
+            continue;
+        size_t s = 0;
+        while (s < i && strcmp(ips[s], ips[i]) != 0)
+            s++;
+        if (s < i) {
+            keep[i] = keep[s];
+            continue;
+        }
+        char *p = ej_layout_path_dup(job, EJ_LAYOUT_NODE_SERVER, 0, ips[i]);
+        char *data = NULL;
+        rc = p ? ej_registry_get(reg, p, &data, NULL, NULL) : EJ_ENOMEM;
+        /* A missing servers/{ip} counts as enabled, as in Java. */
+        keep[i] = rc == EJ_ENONODE || (rc == 0 && strcmp(data, EJ_LAYOUT_SERVER_DISABLED) != 0);
+        if (rc == EJ_ENONODE)
+            rc = 0;
+        if (rc != 0 && why != NULL)
+            snprintf(why, whylen, "reading %s: %s", p ? p : "servers/{ip}", ej_strerror(rc));
+        free(data);
+        free(p);
+    }
+    if (rc == 0) {
+        size_t j = 0;
+        for (size_t i = 0; i < k; i++) {
+            if (keep[i])
+                ids[j++] = ids[i];
+            else
+                free(ids[i]);
+        }
+        ids[j] = NULL;
+        *n = j;
+    }
+    free(keep);
+    free(ips);
+    return rc;
 }
 
 int64_t ej__coord_instance_session(ej__coord *c, const char *id)
@@ -540,6 +605,8 @@ void ej__coord_unref(ej__coord *c)
         return;
     if (c->have_cfg)
         ej_job_config_fini(&c->cfg);
+    /* An election's wait whose end the dispatch thread saw (closed). */
+    ej__latch_wait_put(c->elect_wait);
     char *paths[] = {
         c->p_root,        c->p_config,      c->p_servers,   c->p_instances,  c->p_leader,
         c->p_leader_inst, c->p_el_latch,    c->p_necessary, c->p_processing, c->p_fo_items,

@@ -103,6 +103,9 @@ struct ej__coord {
     bool stopped; /* operator shutdown or job removed */
     bool electing;
     bool elect_recheck; /* the election in progress re-checks the job's nodes (election.c) */
+    /* The election's latch wait, cancelled when a leader appears (the
+     * acquisition's reference; NULL when none is under way). */
+    ej__latch_wait *elect_wait;
     int64_t won_session; /* session in which this instance last won an election */
     int64_t reg_session; /* session that created our instance node; 0 none */
     int64_t reg_at_ms;   /* wall ms of that registration */

@@ -275,6 +275,15 @@ static bool elect_begin(ej__coord *c)
     return true;
 }
 
+/* A start's election waiting for the latch stops when the leader cache
+ * shows a leader: a fleet starting at once would otherwise pass the
+ * latch to every member of the job in turn, each start waiting for it.
+ * (Not a heal: the leader it replaces is still in the cache.) */
+static bool leader_now_known(void *arg)
+{
+    return ej__coord_leader_known(arg);
+}
+
 /* The election that waits on the queue: the start's (its next step needs
  * the result) and a fire's heal of a stale leader. */
 static int elect(ej__coord *c, bool heal)
@@ -285,8 +294,12 @@ static int elect(ej__coord *c, bool heal)
     int rc = EJ_EBUSY;
     ej__latch *latch = NULL;
     if (!ej__coord_server_disabled(c)) {
-        rc = ej__latch_acquire(c->reg, c->p_el_latch, c->bound_ms, &latch);
-        if (rc != 0)
+        rc = ej__latch_acquire_unless(c->reg, c->p_el_latch, c->bound_ms,
+                                      heal ? NULL : leader_now_known, c, &latch);
+        if (rc == EJ_EAGAIN)
+            EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: a leader was elected while waiting for %s",
+                   c->job, c->p_el_latch);
+        else if (rc != 0)
             EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: election latch %s not acquired", c->job,
                    c->p_el_latch);
     }
@@ -309,6 +322,8 @@ static void elect_async_done(void *arg, ej__latch *latch, int rc)
         ej__coord_unref(c);
         return;
     }
+    ej__latch_wait_put(c->elect_wait);
+    c->elect_wait = NULL;
     bool won = false;
     /* An election begun for a job whose nodes were all there: if its
      * config or our instance node went while it waited (the job being
@@ -318,6 +333,9 @@ static void elect_async_done(void *arg, ej__latch *latch, int rc)
                     !ej_tree_cache_exists(c->c_instances, c->p_my_instance, NULL));
     if (latch != NULL && !atomic_load(&c->closed) && !c->stopped && !removed)
         rc = elect_latched(c, false, &won);
+    else if (rc == EJ_EAGAIN)
+        EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "job %s: a leader was elected while waiting for %s", c->job,
+               c->p_el_latch);
     else if (rc != 0)
         EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: election latch %s not acquired", c->job,
                c->p_el_latch);
@@ -340,8 +358,9 @@ static void elect_async(ej__coord *c, bool recheck)
         return;
     }
     atomic_fetch_add(&c->refs, 1);
-    int rc = ej__latch_acquire_async(c->reg, c->p_el_latch, c->bound_ms, ej__coord_latch_post, c,
-                                     elect_async_done, c);
+    EJ_ASSERT(c->elect_wait == NULL);
+    int rc = ej__latch_acquire_async_w(c->reg, c->p_el_latch, c->bound_ms, ej__coord_latch_post,
+                                       c, elect_async_done, c, &c->elect_wait);
     if (rc != 0) {
         EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: election latch %s not acquired", c->job,
                c->p_el_latch);
@@ -444,6 +463,10 @@ static void on_leader_event_body(ej__coord *c, const struct ej_tree_event *ev)
     if (!go)
         return;
     if (strcmp(ev->path, c->p_leader_inst) == 0 && ev->type != EJ_TREE_NODE_REMOVED) {
+        /* Elected: our wait for the latch, if any, is for nothing (the
+         * winner of a fleet's election otherwise passes the latch on to
+         * every member of the job in turn). */
+        ej__latch_wait_cancel(c->elect_wait);
         /* Leadership follows availability, whatever the order in which an
          * election, a disable and a reconnection were seen. */
         if (strcmp(ev->data, c->me) == 0 && ej__coord_server_disabled(c))
@@ -461,8 +484,11 @@ static void on_leader_event_body(ej__coord *c, const struct ej_tree_event *ev)
         return;
     }
     size_t flen = strlen(c->p_fo_items);
-    if (ev->type == EJ_TREE_NODE_ADDED && strncmp(ev->path, c->p_fo_items, flen) == 0 &&
-        ev->path[flen] == '/' && c->hooks.on_failover_pending && ej__coord_failover_on(c))
+    bool fo_item = ev->type == EJ_TREE_NODE_ADDED && strncmp(ev->path, c->p_fo_items, flen) == 0 &&
+                   ev->path[flen] == '/';
+    if (fo_item)
+        ej__failover_items_changed(c);
+    if (fo_item && c->hooks.on_failover_pending && ej__coord_failover_on(c))
         c->hooks.on_failover_pending(c->hooks.user);
 }
 

@@ -47,10 +47,17 @@ struct taken {
     int64_t session;
 };
 
+struct pending_record;
+
 struct ej__failover_state {
     pthread_mutex_t mu;
     struct crash *crashes;
     size_t ncrash, capcrash;
+    /* The recording waiting for the latch (one at a time; the records
+     * seen meanwhile wait in crashes), cancelled when the caches show its
+     * items recorded or taken by another instance. */
+    struct pending_record *inflight;
+    ej__latch_wait *inflight_wait;
     struct taken *mine;
     size_t nmine, capmine;
 };
@@ -73,6 +80,7 @@ void ej__failover_state_free(struct ej__failover_state *s)
     }
     free(s->crashes);
     free(s->mine);
+    ej__latch_wait_put(s->inflight_wait);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -191,6 +199,8 @@ void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t sess
     size_t nitems = 0;
     int64_t close_zxid = 0;
     crashed_items(c, session, cand, ncand, &items, &nitems, &close_zxid);
+    if (nitems == 0) /* idle, or left cleanly: the resharding moves its items */
+        return;
     pthread_mutex_lock(&s->mu);
     if (s->ncrash == s->capcrash) {
         size_t nc = s->capcrash ? s->capcrash * 2 : 4;
@@ -297,29 +307,33 @@ static void free_crashes(struct crash *cr, size_t n)
     free(cr);
 }
 
-/* Keep records that could not be written for another try, for a while. */
+/* Keep a record for another try, for a while (else free what it holds).
+ * s->mu held. */
+static void keep_one(struct ej__failover_state *s, struct crash *cr, int64_t now)
+{
+    bool young = now - cr->at_ms <= CRASH_MEMORY_MS;
+    if (young && s->ncrash == s->capcrash) {
+        size_t nc = s->capcrash ? s->capcrash * 2 : 4;
+        struct crash *p = realloc(s->crashes, nc * sizeof *p);
+        if (p != NULL) {
+            s->crashes = p;
+            s->capcrash = nc;
+        }
+    }
+    if (young && s->ncrash < s->capcrash) {
+        s->crashes[s->ncrash++] = *cr;
+        return;
+    }
+    free(cr->id);
+    free(cr->items);
+}
+
+/* Keep records that could not be written for another try; frees cr. */
 static void keep_for_retry(struct ej__failover_state *s, struct crash *cr, size_t n, int64_t now)
 {
     pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < n; i++) {
-        bool kept = false;
-        if (now - cr[i].at_ms <= CRASH_MEMORY_MS && s->ncrash == s->capcrash) {
-            size_t nc = s->capcrash ? s->capcrash * 2 : 4;
-            struct crash *p = realloc(s->crashes, nc * sizeof *p);
-            if (p != NULL) {
-                s->crashes = p;
-                s->capcrash = nc;
-            }
-        }
-        if (now - cr[i].at_ms <= CRASH_MEMORY_MS && s->ncrash < s->capcrash) {
-            s->crashes[s->ncrash++] = cr[i];
-            kept = true;
-        }
-        if (!kept) {
-            free(cr[i].id);
-            free(cr[i].items);
-        }
-    }
+    for (size_t i = 0; i < n; i++)
+        keep_one(s, &cr[i], now);
     pthread_mutex_unlock(&s->mu);
     free(cr);
 }
@@ -338,12 +352,29 @@ static void record_done(void *arg, ej__latch *latch, int rc)
 {
     struct pending_record *r = arg;
     ej__coord *c = r->c;
+    struct ej__failover_state *s = ej__coord_failover_state(c);
+    pthread_mutex_lock(&s->mu);
+    ej__latch_wait *w = s->inflight == r ? s->inflight_wait : NULL;
+    if (s->inflight == r) {
+        s->inflight = NULL;
+        s->inflight_wait = NULL;
+    }
+    bool more = s->ncrash > 0;
+    pthread_mutex_unlock(&s->mu);
+    ej__latch_wait_put(w);
     if (!ej__coord_on_serial(c)) {
         free_crashes(r->cr, r->n);
+    } else if (rc == EJ_EAGAIN) {
+        /* Cancelled: another instance recorded or took every item. */
+        free_crashes(r->cr, r->n);
+        if (more && !ej__coord_stopped(c))
+            ej__coord_post(c, crash_task, NULL);
     } else if (latch != NULL) {
         record_latched(c, r->cr, r->n);
         ej__latch_release(latch);
         free_crashes(r->cr, r->n);
+        if (more && !ej__coord_stopped(c))
+            ej__coord_post(c, crash_task, NULL);
     } else {
         EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: failover items not recorded; will retry",
                ej__coord_job_name(c));
@@ -357,8 +388,85 @@ static void record_done(void *arg, ej__latch *latch, int rc)
     ej__coord_release(c);
 }
 
-/* Record the crashes seen so far. Every registered instance records (see
- * the top of this file), under leader/failover/latch, whose wait is a
+/* Does this instance record crashes as soon as it sees them? The leader
+ * does, or with no live leader known the first available instance in
+ * ElasticJob order; the others wait (defer_or_prune). */
+static bool records_first(ej__coord *c)
+{
+    if (ej__coord_is_leader(c))
+        return true;
+    if (ej__coord_leader_known(c) && !ej__coord_leader_stale(c))
+        return false;
+    char **ids = NULL;
+    size_t n = 0;
+    bool first = ej__coord_available_instances(c, &ids, &n) == 0 && n > 0 &&
+                 strcmp(ids[0], ej__coord_instance_id(c)) == 0;
+    ej_registry_free_names(ids);
+    return first;
+}
+
+/* Recorded or taken already, as the caches show it? */
+static bool item_handled(ej__coord *c, int item, int64_t crashed_session)
+{
+    struct ej__view_item it;
+    bool taken = false;
+    if (ej__view_get(ej__coord_view(c), item, &it) == 0) {
+        taken = it.failover_owner > 0 && it.failover_owner != crashed_session;
+        ej__view_item_fini(&it);
+    }
+    char *p = ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_FAILOVER_ITEM, item, NULL);
+    bool recorded = p && ej_tree_cache_exists(ej__coord_cache(c, "leader"), p, NULL);
+    free(p);
+    return taken || recorded;
+}
+
+/* The instances other than the first recorder give it FAILOVER_DEFER_MS,
+ * then record only the items nobody recorded or took meanwhile. Every
+ * instance recording at once would queue a job's N instances on the
+ * failover latch one after the other, with the instances that take the
+ * items over waiting behind them; deferred, they still record when the
+ * first one could not (it died too, or lost its session). Keeps back in
+ * s the records whose time has not come (and asks for a task then), drops
+ * the handled items, and leaves in *cr what to record now. */
+#define FAILOVER_DEFER_MS 1500
+
+static void defer_or_prune(ej__coord *c, struct ej__failover_state *s, struct crash **cr,
+                           size_t *n, int64_t now)
+{
+    if (records_first(c))
+        return;
+    struct crash *all = *cr;
+    size_t k = 0;
+    int64_t next = 0;
+    for (size_t i = 0; i < *n; i++) {
+        struct crash *x = &all[i];
+        if (now - x->at_ms < FAILOVER_DEFER_MS) {
+            int64_t due = x->at_ms + FAILOVER_DEFER_MS - now;
+            next = next == 0 || due < next ? due : next;
+            pthread_mutex_lock(&s->mu);
+            keep_one(s, x, now);
+            pthread_mutex_unlock(&s->mu);
+            continue;
+        }
+        size_t m = 0;
+        for (size_t j = 0; j < x->n; j++)
+            if (!item_handled(c, x->items[j], x->session))
+                x->items[m++] = x->items[j];
+        x->n = m;
+        if (m == 0) {
+            free(x->id);
+            free(x->items);
+            continue;
+        }
+        all[k++] = *x;
+    }
+    *n = k;
+    if (next > 0 && !ej__coord_stopped(c))
+        ej__coord_post_after(c, (int)next, crash_task, NULL);
+}
+
+/* Record the crashes seen so far (the first recorder at once, the others
+ * later: defer_or_prune), under leader/failover/latch, whose wait is a
  * watch: the queue goes on meanwhile and record_done runs when the latch
  * is ours. */
 void ej__failover_process_pending(ej__coord *c)
@@ -371,6 +479,11 @@ void ej__failover_process_pending(ej__coord *c)
     bool go = failover && !ej__coord_stopped(c) && ej__coord_registered(c);
     int64_t now = ej__now_ms();
     pthread_mutex_lock(&s->mu);
+    if (go && s->inflight != NULL) {
+        /* One recording at a time: its end asks for another task. */
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
     struct crash *mine = NULL;
     size_t nmine = 0;
     if (go) {
@@ -392,6 +505,8 @@ void ej__failover_process_pending(ej__coord *c)
         s->ncrash = j;
     }
     pthread_mutex_unlock(&s->mu);
+    if (nmine > 0)
+        defer_or_prune(c, s, &mine, &nmine, now);
     if (nmine == 0) {
         free(mine);
         return;
@@ -402,8 +517,21 @@ void ej__failover_process_pending(ej__coord *c)
     int rc = EJ_ENOMEM;
     if (r != NULL && latch_path != NULL) {
         *r = (struct pending_record){ej__coord_hold(c), mine, nmine, now};
-        rc = ej__latch_acquire_async(ej__coord_registry(c), latch_path, ej__coord_wait_bound(c),
-                                     ej__coord_latch_post, c, record_done, r);
+        /* In flight before the first step: its result is posted, so it
+         * cannot come before this is set. */
+        pthread_mutex_lock(&s->mu);
+        s->inflight = r;
+        pthread_mutex_unlock(&s->mu);
+        ej__latch_wait *w = NULL;
+        rc = ej__latch_acquire_async_w(ej__coord_registry(c), latch_path, ej__coord_wait_bound(c),
+                                       ej__coord_latch_post, c, record_done, r, &w);
+        pthread_mutex_lock(&s->mu);
+        if (rc != 0)
+            s->inflight = NULL;
+        else if (s->inflight == r)
+            s->inflight_wait = w, w = NULL;
+        pthread_mutex_unlock(&s->mu);
+        ej__latch_wait_put(w);
         if (rc != 0)
             ej__coord_release(c);
     }
@@ -416,6 +544,48 @@ void ej__failover_process_pending(ej__coord *c)
         if (!ej__coord_stopped(c))
             ej__coord_post_after(c, 200, crash_task, NULL);
     }
+}
+
+void ej__failover_items_changed(ej__coord *c)
+{
+    EJ_ASSERT_SERIAL(c);
+    struct ej__failover_state *s = ej__coord_failover_state(c);
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    struct pending_record *r = s->inflight;
+    bool handled = r != NULL && s->inflight_wait != NULL;
+    for (size_t k = 0; handled && k < r->n; k++)
+        for (size_t i = 0; handled && i < r->cr[k].n; i++)
+            handled = item_handled(c, r->cr[k].items[i], r->cr[k].session);
+    ej__latch_wait *w = NULL;
+    if (handled) {
+        w = s->inflight_wait;
+        s->inflight_wait = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    /* Outside the lock: a cancel refused by a closing queue ends the
+     * acquisition here, in record_done, which takes it. */
+    ej__latch_wait_cancel(w);
+    ej__latch_wait_put(w);
+}
+
+/* A take waiting for the latch gives up when the cache shows no item left
+ * to take: every idle member of the job sees the same items and queues
+ * for them, and all but one would get the latch for nothing. */
+static bool nothing_to_take(void *arg)
+{
+    ej__coord *c = arg;
+    char *items = ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_FAILOVER_ITEMS, 0, NULL);
+    char **names = NULL;
+    size_t n = 0;
+    bool none = items != NULL &&
+                ej_tree_cache_children(ej__coord_cache(c, "leader"), items, EJ_REG_UNSORTED, &names,
+                                       &n) != 0;
+    none = none || (items != NULL && n == 0);
+    ej_registry_free_names(names);
+    free(items);
+    return none;
 }
 
 int ej__failover_take(ej__coord *c)
@@ -442,8 +612,11 @@ int ej__failover_take(ej__coord *c)
         goto out;
     ej_registry_free_names(names);
     names = NULL;
-    rc = ej__latch_acquire(reg, latch_path, ej__coord_wait_bound(c), &latch);
-    if (rc != 0)
+    rc = ej__latch_acquire_unless(reg, latch_path, ej__coord_wait_bound(c), nothing_to_take, c,
+                                  &latch);
+    if (rc == EJ_EAGAIN)
+        rc = 0; /* taken by others while this one waited */
+    if (rc != 0 || latch == NULL)
         goto out;
     rc = ej_registry_children(reg, items_path, EJ_REG_SORT_DESC, &names, &n);
     if (rc == EJ_ENONODE) {

@@ -87,6 +87,11 @@ typedef struct ej__latch ej__latch;
  * node deleted again); EJ_EINVAL; EJ_ECLOSED; registry errors.
  */
 int ej__latch_acquire(ej_registry *reg, const char *latch_path, int timeout_ms, ej__latch **out);
+/* ej__latch_acquire that, while it waits, asks unneeded(arg) every 50 ms
+ * (from the caller's thread, so it must not block) and gives up with
+ * EJ_EAGAIN, its own node deleted, when it says true. */
+int ej__latch_acquire_unless(ej_registry *reg, const char *latch_path, int timeout_ms,
+                             bool (*unneeded)(void *), void *arg, ej__latch **out);
 
 /* Release: delete the own node (retried) and free. NULL ok. Any thread but
  * the dispatch thread. */
@@ -133,6 +138,25 @@ typedef int (*ej__latch_post_fn)(void *post_arg, void (*fn)(void *task), void *t
 int ej__latch_acquire_async(ej_registry *reg, const char *latch_path, int timeout_ms,
                             ej__latch_post_fn post, void *post_arg, ej__latch_done_fn done,
                             void *arg);
+
+/* An acquisition under way, for its owner to cancel (one reference). */
+typedef struct latch_async ej__latch_wait;
+
+/* ej__latch_acquire_async, and when it returns 0 and wait is not NULL, a
+ * reference to the acquisition in *wait (give it back with
+ * ej__latch_wait_put, at any time). */
+int ej__latch_acquire_async_w(ej_registry *reg, const char *latch_path, int timeout_ms,
+                              ej__latch_post_fn post, void *post_arg, ej__latch_done_fn done,
+                              void *arg, ej__latch_wait **wait);
+
+/* The owner no longer needs the latch (what it wanted done is done, by
+ * another): a wait ends at once, its own node deleted, and done gets
+ * EJ_EAGAIN (latch NULL), through post as ever. A cancel that comes after
+ * the latch was acquired, or after done, changes nothing. Any thread. A
+ * contender that leaves spares the ones behind it a turn each: a job's
+ * members queued on a latch otherwise pass it on one by one. */
+void ej__latch_wait_cancel(ej__latch_wait *w);
+void ej__latch_wait_put(ej__latch_wait *w);
 
 /* The own node's path (namespace-relative), borrowed. */
 const char *ej__latch_node(const ej__latch *l);
@@ -335,9 +359,21 @@ bool ej__coord_may_start(ej__coord *c, int64_t session);
  * once when there is none). Called before each item starts, off the
  * dispatch thread. */
 void ej__coord_takeover_wait(ej__coord *c);
-/* Live instances on enabled servers, in ElasticJob order (reverse
- * lexicographic). Caller frees with ej_registry_free_names. */
+/* Live instances, in ElasticJob order (reverse lexicographic), without
+ * this instance's own IP's when its server is DISABLED; other servers'
+ * state is not cached (read by the leader when it shards:
+ * ej__coord_shard_instances). From the caches, no request. Caller frees
+ * with ej_registry_free_names. */
 int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n);
+/* The leader's list for sharding: the live instances on enabled servers,
+ * each server's state read from ZooKeeper (one read per distinct IP). */
+int ej__coord_shard_instances(ej__coord *c, char ***ids, size_t *n);
+/* Drop from ids (NULL-terminated, *n of them, in place) the ids whose
+ * servers/{ip} of job says DISABLED, or whose IP does not parse; one read
+ * per distinct IP (a missing node counts as enabled). On an error nothing
+ * is dropped; why (may be NULL) describes it. */
+int ej__servers_drop_disabled(ej_registry *reg, const char *job, char **ids, size_t *n, char *why,
+                              size_t whylen);
 /* Ephemeral owner (session) of an instance node, 0 when not live. */
 int64_t ej__coord_instance_session(ej__coord *c, const char *id);
 
@@ -520,6 +556,10 @@ void ej__failover_done(ej__coord *c, const int *items, size_t n);
 void ej__failover_leader_seen(ej__coord *c, const char *leader);
 /* Process crash records left for a leader (after an election). */
 void ej__failover_process_pending(ej__coord *c);
+/* leader/failover/items changed (serial queue): a recording still waiting
+ * for the latch is cancelled when every item it would record is recorded
+ * or taken by another instance. */
+void ej__failover_items_changed(ej__coord *c);
 
 
 /* Module-private state kept in the coordinator. */

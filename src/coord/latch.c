@@ -218,6 +218,34 @@ static int latch_watch_pred(struct ej__latch *l, const char *pred, ej_reg_watch_
 
 int ej__latch_acquire(ej_registry *reg, const char *latch_path, int timeout_ms, ej__latch **out)
 {
+    return ej__latch_acquire_unless(reg, latch_path, timeout_ms, NULL, NULL, out);
+}
+
+/* How often a blocked acquisition asks whether it is still needed. */
+#define LATCH_UNNEEDED_POLL_MS 50
+
+/* Wait for the predecessor's watch; false when unneeded(arg) said the
+ * latch is no longer wanted. */
+static bool wait_pred(struct ej__latch *l, ej__waiter *w, bool (*unneeded)(void *), void *arg)
+{
+    if (unneeded == NULL) {
+        ej__waiter_wait(w, l->deadline);
+        return true;
+    }
+    for (;;) {
+        int64_t until = ej__mono_ms() + LATCH_UNNEEDED_POLL_MS;
+        if (ej__waiter_wait(w, until < l->deadline ? until : l->deadline))
+            return true;
+        if (unneeded(arg))
+            return false;
+        if (ej__mono_ms() >= l->deadline)
+            return true;
+    }
+}
+
+int ej__latch_acquire_unless(ej_registry *reg, const char *latch_path, int timeout_ms,
+                             bool (*unneeded)(void *), void *arg, ej__latch **out)
+{
     if (reg == NULL || latch_path == NULL || out == NULL)
         return EJ_EINVAL;
     *out = NULL;
@@ -251,8 +279,8 @@ int ej__latch_acquire(ej_registry *reg, const char *latch_path, int timeout_ms, 
         free(pred);
         if (rc == PRED_GONE || rc < 0)
             ej__waiter_unref(w); /* no watch was set: its reference goes too */
-        else if (rc == PRED_WATCHED)
-            ej__waiter_wait(w, l->deadline);
+        else if (rc == PRED_WATCHED && !wait_pred(l, w, unneeded, arg))
+            rc = EJ_EAGAIN; /* not wanted any more: the own node goes */
         ej__waiter_unref(w);
         if (rc > 0)
             rc = 0; /* look again */
@@ -300,6 +328,7 @@ struct latch_async {
     _Atomic uint64_t waiting; /* the published wait step, 0 when none */
     _Atomic uint64_t fired;   /* the greatest generation whose watch fired */
     atomic_bool expired;      /* the timer ran */
+    atomic_bool cancelled;    /* ej__latch_wait_cancel was called */
     atomic_bool finished;     /* done was called */
 };
 
@@ -389,7 +418,8 @@ static void async_timer(ej_registry *reg, void *user)
 static bool async_publish(struct latch_async *a, uint64_t gen)
 {
     atomic_store(&a->waiting, gen);
-    if (atomic_load(&a->fired) < gen && !atomic_load(&a->expired))
+    if (atomic_load(&a->fired) < gen && !atomic_load(&a->expired) &&
+        !atomic_load(&a->cancelled))
         return true;
     return !atomic_compare_exchange_strong(&a->waiting, &gen, 0);
 }
@@ -415,6 +445,10 @@ static bool async_step(struct latch_async *a, int *result)
 {
     struct ej__latch *l = a->l;
     for (;;) {
+        if (atomic_load(&a->cancelled)) {
+            *result = EJ_EAGAIN; /* not wanted any more: the own node goes */
+            return true;
+        }
         char *pred = NULL;
         int rc = latch_look(l, &pred);
         if (rc == LATCH_HELD || rc < 0) {
@@ -474,6 +508,29 @@ int ej__latch_acquire_async(ej_registry *reg, const char *latch_path, int timeou
                             ej__latch_post_fn post, void *post_arg, ej__latch_done_fn done,
                             void *arg)
 {
+    return ej__latch_acquire_async_w(reg, latch_path, timeout_ms, post, post_arg, done, arg, NULL);
+}
+
+void ej__latch_wait_cancel(ej__latch_wait *w)
+{
+    if (w == NULL)
+        return;
+    atomic_store(&w->cancelled, true);
+    async_claim(w, atomic_load(&w->waiting));
+}
+
+void ej__latch_wait_put(ej__latch_wait *w)
+{
+    if (w != NULL)
+        async_unref(w);
+}
+
+int ej__latch_acquire_async_w(ej_registry *reg, const char *latch_path, int timeout_ms,
+                              ej__latch_post_fn post, void *post_arg, ej__latch_done_fn done,
+                              void *arg, ej__latch_wait **wait)
+{
+    if (wait != NULL)
+        *wait = NULL;
     if (reg == NULL || latch_path == NULL || post == NULL || done == NULL)
         return EJ_EINVAL;
     if (ej_registry_on_dispatch_thread(reg))
@@ -506,6 +563,10 @@ int ej__latch_acquire_async(ej_registry *reg, const char *latch_path, int timeou
             async_unref(a);
             return EJ_ECLOSED;
         }
+    }
+    if (wait != NULL) {
+        async_ref(a);
+        *wait = a;
     }
     async_unref(a);
     return 0;

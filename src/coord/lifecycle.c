@@ -26,13 +26,15 @@
 /* Lifecycle                                                                  */
 
 /* What the caches read (reg/internal.h, EJ__TREE_*). The coordinator
- * looks at the data of config, servers/{ip}, instances/{id} and the leader
- * node and flags, and at the children of servers/, instances/ and the
- * failover items; nothing else. Every watch more costs every instance a
+ * looks at the data of config, its own servers/{ip}, instances/{id} and
+ * the leader node and flags, and at the children of instances/ and the
+ * failover items; nothing else. Other servers' nodes are read by the
+ * leader when it shards: watched by every member, each new IP would cost
+ * every member two reads. Every watch more costs every instance a
  * read at each change: the latches' contenders come and go at every
  * election, and their nodes are read by the latch itself when it needs
  * them. */
-static int config_shape(const char *path, size_t depth, void *user)
+static int leaf_shape(const char *path, size_t depth, void *user)
 {
     (void)path;
     (void)depth;
@@ -40,7 +42,7 @@ static int config_shape(const char *path, size_t depth, void *user)
     return EJ__TREE_DATA;
 }
 
-static int members_shape(const char *path, size_t depth, void *user)
+static int instances_shape(const char *path, size_t depth, void *user)
 {
     (void)path;
     (void)user;
@@ -62,11 +64,11 @@ static int leader_shape(const char *path, size_t depth, void *user)
 
 static int set_cache_shapes(ej__coord *c)
 {
-    int rc = ej__tree_cache_set_shape(c->c_config, config_shape, c);
+    int rc = ej__tree_cache_set_shape(c->c_config, leaf_shape, c);
     if (rc == 0)
-        rc = ej__tree_cache_set_shape(c->c_servers, members_shape, c);
+        rc = ej__tree_cache_set_shape(c->c_servers, leaf_shape, c);
     if (rc == 0)
-        rc = ej__tree_cache_set_shape(c->c_instances, members_shape, c);
+        rc = ej__tree_cache_set_shape(c->c_instances, instances_shape, c);
     if (rc == 0)
         rc = ej__tree_cache_set_shape(c->c_leader, leader_shape, c);
     return rc;
@@ -134,7 +136,7 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     if (rc == 0)
         rc = ej_tree_cache_create(c->reg, c->p_config, ej__coord_on_config_event, c, &c->c_config);
     if (rc == 0)
-        rc = ej_tree_cache_create(c->reg, c->p_servers, ej__coord_on_servers_event, c,
+        rc = ej_tree_cache_create(c->reg, c->p_my_server, ej__coord_on_servers_event, c,
                                   &c->c_servers);
     if (rc == 0)
         rc = ej_tree_cache_create(c->reg, c->p_instances, ej__coord_on_instances_event, c,
@@ -157,6 +159,12 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
     }
     *out = c;
     return 0;
+}
+
+/* Won an election in this session (the leader cache may not show it yet). */
+static bool won_now(const ej__coord *c)
+{
+    return c->won_session != 0 && c->won_session == c->reg_session;
 }
 
 /* The start-up, as a task of the serial queue: it writes the state. */
@@ -255,14 +263,17 @@ static int start_steps(ej__coord *c, const struct ej_job_config *local,
     if (!ej__coord_server_disabled(c) && !ej__coord_leader_known(c))
         ej__coord_elect(c);
     /* 6. Unless this instance, just elected, set the flag already in this
-     * session (a second create would only fail on the server). */
+     * session (a second create would only fail on the server). Set even
+     * when the cache shows it: a leader's sharding that began before this
+     * registration may be about to delete it (a Java leader does not look
+     * at the instances again). */
     bool flagged = c->necessary_session != 0 && c->necessary_session == c->reg_session;
     rc = flagged ? 0 : ej__coord_set_necessary(c);
     if (rc != 0)
         goto reg_error;
     ej__coord_post_reconcile(c);
     EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: instance %s registered (%s)", c->job, c->me,
-           ej__coord_is_leader(c) ? "leader" : "follower");
+           won_now(c) || ej__coord_is_leader(c) ? "leader" : "follower");
     return 0;
 
 reg_error:

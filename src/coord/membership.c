@@ -77,23 +77,22 @@ void ej__coord_root_check(ej__coord *c, void *arg)
     }
 }
 
-/* On the serial queue (posted by the listener below). */
+/* On the serial queue (posted by the listener below). The servers cache
+ * holds our own servers/{ip} only. */
 static void on_servers_event_body(ej__coord *c, const struct ej_tree_event *ev)
 {
     bool go = c->started && !atomic_load(&c->closed) && !c->stopped;
-    if (!go || strncmp(ev->path, c->p_servers, strlen(c->p_servers)) != 0 ||
-        ev->path[strlen(c->p_servers)] != '/')
+    if (!go || strcmp(ev->path, c->p_my_server) != 0)
         return;
-    /* Any server change reshards (ElasticJob: all servers events), but
-     * the creation of our own server node: it comes with a registration
-     * (ours, or another instance's on this IP), which sets the flag
-     * itself (the start's step 6, a re-registration), and the event may
-     * be handled after the start, a request for nothing. */
-    bool mine = strcmp(ev->path, c->p_my_server) == 0;
-    if (!mine || ev->type != EJ_TREE_NODE_ADDED)
-        ej__coord_leader_set_necessary(c);
-    if (!mine)
-        return;
+    /* A change of our server reshards. The leader does not watch the
+     * other servers' nodes, so the server's own instances set the flag,
+     * leader or not (ElasticJob 2.1.5: every instance, for every server).
+     * Not at the node's creation: it comes with a registration (ours, or
+     * another instance's on this IP), which sets the flag itself (the
+     * start's step 6, a re-registration), and the event may be handled
+     * after the start, a request for nothing. */
+    if (ev->type != EJ_TREE_NODE_ADDED)
+        ej__coord_set_necessary(c);
     bool disabled =
         ev->type != EJ_TREE_NODE_REMOVED && strcmp(ev->data, EJ_LAYOUT_SERVER_DISABLED) == 0;
     if (disabled) {
@@ -240,7 +239,7 @@ void ej__coord_on_instances_event(ej_tree_cache *cache, const struct ej_tree_eve
 static int create_fresh(ej__coord *c, const char *val)
 {
     EJ_ASSERT_SERIAL(c);
-    if (c->started || ej_tree_cache_exists(c->c_servers, c->p_servers, NULL) ||
+    if (c->started || ej_tree_cache_exists(c->c_servers, c->p_my_server, NULL) ||
         ej_tree_cache_exists(c->c_instances, c->p_instances, NULL) ||
         !ej_tree_cache_exists(c->c_config, c->p_config, NULL))
         return EJ_EAGAIN;
@@ -302,6 +301,9 @@ int ej__coord_persist_server(ej__coord *c, bool cfg_disabled, bool overwrite)
         rc = same ? 0 : ej_registry_set(c->reg, c->p_my_server, val, strlen(val), -1, NULL);
     } else if (at_start) {
         rc = create_fresh(c, val);
+        if (rc == EJ_EAGAIN) /* the job is there, not yet our server: one create */
+            rc = ej_registry_create_node(c->reg, c->p_my_server, val, strlen(val),
+                                         EJ_REG_PERSISTENT, EJ_REG_CREATE_PARENTS, NULL);
     }
     if (rc != 0)
         rc = ej_registry_persist(c->reg, c->p_my_server, val, strlen(val));

@@ -504,14 +504,15 @@ static void wait_view_shows(ej__coord *c, const char *job, const char **owners, 
     }
 }
 
-/* An instance that joined or left while this sharding ran may have set the
- * flag before the last transaction deleted it: shard again at the next
- * fire if the instances are no longer those just used. */
+/* An instance that joined or left, or a server disabled or enabled, while
+ * this sharding ran may have set the flag before the last transaction
+ * deleted it: shard again at the next fire if the instances on enabled
+ * servers are no longer those just used. */
 static void recheck_instances(ej__coord *c, const char *job, char **ids, size_t n)
 {
     char **now_ids = NULL;
     size_t now_n = 0;
-    if (ej__coord_available_instances(c, &now_ids, &now_n) != 0)
+    if (ej__coord_shard_instances(c, &now_ids, &now_n) != 0)
         return;
     bool same = now_n == n;
     for (size_t i = 0; same && i < n; i++)
@@ -544,7 +545,7 @@ static int leader_shard(ej__coord *c, int64_t deadline)
     wait_for_running_items(c, cfg.job_name, sess, deadline);
     rc = claim_processing(reg, cfg.job_name, p_proc, sess);
     if (rc == 0)
-        rc = ej__coord_available_instances(c, &ids, &n);
+        rc = ej__coord_shard_instances(c, &ids, &n);
     if (rc != 0)
         goto out;
     owners = calloc((size_t)count + 1, sizeof *owners);

@@ -317,6 +317,55 @@ int main(void)
     ej_job_config_fini(&acfg);
     ej_registry_destroy(again);
 
+    /* Arrivals: what another instance's arrival on a new IP costs a member
+     * (here the leader). It reads the instances/ list and the new node
+     * (its session tells a crash later) and sets the flag: 3. The servers/
+     * node of another IP is not watched (the leader reads the servers'
+     * state when it shards): 5 when it was, a re-list and a read more. */
+    ej_registry *member = zk_connect(servers, ns);
+    base_config(&acfg, "apiArrivals", 1, "0 0 0 1 1 ? 2099");
+    REQUIRE(ej_job_create(member, &acfg, &aopts, &aj) == 0, "create apiArrivals");
+    REQUIRE(ej_job_start(aj) == 0, "start apiArrivals: %s",
+            ej_job_last_error(aj, (char[512]){0}, 512));
+    ej__sleep_ms(300);
+    REQUIRE(ej_registry_barrier(member, 2000) == 0, "barrier");
+    uint64_t arr0 = ej_registry_request_count(member);
+    const int arrivals = 10;
+    for (int k = 0; k < arrivals; k++) {
+        snprintf(path, sizeof path, "/apiArrivals/servers/127.0.6.%d", k + 1);
+        REQUIRE(ej_registry_persist(peek, path, "", 0) == 0, "server %d", k);
+        snprintf(path, sizeof path, "/apiArrivals/instances/127.0.6.%d@-@1", k + 1);
+        REQUIRE(ej_registry_create_node(peek, path, NULL, 0, EJ_REG_EPHEMERAL, 0, NULL) == 0,
+                "instance %d", k);
+        ej__sleep_ms(150); /* one arrival at a time: no re-list covers two */
+    }
+    ej__sleep_ms(300);
+    REQUIRE(ej_registry_barrier(member, 2000) == 0, "barrier");
+    reqs = ej_registry_request_count(member) - arr0;
+    say("%d arrivals cost a member %" PRIu64 " requests", arrivals, reqs);
+    CHECK(reqs <= (uint64_t)(3 * arrivals + 2), "%" PRIu64 " requests for %d arrivals", reqs,
+          arrivals);
+    ej_job_destroy(aj);
+    ej_job_config_fini(&acfg);
+
+    /* A start with overwrite whose config is already there, byte for byte,
+     * does not write it (each member's cache would read it again). */
+    base_config(&acfg, "apiOverwrite", 1, "0 0 0 1 1 ? 2099");
+    acfg.overwrite = true;
+    for (int k = 0; k < 2; k++) {
+        REQUIRE(ej_job_create(member, &acfg, &aopts, &aj) == 0, "create apiOverwrite");
+        REQUIRE(ej_job_start(aj) == 0, "start apiOverwrite: %s",
+                ej_job_last_error(aj, (char[512]){0}, 512));
+        ej_job_destroy(aj);
+    }
+    struct ej_node_stat cst;
+    bool cex = false;
+    REQUIRE(ej_registry_exists(peek, "/apiOverwrite/config", &cex, &cst) == 0 && cex, "config");
+    CHECK(cst.version == 0, "config written %d time(s) more by starts of the same config",
+          cst.version);
+    ej_job_config_fini(&acfg);
+    ej_registry_destroy(member);
+
     /* Shutdown leaves ZooKeeper cleanly. */
     snprintf(path, sizeof path, "/apiJob/instances/%s", ej_job_instance_id(job));
     CHECK(zk_exists(peek, "%s", path), "instance node before shutdown");

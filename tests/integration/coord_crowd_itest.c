@@ -1,0 +1,142 @@
+/*
+ * A crash in a crowd: six instances of one job, one killed -9 while it
+ * runs its item. Its item must run once as FAILOVER on a survivor before
+ * the next fire, without overlap, and recorded by one survivor: the first
+ * recorder (the leader) records at once and the others give it time (and
+ * an idle instance waiting to take an item leaves the latch's queue when
+ * the item is taken). When every survivor recorded, each held the failover
+ * latch in turn, for nothing but the first, and a fleet's failover waited
+ * for the whole queue. The instances' logs (their stderr, a file here)
+ * tell who recorded.
+ */
+#include "coord_harness_itest.c"
+
+static const char *JOB = "crowdJob";
+#define SESSION_MS 2000
+#define NODES 6
+
+int main(void)
+{
+    harness_init();
+    zkf_server *zk = zkf_shared();
+    REQUIRE(zk != NULL, "zookeeper");
+    const char *servers = zkf_connect_string(zk);
+    char *ns = zkf_unique_namespace("crowd");
+    char *log = tmp_log("crowd");
+    ej_registry *reg = zk_connect(servers, ns);
+    char sess[16];
+    snprintf(sess, sizeof sess, "%d", SESSION_MS);
+
+    /* The instances' logs go to a file (they inherit stderr). */
+    char *nlog = tmp_log("crowd-nodes");
+    int saved = dup(2);
+    int lfd = open(nlog, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(saved >= 0 && lfd >= 0 && dup2(lfd, 2) == 2, "node log %s", nlog);
+    close(lfd);
+    /* One item each; every item runs 1 s of an 8 s period. */
+    int n[NODES];
+    for (int i = 0; i < NODES; i++) {
+        char ip[32];
+        snprintf(ip, sizeof ip, "127.0.1.%d", 41 + i);
+        n[i] = node_start(servers, ns, JOB, log, ip, "--count", "6", "--cron", "0/8 * * * * ?",
+                          "--item-ms", "1000", "--failover", "--session-ms", sess, NULL);
+        if (n[i] < 0)
+            dup2(saved, 2);
+        REQUIRE(n[i] >= 0, "node %d", i);
+    }
+    dup2(saved, 2);
+    close(saved);
+    REQUIRE(wait_sharded(reg, JOB, NODES, 20000), "initial sharding");
+    char *leader = leader_of(reg, JOB);
+    char *owners[NODES] = {0};
+    zk_owners(reg, JOB, NODES, owners);
+    int victim = -1, vitem = -1;
+    for (int it = 0; it < NODES && victim < 0; it++) {
+        int idx = owners[it] ? node_index(owners[it]) : -1;
+        if (idx >= 0 && leader != NULL && strcmp(owners[it], leader) != 0) {
+            victim = idx;
+            vitem = it;
+        }
+    }
+    free_owners(owners, NODES);
+    REQUIRE(victim >= 0, "a non-leader owner (leader %s)", leader ? leader : "(none)");
+
+    /* Kill it 300 ms into a run of its item. */
+    bool seen = false;
+    for (int k = 0; k < 400 && !seen; k++) {
+        struct xlog xl;
+        xlog_read(log, &xl);
+        for (size_t i = 0; i < xl.n; i++) {
+            struct run *r = &xl.runs[i];
+            if (r->item == vitem && strcmp(r->inst, nodes[victim].id) == 0 &&
+                r->end == INT64_MAX && ej__now_ms() - r->start < 200)
+                seen = true;
+        }
+        xlog_free(&xl);
+        if (!seen)
+            ej__sleep_ms(30);
+    }
+    REQUIRE(seen, "the victim's item never ran");
+    ej__sleep_ms(300);
+    char latch[128];
+    snprintf(latch, sizeof latch, "/%s/leader/failover/latch", JOB);
+    struct ej_node_stat st0 = {0};
+    bool ex0 = false;
+    REQUIRE(ej_registry_exists(reg, latch, &ex0, &st0) == 0, "latch before");
+    kill(nodes[victim].pid, SIGKILL);
+    node_kill9(victim);
+    int64_t killed = nodes[victim].killed_at;
+
+    /* Its item runs again as FAILOVER before the next fire (7.5 s after
+     * the kill): session, the takeover margin and the recording fit. */
+    ej__sleep_ms(6500);
+    int64_t end = killed + 6500;
+    struct xlog xl;
+    xlog_read(log, &xl);
+    int fo = runs_of(&xl, vitem, killed, end, "FAILOVER");
+    CHECK(fo == 1, "item %d: %d failover run(s) before the next fire (want 1)", vitem, fo);
+    for (size_t i = 0; i < xl.n; i++) {
+        struct run *r = &xl.runs[i];
+        if (r->item == vitem && strcmp(r->src, "FAILOVER") == 0 && r->start >= killed)
+            say("item %d failed over to %s %" PRId64 " ms after the kill", r->item, r->inst,
+                r->start - killed);
+    }
+    CHECK(check_no_overlap(&xl) == 0, "overlapping runs");
+    xlog_free(&xl);
+    struct ej_node_stat st1 = {0};
+    bool ex1 = false;
+    REQUIRE(ej_registry_exists(reg, latch, &ex1, &st1) == 0 && ex1, "latch after");
+    int acquisitions = (st1.cversion - (ex0 ? st0.cversion : 0)) / 2;
+    say("%d contender(s) at the failover latch (recorders and takers)", acquisitions);
+    char line[1024];
+    int recorded = 0, took = 0;
+    FILE *f = fopen(nlog, "r");
+    REQUIRE(f != NULL, "node log");
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, "is gone while running items") || strstr(line, "took over failover")) {
+            fputs(line, stderr);
+            recorded += strstr(line, "is gone while running items") != NULL;
+            took += strstr(line, "took over failover") != NULL;
+        }
+    }
+    fclose(f);
+    CHECK(recorded == 1, "the crash was recorded by %d of the %d survivors (want 1)", recorded,
+          NODES - 1);
+    CHECK(took == 1, "the item was taken %d time(s)", took);
+
+    for (int i = 0; i < NODES; i++)
+        node_stop(n[i]);
+    free(leader);
+    ej_registry_destroy(reg);
+    unlink(log);
+    free(log);
+    unlink(nlog);
+    free(nlog);
+    free(ns);
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    fprintf(stderr, "coord_crowd: all checks passed\n");
+    return 0;
+}
