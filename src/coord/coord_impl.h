@@ -176,7 +176,6 @@ int ej__coord_post_event(ej__coord *c, const struct ej_tree_event *ev,
  * thread. */
 bool ej__coord_listening(ej__coord *c);
 
-char *ej__coord_leader_id(ej__coord *c, int64_t *owner);
 void ej__coord_on_view_change(void *user, int item, int kind);
 
 /* election.c */

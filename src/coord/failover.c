@@ -249,11 +249,14 @@ static bool item_untouched_since(ej__coord *c, int item, int64_t close_zxid)
     return same;
 }
 
-/* Record the items of crashed instances (under the failover latch). */
+static bool item_handled(ej__coord *c, int item, int64_t crashed_session);
+
+/* Record the items of crashed instances (under the failover latch). An
+ * item the caches show recorded or taken costs no request: a turn at the
+ * latch after another recorder's is then over at once. */
 static void record_latched(ej__coord *c, const struct crash *cr, size_t ncr)
 {
     ej_registry *reg = ej__coord_registry(c);
-    ej__view *v = ej__coord_view(c);
     const char *job = ej__coord_job_name(c);
     int count = ej__coord_total_count(c);
     for (size_t k = 0; k < ncr; k++) {
@@ -264,12 +267,8 @@ static void record_latched(ej__coord *c, const struct crash *cr, size_t ncr)
             int item = cr[k].items[i];
             if (item >= count)
                 continue;
-            struct ej__view_item it;
-            if (ej__view_get(v, item, &it) != 0)
-                continue;
-            bool taken_by_live = it.failover_owner > 0 && it.failover_owner != cr[k].session;
-            ej__view_item_fini(&it);
-            if (taken_by_live || !item_untouched_since(c, item, cr[k].close_zxid))
+            if (item_handled(c, item, cr[k].session) ||
+                !item_untouched_since(c, item, cr[k].close_zxid))
                 continue;
             char *p = ej_layout_path_dup(job, EJ_LAYOUT_NODE_FAILOVER_ITEM, item, NULL);
             if (p == NULL)
@@ -388,19 +387,31 @@ static void record_done(void *arg, ej__latch *latch, int rc)
     ej__coord_release(c);
 }
 
-/* Does this instance record crashes as soon as it sees them? The leader
- * does, or with no live leader known the first available instance in
- * ElasticJob order; the others wait (defer_or_prune). */
-static bool records_first(ej__coord *c)
+/* Does this instance record the crash of `session` as soon as it sees it?
+ * The leader does; when the leader is the crashed instance (its node may
+ * still be in the leader cache: the two caches learn of the close one
+ * after the other), or no live leader is known, the first available
+ * instance other than the crashed one, in ElasticJob order. The others
+ * wait (defer_or_prune). */
+static bool records_first(ej__coord *c, const char *crashed_id, int64_t session)
 {
-    if (ej__coord_is_leader(c))
-        return true;
-    if (ej__coord_leader_known(c) && !ej__coord_leader_stale(c))
-        return false;
+    int64_t owner = 0;
+    char *leader = ej__coord_leader_id(c, &owner);
+    bool leader_live = leader != NULL && owner != session && strcmp(leader, crashed_id) != 0 &&
+                       ej__coord_instance_session(c, leader) != 0;
+    bool me = leader != NULL && strcmp(leader, ej__coord_instance_id(c)) == 0;
+    free(leader);
+    if (leader_live)
+        return me;
     char **ids = NULL;
     size_t n = 0;
-    bool first = ej__coord_available_instances(c, &ids, &n) == 0 && n > 0 &&
-                 strcmp(ids[0], ej__coord_instance_id(c)) == 0;
+    bool first = false;
+    if (ej__coord_available_instances(c, &ids, &n) == 0)
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(ids[i], crashed_id) != 0) {
+                first = strcmp(ids[i], ej__coord_instance_id(c)) == 0;
+                break;
+            }
     ej_registry_free_names(ids);
     return first;
 }
@@ -420,28 +431,38 @@ static bool item_handled(ej__coord *c, int item, int64_t crashed_session)
     return taken || recorded;
 }
 
-/* The instances other than the first recorder give it FAILOVER_DEFER_MS,
- * then record only the items nobody recorded or took meanwhile. Every
- * instance recording at once would queue a job's N instances on the
- * failover latch one after the other, with the instances that take the
- * items over waiting behind them; deferred, they still record when the
- * first one could not (it died too, or lost its session). Keeps back in
- * s the records whose time has not come (and asks for a task then), drops
- * the handled items, and leaves in *cr what to record now. */
-#define FAILOVER_DEFER_MS 1500
+/* The instances other than the first recorder give it a session timeout
+ * (at least FAILOVER_DEFER_MIN_MS), then record only the items nobody
+ * recorded or took meanwhile. Every instance recording at once would queue
+ * a job's N instances on the failover latch one after the other, with the
+ * instances that take the items over waiting behind them (a loaded
+ * member's turn at the latch waits for its queue: seconds in a fleet);
+ * deferred, they still record when the first one could not (it died too,
+ * or lost its session). Keeps back in s the records whose time has not
+ * come (and asks for a task then), drops the handled items, and leaves in
+ * *cr what to record now. */
+#define FAILOVER_DEFER_MIN_MS 1500
+
+static int64_t defer_ms(ej__coord *c)
+{
+    int t = ej_registry_negotiated_timeout_ms(ej__coord_registry(c));
+    return t > FAILOVER_DEFER_MIN_MS ? t : FAILOVER_DEFER_MIN_MS;
+}
 
 static void defer_or_prune(ej__coord *c, struct ej__failover_state *s, struct crash **cr,
                            size_t *n, int64_t now)
 {
-    if (records_first(c))
-        return;
     struct crash *all = *cr;
     size_t k = 0;
-    int64_t next = 0;
+    int64_t next = 0, defer = defer_ms(c);
     for (size_t i = 0; i < *n; i++) {
         struct crash *x = &all[i];
-        if (now - x->at_ms < FAILOVER_DEFER_MS) {
-            int64_t due = x->at_ms + FAILOVER_DEFER_MS - now;
+        if (records_first(c, x->id, x->session)) {
+            all[k++] = *x;
+            continue;
+        }
+        if (now - x->at_ms < defer) {
+            int64_t due = x->at_ms + defer - now;
             next = next == 0 || due < next ? due : next;
             pthread_mutex_lock(&s->mu);
             keep_one(s, x, now);

@@ -381,6 +381,9 @@ int64_t ej__coord_instance_session(ej__coord *c, const char *id);
 bool ej__coord_leader_known(ej__coord *c);
 /* The leader's id as the cache shows it, or NULL. Caller frees. */
 char *ej__coord_leader(ej__coord *c);
+/* The same, with the leader node's ephemeral owner (its session) in
+ * *owner (may be NULL). */
+char *ej__coord_leader_id(ej__coord *c, int64_t *owner);
 /* Blocks until a leader is known (electing if needed), at most timeout_ms.
  * Returns true when this instance is the leader. */
 bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms);

@@ -24,7 +24,11 @@
 
 enum { N_PENDING = 0, N_LIVE = 1, N_ABSENT = 2 };
 enum { R_DATA = 0, R_CHILDREN = 1, R_EXISTS = 2 };
-enum { F_THEN_CHILDREN = 1, F_DEEP = 2 };
+/* F_INIT: a read of the initial load (the start's, a reconnection's) or
+ * one that follows from it; only those count for "initialized". A node
+ * that changes while the cache loads (a fleet registering: every arrival
+ * re-lists instances/) must not keep the load from ending. */
+enum { F_THEN_CHILDREN = 1, F_DEEP = 2, F_INIT = 4 };
 
 struct tnode {
     char *path;       /* namespace-relative */
@@ -408,7 +412,8 @@ static void issue(ej_tree_cache *c, const char *path, int kind, int flags)
         return;
     }
     ej__reg_count(reg);
-    c->outstanding++;
+    if (flags & F_INIT)
+        c->outstanding++;
 }
 
 static ej_tree_cache *find_cache(ej_registry *reg, uint64_t id)
@@ -476,7 +481,7 @@ static int shape_of(const ej_tree_cache *c, const char *path)
 static void load(ej_tree_cache *c, const char *path, int flags)
 {
     if (shape_of(c, path) == EJ__TREE_CHILDREN)
-        issue(c, path, R_CHILDREN, flags & F_DEEP);
+        issue(c, path, R_CHILDREN, flags & (F_DEEP | F_INIT));
     else
         issue(c, path, R_DATA, flags | F_THEN_CHILDREN);
 }
@@ -561,7 +566,7 @@ static void handle_data(ej_tree_cache *c, struct creq *r)
         if (n && n->state != N_ABSENT)
             node_gone(c, n);
         else if (n && n == c->root)
-            issue(c, n->path, R_EXISTS, 0);
+            issue(c, n->path, R_EXISTS, r->flags & F_INIT);
         return;
     }
     if (r->rc != ZOK || !n)
@@ -609,7 +614,7 @@ static void handle_data(ej_tree_cache *c, struct creq *r)
      * interest: no child watch needed. */
     bool want_children = (r->flags & F_THEN_CHILDREN) || kind == K_REPLACED;
     if (want_children && st.ephemeral_owner == 0 && shape_of(c, n->path) == EJ__TREE_ALL)
-        issue(c, n->path, R_CHILDREN, r->flags & F_DEEP);
+        issue(c, n->path, R_CHILDREN, r->flags & (F_DEEP | F_INIT));
 }
 
 static void handle_children(ej_tree_cache *c, struct creq *r)
@@ -620,7 +625,7 @@ static void handle_children(ej_tree_cache *c, struct creq *r)
         if (n && n->state == N_LIVE)
             node_gone(c, n);
         else if (bare && n == c->root)
-            issue(c, n->path, R_EXISTS, 0); /* learn when it comes */
+            issue(c, n->path, R_EXISTS, r->flags & F_INIT); /* learn when it comes */
         else if (bare && n->state != N_ABSENT)
             node_gone(c, n); /* gone before its first answer */
         return;
@@ -663,7 +668,7 @@ static void handle_children(ej_tree_cache *c, struct creq *r)
         }
         if (k) {
             if (r->flags & F_DEEP)
-                load(c, path, F_DEEP);
+                load(c, path, r->flags & (F_DEEP | F_INIT));
         } else if ((k = node_new(path))) {
             pthread_mutex_lock(&c->mu);
             if (kid_add(n, k) == 0) {
@@ -674,7 +679,7 @@ static void handle_children(ej_tree_cache *c, struct creq *r)
             }
             pthread_mutex_unlock(&c->mu);
             if (k)
-                load(c, path, 0);
+                load(c, path, r->flags & F_INIT);
             else
                 c->load_failed = true;
         } else {
@@ -687,7 +692,7 @@ static void handle_children(ej_tree_cache *c, struct creq *r)
 static void handle_exists(ej_tree_cache *c, struct creq *r)
 {
     if (r->rc == ZOK && c->root->state != N_LIVE)
-        load(c, c->root->path, F_DEEP);
+        load(c, c->root->path, F_DEEP | (r->flags & F_INIT));
 }
 
 static void on_creq(ej_registry *reg, struct ej__reg_item *item)
@@ -698,7 +703,7 @@ static void on_creq(ej_registry *reg, struct ej__reg_item *item)
     if (!c || c->destroyed || !c->started || r->gen != reg->cur_gen)
         goto out_free;
     bool current = r->epoch == c->epoch;
-    if (current)
+    if (current && (r->flags & F_INIT))
         c->outstanding--;
     if (ej__reg_zk_is_connloss(r->rc) || r->rc == ZSYSTEMERROR) {
         /* Read again after the reconnection. */
@@ -753,7 +758,7 @@ static void reload(ej_tree_cache *c, bool announce)
     c->load_failed = false;
     if (announce)
         c->init_pending = true;
-    load(c, c->root->path, F_DEEP);
+    load(c, c->root->path, F_DEEP | F_INIT);
     check_initialized(c);
 }
 
