@@ -274,8 +274,11 @@ if delays:
           f"{delays[0]}..{delays[-1]} ms after the kill (median {delays[len(delays) // 2]}; "
           f"session {session} ms, target session + 2000 = {session + 2000} ms); "
           f"{len(missing)} never did")
+elif missing:
+    print(f"failover: {len(missing)} running item(s) of {len(killed)} killed daemon(s), none of them "
+          f"ran elsewhere before the end of the window")
 else:
-    print(f"failover: no item of the killed daemons was running at the kill ({len(missing)} missing)")
+    print("failover: no item of the killed daemons was running at the kill")
 # Overlaps.
 ov = []
 for job, rs in by_job.items():
