@@ -360,6 +360,89 @@ static void test_contended(void **state)
     free(ns);
 }
 
+/* Cancel: B waits behind A; the cancel ends B's wait at once (A still
+ * holds): done(NULL, EJ_EAGAIN) once, on the owner, B's node gone. A
+ * cancel after done changes nothing. The blocking acquisition gives up
+ * likewise when its predicate says the latch is no longer needed. */
+static atomic_bool unneeded_flag;
+
+static bool unneeded(void *arg)
+{
+    (void)arg;
+    return atomic_load(&unneeded_flag);
+}
+
+struct blocked {
+    ej_registry *reg;
+    int rc;
+    ej__latch *l;
+};
+
+static void *blocked_acquire(void *arg)
+{
+    struct blocked *b = arg;
+    b->rc = ej__latch_acquire_unless(b->reg, LATCH, 10000, unneeded, NULL, &b->l);
+    return NULL;
+}
+
+static void test_cancel(void **state)
+{
+    (void)state;
+    char *ns = zkf_unique_namespace("latchcancel");
+    ej_registry *ra = open_ns(ns), *rb = open_ns(ns);
+    struct owner o;
+    owner_start(&o);
+    struct result r;
+    result_init(&r, rb);
+
+    ej__latch *la = NULL;
+    assert_int_equal(ej__latch_acquire(ra, LATCH, 5000, &la), 0);
+    ej__latch_wait *w = NULL;
+    assert_int_equal(
+        ej__latch_acquire_async_w(rb, LATCH, 10000, owner_post, &o, on_done, &r, &w), 0);
+    assert_non_null(w);
+    usleep(200 * 1000);
+    assert_int_equal(calls_of(&r), 0);
+    assert_int_equal(latch_count(ra), 2);
+    int64_t t0 = now_ms();
+    ej__latch_wait_cancel(w);
+    assert_int_equal(wait_done(&r, 3000), 1);
+    print_message("cancel: done %lld ms after the cancel\n", (long long)(r.at_ms - t0));
+    assert_int_equal(r.rc, EJ_EAGAIN);
+    assert_null(r.latch);
+    assert_true(pthread_equal(r.thread, o.thread));
+    assert_int_equal(latch_count(ra), 1); /* A's own */
+    ej__latch_wait_cancel(w);             /* after done: nothing */
+    usleep(100 * 1000);
+    assert_int_equal(calls_of(&r), 1);
+    ej__latch_wait_put(w);
+
+    /* Blocking: B gives up within the poll once its predicate says so. */
+    atomic_store(&unneeded_flag, false);
+    struct blocked b = {rb, 1, NULL};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, blocked_acquire, &b), 0);
+    usleep(200 * 1000);
+    assert_int_equal(latch_count(ra), 2);
+    t0 = now_ms();
+    atomic_store(&unneeded_flag, true);
+    pthread_join(th, NULL);
+    print_message("cancel: the blocking wait gave up %lld ms after its predicate turned\n",
+                  (long long)(now_ms() - t0));
+    assert_int_equal(b.rc, EJ_EAGAIN);
+    assert_null(b.l);
+    assert_int_equal(latch_count(ra), 1);
+
+    ej__latch_release(la);
+    assert_int_equal(latch_count(ra), 0);
+    owner_stop(&o);
+    result_fini(&r);
+    ej_registry_destroy(rb);
+    assert_int_equal(ej_registry_delete_recursive(ra, "/"), 0);
+    ej_registry_destroy(ra);
+    free(ns);
+}
+
 /* Timeout: A holds past B's timeout; the watch never fires in time, the
  * timer ends the wait: done(NULL, EJ_ETIMEDOUT) once, B's node gone. A's
  * later release (B's watch fires then) changes nothing. A timeout of 0
@@ -534,7 +617,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uncontended),  cmocka_unit_test(test_contended),
         cmocka_unit_test(test_timeout),      cmocka_unit_test(test_order),
-        cmocka_unit_test(test_owner_closed),
+        cmocka_unit_test(test_owner_closed), cmocka_unit_test(test_cancel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
