@@ -342,7 +342,10 @@ EJ_EXTERN int ej_registry_delete(ej_registry *reg, const char *path, int version
 
 /* Delete a node and everything below it (ElasticJob's remove). Children
  * created meanwhile by others are deleted too (a few rounds). Retried.
- * Returns 0 also when the node is already gone. */
+ * Returns 0 also when the node is already gone. A subtree that cannot go
+ * (written again after every round: EJ_ENOTEMPTY; or forbidden by its
+ * ACL: EJ_ENOAUTH) stays, with the nodes above it; everything else is
+ * deleted all the same, and its error is returned after. */
 EJ_EXTERN int ej_registry_delete_recursive(ej_registry *reg, const char *path);
 
 /* ElasticJob's persist: create the node (persistent, creating parents) when

@@ -755,13 +755,18 @@ static int children_raw_attempt(ej_registry *reg, zhandle_t *zh, void *arg)
 }
 
 /* Depth-first delete of full and its subtree. Returns a Z code; ZNONODE
- * means the node is gone, which is what the caller wanted. */
+ * means the node is gone, which is what the caller wanted. A child that
+ * cannot go (someone keeps writing under it: ZNOTEMPTY after its rounds;
+ * or its ACL forbids) does not stop the delete of its siblings, and its
+ * error is returned after them: removing a job whose instances still
+ * elect must remove its config and instances, which is what stops them. */
 static int delete_tree(ej_registry *reg, const char *full, int depth)
 {
     if (depth > 1000)
         return ZBADARGUMENTS;
     for (int round = 0; round < 5; round++) {
         struct children_raw c = {full, {0, NULL}};
+        int stuck = ZOK; /* the first child that could not go */
         int zrc = run_zk(reg, true, children_raw_attempt, &c, NULL);
         if (zrc != ZOK)
             return zrc;
@@ -777,11 +782,17 @@ static int delete_tree(ej_registry *reg, const char *full, int depth)
             zrc = delete_tree(reg, child, depth + 1);
             if (zrc == ZNONODE)
                 zrc = ZOK;
+            else if (zrc == ZNOTEMPTY || zrc == ZNOAUTH) {
+                stuck = stuck == ZOK ? zrc : stuck;
+                zrc = ZOK;
+            }
             free(child);
         }
         deallocate_String_vector(&c.sv);
         if (zrc != ZOK)
             return zrc;
+        if (stuck != ZOK)
+            return stuck; /* the child had its rounds: not again here */
         if (strcmp(full, "/") == 0)
             return ZOK; /* the ZooKeeper root itself stays */
         zrc = delete_full(reg, full, -1);

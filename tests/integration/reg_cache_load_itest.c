@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "ejob/registry.h"
+#include "reg_open.h"
 #include "zk_fixture.h"
 
 #define CHURN_MS 12000
@@ -28,19 +29,6 @@ static int64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static ej_registry *open_ns(const char *ns)
-{
-    struct ej_registry_opts o = {0};
-    o.servers = zkf_connect_string(zkf_shared());
-    o.namespace_ = ns;
-    o.session_timeout_ms = 4000;
-    o.connection_timeout_ms = 5000;
-    ej_registry *reg = NULL;
-    if (ej_registry_create(&reg, &o))
-        fail_msg("create: %s", ej_registry_errmsg(NULL));
-    return reg;
 }
 
 struct churn {
@@ -82,8 +70,8 @@ static void test_load_ends_while_children_change(void **state)
 {
     (void)state;
     char *ns = zkf_unique_namespace("cacheload");
-    ej_registry *writer = open_ns(ns);
-    ej_registry *reader = open_ns(ns);
+    ej_registry *writer = reg_open(ns, NULL);
+    ej_registry *reader = reg_open(ns, NULL);
     assert_int_equal(ej_registry_create_node(writer, "/churn", NULL, 0, EJ_REG_PERSISTENT, 0, NULL),
                      0);
     struct churn ch = {.reg = writer};
