@@ -6,9 +6,12 @@
  * leader/failover/latch. Idle items are left to the resharding at the next
  * fire. Live idle instances take recorded items one at a time.
  *
- * Every instance records (as every Java 2.1.5 instance does), so a crash
- * fails over whoever leads -- a Java leader that skips the crash (EJ#669)
- * included. The creates are idempotent, and an instance that sees the crash
+ * Every instance may record (as every Java 2.1.5 instance does), so a
+ * crash fails over whoever leads -- a Java leader that skips the crash
+ * (EJ#669) included -- but one records at once (the first recorder) and
+ * the others only after a session timeout, what the caches do not show
+ * recorded or taken by then (a fleet's crash is recorded once, not by
+ * every member in turn at the latch). The creates are idempotent, and an instance that sees the crash
  * late must not record an item again after another instance took it and
  * finished: under the latch, an item is recorded only while the children
  * zxid (pzxid) of sharding/{n} is still that of the crashed session's close
@@ -22,6 +25,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "coord/failover_impl.h"
 #include "coord/internal.h"
 #include "ejob/config.h"
 #include "ejob/error.h"
@@ -31,36 +35,6 @@
 /* How long a crash not recorded yet (no session, latch not acquired) is
  * kept for another try. */
 #define CRASH_MEMORY_MS 30000
-
-struct crash {
-    char *id;
-    int64_t session;
-    int64_t at_ms; /* epoch ms when the instance node was seen removed */
-    int *items;    /* what it was running */
-    size_t n;
-    int64_t close_zxid; /* the session's close (session_close_zxid): pzxid of those sharding/{n} */
-};
-
-struct taken {
-    int item;
-    int64_t czxid;
-    int64_t session;
-};
-
-struct pending_record;
-
-struct ej__failover_state {
-    pthread_mutex_t mu;
-    struct crash *crashes;
-    size_t ncrash, capcrash;
-    /* The recording waiting for the latch (one at a time; the records
-     * seen meanwhile wait in crashes), cancelled when the caches show its
-     * items recorded or taken by another instance. */
-    struct pending_record *inflight;
-    ej__latch_wait *inflight_wait;
-    struct taken *mine;
-    size_t nmine, capmine;
-};
 
 struct ej__failover_state *ej__failover_state_new(void)
 {
@@ -589,224 +563,4 @@ void ej__failover_items_changed(ej__coord *c)
      * acquisition here, in record_done, which takes it. */
     ej__latch_wait_cancel(w);
     ej__latch_wait_put(w);
-}
-
-/* A take waiting for the latch gives up when the cache shows no item left
- * to take: every idle member of the job sees the same items and queues
- * for them, and all but one would get the latch for nothing. */
-static bool nothing_to_take(void *arg)
-{
-    ej__coord *c = arg;
-    char *items = ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_FAILOVER_ITEMS, 0, NULL);
-    char **names = NULL;
-    size_t n = 0;
-    bool none = items != NULL &&
-                ej_tree_cache_children(ej__coord_cache(c, "leader"), items, EJ_REG_UNSORTED, &names,
-                                       &n) != 0;
-    none = none || (items != NULL && n == 0);
-    ej_registry_free_names(names);
-    free(items);
-    return none;
-}
-
-int ej__failover_take(ej__coord *c)
-{
-    struct ej__failover_state *s = ej__coord_failover_state(c);
-    if (s == NULL || !ej__coord_failover_on(c) || ej__coord_stopped(c) || !ej__coord_connected(c) ||
-        !ej__coord_registered(c) || ej__coord_server_disabled(c))
-        return 0;
-    ej_registry *reg = ej__coord_registry(c);
-    const char *job = ej__coord_job_name(c);
-    ej_tree_cache *leader = ej__coord_cache(c, "leader");
-    char *items_path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_FAILOVER_ITEMS, 0, NULL);
-    char *latch_path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_FAILOVER_LATCH, 0, NULL);
-    int rc = 0, taken = -1;
-    char **names = NULL;
-    size_t n = 0;
-    ej__latch *latch = NULL;
-    if (items_path == NULL || latch_path == NULL) {
-        rc = EJ_ENOMEM;
-        goto out;
-    }
-    /* Steady state: the cache says nothing waits. */
-    if (ej_tree_cache_children(leader, items_path, EJ_REG_UNSORTED, &names, &n) != 0 || n == 0)
-        goto out;
-    ej_registry_free_names(names);
-    names = NULL;
-    rc = ej__latch_acquire_unless(reg, latch_path, ej__coord_wait_bound(c), nothing_to_take, c,
-                                  &latch);
-    if (rc == EJ_EAGAIN)
-        rc = 0; /* taken by others while this one waited */
-    if (rc != 0 || latch == NULL)
-        goto out;
-    rc = ej_registry_children(reg, items_path, EJ_REG_SORT_DESC, &names, &n);
-    if (rc == EJ_ENONODE) {
-        rc = 0;
-        n = 0;
-    }
-    for (size_t i = 0; rc == 0 && i < n && taken < 0; i++) {
-        int item;
-        char *pending = ej__asprintf("%s/%s", items_path, names[i]);
-        if (pending == NULL)
-            break;
-        if (ej__layout_parse_item(names[i], &item) != 0 || item >= ej__coord_total_count(c)) {
-            ej_registry_delete(reg, pending, -1);
-            free(pending);
-            continue;
-        }
-        char *fo = ej_layout_path_dup(job, EJ_LAYOUT_NODE_ITEM_FAILOVER, item, NULL);
-        const char *me = ej__coord_instance_id(c);
-        struct ej_reg_op ops[2] = {
-            {.type = EJ_REG_OP_CREATE,
-             .path = fo,
-             .data = me,
-             .len = strlen(me),
-             .mode = EJ_REG_EPHEMERAL,
-             .version = -1},
-            {.type = EJ_REG_OP_DELETE, .path = pending, .version = -1},
-        };
-        size_t failed = 0;
-        int mrc = fo ? ej_registry_multi(reg, ops, 2, &failed) : EJ_ENOMEM;
-        if (mrc == 0) {
-            taken = item;
-        } else if (failed == 0 && (mrc == EJ_ENODEEXISTS || mrc == EJ_ENONODE)) {
-            /* Already being run by someone, or the item is gone. */
-            ej_registry_delete(reg, pending, -1);
-        } else if (mrc == EJ_ECONNLOSS || mrc == EJ_ESESSIONEXPIRED) {
-            rc = mrc;
-        }
-        free(fo);
-        free(pending);
-    }
-    ej__latch_release(latch);
-    if (taken >= 0) {
-        char *fo = ej_layout_path_dup(job, EJ_LAYOUT_NODE_ITEM_FAILOVER, taken, NULL);
-        struct ej_node_stat st;
-        bool ex = false;
-        memset(&st, 0, sizeof st);
-        if (fo)
-            ej_registry_exists(reg, fo, &ex, &st);
-        free(fo);
-        pthread_mutex_lock(&s->mu);
-        if (s->nmine == s->capmine) {
-            size_t nc = s->capmine ? s->capmine * 2 : 4;
-            struct taken *p = realloc(s->mine, nc * sizeof *p);
-            if (p) {
-                s->mine = p;
-                s->capmine = nc;
-            }
-        }
-        if (s->nmine < s->capmine)
-            s->mine[s->nmine++] =
-                (struct taken){taken, ex ? st.czxid : 0, ej_registry_session_id(reg)};
-        pthread_mutex_unlock(&s->mu);
-        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: %s took over failover item %d", job,
-               ej__coord_instance_id(c), taken);
-        ej__coord_notify_failover_taken(c);
-    }
-out:
-    ej_registry_free_names(names);
-    free(items_path);
-    free(latch_path);
-    if (rc != 0)
-        return rc;
-    return taken >= 0 ? 1 : 0;
-}
-
-int ej__failover_taken(ej__coord *c, struct ej__plan_taken **out, size_t *nout)
-{
-    *out = NULL;
-    *nout = 0;
-    struct ej__failover_state *s = ej__coord_failover_state(c);
-    if (s == NULL)
-        return 0;
-    int64_t sess = ej_registry_session_id(ej__coord_registry(c));
-    pthread_mutex_lock(&s->mu);
-    /* Items taken in an earlier session are gone with it. */
-    size_t j = 0;
-    for (size_t i = 0; i < s->nmine; i++)
-        if (s->mine[i].session == sess)
-            s->mine[j++] = s->mine[i];
-    s->nmine = j;
-    struct ej__plan_taken *t = j ? malloc(j * sizeof *t) : NULL;
-    if (j && t == NULL) {
-        pthread_mutex_unlock(&s->mu);
-        return EJ_ENOMEM;
-    }
-    for (size_t i = 0; i < j; i++)
-        t[i] = (struct ej__plan_taken){
-            .item = s->mine[i].item, .session = s->mine[i].session, .czxid = s->mine[i].czxid};
-    pthread_mutex_unlock(&s->mu);
-    *out = t;
-    *nout = j;
-    return 0;
-}
-
-void ej__failover_done(ej__coord *c, const int *items, size_t n)
-{
-    struct ej__failover_state *s = ej__coord_failover_state(c);
-    if (s == NULL || n == 0)
-        return;
-    ej_registry *reg = ej__coord_registry(c);
-    int64_t sess = ej_registry_session_id(reg);
-    for (size_t k = 0; k < n; k++) {
-        bool ours = false;
-        pthread_mutex_lock(&s->mu);
-        for (size_t i = 0; i < s->nmine; i++) {
-            if (s->mine[i].item != items[k])
-                continue;
-            ours = s->mine[i].session == sess;
-            s->mine[i] = s->mine[--s->nmine];
-            break;
-        }
-        pthread_mutex_unlock(&s->mu);
-        if (!ours)
-            continue; /* the node went with an earlier session */
-        char *p = ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_ITEM_FAILOVER,
-                                      items[k], NULL);
-        if (p == NULL)
-            continue;
-        int rc = ej_registry_delete(reg, p, -1);
-        if (rc != 0 && rc != EJ_ENONODE)
-            EJ_LOG(EJ_LOG_WARN, MOD, rc, "cannot delete %s: %s", p, ej_registry_errmsg(reg));
-        free(p);
-    }
-}
-
-void ej__failover_clear_all(ej__coord *c)
-{
-    struct ej__failover_state *s = ej__coord_failover_state(c);
-    ej_registry *reg = ej__coord_registry(c);
-    const char *job = ej__coord_job_name(c);
-    if (s) {
-        pthread_mutex_lock(&s->mu);
-        s->nmine = 0;
-        pthread_mutex_unlock(&s->mu);
-    }
-    int *items = NULL;
-    size_t n = 0;
-    ej__view_items(ej__coord_view(c), &items, &n);
-    size_t removed = 0;
-    for (size_t i = 0; i < n; i++) {
-        char *p = ej_layout_path_dup(job, EJ_LAYOUT_NODE_ITEM_FAILOVER, items[i], NULL);
-        if (p && ej_registry_delete(reg, p, -1) == 0)
-            removed++;
-        free(p);
-    }
-    free(items);
-    char *ip = ej_layout_path_dup(job, EJ_LAYOUT_NODE_FAILOVER_ITEMS, 0, NULL);
-    char **names = NULL;
-    size_t k = 0;
-    if (ip && ej_registry_children(reg, ip, EJ_REG_UNSORTED, &names, &k) == 0) {
-        for (size_t i = 0; i < k; i++) {
-            char *p = ej__asprintf("%s/%s", ip, names[i]);
-            if (p && ej_registry_delete(reg, p, -1) == 0)
-                removed++;
-            free(p);
-        }
-        ej_registry_free_names(names);
-    }
-    free(ip);
-    EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: failover turned off: %zu failover nodes removed", job,
-           removed);
 }

@@ -1,0 +1,47 @@
+/*
+ * The failover state shared by the two halves of failover: recording the
+ * crashes (failover.c) and taking the recorded items (failover_take.c).
+ * One per coordinator; its fields are guarded by mu: the serial queue
+ * records crashes, fire threads take items, and the serial queue clears
+ * them when failover is turned off.
+ */
+#ifndef EJ_COORD_FAILOVER_IMPL_H
+#define EJ_COORD_FAILOVER_IMPL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coord/internal.h"
+
+struct crash {
+    char *id;
+    int64_t session;
+    int64_t at_ms; /* epoch ms when the instance node was seen removed */
+    int *items;    /* what it was running */
+    size_t n;
+    int64_t close_zxid; /* the session's close (session_close_zxid): pzxid of those sharding/{n} */
+};
+
+struct taken {
+    int item;
+    int64_t czxid;
+    int64_t session;
+};
+
+struct pending_record;
+
+struct ej__failover_state {
+    pthread_mutex_t mu;
+    struct crash *crashes;
+    size_t ncrash, capcrash;
+    /* The recording waiting for the latch (one at a time; the records
+     * seen meanwhile wait in crashes), cancelled when the caches show its
+     * items recorded or taken by another instance. */
+    struct pending_record *inflight;
+    ej__latch_wait *inflight_wait;
+    struct taken *mine;
+    size_t nmine, capmine;
+};
+
+#endif
