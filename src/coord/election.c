@@ -471,7 +471,7 @@ static void on_leader_event_body(ej__coord *c, const struct ej_tree_event *ev)
          * election, a disable and a reconnection were seen. */
         if (strcmp(ev->data, c->me) == 0 && ej__coord_server_disabled(c))
             ej__coord_abdicate(c);
-        ej__failover_leader_seen(c, ev->data);
+        ej__failover_recorder_changed(c);
         ej__shard_when_busy(c); /* a new leader busy with its own run */
         return;
     }
@@ -481,6 +481,7 @@ static void on_leader_event_body(ej__coord *c, const struct ej_tree_event *ev)
         EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: leader %s left; electing", c->job, ev->data);
         if (!ej__coord_server_disabled(c))
             ej__coord_post_election(c);
+        ej__failover_recorder_changed(c);
         return;
     }
     size_t flen = strlen(c->p_fo_items);

@@ -173,8 +173,10 @@ void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t sess
     size_t nitems = 0;
     int64_t close_zxid = 0;
     crashed_items(c, session, cand, ncand, &items, &nitems, &close_zxid);
-    if (nitems == 0) /* idle, or left cleanly: the resharding moves its items */
+    if (nitems == 0) { /* idle, or left cleanly: the resharding moves its items */
+        ej__failover_recorder_changed(c);
         return;
+    }
     pthread_mutex_lock(&s->mu);
     if (s->ncrash == s->capcrash) {
         size_t nc = s->capcrash ? s->capcrash * 2 : 4;
@@ -198,12 +200,11 @@ void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t sess
     ej__coord_post(c, crash_task, NULL);
 }
 
-void ej__failover_leader_seen(ej__coord *c, const char *leader)
+void ej__failover_recorder_changed(ej__coord *c)
 {
     struct ej__failover_state *s = ej__coord_failover_state(c);
-    if (s == NULL || leader == NULL)
+    if (s == NULL)
         return;
-    /* Records waiting for a retry go now. */
     pthread_mutex_lock(&s->mu);
     bool any = s->ncrash > 0;
     pthread_mutex_unlock(&s->mu);
@@ -234,7 +235,7 @@ static void record_latched(ej__coord *c, const struct crash *cr, size_t ncr)
     const char *job = ej__coord_job_name(c);
     int count = ej__coord_total_count(c);
     for (size_t k = 0; k < ncr; k++) {
-        size_t nrec = 0;
+        size_t nrec = 0, nalready = 0;
         ej_buf list;
         ej__buf_init(&list);
         for (size_t i = 0; i < cr[k].n; i++) {
@@ -250,9 +251,11 @@ static void record_latched(ej__coord *c, const struct crash *cr, size_t ncr)
             int crc = ej_registry_create_node(reg, p, NULL, 0, EJ_REG_PERSISTENT,
                                               EJ_REG_CREATE_PARENTS, NULL);
             free(p);
-            if (crc == 0 || crc == EJ_ENODEEXISTS) {
+            if (crc == 0) {
                 ej__buf_printf(&list, "%s%d", nrec ? "," : "", item);
                 nrec++;
+            } else if (crc == EJ_ENODEEXISTS) { /* the caches had not shown it yet */
+                nalready++;
             } else {
                 EJ_LOG(EJ_LOG_WARN, MOD, crc, "job %s: cannot record failover item %d: %s", job,
                        item, ej_registry_errmsg(reg));
@@ -262,6 +265,10 @@ static void record_latched(ej__coord *c, const struct crash *cr, size_t ncr)
             EJ_LOG(EJ_LOG_INFO, MOD, 0,
                    "job %s: instance %s is gone while running items [%s]: failing them over", job,
                    cr[k].id, list.data ? list.data : "");
+        else if (nalready)
+            EJ_LOG(EJ_LOG_INFO, MOD, 0,
+                   "job %s: instance %s is gone; its items were recorded already by another "
+                   "instance", job, cr[k].id);
         else
             EJ_LOG(EJ_LOG_DEBUG, MOD, 0,
                    "job %s: instance %s is gone; no item of it to fail over (idle, or taken "

@@ -554,9 +554,11 @@ int ej__failover_take(ej__coord *c);
 int ej__failover_taken(ej__coord *c, struct ej__plan_taken **out, size_t *n);
 /* The failover runs of items finished: delete their failover nodes. */
 void ej__failover_done(ej__coord *c, const int *items, size_t n);
-/* The leader cache shows leader (dispatch thread): drop crash records
- * another leader handles, or process them when the leader is us. */
-void ej__failover_leader_seen(ej__coord *c, const char *leader);
+/* Who records a crash first may have changed (serial queue): a leader
+ * appeared or left, or an instance left without items to fail over (it
+ * may have been the one chosen). Crash records waiting for the first
+ * recorder are looked at again: this instance may be it now. */
+void ej__failover_recorder_changed(ej__coord *c);
 /* Process crash records left for a leader (after an election). */
 void ej__failover_process_pending(ej__coord *c);
 /* leader/failover/items changed (serial queue): a recording still waiting

@@ -113,9 +113,11 @@ int main(void)
     FILE *f = fopen(nlog, "r");
     REQUIRE(f != NULL, "node log");
     while (fgets(line, sizeof line, f)) {
-        if (strstr(line, "is gone while running items") || strstr(line, "took over failover")) {
+        bool rec = strstr(line, "is gone while running items") != NULL ||
+                   strstr(line, "were recorded already") != NULL;
+        if (rec || strstr(line, "took over failover")) {
             fputs(line, stderr);
-            recorded += strstr(line, "is gone while running items") != NULL;
+            recorded += rec;
             took += strstr(line, "took over failover") != NULL;
         }
     }
