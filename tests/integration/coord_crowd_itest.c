@@ -7,7 +7,8 @@
  * the item is taken). When every survivor recorded, each held the failover
  * latch in turn, for nothing but the first, and a fleet's failover waited
  * for the whole queue. The instances' logs (their stderr, a file here)
- * tell who recorded.
+ * tell who recorded. Then the leader is killed: the survivors elect in
+ * turn, so one or two of them come to the election latch, not all.
  */
 #include "coord_harness_itest.c"
 
@@ -125,6 +126,37 @@ int main(void)
     CHECK(recorded == 1, "the crash was recorded by %d of the %d survivors (want 1)", recorded,
           NODES - 1);
     CHECK(took == 1, "the item was taken %d time(s)", took);
+
+    /* The leader killed: the survivors elect one after the other, in
+     * their rank's turn, and those after the winner's never write. When
+     * all four elected at once, each created and deleted a latch node. */
+    char el[128];
+    snprintf(el, sizeof el, "/%s/leader/election/latch", JOB);
+    struct ej_node_stat e0 = {0}, e1 = {0};
+    bool eex0 = false, eex1 = false;
+    REQUIRE(ej_registry_exists(reg, el, &eex0, &e0) == 0, "election latch before");
+    int li = node_index(leader);
+    REQUIRE(li >= 0 && li != victim, "leader");
+    node_kill9(li);
+    char *nl = NULL;
+    for (int k = 0; k < 200 && nl == NULL; k++) {
+        ej__sleep_ms(50);
+        nl = leader_of(reg, JOB);
+        if (nl && strcmp(nl, leader) == 0) {
+            free(nl);
+            nl = NULL;
+        }
+    }
+    CHECK(nl != NULL, "no new leader 10 s after the leader's kill");
+    say("new leader %s, %" PRId64 " ms after the kill", nl ? nl : "-",
+        ej__now_ms() - nodes[li].killed_at);
+    free(nl);
+    ej__sleep_ms(1500); /* the later ranks' turns are over */
+    REQUIRE(ej_registry_exists(reg, el, &eex1, &e1) == 0, "election latch after");
+    int electors = eex1 ? (e1.cversion - (eex0 ? e0.cversion : 0)) / 2 : 0;
+    say("%d of the %d survivors at the election latch", electors, NODES - 2);
+    CHECK(electors <= 2, "%d of the %d survivors elected (want the first one or two)", electors,
+          NODES - 2);
 
     for (int i = 0; i < NODES; i++)
         node_stop(n[i]);
