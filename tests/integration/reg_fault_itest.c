@@ -209,16 +209,22 @@ static bool exists_fresh(zkf_server *zk, const char *path)
 
 /* ------------------------------------------------------------------------ */
 
+/* The session outlives the server's restart: a JVM's start on a loaded
+ * machine takes seconds, and a session shorter than that expires (a
+ * different test: test_expiry_new_session). */
+#define RESTART_SESSION_MS 12000
+
 static void test_stop_restart_same_session(void **state)
 {
     (void)state;
     zkf_server *zk = NULL;
-    assert_int_equal(zkf_start(&zk, NULL), 0);
+    zkf_opts zo = {.max_session_ms = RESTART_SESSION_MS};
+    assert_int_equal(zkf_start(&zk, &zo), 0);
     struct st_log sl = {.mu = PTHREAD_MUTEX_INITIALIZER};
-    struct ej_registry_opts o = opts_for(zk, &sl, 4000);
+    struct ej_registry_opts o = opts_for(zk, &sl, RESTART_SESSION_MS);
     ej_registry *reg = NULL;
     assert_int_equal(ej_registry_create(&reg, &o), 0);
-    assert_int_equal(ej_registry_negotiated_timeout_ms(reg), 4000);
+    assert_int_equal(ej_registry_negotiated_timeout_ms(reg), RESTART_SESSION_MS);
     int64_t sid = ej_registry_session_id(reg);
     assert_int_equal(ej_registry_create_node(reg, "/job/instances/me", "", 0, EJ_REG_EPHEMERAL,
                                              EJ_REG_CREATE_PARENTS, NULL),
@@ -250,7 +256,7 @@ static void test_stop_restart_same_session(void **state)
     assert_true(ej_tree_cache_exists(cache, "/job/instances/me", NULL));
 
     assert_int_equal(zkf_restart(zk), 0);
-    int rc = wait_state(&sl, s, EJ_REG_RECONNECTED, 6000);
+    int rc = wait_state(&sl, s, EJ_REG_RECONNECTED, RESTART_SESSION_MS);
     assert_true(rc > s);
     pthread_mutex_lock(&sl.mu);
     assert_false(sl.v[rc].new_session);
