@@ -3,7 +3,9 @@
  * reads and watches, like Curator's TreeCache.
  *
  * Every node of the subtree has a data watch (from its getData) and, unless
- * it is ephemeral, a child watch (from its getChildren). All of a cache's
+ * it is ephemeral, a child watch (from its getChildren), or less as its
+ * shape says (EJ__TREE_* in internal.h): a NAME node has neither and is
+ * known from its parent's listings only. All of a cache's
  * watches share one (watcher, context) pair, so ZooKeeper keeps at most one
  * of each kind per path. Answers and watch events come back on ZooKeeper's
  * completion thread, are copied into the registry's queue, and are applied
@@ -23,7 +25,8 @@
 #include "reg/internal.h"
 
 enum { N_PENDING = 0, N_LIVE = 1, N_ABSENT = 2 };
-enum { R_DATA = 0, R_CHILDREN = 1, R_EXISTS = 2 };
+/* R_PROBE: the stat of a NAME node, without a watch (probe_names). */
+enum { R_DATA = 0, R_CHILDREN = 1, R_EXISTS = 2, R_PROBE = 3 };
 /* F_INIT: a read of the initial load (the start's, a reconnection's) or
  * one that follows from it; only those count for "initialized". A node
  * that changes while the cache loads (a fleet registering: every arrival
@@ -41,6 +44,14 @@ struct tnode {
     char *data; /* NUL-terminated, NULL until loaded */
     size_t len;
     struct ej_node_stat stat;
+    /* Dispatch-only, for NAME children (probe_names): the cversion and
+     * pzxid of this node's last listing applied, and, on a NAME node, a
+     * zxid at or after its creation (the pzxid of the listing that added
+     * it, or the czxid a probe reported). */
+    bool listed;
+    int32_t list_cversion;
+    int64_t list_pzxid;
+    int64_t known_zxid;
 };
 
 struct ej_tree_cache {
@@ -266,6 +277,7 @@ struct creq {
     uint64_t cache_id, gen, epoch;
     int kind, flags;
     char *path;
+    int64_t since; /* R_PROBE: the parent's pzxid at the listing before */
     int rc;
     char *data;
     size_t len;
@@ -366,8 +378,9 @@ static void creq_free(struct creq *r)
     free(r);
 }
 
-/* Send one asynchronous read with the cache's watch (dispatch thread). */
-static void issue(ej_tree_cache *c, const char *path, int kind, int flags)
+/* Send one asynchronous read, with the cache's watch unless a probe
+ * (dispatch thread). */
+static void issue_read(ej_tree_cache *c, const char *path, int kind, int flags, int64_t since)
 {
     ej_registry *reg = c->reg;
     zhandle_t *zh = reg->zh;
@@ -392,6 +405,7 @@ static void issue(ej_tree_cache *c, const char *path, int kind, int flags)
     r->epoch = c->epoch;
     r->kind = kind;
     r->flags = flags;
+    r->since = since;
     void *wctx = (void *)(uintptr_t)c->id;
     int rc;
     /* Counted before sending: the answer may come before the call returns. */
@@ -400,8 +414,10 @@ static void issue(ej_tree_cache *c, const char *path, int kind, int flags)
         rc = zoo_awget(zh, full, cache_watcher, wctx, data_done, r);
     else if (kind == R_CHILDREN)
         rc = zoo_awget_children2(zh, full, cache_watcher, wctx, children_done, r);
-    else
+    else if (kind == R_EXISTS)
         rc = zoo_awexists(zh, full, cache_watcher, wctx, exists_done, r);
+    else
+        rc = zoo_aexists(zh, full, 0, exists_done, r);
     free(full);
     if (rc != ZOK) {
         EJ_LOG(EJ_LOG_DEBUG, "reg", ej__reg_from_zk(rc), "tree cache: read of %s not sent: %s",
@@ -414,6 +430,11 @@ static void issue(ej_tree_cache *c, const char *path, int kind, int flags)
     ej__reg_count(reg);
     if (flags & F_INIT)
         c->outstanding++;
+}
+
+static void issue(ej_tree_cache *c, const char *path, int kind, int flags)
+{
+    issue_read(c, path, kind, flags, 0);
 }
 
 static ej_tree_cache *find_cache(ej_registry *reg, uint64_t id)
@@ -468,19 +489,26 @@ static size_t segments(const char *path)
     return k;
 }
 
-/* What the cache reads of the node at path (the root is never skipped). */
+/* What the cache reads of the node at path. The root has no parent whose
+ * listing could name it: it is never skipped nor known by name only. */
 static int shape_of(const ej_tree_cache *c, const char *path)
 {
     if (!c->shape)
         return EJ__TREE_ALL;
     int k = c->shape(path, segments(path) - segments(c->root_path), c->shape_user);
-    return k == EJ__TREE_SKIP && strcmp(path, c->root_path) == 0 ? EJ__TREE_ALL : k;
+    bool root_only = k == EJ__TREE_SKIP || k == EJ__TREE_NAME;
+    return root_only && strcmp(path, c->root_path) == 0 ? EJ__TREE_ALL : k;
 }
 
-/* Read a node the cache does not know yet, as its shape says. */
+/* Read a node as its shape says (again, when the cache knows it). A NAME
+ * node has nothing to read: its parent's listings are all there is of it
+ * (kid_new, probe_names). */
 static void load(ej_tree_cache *c, const char *path, int flags)
 {
-    if (shape_of(c, path) == EJ__TREE_CHILDREN)
+    int shape = shape_of(c, path);
+    if (shape == EJ__TREE_NAME)
+        return;
+    if (shape == EJ__TREE_CHILDREN)
         issue(c, path, R_CHILDREN, flags & (F_DEEP | F_INIT));
     else
         issue(c, path, R_DATA, flags | F_THEN_CHILDREN);
@@ -617,6 +645,101 @@ static void handle_data(ej_tree_cache *c, struct creq *r)
         issue(c, n->path, R_CHILDREN, r->flags & (F_DEEP | F_INIT));
 }
 
+/* A child that a listing of n names for the first time, of shape `shape`
+ * (not SKIP); pzxid is the listing's. A NAME child is complete at once:
+ * live, data "", stat zero, reported here, no read and nothing for the
+ * load to wait for. Any other is read as its shape says. */
+static void kid_new(ej_tree_cache *c, struct tnode *n, const char *path, int shape, int64_t pzxid,
+                    int flags)
+{
+    bool by_name = shape == EJ__TREE_NAME;
+    struct tnode *k = node_new(path);
+    if (k && by_name && !(k->data = calloc(1, 1))) {
+        node_free(k);
+        k = NULL;
+    }
+    if (!k) {
+        c->load_failed = true;
+        return;
+    }
+    k->known_zxid = pzxid; /* it existed at that listing */
+    pthread_mutex_lock(&c->mu);
+    int rc = kid_add(n, k);
+    if (rc == 0) {
+        hash_insert(c, k);
+        if (by_name) {
+            k->state = N_LIVE;
+            c->nlive++;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (rc) {
+        node_free(k);
+        c->load_failed = true;
+    } else if (by_name) {
+        emit(c, EJ_TREE_NODE_ADDED, k->path, k->data, k->len, &k->stat);
+    } else {
+        load(c, path, flags & F_INIT);
+    }
+}
+
+/* One name of a listing of n (stat st): a child the cache knows (read
+ * again on a deep load), a new one, or one it skips. Returns 1 for a new
+ * child, else 0; a name it cannot tell (out of memory) counts 0, which can
+ * only cost probe_names a needless probe, never a missed one. */
+static size_t kid_named(ej_tree_cache *c, struct tnode *n, const char *name, const struct Stat *st,
+                        int flags)
+{
+    bool at_root = strcmp(n->path, "/") == 0;
+    char *path = at_root ? ej__asprintf("/%s", name) : ej__asprintf("%s/%s", n->path, name);
+    if (!path) {
+        c->load_failed = true;
+        return 0;
+    }
+    size_t fresh = 0;
+    if (lookup(c, path)) {
+        if (flags & F_DEEP)
+            load(c, path, flags & (F_DEEP | F_INIT));
+    } else {
+        int shape = shape_of(c, path);
+        if (shape != EJ__TREE_SKIP) {
+            fresh = 1;
+            kid_new(c, n, path, shape, st->pzxid, flags);
+        }
+    }
+    free(path);
+    return fresh;
+}
+
+/* NAME children have no watch: one deleted and created again between two
+ * listings of n looks unchanged, named by both. n's cversion counts every
+ * creation and deletion of a child: when it grew since the listing before
+ * by more than `changes` (the names this listing added and removed), some
+ * child came and went unseen, and each NAME child named by both listings
+ * (n->kids[0, kept)) gets a stat read, answered in handle_probe. The first
+ * listing checks nothing; after n itself was replaced, its kids were
+ * dropped and none is kept. A reload after a reconnection compares with
+ * the listing before it, of the old session or not. Counting fewer
+ * changes than happened (a child whose deletion its own watch reported, a
+ * SKIP child) can only cost needless probes. */
+static void probe_names(ej_tree_cache *c, struct tnode *n, const struct Stat *st, size_t kept,
+                        size_t changes, int flags)
+{
+    bool had = n->listed;
+    int64_t grown = (int64_t)st->cversion - n->list_cversion;
+    int64_t since = n->list_pzxid;
+    n->listed = true;
+    n->list_cversion = st->cversion;
+    n->list_pzxid = st->pzxid;
+    if (!had || grown <= (int64_t)changes)
+        return;
+    for (size_t i = 0; i < kept && i < n->nkids && !c->destroyed; i++) {
+        struct tnode *k = n->kids[i];
+        if (shape_of(c, k->path) == EJ__TREE_NAME)
+            issue_read(c, k->path, R_PROBE, flags & F_INIT, since);
+    }
+}
+
 static void handle_children(ej_tree_cache *c, struct creq *r)
 {
     struct tnode *n = lookup(c, r->path);
@@ -642,6 +765,7 @@ static void handle_children(ej_tree_cache *c, struct creq *r)
     qsort(r->names, r->nnames, sizeof(char *), cmp_name);
 
     /* Children missing from the answer were deleted at or before it. */
+    size_t changes = 0;
     for (size_t i = 0; i < n->nkids;) {
         struct tnode *k = n->kids[i];
         const char *name = k->name;
@@ -650,43 +774,38 @@ static void handle_children(ej_tree_cache *c, struct creq *r)
             continue;
         }
         node_gone(c, k); /* removes k from n->kids */
+        changes++;
         if (c->destroyed)
             return;
     }
-    bool at_root = strcmp(n->path, "/") == 0;
-    for (size_t i = 0; i < r->nnames; i++) {
-        char *path = at_root ? ej__asprintf("/%s", r->names[i])
-                             : ej__asprintf("%s/%s", n->path, r->names[i]);
-        if (!path) {
-            c->load_failed = true;
-            continue;
-        }
-        struct tnode *k = lookup(c, path);
-        if (!k && shape_of(c, path) == EJ__TREE_SKIP) {
-            free(path);
-            continue;
-        }
-        if (k) {
-            if (r->flags & F_DEEP)
-                load(c, path, r->flags & (F_DEEP | F_INIT));
-        } else if ((k = node_new(path))) {
-            pthread_mutex_lock(&c->mu);
-            if (kid_add(n, k) == 0) {
-                hash_insert(c, k);
-            } else {
-                node_free(k);
-                k = NULL;
-            }
-            pthread_mutex_unlock(&c->mu);
-            if (k)
-                load(c, path, r->flags & F_INIT);
-            else
-                c->load_failed = true;
-        } else {
-            c->load_failed = true;
-        }
-        free(path);
-    }
+    /* The kids left were named by the listing before too; kid_add appends,
+     * so they stay the first `kept` entries. */
+    size_t kept = n->nkids;
+    for (size_t i = 0; i < r->nnames && !c->destroyed; i++)
+        changes += kid_named(c, n, r->names[i], &r->st, r->flags);
+    if (!c->destroyed)
+        probe_names(c, n, &r->st, kept, changes, r->flags);
+}
+
+/* A stat read of a NAME child (probe_names). A czxid above the parent's
+ * pzxid at the listing before (when the node was there already) and above
+ * what the cache knew of the node (a repeated probe) means that the node
+ * cached was deleted and this one created after it: report the one gone
+ * and the new one, with the read's stat. NONODE: the next listing of the
+ * parent removes it. The node's own stat stays zero, as for any NAME
+ * node. */
+static void handle_probe(ej_tree_cache *c, struct creq *r)
+{
+    struct tnode *n = lookup(c, r->path);
+    if (r->rc != ZOK || !n || n->state != N_LIVE || shape_of(c, n->path) != EJ__TREE_NAME)
+        return;
+    if (r->st.czxid <= r->since || r->st.czxid <= n->known_zxid)
+        return;
+    n->known_zxid = r->st.czxid;
+    struct ej_node_stat st;
+    ej__reg_stat_from_zk(&st, &r->st);
+    emit(c, EJ_TREE_NODE_REMOVED, n->path, n->data, n->len, &n->stat);
+    emit(c, EJ_TREE_NODE_ADDED, n->path, n->data, n->len, &st);
 }
 
 static void handle_exists(ej_tree_cache *c, struct creq *r)
@@ -717,8 +836,10 @@ static void on_creq(ej_registry *reg, struct ej__reg_item *item)
         handle_data(c, r);
     else if (r->kind == R_CHILDREN)
         handle_children(c, r);
-    else
+    else if (r->kind == R_EXISTS)
         handle_exists(c, r);
+    else
+        handle_probe(c, r);
     check_initialized(c);
 out_free:
     creq_free(r);

@@ -230,6 +230,21 @@ enum {
                         * shows "") nor watched; its children watch still
                         * tells its deletion */
     EJ__TREE_SKIP,     /* not cached at all (not for the root) */
+    EJ__TREE_NAME,     /* known by name only, for a child of a node whose
+                        * children are read (ALL, CHILDREN): it costs no
+                        * request and no watch. A listing of the parent
+                        * that names it puts it in the cache at once, live,
+                        * data "" and stat all zero (ADDED carries that
+                        * too); the first listing that no longer names it
+                        * removes it. One deleted and created again between
+                        * two listings is caught by the parent's stat: when
+                        * its cversion grew by more than the names added and
+                        * removed, each NAME child named by both listings
+                        * gets one stat read without a watch, and a czxid
+                        * above the parent's pzxid at the listing before is
+                        * reported as REMOVED then ADDED (that one with the
+                        * read's stat). Its own children are never read; as
+                        * the root it is read as ALL. */
 };
 /* The shape of the node at path (namespace-relative), depth levels below
  * the cache's root. Runs on the dispatch thread; must not block or call
