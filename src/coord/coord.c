@@ -345,15 +345,12 @@ int ej__servers_drop_disabled(ej_registry *reg, const char *job, char **ids, siz
     return rc;
 }
 
-int64_t ej__coord_instance_session(ej__coord *c, const char *id)
+bool ej__coord_instance_listed(ej__coord *c, const char *id)
 {
     char *p = ej_layout_path_dup(c->job, EJ_LAYOUT_NODE_INSTANCE, 0, id);
-    struct ej_node_stat st;
-    int64_t s = 0;
-    if (p && ej_tree_cache_exists(c->c_instances, p, &st))
-        s = st.ephemeral_owner;
+    bool listed = p && ej_tree_cache_exists(c->c_instances, p, NULL);
     free(p);
-    return s;
+    return listed;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -439,8 +436,7 @@ static void delayed_fire(ej_registry *reg, void *user)
     free(d);
 }
 
-int ej__coord_post_after(ej__coord *c, int delay_ms, void (*fn)(ej__coord *c, void *arg),
-                         void *arg)
+int ej__coord_post_after(ej__coord *c, int delay_ms, void (*fn)(ej__coord *c, void *arg), void *arg)
 {
     struct delayed *d = malloc(sizeof *d);
     if (d == NULL)

@@ -210,7 +210,7 @@ int ej__coord_elect(ej__coord *c)
 bool ej__coord_leader_stale(ej__coord *c)
 {
     char *id = ej__coord_leader_id(c, NULL);
-    bool stale = id != NULL && ej__coord_instance_session(c, id) == 0;
+    bool stale = id != NULL && !ej__coord_instance_listed(c, id);
     free(id);
     return stale;
 }

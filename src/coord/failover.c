@@ -379,7 +379,7 @@ static bool records_first(ej__coord *c, const char *crashed_id, int64_t session)
     int64_t owner = 0;
     char *leader = ej__coord_leader_id(c, &owner);
     bool leader_live = leader != NULL && owner != session && strcmp(leader, crashed_id) != 0 &&
-                       ej__coord_instance_session(c, leader) != 0;
+                       ej__coord_instance_listed(c, leader);
     bool me = leader != NULL && strcmp(leader, ej__coord_instance_id(c)) == 0;
     free(leader);
     if (leader_live)

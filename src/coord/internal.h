@@ -221,6 +221,17 @@ int ej__view_items_of(ej__view *v, const char *owner, int **items, size_t *n);
  * EJ_ENOTFOUND when the item is not present. */
 int ej__view_get(ej__view *v, int item, struct ej__view_item *out);
 void ej__view_item_fini(struct ej__view_item *it);
+/* The sessions an instance that left (id) may have run items with: the
+ * owners of the running and failover nodes (present, or the last removed)
+ * of the items assigned to id, and of every item with a failover node
+ * (present, or removed within recent_ms before now: a failover run's
+ * instance is not the item's owner). Without own_session; none twice.
+ * The instances cache knows other instances by name only, so this is how
+ * a departure finds the session whose items to fail over; which of them
+ * really closed, and with which items, the caller checks in ZooKeeper.
+ * Caller frees *sessions. */
+int ej__view_departed_sessions(ej__view *v, const char *id, int64_t own_session, int64_t recent_ms,
+                               int64_t **sessions, size_t *n);
 /* Items whose running or failover node is (or, within recent_ms before now,
  * was) owned by session. Caller frees. */
 int ej__view_items_of_session(ej__view *v, int64_t session, int64_t recent_ms, int **items,
@@ -374,8 +385,10 @@ int ej__coord_shard_instances(ej__coord *c, char ***ids, size_t *n);
  * is dropped; why (may be NULL) describes it. */
 int ej__servers_drop_disabled(ej_registry *reg, const char *job, char **ids, size_t *n, char *why,
                               size_t whylen);
-/* Ephemeral owner (session) of an instance node, 0 when not live. */
-int64_t ej__coord_instance_session(ej__coord *c, const char *id);
+/* Is the instance's node in the instances cache? (Other instances' nodes
+ * are known there by name only, so their sessions are not: see
+ * ej__view_departed_sessions.) */
+bool ej__coord_instance_listed(ej__coord *c, const char *id);
 
 /* True when the cache shows a leader node. */
 bool ej__coord_leader_known(ej__coord *c);
@@ -536,8 +549,8 @@ int ej__balance_ns_assign(ej_registry *reg, const char *job, char *const *ids, s
  * session's close took (ZooKeeper), remembered and, as leader, recorded
  * under leader/failover/latch. Takes cand. at_ms: the event's wall time. */
 int ej__failover_candidates(ej__coord *c, int64_t session, int **cand, size_t *n);
-void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t session,
-                                      int64_t at_ms, int *cand, size_t ncand);
+void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t session, int64_t at_ms,
+                                      int *cand, size_t ncand);
 /* Failover turned off: delete every failover node and pending item. */
 void ej__failover_clear_all(ej__coord *c);
 /*
@@ -566,7 +579,6 @@ void ej__failover_process_pending(ej__coord *c);
  * or taken by another instance. */
 void ej__failover_items_changed(ej__coord *c);
 
-
 /* Module-private state kept in the coordinator. */
 struct ej__failover_state;
 struct ej__failover_state *ej__coord_failover_state(ej__coord *c);
@@ -585,7 +597,7 @@ void ej__failover_state_free(struct ej__failover_state *s);
  * (no item may run: e.g. connection loss).
  */
 int ej__running_begin(ej__coord *c, const int *items, size_t n, int64_t fired_ms, bool *ok,
-                   int64_t *tokens, int64_t *session_out);
+                      int64_t *tokens, int64_t *session_out);
 /* fired_ms > 0: the same transaction sets each started item's sharding/{n}
  * to "fired MS by ID" (the latest cron fire time the run covers, this
  * instance): the fire record a takeover reads. */
@@ -660,7 +672,7 @@ struct ej__fire_begin {
     const int *items;
     size_t n;
     int64_t fire_session;
-    int64_t fired_ms;               /* the fire record's time (ej__running_begin) */
+    int64_t fired_ms; /* the fire record's time (ej__running_begin) */
     bool monitor_execution;
     const int64_t *failover_tokens; /* a failover run: the plan's tokens of items; else NULL */
 };

@@ -26,14 +26,14 @@
 /* Lifecycle                                                                  */
 
 /* What the caches read (reg/internal.h, EJ__TREE_*). The coordinator
- * looks at the data of config, its own servers/{ip}, instances/{id} and
- * the leader node and flags, and at the children of instances/ and the
- * failover items; nothing else. Other servers' nodes are read by the
- * leader when it shards: watched by every member, each new IP would cost
- * every member two reads. Every watch more costs every instance a
- * read at each change: the latches' contenders come and go at every
- * election, and their nodes are read by the latch itself when it needs
- * them. */
+ * looks at the data of config, its own servers/{ip}, its own
+ * instances/{id} and the leader node and flags, and at the children of
+ * instances/ (names only) and the failover items; nothing else. Other
+ * servers' nodes are read by the leader when it shards: watched by every
+ * member, each new IP would cost every member two reads. Every watch more
+ * costs every instance a read at each change: the latches' contenders come
+ * and go at every election, and their nodes are read by the latch itself
+ * when it needs them. */
 static int leaf_shape(const char *path, size_t depth, void *user)
 {
     (void)path;
@@ -42,11 +42,15 @@ static int leaf_shape(const char *path, size_t depth, void *user)
     return EJ__TREE_DATA;
 }
 
+/* Other instances by name only: their data is the console's trigger of
+ * them, and their sessions are found when needed (membership.c
+ * on_departed); reading each would cost every member a read per member. */
 static int instances_shape(const char *path, size_t depth, void *user)
 {
-    (void)path;
-    (void)user;
-    return depth == 0 ? EJ__TREE_CHILDREN : EJ__TREE_DATA;
+    const ej__coord *c = user;
+    if (depth == 0)
+        return EJ__TREE_CHILDREN;
+    return strcmp(path, c->p_my_instance) == 0 ? EJ__TREE_DATA : EJ__TREE_NAME;
 }
 
 static int leader_shape(const char *path, size_t depth, void *user)

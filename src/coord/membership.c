@@ -183,24 +183,52 @@ static void departed_task(ej__coord *c, void *arg)
     departed_free(d);
 }
 
-/* At the removal of another instance's node (dispatch thread): the
- * takeover hold starts now, not when the queue gets to the event, and the
- * items its session ran are read from the view before they go. */
-static void on_departed(ej__coord *c, const char *id, int64_t session)
+/* Queues the failover of what session ran (the items the view shows it
+ * running now or last). session 0: nothing to fail over, but the waiting
+ * records are looked at again (the recorder may have changed). */
+static void post_departed(ej__coord *c, const char *id, int64_t session, int64_t at_ms)
 {
-    int64_t hold = ej__mono_ms() + ej_registry_takeover_margin_ms(c->reg);
-    int64_t cur = atomic_load(&c->takeover_hold_until);
-    while (hold > cur && !atomic_compare_exchange_weak(&c->takeover_hold_until, &cur, hold)) {
-    }
     struct departed *d = calloc(1, sizeof *d);
     if (d == NULL)
         return;
     d->id = strdup(id);
     d->session = session;
-    d->at_ms = ej__now_ms();
-    ej__failover_candidates(c, session, &d->cand, &d->n);
+    d->at_ms = at_ms;
+    if (session > 0)
+        ej__failover_candidates(c, session, &d->cand, &d->n);
     if (d->id == NULL || ej__coord_post_owned(c, departed_task, d, departed_free) != 0)
         departed_free(d);
+}
+
+/* At the removal of another instance's node (dispatch thread): the
+ * takeover hold starts now, not when the queue gets to the event, and the
+ * items its session ran are read from the view before they go. The
+ * instances cache knows other instances by name only (one read per
+ * instance and member would make a job's start cost the square of its
+ * members), so the session is found from the items: the owners of the
+ * running and failover nodes of the items assigned to it, and of failover
+ * runs (ej__view_departed_sessions). Each is checked in ZooKeeper
+ * (failover.c crashed_items): a session that has not closed, or items not
+ * changed by its close, fail nothing over. */
+static void on_departed(ej__coord *c, const char *id)
+{
+    int64_t hold = ej__mono_ms() + ej_registry_takeover_margin_ms(c->reg);
+    int64_t cur = atomic_load(&c->takeover_hold_until);
+    while (hold > cur && !atomic_compare_exchange_weak(&c->takeover_hold_until, &cur, hold)) {
+    }
+    int64_t at = ej__now_ms();
+    int64_t *sessions = NULL;
+    size_t n = 0;
+    if (ej__coord_failover_on(c)) {
+        int64_t recent = 2 * (int64_t)ej_registry_negotiated_timeout_ms(c->reg);
+        ej__view_departed_sessions(c->view, id, ej_registry_session_id(c->reg),
+                                   recent < 10000 ? 10000 : recent, &sessions, &n);
+    }
+    for (size_t i = 0; i < n; i++)
+        post_departed(c, id, sessions[i], at);
+    if (n == 0)
+        post_departed(c, id, 0, at);
+    free(sessions);
 }
 
 /* The instances cache's listener (dispatch thread). */
@@ -218,9 +246,8 @@ void ej__coord_on_instances_event(ej_tree_cache *cache, const struct ej_tree_eve
     if (child && ej__coord_listening(c)) {
         ej__coord_post_event(c, ev, on_instances_event_body);
         const char *id = ev->path + plen + 1;
-        if (child && ev->type == EJ_TREE_NODE_REMOVED && strcmp(id, c->me) != 0 && ev->stat &&
-            ev->stat->ephemeral_owner != 0)
-            on_departed(c, id, ev->stat->ephemeral_owner);
+        if (child && ev->type == EJ_TREE_NODE_REMOVED && strcmp(id, c->me) != 0)
+            on_departed(c, id);
     }
     ej__coord_done(c);
 }
@@ -358,8 +385,8 @@ int ej__coord_register_instance(ej__coord *c)
     if (marker != NULL && box != NULL && live != NULL) {
         /* There already: this session started the job before and holds
          * its live node from then (it is deleted only by the close). */
-        rc = ej_registry_create_node(c->reg, box, NULL, 0, EJ_REG_CONTAINER,
-                                     EJ_REG_CREATE_PARENTS, NULL);
+        rc = ej_registry_create_node(c->reg, box, NULL, 0, EJ_REG_CONTAINER, EJ_REG_CREATE_PARENTS,
+                                     NULL);
         boxed = rc == 0;
         struct ej_reg_op ops[3] = {
             {.type = EJ_REG_OP_CREATE, .path = c->p_my_instance, .mode = EJ_REG_EPHEMERAL},

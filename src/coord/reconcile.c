@@ -63,7 +63,7 @@ static void reconcile_task(ej__coord *c, void *arg)
                 struct ej__view_item it;
                 if (ej__view_get(c->view, items[i], &it) != 0)
                     continue;
-                if (it.owner == NULL || ej__coord_instance_session(c, it.owner) == 0)
+                if (it.owner == NULL || !ej__coord_instance_listed(c, it.owner))
                     stale = true;
                 ej__view_item_fini(&it);
             }

@@ -464,6 +464,60 @@ static bool of_session(const struct vitem *it, const void *arg)
            (it->fo_gone_owner == a->session && it->fo_gone_at >= a->since);
 }
 
+/* Adds s to the set (n of cap; no duplicates, none <= 0, not skip). */
+static int session_add(int64_t **set, size_t *n, size_t *cap, int64_t s, int64_t skip)
+{
+    if (s <= 0 || s == skip)
+        return 0;
+    for (size_t i = 0; i < *n; i++)
+        if ((*set)[i] == s)
+            return 0;
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 4;
+        int64_t *p = realloc(*set, nc * sizeof *p);
+        if (p == NULL)
+            return EJ_ENOMEM;
+        *set = p;
+        *cap = nc;
+    }
+    (*set)[(*n)++] = s;
+    return 0;
+}
+
+int ej__view_departed_sessions(ej__view *v, const char *id, int64_t own_session, int64_t recent_ms,
+                               int64_t **sessions, size_t *n)
+{
+    if (v == NULL || id == NULL || sessions == NULL || n == NULL)
+        return EJ_EINVAL;
+    *sessions = NULL;
+    *n = 0;
+    size_t cap = 0;
+    int rc = 0;
+    int64_t since = ej__now_ms() - recent_ms;
+    ej__mutex_lock(&v->mu);
+    for (size_t i = 0; i < v->cap && rc == 0; i++) {
+        const struct vitem *it = &v->items[i];
+        if (!it->present)
+            continue;
+        bool owned = it->owner != NULL && strcmp(it->owner, id) == 0;
+        /* A failover run's instance is not the item's owner: any of them
+         * may be the departed one's. */
+        bool fo_run = it->fo_owner > 0 || (it->fo_gone_owner > 0 && it->fo_gone_at >= since);
+        if (!owned && !fo_run)
+            continue;
+        int64_t cand[4] = {it->run_owner, it->fo_owner, it->run_gone_owner, it->fo_gone_owner};
+        for (int k = 0; k < 4 && rc == 0; k++)
+            rc = session_add(sessions, n, &cap, cand[k], own_session);
+    }
+    ej__mutex_unlock(&v->mu);
+    if (rc != 0) {
+        free(*sessions);
+        *sessions = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
 int ej__view_items_of_session(ej__view *v, int64_t session, int64_t recent_ms, int **items,
                               size_t *n)
 {

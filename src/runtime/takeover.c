@@ -97,7 +97,7 @@ static void take_over(struct ej_job *job, const struct ej__rt_settings *s, int i
     int64_t fired = 0;
     char by[EJ__ID_MAX];
     if (ej__running_read_fired(c, item, &fired, by, sizeof by) != 0 || strcmp(by, job->me) == 0 ||
-        !ej__running_departed(c, by) || ej__coord_instance_session(c, by) != 0)
+        !ej__running_departed(c, by) || ej__coord_instance_listed(c, by))
         return;
     int64_t first = 0, last = 0;
     uint32_t k = lost_times(job, fired, before_ms, &first, &last);
