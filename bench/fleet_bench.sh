@@ -3,6 +3,9 @@
 # SCRIPT jobs on a 3-server ZooKeeper ensemble on loopback, and it prints
 #   - how long until every daemon is registered (/readyz 200), and how many
 #     daemons exited on their own meanwhile;
+#   - CPU seconds of the ZooKeeper servers, of the daemons and of the rest
+#     (item scripts, the harness), and how busy the machine was, during the
+#     registration and during the steady window;
 #   - over a steady window: ZooKeeper requests/s and watches (mntr, summed
 #     over the servers), fires run vs due, lateness percentiles (item start
 #     minus fire time), RSS and threads per daemon;
@@ -90,11 +93,33 @@ mntr_sum() { # KEY: the sum over the servers
   echo $s
 }
 
+# CPU: seconds a set of processes used (utime + stime, not their children),
+# and seconds the whole machine was busy (/proc/stat: all but idle and
+# iowait), so a run shows how much of the machine ZooKeeper, the daemons
+# and the rest (item scripts, this harness) took.
+HZ=$(getconf CLK_TCK)
+cpu_ticks() {
+  local t=0 p v
+  for p in "$@"; do
+    v=$(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null)
+    t=$((t + ${v:-0}))
+  done
+  echo $t
+}
+busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+cpu_line() { # LABEL ZK0 D0 BUSY0 MS: the CPU seconds since those readings
+  awk -v l="$1" -v z=$(( $(cpu_ticks "${ZKF_ENS_PIDS[@]}") - $2 )) -v d=$(( $(cpu_ticks "${DPID[@]}") - $3 )) \
+    -v b=$(( $(busy_ticks) - $4 )) -v ms="$5" -v hz="$HZ" -v n="$(nproc)" 'BEGIN {
+    printf "cpu (%s): zookeeper %.1f s, daemons %.1f s, other %.1f s; machine busy %.0f%% of %d cores x %.1f s\n",
+      l, z / hz, d / hz, (b - z - d) / hz, 100 * b / hz / (n * ms / 1000), n, ms / 1000 }'
+}
+
 ip_of() { echo "127.0.1.$(($1 + 1))"; }
 PORT=()
 python3 "$HERE/tests/chaos/chaos_check.py" watch "$LOG" "$GONE" "$D/stop-watch" &
 WATCH_PID=$!
 Q0=$(mntr_sum zk_packets_received)
+ZC0=$(cpu_ticks "${ZKF_ENS_PIDS[@]}") BC0=$(busy_ticks) DC0=0
 T0=$(now_ms)
 say "starting $N daemons x $J jobs (period $PERIOD s, session $SESSION ms) on $ZKF_CONNECT"
 for i in $(seq 1 "$N"); do
@@ -132,6 +157,7 @@ while [ $SECONDS -lt $deadline ]; do
   sleep 0.5
 done
 T_REG=$(now_ms)
+CPU_REG=$(cpu_line registration "$ZC0" "$DC0" "$BC0" $((T_REG - T0)))
 Q_REG=$(( $(mntr_sum zk_packets_received) - Q0 ))
 W_REG=$(mntr_sum zk_watch_count)
 NREADY=0 LAST=0
@@ -144,13 +170,16 @@ done
 RETRIED=$(grep -l "not started (attempt" "$D"/daemon*.log 2>/dev/null | wc -l)
 echo "registered: $NREADY of $N daemons ready in $(( (LAST - T0) )) ms (last one); $EXITED exited on their own; $RETRIED retried a job start"
 echo "registration: $Q_REG ZooKeeper requests ($(( Q_REG / (N * J) )) per daemon and job), $W_REG watches"
+echo "$CPU_REG"
 
 # ------------------------------------------------------------ steady window
 sleep 3
 A=$(now_ms)
 P0=$(mntr_sum zk_packets_received)
+ZC0=$(cpu_ticks "${ZKF_ENS_PIDS[@]}") DC0=$(cpu_ticks "${DPID[@]}") BC0=$(busy_ticks)
 sleep "$WINDOW"
 B=$(now_ms)
+CPU_WIN=$(cpu_line "steady window" "$ZC0" "$DC0" "$BC0" $((B - A)))
 P1=$(mntr_sum zk_packets_received)
 W1=$(mntr_sum zk_watch_count)
 C1=$(mntr_sum zk_num_alive_connections)
@@ -161,6 +190,7 @@ for i in $(seq 1 "$N"); do
   THR+=("$(awk '/^Threads/ { print $2 }' "/proc/${DPID[$i]}/status")")
 done
 echo "zookeeper: $(( (P1 - P0) * 1000 / (B - A) )) requests/s over $((B - A)) ms; $W1 watches; $C1 connections"
+echo "$CPU_WIN"
 echo "daemons: RSS $(printf '%s\n' "${RSS[@]}" | sort -n | awk '{ a[NR] = $1 } END { printf "%d..%d kB (median %d)", a[1], a[NR], a[int((NR + 1) / 2)] }'); threads $(printf '%s\n' "${THR[@]}" | sort -n | awk '{ a[NR] = $1 } END { printf "%d..%d", a[1], a[NR] }')"
 
 # ------------------------------------------------------------ failover

@@ -9,6 +9,9 @@
 #                        serve with a leader); sets
 #                        ZKF_CONNECT (all of them), ZKF_ENS_PIDS[1..N], ZKF_ENS_PORTS[1..N]
 #   zkf_ensemble_kill I / zkf_ensemble_restart I / zkf_ensemble_leader (prints I)
+#   ZKF_ENS_JVM="FLAGS"  the ensemble servers' JVM flags (default: a small heap
+#                        and the quick-starting compiler, for tests; "" gives
+#                        the JVM's defaults, as Debian's zkServer.sh runs it)
 # At exit (also on failure or signal) every tracked process and the server are
 # killed by pid and the data directory is removed. The server also dies with
 # this shell (PR_SET_PDEATHSIG through setpriv) if the shell is killed.
@@ -84,7 +87,8 @@ zkf__ens_spawn() { # I
   local i=$1
   # Short election back-off and peer connect timeout: a quorum forms and
   # re-elects in seconds, not the default minute.
-  setpriv --pdeathsig KILL java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+  # shellcheck disable=SC2086 # the flags are words
+  setpriv --pdeathsig KILL java ${ZKF_ENS_JVM--Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1} \
     -Dzookeeper.fastleader.maxNotificationInterval=800 -Dzookeeper.cnxTimeout=1000 \
     -Dorg.slf4j.simpleLogger.showDateTime=true \
     -cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar \
