@@ -245,6 +245,15 @@ static void create_kid(ej_registry *reg, const char *name, ej_reg_mode mode)
 
 /* The load, arrivals and departures of children known by name, and what
  * they cost. */
+/* A cache of ROOT shaped by names_shape(user), reporting to r; not started. */
+static ej_tree_cache *names_cache(ej_registry *reg, struct recorder *r, void *user)
+{
+    ej_tree_cache *cache = NULL;
+    assert_int_equal(ej_tree_cache_create(reg, ROOT, on_event, r, &cache), 0);
+    assert_int_equal(ej__tree_cache_set_shape(cache, names_shape, user), 0);
+    return cache;
+}
+
 static void test_names_load_and_changes(void **state)
 {
     (void)state;
@@ -257,9 +266,7 @@ static void test_names_load_and_changes(void **state)
         create_kid(other, name, i % 2 ? EJ_REG_EPHEMERAL : EJ_REG_PERSISTENT);
     }
     struct recorder *r = rec_new();
-    ej_tree_cache *cache = NULL;
-    assert_int_equal(ej_tree_cache_create(reg, ROOT, on_event, r, &cache), 0);
-    assert_int_equal(ej__tree_cache_set_shape(cache, names_shape, NULL), 0);
+    ej_tree_cache *cache = names_cache(reg, r, NULL);
     assert_int_equal(ej_registry_barrier(reg, 3000), 0);
 
     uint64_t before = ej_registry_request_count(reg);
@@ -384,9 +391,7 @@ static void test_names_replaced_in_a_transaction(void **state)
         create_kid(other, name, EJ_REG_PERSISTENT);
     }
     struct recorder *r = rec_new();
-    ej_tree_cache *cache = NULL;
-    assert_int_equal(ej_tree_cache_create(reg, ROOT, on_event, r, &cache), 0);
-    assert_int_equal(ej__tree_cache_set_shape(cache, names_shape, NULL), 0);
+    ej_tree_cache *cache = names_cache(reg, r, NULL);
     start_and_wait(cache, r);
     settle(reg);
 
@@ -500,9 +505,7 @@ static void test_names_replaced_across_expiry(void **state)
     create_kid(reg, "me", EJ_REG_EPHEMERAL);
     char *me = kid("me"), *peer = kid("peer");
     struct recorder *r = rec_new();
-    ej_tree_cache *cache = NULL;
-    assert_int_equal(ej_tree_cache_create(reg, ROOT, on_event, r, &cache), 0);
-    assert_int_equal(ej__tree_cache_set_shape(cache, names_shape, NULL), 0);
+    ej_tree_cache *cache = names_cache(reg, r, NULL);
     start_and_wait(cache, r);
     settle(reg);
 
@@ -566,9 +569,7 @@ static void test_names_with_a_data_child(void **state)
     create_kid(other, "n1", EJ_REG_EPHEMERAL);
     char *n0 = kid("n0");
     struct recorder *r = rec_new();
-    ej_tree_cache *cache = NULL;
-    assert_int_equal(ej_tree_cache_create(reg, ROOT, on_event, r, &cache), 0);
-    assert_int_equal(ej__tree_cache_set_shape(cache, names_shape, me), 0);
+    ej_tree_cache *cache = names_cache(reg, r, me);
     assert_int_equal(ej_registry_barrier(reg, 3000), 0);
     uint64_t before = ej_registry_request_count(reg);
     long init = start_and_wait(cache, r);
