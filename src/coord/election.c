@@ -386,22 +386,6 @@ void ej__coord_elect_async(ej__coord *c)
 #define ELECT_STEP_MS 100
 #define ELECT_WAIT_MAX_MS 1000
 
-static int elect_wait_ms(ej__coord *c)
-{
-    char **ids = NULL;
-    size_t n = 0;
-    size_t rank = 0;
-    if (ej__coord_available_instances(c, &ids, &n) == 0)
-        for (size_t i = 0; i < n; i++)
-            if (strcmp(ids[i], c->me) == 0) {
-                rank = i;
-                break;
-            }
-    ej_registry_free_names(ids);
-    return rank * ELECT_STEP_MS < ELECT_WAIT_MAX_MS ? (int)(rank * ELECT_STEP_MS)
-                                                      : ELECT_WAIT_MAX_MS;
-}
-
 static void elect_task(ej__coord *c, void *arg)
 {
     EJ_ASSERT_SERIAL(c);
@@ -414,7 +398,7 @@ static void elect_task(ej__coord *c, void *arg)
         go = false;
     if (!go || ej__coord_leader_known(c))
         return;
-    int wait = waited ? 0 : elect_wait_ms(c);
+    int wait = waited ? 0 : ej__coord_turn_ms(c, ELECT_STEP_MS, ELECT_WAIT_MAX_MS);
     if (wait > 0 && ej__coord_post_after(c, wait, elect_task, (void *)1) == 0)
         return;
     elect_async(c, true);

@@ -376,6 +376,10 @@ void ej__coord_takeover_wait(ej__coord *c);
  * ej__coord_shard_instances). From the caches, no request. Caller frees
  * with ej_registry_free_names. */
 int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n);
+/* This instance's turn when every member of the job sees the same event
+ * and one of them suffices (an election, a take): rank among the available
+ * instances x step_ms, at most max_ms. From the caches, no request. */
+int ej__coord_turn_ms(ej__coord *c, int step_ms, int max_ms);
 /* The leader's list for sharding: the live instances on enabled servers,
  * each server's state read from ZooKeeper (one read per distinct IP). */
 int ej__coord_shard_instances(ej__coord *c, char ***ids, size_t *n);
@@ -561,6 +565,9 @@ void ej__failover_clear_all(ej__coord *c);
  * hook has been called), 0 when none, or an error.
  */
 int ej__failover_take(ej__coord *c);
+/* How long this instance lets the others before it take an item just
+ * recorded (failover_take.c): its turn among the job's members. */
+int ej__failover_take_turn_ms(ej__coord *c);
 /* The items this instance took over in the session now (any order), with
  * their tokens, for the fire plan; forgets those of earlier sessions.
  * Caller frees *out. */

@@ -27,8 +27,9 @@
 
 /* What the caches read (reg/internal.h, EJ__TREE_*). The coordinator
  * looks at the data of config, its own servers/{ip}, its own
- * instances/{id} and the leader node and flags, and at the children of
- * instances/ (names only) and the failover items; nothing else. Other
+ * instances/{id}, the leader node and the resharding flag, and at the
+ * names of the other instances, of the processing flag and of the failover
+ * items; nothing else. Other
  * servers' nodes are read by the leader when it shards: watched by every
  * member, each new IP would cost every member two reads. Every watch more
  * costs every instance a read at each change: the latches' contenders come
@@ -53,13 +54,22 @@ static int instances_shape(const char *path, size_t depth, void *user)
     return strcmp(path, c->p_my_instance) == 0 ? EJ__TREE_DATA : EJ__TREE_NAME;
 }
 
+/* The sharding's processing flag and the failover records matter by their
+ * presence only (empty nodes, written and deleted by whichever instance
+ * shards or records): by name, the listing of their parent tells both.
+ * Read, each would cost every member a read at every sharding and every
+ * crash. The resharding flag is read: the leader tells a new flag from one
+ * it consumed by its czxid (ej__coord_shard_flag_new). */
 static int leader_shape(const char *path, size_t depth, void *user)
 {
     const ej__coord *c = user;
     if (strcmp(path, c->p_el_latch) == 0 || strcmp(path, c->p_fo_latch) == 0)
         return EJ__TREE_SKIP;
-    if (depth >= 3 || strcmp(path, c->p_leader_inst) == 0 || strcmp(path, c->p_necessary) == 0 ||
-        strcmp(path, c->p_processing) == 0)
+    size_t flen = strlen(c->p_fo_items);
+    if (strcmp(path, c->p_processing) == 0 ||
+        (strncmp(path, c->p_fo_items, flen) == 0 && path[flen] == '/'))
+        return EJ__TREE_NAME;
+    if (depth >= 3 || strcmp(path, c->p_leader_inst) == 0 || strcmp(path, c->p_necessary) == 0)
         return EJ__TREE_DATA;
     if (depth <= 1 || strcmp(path, c->p_fo_items) == 0)
         return EJ__TREE_CHILDREN;

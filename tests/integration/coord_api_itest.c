@@ -346,6 +346,34 @@ int main(void)
     say("%d arrivals cost a member %" PRIu64 " requests", arrivals, reqs);
     CHECK(reqs <= (uint64_t)(2 * arrivals + 2), "%" PRIu64 " requests for %d arrivals", reqs,
           arrivals);
+
+    /* The sharding's processing flag and a failover record, each written
+     * and deleted by another instance, cost a member a listing of their
+     * parent each time (4): by name only. 6 when each new node was read. */
+    snprintf(path, sizeof path, "/apiArrivals/leader/failover/items");
+    REQUIRE(ej_registry_create_node(peek, path, NULL, 0, EJ_REG_PERSISTENT,
+                                    EJ_REG_CREATE_PARENTS, NULL) == 0 ||
+                zk_exists(peek, "%s", path),
+            "failover items node");
+    ej__sleep_ms(300);
+    REQUIRE(ej_registry_barrier(member, 2000) == 0, "barrier");
+    uint64_t flags0 = ej_registry_request_count(member);
+    const char *flagged[] = {"/apiArrivals/leader/sharding/processing",
+                             "/apiArrivals/leader/failover/items/0"};
+    for (int k = 0; k < 2; k++) {
+        REQUIRE(ej_registry_create_node(peek, flagged[k], NULL, 0, EJ_REG_PERSISTENT, 0, NULL) == 0,
+                "create %s", flagged[k]);
+        ej__sleep_ms(150);
+        REQUIRE(ej_registry_delete(peek, flagged[k], -1) == 0, "delete %s", flagged[k]);
+        ej__sleep_ms(150);
+    }
+    ej__sleep_ms(300);
+    REQUIRE(ej_registry_barrier(member, 2000) == 0, "barrier");
+    reqs = ej_registry_request_count(member) - flags0;
+    say("a processing flag and a failover record, each set and cleared, cost a member %" PRIu64
+        " requests",
+        reqs);
+    CHECK(reqs <= 4, "%" PRIu64 " requests for 2 flags set and cleared", reqs);
     ej_job_destroy(aj);
     ej_job_config_fini(&acfg);
 
