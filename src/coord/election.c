@@ -382,14 +382,39 @@ void ej__coord_elect_async(ej__coord *c)
  * the live instances (ElasticJob order) waits r x ELECT_STEP_MS (at most
  * ELECT_WAIT_MAX_MS) and elects only if no leader showed meanwhile. The
  * latch decides as before; a Java member elects at once, which changes
- * nothing but who wins. */
+ * nothing but who wins.
+ *
+ * Under load a turn of 100 ms is shorter than an election (a latch node,
+ * its children, the leader node, and the others' caches learning of it:
+ * four round trips, each 300-500 ms when a fleet's survivors all react to
+ * a crash at once), so the turns came and a dozen members of each job
+ * still queued at the latch. So a member whose turn came first reads the
+ * latch's children (one read, no write): while another member is at the
+ * latch it looks again every ELECT_RECHECK_MS, and elects anyway after
+ * ELECT_RECHECKS looks (a contender whose session is dying holds its node
+ * until the session ends). */
 #define ELECT_STEP_MS 100
 #define ELECT_WAIT_MAX_MS 1000
+#define ELECT_RECHECK_MS 500
+#define ELECT_RECHECKS 6
 
+/* Is another member at the election latch? A failed read says no: the
+ * latch decides anyway. */
+static bool someone_electing(ej__coord *c)
+{
+    char **names = NULL;
+    size_t n = 0;
+    bool busy = ej_registry_children(c->reg, c->p_el_latch, EJ_REG_UNSORTED, &names, &n) == 0 &&
+                n > 0;
+    ej_registry_free_names(names);
+    return busy;
+}
+
+/* arg: NULL at the event; then 1 + the number of looks at the latch. */
 static void elect_task(ej__coord *c, void *arg)
 {
     EJ_ASSERT_SERIAL(c);
-    bool waited = arg != NULL;
+    intptr_t looks = (intptr_t)arg;
     bool go = ej__coord_eligible(c);
     /* A job being removed (its config or our instance node already gone)
      * must not have its nodes created again by an election. */
@@ -398,8 +423,11 @@ static void elect_task(ej__coord *c, void *arg)
         go = false;
     if (!go || ej__coord_leader_known(c))
         return;
-    int wait = waited ? 0 : ej__coord_turn_ms(c, ELECT_STEP_MS, ELECT_WAIT_MAX_MS);
+    int wait = looks ? 0 : ej__coord_turn_ms(c, ELECT_STEP_MS, ELECT_WAIT_MAX_MS);
     if (wait > 0 && ej__coord_post_after(c, wait, elect_task, (void *)1) == 0)
+        return;
+    if (looks > 0 && looks <= ELECT_RECHECKS && someone_electing(c) &&
+        ej__coord_post_after(c, ELECT_RECHECK_MS, elect_task, (void *)(looks + 1)) == 0)
         return;
     elect_async(c, true);
 }

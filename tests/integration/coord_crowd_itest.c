@@ -8,7 +8,8 @@
  * latch in turn, for nothing but the first, and a fleet's failover waited
  * for the whole queue. The instances' logs (their stderr, a file here)
  * tell who recorded. Then the leader is killed: the survivors elect in
- * turn, so one or two of them come to the election latch, not all.
+ * turn, so one or two of them come to the election latch, not all; and
+ * again with an election that takes seconds (the test holds the latch).
  */
 #include "coord_harness_itest.c"
 
@@ -162,6 +163,48 @@ int main(void)
     say("%d of the %d survivors at the election latch", electors, NODES - 2);
     CHECK(electors <= 2, "%d of the %d survivors elected (want the first one or two)", electors,
           NODES - 2);
+
+    /* A slow election (the test holds the latch for 2.5 s, longer than
+     * every turn, as a loaded fleet's election takes seconds): the new
+     * leader killed, the survivors whose turn comes find a member at the
+     * latch and hold back; the first in turn elects when the test lets go.
+     * When they did not look, all three queued at the latch. */
+    char *leader2 = leader_of(reg, JOB);
+    int l2 = leader2 ? node_index(leader2) : -1;
+    REQUIRE(l2 >= 0 && l2 != li && l2 != victim, "second leader");
+    char hold[256];
+    snprintf(hold, sizeof hold, "%s/_c_00000000-0000-4000-8000-000000000000-latch-", el);
+    char *held = NULL;
+    REQUIRE(ej_registry_create_node(reg, hold, NULL, 0, EJ_REG_EPHEMERAL_SEQUENTIAL, 0, &held) ==
+                0,
+            "hold the election latch");
+    REQUIRE(ej_registry_exists(reg, el, &eex0, &e0) == 0 && eex0, "election latch before");
+    node_kill9(l2);
+    int64_t gone2 = wait_gone(reg, JOB, nodes[l2].id, 10000);
+    REQUIRE(gone2, "the second leader's node went");
+    ej__sleep_ms(2500);
+    REQUIRE(ej_registry_delete(reg, held, -1) == 0, "let go of the election latch");
+    free(held);
+    nl = NULL;
+    for (int k = 0; k < 200 && nl == NULL; k++) {
+        ej__sleep_ms(50);
+        nl = leader_of(reg, JOB);
+        if (nl && strcmp(nl, leader2) == 0) {
+            free(nl);
+            nl = NULL;
+        }
+    }
+    CHECK(nl != NULL, "no third leader 10 s after the latch was let go");
+    free(nl);
+    ej__sleep_ms(1500);
+    REQUIRE(ej_registry_exists(reg, el, &eex1, &e1) == 0 && eex1, "election latch after");
+    /* cversion: the test's delete, then 2 per contender. */
+    electors = (e1.cversion - e0.cversion - 1) / 2;
+    say("slow election: %d of the %d survivors at the election latch", electors, NODES - 3);
+    CHECK(electors <= 2, "slow election: %d of the %d survivors queued at the latch (want the "
+                         "first one or two)",
+          electors, NODES - 3);
+    free(leader2);
 
     for (int i = 0; i < NODES; i++)
         node_stop(n[i]);

@@ -515,6 +515,19 @@ static bool wait_sharded(ej_registry *reg, const char *job, int count, int timeo
     return ok;
 }
 
+/* When instance id's node of job is seen gone (polled), or 0 within
+ * timeout. */
+static int64_t wait_gone(ej_registry *reg, const char *job, const char *id, int timeout_ms)
+{
+    int64_t end = ej__now_ms() + timeout_ms;
+    while (ej__now_ms() < end) {
+        if (!zk_exists(reg, "/%s/instances/%s", job, id))
+            return ej__now_ms();
+        ej__sleep_ms(20);
+    }
+    return 0;
+}
+
 static char *leader_of(ej_registry *reg, const char *job)
 {
     return zk_get(reg, "/%s/leader/election/instance", job);

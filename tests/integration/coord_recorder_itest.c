@@ -30,18 +30,6 @@ static int64_t line_ms(const char *line)
     return (int64_t)timegm(&tm) * 1000 + ms;
 }
 
-/* When instance id's node is seen gone (polled), or 0 within timeout. */
-static int64_t wait_gone(ej_registry *reg, const char *id, int timeout_ms)
-{
-    int64_t end = ej__now_ms() + timeout_ms;
-    while (ej__now_ms() < end) {
-        if (!zk_exists(reg, "/%s/instances/%s", JOB, id))
-            return ej__now_ms();
-        ej__sleep_ms(20);
-    }
-    return 0;
-}
-
 /* Start the nodes, their logs into nlog; the leader (node 0, alone at
  * first) runs its items 200 ms, node 1 (the victim) 8 s. */
 static void start_nodes(const char *servers, const char *ns, const char *log, const char *nlog)
@@ -104,8 +92,8 @@ int main(void)
     int64_t killed = nodes[1].killed_at;
     ej__sleep_ms(1500);
     kill(nodes[0].pid, SIGSTOP);
-    int64_t owner_gone = wait_gone(reg, nodes[1].id, 10000);
-    int64_t leader_gone = wait_gone(reg, nodes[0].id, 10000);
+    int64_t owner_gone = wait_gone(reg, JOB, nodes[1].id, 10000);
+    int64_t leader_gone = wait_gone(reg, JOB, nodes[0].id, 10000);
     REQUIRE(owner_gone && leader_gone, "the nodes of the killed and the frozen instance went");
     say("owner's node gone %" PRId64 " ms after the kill, the leader's %" PRId64 " ms",
         owner_gone - killed, leader_gone - killed);
