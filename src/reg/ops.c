@@ -553,7 +553,21 @@ static int create_attempt(ej_registry *reg, zhandle_t *zh, void *arg)
     return zoo_create(zh, c->full, c->data, c->len, c->acl, c->flags, c->buf, c->buflen);
 }
 
-/* Create the missing ancestors of full (a ZooKeeper path), top-down. */
+/* One ancestor of a node: created, or there already (ZOK). */
+static int create_parent(ej_registry *reg, const char *path, bool container)
+{
+    struct create_ctx c = {
+        path, "", 0, container ? ZOO_CONTAINER : ZOO_PERSISTENT, ej__reg_acl(reg), NULL, 0};
+    int zrc = run_zk(reg, true, create_attempt, &c, NULL);
+    return zrc == ZNODEEXISTS ? ZOK : zrc;
+}
+
+/* Create the missing ancestors of full, the nearest first: the usual
+ * missing one is a single container the server reaped when it emptied (a
+ * latch's), and each ancestor above it, there already, would cost a create
+ * the server refuses, a write all the same (5 for a latch node of a job in
+ * a namespace, where 1 does). Goes up while a create finds no parent, then
+ * down again. */
 static int make_parents(ej_registry *reg, const char *full, bool container)
 {
     char *p = strdup(full);
@@ -565,18 +579,19 @@ static int make_parents(ej_registry *reg, const char *full, bool container)
         return ZOK;
     }
     *last = '\0';
-    int zrc = ZOK;
-    for (char *s = strchr(p + 1, '/');; s = strchr(s + 1, '/')) {
-        if (s)
-            *s = '\0';
-        struct create_ctx c = {
-            p, "", 0, container ? ZOO_CONTAINER : ZOO_PERSISTENT, ej__reg_acl(reg), NULL, 0};
-        zrc = run_zk(reg, true, create_attempt, &c, NULL);
-        if (zrc == ZNODEEXISTS)
-            zrc = ZOK;
-        if (zrc != ZOK || !s)
+    size_t up = 0;
+    int zrc;
+    for (;;) {
+        zrc = create_parent(reg, p, container);
+        char *s = strrchr(p, '/');
+        if (zrc != ZNONODE || !s || s == p)
             break;
-        *s = '/';
+        *s = '\0';
+        up++;
+    }
+    for (; zrc == ZOK && up > 0; up--) {
+        p[strlen(p)] = '/';
+        zrc = create_parent(reg, p, container);
     }
     free(p);
     return zrc;

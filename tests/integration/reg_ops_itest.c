@@ -193,6 +193,30 @@ static void test_crud(void **state)
                                              EJ_REG_CONTAINER_PARENTS, NULL),
                      0);
 
+    /* Missing parents are created the nearest first: when only the parent
+     * is missing (a reaped container), the create, the parent and the
+     * create again; not a refused create of every ancestor above it. */
+    assert_int_equal(ej_registry_create_node(reg, "/deep/a/b/latch/kid", "", 0, EJ_REG_EPHEMERAL,
+                                             EJ_REG_CONTAINER_PARENTS, NULL),
+                     0);
+    assert_int_equal(ej_registry_delete(reg, "/deep/a/b/latch/kid", -1), 0);
+    assert_int_equal(ej_registry_delete(reg, "/deep/a/b/latch", -1), 0);
+    uint64_t req0 = ej_registry_request_count(reg);
+    assert_int_equal(ej_registry_create_node(reg, "/deep/a/b/latch/kid", "", 0, EJ_REG_EPHEMERAL,
+                                             EJ_REG_CONTAINER_PARENTS, NULL),
+                     0);
+    assert_int_equal(ej_registry_request_count(reg) - req0, 3);
+    /* and from higher up, each missing one once: b and latch */
+    assert_int_equal(ej_registry_delete(reg, "/deep/a/b/latch/kid", -1), 0);
+    assert_int_equal(ej_registry_delete(reg, "/deep/a/b/latch", -1), 0);
+    assert_int_equal(ej_registry_delete(reg, "/deep/a/b", -1), 0);
+    req0 = ej_registry_request_count(reg);
+    assert_int_equal(ej_registry_create_node(reg, "/deep/a/b/latch/kid", "", 0, EJ_REG_EPHEMERAL,
+                                             EJ_REG_CONTAINER_PARENTS, NULL),
+                     0);
+    assert_int_equal(ej_registry_request_count(reg) - req0, 5);
+    assert_true(ej_registry_exists(reg, "/deep/a/b/latch/kid", &ex, &st) == 0 && ex);
+
     /* children, sorted both ways */
     const char *kids[] = {"10.0.0.2@-@1", "10.0.0.17@-@9", "10.0.0.1@-@5"};
     for (int i = 0; i < 3; i++) {
