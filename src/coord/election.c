@@ -390,13 +390,19 @@ void ej__coord_elect_async(ej__coord *c)
  * a crash at once), so the turns came and a dozen members of each job
  * still queued at the latch. So a member whose turn came first reads the
  * latch's children (one read, no write): while another member is at the
- * latch it looks again every ELECT_RECHECK_MS, and elects anyway after
- * ELECT_RECHECKS looks (a contender whose session is dying holds its node
- * until the session ends). */
+ * latch it looks again later (500 ms, then 1 s, then every 2 s). A member
+ * at the latch either elects or leaves it, and one whose session is dying
+ * keeps its node until the session ends, which the latch would wait for
+ * as well: holding back never makes the election later than queueing
+ * would, but a bound on the looks (ELECT_LOOKS_MAX, about 40 s) keeps
+ * anything unforeseen from holding it back for ever. A cap that had every
+ * member elect after 3 s brought the crowd back in the slowest elections,
+ * the ones it mattered for. */
 #define ELECT_STEP_MS 100
 #define ELECT_WAIT_MAX_MS 1000
-#define ELECT_RECHECK_MS 500
-#define ELECT_RECHECKS 6
+#define ELECT_LOOK_MS 500
+#define ELECT_LOOK_MAX_MS 2000
+#define ELECT_LOOKS_MAX 20
 
 /* Is another member at the election latch? A failed read says no: the
  * latch decides anyway. */
@@ -426,8 +432,9 @@ static void elect_task(ej__coord *c, void *arg)
     int wait = looks ? 0 : ej__coord_turn_ms(c, ELECT_STEP_MS, ELECT_WAIT_MAX_MS);
     if (wait > 0 && ej__coord_post_after(c, wait, elect_task, (void *)1) == 0)
         return;
-    if (looks > 0 && looks <= ELECT_RECHECKS && someone_electing(c) &&
-        ej__coord_post_after(c, ELECT_RECHECK_MS, elect_task, (void *)(looks + 1)) == 0)
+    int again = looks > 0 && looks < 3 ? ELECT_LOOK_MS << (looks - 1) : ELECT_LOOK_MAX_MS;
+    if (looks > 0 && looks <= ELECT_LOOKS_MAX && someone_electing(c) &&
+        ej__coord_post_after(c, again, elect_task, (void *)(looks + 1)) == 0)
         return;
     elect_async(c, true);
 }

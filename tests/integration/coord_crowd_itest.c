@@ -17,6 +17,19 @@ static const char *JOB = "crowdJob";
 #define SESSION_MS 2000
 #define NODES 6
 
+/* A leader other than old, within 10 s, or NULL. Caller frees. */
+static char *new_leader(ej_registry *reg, const char *old)
+{
+    for (int k = 0; k < 200; k++) {
+        ej__sleep_ms(50);
+        char *nl = leader_of(reg, JOB);
+        if (nl && strcmp(nl, old) != 0)
+            return nl;
+        free(nl);
+    }
+    return NULL;
+}
+
 int main(void)
 {
     harness_init();
@@ -144,15 +157,7 @@ int main(void)
     int li = node_index(leader);
     REQUIRE(li >= 0 && li != victim, "leader");
     node_kill9(li);
-    char *nl = NULL;
-    for (int k = 0; k < 200 && nl == NULL; k++) {
-        ej__sleep_ms(50);
-        nl = leader_of(reg, JOB);
-        if (nl && strcmp(nl, leader) == 0) {
-            free(nl);
-            nl = NULL;
-        }
-    }
+    char *nl = new_leader(reg, leader);
     CHECK(nl != NULL, "no new leader 10 s after the leader's kill");
     say("new leader %s, %" PRId64 " ms after the kill", nl ? nl : "-",
         ej__now_ms() - nodes[li].killed_at);
@@ -185,15 +190,7 @@ int main(void)
     ej__sleep_ms(2500);
     REQUIRE(ej_registry_delete(reg, held, -1) == 0, "let go of the election latch");
     free(held);
-    nl = NULL;
-    for (int k = 0; k < 200 && nl == NULL; k++) {
-        ej__sleep_ms(50);
-        nl = leader_of(reg, JOB);
-        if (nl && strcmp(nl, leader2) == 0) {
-            free(nl);
-            nl = NULL;
-        }
-    }
+    nl = new_leader(reg, leader2);
     CHECK(nl != NULL, "no third leader 10 s after the latch was let go");
     free(nl);
     ej__sleep_ms(1500);
