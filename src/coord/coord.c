@@ -284,23 +284,15 @@ int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n)
     return 0;
 }
 
-/* The order of the turns starts at a place of the job's own (a hash of its
- * name) in the list every member sees the same: in ElasticJob order alone,
- * one instance would come first in every job, and elect, record and take
- * for all of them at once on its one connection, where the fleet's
- * survivors could share that work. */
 int ej__coord_turn_ms(ej__coord *c, int step_ms, int max_ms)
 {
     char **ids = NULL;
     size_t n = 0;
     size_t rank = 0;
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (const char *p = c->job; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
     if (ej__coord_available_instances(c, &ids, &n) == 0)
         for (size_t i = 0; i < n; i++)
             if (strcmp(ids[i], c->me) == 0) {
-                rank = (i + n - h % n) % n;
+                rank = i;
                 break;
             }
     ej_registry_free_names(ids);
