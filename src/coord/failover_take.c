@@ -125,24 +125,6 @@ static void remember_taken(ej__coord *c, struct ej__failover_state *s, int item)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* Every idle member of the job sees an item recorded at the same moment.
- * Each queued at leader/failover/latch for it: a node created and deleted
- * per member, a turn at the latch for nothing but the first, and, in a
- * fleet after a crash, 25 members x every recorded item of writes just
- * when the survivors need ZooKeeper most. Members take turns instead: the
- * one ranked r among the available instances (ElasticJob order) waits r x
- * TAKE_STEP_MS, at most TAKE_WAIT_MAX_MS, and when its turn comes the
- * cache shows the item taken (nothing_to_take) and it sends nothing. A
- * member busy with its run takes when the run ends; the latch decides as
- * before, and a Java member takes at once. */
-#define TAKE_STEP_MS 200
-#define TAKE_WAIT_MAX_MS 2000
-
-int ej__failover_take_turn_ms(ej__coord *c)
-{
-    return ej__coord_turn_ms(c, TAKE_STEP_MS, TAKE_WAIT_MAX_MS);
-}
-
 int ej__failover_take(ej__coord *c)
 {
     struct ej__failover_state *s = ej__coord_failover_state(c);

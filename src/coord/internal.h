@@ -565,9 +565,6 @@ void ej__failover_clear_all(ej__coord *c);
  * hook has been called), 0 when none, or an error.
  */
 int ej__failover_take(ej__coord *c);
-/* How long this instance lets the others before it take an item just
- * recorded (failover_take.c): its turn among the job's members. */
-int ej__failover_take_turn_ms(ej__coord *c);
 /* The items this instance took over in the session now (any order), with
  * their tokens, for the fire plan; forgets those of earlier sessions.
  * Caller frees *out. */

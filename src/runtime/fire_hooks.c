@@ -119,13 +119,6 @@ static void take_task(struct ej__coord *c, void *arg)
         ej__failover_take(c);
 }
 
-/* The take's turn came (ej__failover_take_turn_ms): on the pool, below. */
-static void take_turn_task(struct ej__coord *c, void *arg)
-{
-    (void)arg;
-    ej__coord_post_pool(c, take_task, NULL);
-}
-
 void ej__rt_on_failover_pending(void *user)
 {
     struct ej_job *job = user;
@@ -136,10 +129,8 @@ void ej__rt_on_failover_pending(void *user)
      * waits for leader/failover/latch: on the pool, not the job's serial
      * queue, which must go on with the job's events (the latch's holder
      * may be this instance's own crash recording, whose continuation is
-     * queued there). It writes no coordination state. Each member in its
-     * turn, which the serial queue's timer keeps. */
-    int wait = go ? ej__failover_take_turn_ms(job->coord) : 0;
-    if (go && (wait <= 0 || ej__coord_post_after(job->coord, wait, take_turn_task, NULL) != 0))
+     * queued there). It writes no coordination state. */
+    if (go)
         ej__coord_post_pool(job->coord, take_task, NULL);
 }
 

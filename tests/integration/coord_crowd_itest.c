@@ -3,8 +3,8 @@
  * runs its item. Its item must run once as FAILOVER on a survivor before
  * the next fire, without overlap, and recorded by one survivor: the first
  * recorder (the leader) records at once and the others give it time (and
- * the idle instances take it in turn, so that one or two of them come
- * to the latch, not all). When every survivor recorded, each held the failover
+ * an idle instance waiting to take an item leaves the latch's queue when
+ * the item is taken). When every survivor recorded, each held the failover
  * latch in turn, for nothing but the first, and a fleet's failover waited
  * for the whole queue. The instances' logs (their stderr, a file here)
  * tell who recorded. Then the leader is killed: the survivors elect in
@@ -123,11 +123,6 @@ int main(void)
     REQUIRE(ej_registry_exists(reg, latch, &ex1, &st1) == 0 && ex1, "latch after");
     int acquisitions = (st1.cversion - (ex0 ? st0.cversion : 0)) / 2;
     say("%d contender(s) at the failover latch (recorders and takers)", acquisitions);
-    /* The recorder, then the takers in turn: the first (or, when it was
-     * busy, the next) takes the item, and the others find it taken. */
-    CHECK(acquisitions <= 3, "%d contenders at the failover latch (want the recorder and one or "
-                             "two takers)",
-          acquisitions);
     char line[1024];
     int recorded = 0, took = 0;
     FILE *f = fopen(nlog, "r");
