@@ -284,21 +284,6 @@ int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n)
     return 0;
 }
 
-int ej__coord_turn_ms(ej__coord *c, int step_ms, int max_ms)
-{
-    char **ids = NULL;
-    size_t n = 0;
-    size_t rank = 0;
-    if (ej__coord_available_instances(c, &ids, &n) == 0)
-        for (size_t i = 0; i < n; i++)
-            if (strcmp(ids[i], c->me) == 0) {
-                rank = i;
-                break;
-            }
-    ej_registry_free_names(ids);
-    return rank * (size_t)step_ms < (size_t)max_ms ? (int)rank * step_ms : max_ms;
-}
-
 int ej__coord_shard_instances(ej__coord *c, char ***ids, size_t *n)
 {
     int rc = ej__coord_available_instances(c, ids, n);

@@ -404,6 +404,24 @@ void ej__coord_elect_async(ej__coord *c)
 #define ELECT_LOOK_MAX_MS 2000
 #define ELECT_LOOKS_MAX 20
 
+/* This member's turn: its rank among the available instances x
+ * ELECT_STEP_MS, at most ELECT_WAIT_MAX_MS. From the caches, no request. */
+static int elect_turn_ms(ej__coord *c)
+{
+    char **ids = NULL;
+    size_t n = 0;
+    size_t rank = 0;
+    if (ej__coord_available_instances(c, &ids, &n) == 0)
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(ids[i], c->me) == 0) {
+                rank = i;
+                break;
+            }
+    ej_registry_free_names(ids);
+    return rank * ELECT_STEP_MS < ELECT_WAIT_MAX_MS ? (int)rank * ELECT_STEP_MS
+                                                    : ELECT_WAIT_MAX_MS;
+}
+
 /* Is another member at the election latch? A failed read says no: the
  * latch decides anyway. */
 static bool someone_electing(ej__coord *c)
@@ -429,7 +447,7 @@ static void elect_task(ej__coord *c, void *arg)
         go = false;
     if (!go || ej__coord_leader_known(c))
         return;
-    int wait = looks ? 0 : ej__coord_turn_ms(c, ELECT_STEP_MS, ELECT_WAIT_MAX_MS);
+    int wait = looks ? 0 : elect_turn_ms(c);
     if (wait > 0 && ej__coord_post_after(c, wait, elect_task, (void *)1) == 0)
         return;
     int again = looks > 0 && looks < 3 ? ELECT_LOOK_MS << (looks - 1) : ELECT_LOOK_MAX_MS;

@@ -376,10 +376,6 @@ void ej__coord_takeover_wait(ej__coord *c);
  * ej__coord_shard_instances). From the caches, no request. Caller frees
  * with ej_registry_free_names. */
 int ej__coord_available_instances(ej__coord *c, char ***ids, size_t *n);
-/* This instance's turn when every member of the job sees the same event
- * and one of them suffices (an election, a take): rank among the available
- * instances x step_ms, at most max_ms. From the caches, no request. */
-int ej__coord_turn_ms(ej__coord *c, int step_ms, int max_ms);
 /* The leader's list for sharding: the live instances on enabled servers,
  * each server's state read from ZooKeeper (one read per distinct IP). */
 int ej__coord_shard_instances(ej__coord *c, char ***ids, size_t *n);
