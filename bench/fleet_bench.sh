@@ -122,8 +122,9 @@ Q0=$(mntr_sum zk_packets_received)
 ZC0=$(cpu_ticks "${ZKF_ENS_PIDS[@]}") BC0=$(busy_ticks) DC0=0
 T0=$(now_ms)
 say "starting $N daemons x $J jobs (period $PERIOD s, session $SESSION ms) on $ZKF_CONNECT"
+mapfile -t FREE < <(zkf_free_ports "$N")
 for i in $(seq 1 "$N"); do
-  PORT[$i]=$(zkf_free_port)
+  PORT[$i]=${FREE[$((i - 1))]}
   mkdir -p "$D/s$i"
   EJOB_STATE_DIR=$D/s$i EJOB_IP=$(ip_of "$i") setpriv --pdeathsig KILL \
     "$E" run -c "$D/fleet.yaml" --metrics-listen "127.0.0.1:${PORT[$i]}" --drain-timeout-ms 2000 \
@@ -134,11 +135,13 @@ done
 inst_of() { echo "$(ip_of "$1")@-@${DPID[$1]}"; }
 
 # ------------------------------------------------------------ registration
+# One curl per round for every daemon not ready yet: a process per daemon
+# every half second took a visible share of the machine being measured.
 declare -A READY_AT
 EXITED=0
 deadline=$((SECONDS + 600))
 while [ $SECONDS -lt $deadline ]; do
-  left=0
+  ask=()
   for i in $(seq 1 "$N"); do
     [ -n "${READY_AT[$i]:-}" ] && continue
     if ! kill -0 "${DPID[$i]}" 2>/dev/null; then
@@ -147,13 +150,14 @@ while [ $SECONDS -lt $deadline ]; do
       say "daemon $i exited: $(grep -m1 -E 'error' "$D/daemon$i.log")"
       continue
     fi
-    if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:${PORT[$i]}/readyz")" = 200 ]; then
-      READY_AT[$i]=$(now_ms)
-    else
-      left=$((left + 1))
-    fi
+    ask+=(-o /dev/null "http://127.0.0.1:${PORT[$i]}/readyz?d=$i")
   done
-  [ $left = 0 ] && break
+  [ ${#ask[@]} = 0 ] && break
+  answers=$(curl -s --max-time 2 -w '%{http_code} %{url_effective}\n' "${ask[@]}")
+  t=$(now_ms) # after the answers: a time no earlier than the readiness
+  while read -r code url; do
+    [ "$code" = 200 ] && READY_AT[${url##*d=}]=$t
+  done <<<"$answers"
   sleep 0.5
 done
 T_REG=$(now_ms)

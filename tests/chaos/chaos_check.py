@@ -89,36 +89,84 @@ def pgid_members(pgids, started_before_ms):
     return found
 
 
+class _Exits:
+    """The pids whose end is awaited: by pidfd and poll where the system
+    has them (a wake-up at each exit, no per-pid probe), else by reading
+    /proc/{pid}/stat of each one at every round."""
+
+    def __init__(self):
+        import select
+        self.poller = select.poll() if hasattr(os, "pidfd_open") else None
+        self.fds = {}  # fd -> pid (pidfd mode)
+        self.pids = set()  # polled mode
+
+    def add(self, pid):
+        """False when pid is gone already."""
+        if self.poller is not None:
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                return False
+            except OSError:
+                self.poller = None  # no pidfds here: probe /proc instead
+            else:
+                self.fds[fd] = pid
+                self.poller.register(fd, 0x1)  # POLLIN: the process ended
+                return True
+        if not alive(pid):
+            return False
+        self.pids.add(pid)
+        return True
+
+    def wait(self, ms):
+        """The pids seen ended within ms."""
+        ended = [pid for pid in self.pids if not alive(pid)]
+        self.pids.difference_update(ended)
+        if self.poller is None or not self.fds:
+            time.sleep(ms / 1000)
+            return ended
+        for fd, _ in self.poller.poll(0 if ended else ms):
+            self.poller.unregister(fd)
+            os.close(fd)
+            ended.append(self.fds.pop(fd))
+        return ended
+
+
 def watch(log, gone_path, stopfile):
-    pos = 0
-    watching = set()
-    done = set()
-    buf = ""
-    while True:
-        with open(log, "a+") as f:
-            f.seek(pos)
-            chunk = f.read()
-            pos = f.tell()
-        buf += chunk
-        lines = buf.split("\n")
-        buf = lines.pop()
-        for line in lines:
-            p = line.split()
-            if len(p) >= 6 and p[0] == "START":
-                pid = int(p[4])
-                if pid not in done:
-                    watching.add(pid)
-        ended = [pid for pid in watching if not alive(pid)]
-        if ended:
-            t = now_ms()
-            with open(gone_path, "a") as g:
-                for pid in ended:
-                    g.write(f"GONE {pid} {t}\n")
+    exits = _Exits()
+    watching = set()  # a pid ends its watch when it ends: pids are reused
+    buf = b""
+    with open(log, "ab+") as f:
+        pos = 0
+        while True:
+            size = os.fstat(f.fileno()).st_size
+            ended = []
+            if size > pos:
+                f.seek(pos)
+                chunk = f.read(size - pos)
+                pos += len(chunk)
+                buf += chunk
+                lines = buf.split(b"\n")
+                buf = lines.pop()
+                for line in lines:
+                    p = line.split()
+                    if len(p) >= 6 and p[0] == b"START":
+                        pid = int(p[4])
+                        if pid in watching:
+                            continue
+                        if exits.add(pid):
+                            watching.add(pid)
+                        else:
+                            ended.append(pid)
+            ended += exits.wait(20)
             watching.difference_update(ended)
-            done.update(ended)
-        if os.path.exists(stopfile):
-            return 0
-        time.sleep(0.02)
+            if ended:
+                t = now_ms()
+                with open(gone_path, "a") as g:
+                    for pid in ended:
+                        g.write(f"GONE {pid} {t}\n")
+            if os.path.exists(stopfile):
+                return 0
 
 
 def check(argv):

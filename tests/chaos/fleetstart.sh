@@ -46,8 +46,9 @@ mkdir -p "$D"
 PORT=() DPID=()
 say() { echo "[$(date +%T.%3N)] $*"; }
 say "$N daemons x $J jobs at once on $ZKF_CONNECT; the server frozen $FREEZE_MS ms once half are connected"
+mapfile -t FREE < <(zkf_free_ports "$N")
 for i in $(seq 1 "$N"); do
-  PORT[$i]=$(zkf_free_port)
+  PORT[$i]=${FREE[$((i - 1))]}
   mkdir -p "$D/s$i"
   EJOB_STATE_DIR=$D/s$i EJOB_IP=127.0.2.$i setpriv --pdeathsig KILL \
     "$E" run -c "$D/fleet.yaml" --metrics-listen "127.0.0.1:${PORT[$i]}" --drain-timeout-ms 1000 \

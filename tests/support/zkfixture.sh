@@ -37,6 +37,16 @@ zkf_free_port() {
     echo $(( 20000 + RANDOM % 20000 ))
 }
 
+# N distinct free loopback ports, one per line: one interpreter for all
+# (a fleet of daemons would otherwise start one per port).
+zkf_free_ports() {
+  python3 -c 'import socket, sys
+ss = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in ss: s.bind(("127.0.0.1", 0))
+print("\n".join(str(s.getsockname()[1]) for s in ss))' "$1" 2>/dev/null ||
+    { local i; for i in $(seq 1 "$1"); do echo $(( 20000 + RANDOM % 20000 )); done; }
+}
+
 zkf__spawn() {
   setpriv --pdeathsig KILL java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
     -cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar \
