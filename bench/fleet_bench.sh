@@ -7,7 +7,8 @@
 #     (item scripts, the harness), and how busy the machine was, during the
 #     registration and during the steady window;
 #   - over a steady window: ZooKeeper requests/s and watches (mntr, summed
-#     over the servers), fires run vs due, lateness percentiles (item start
+#     over the servers), requests per fire (all daemons' requests over the
+#     item runs started), fires run vs due, lateness percentiles (item start
 #     minus fire time), RSS and threads per daemon;
 #   - failover: KILL daemons killed with -9 at once while their items run;
 #     how long until each of their running items ran elsewhere;
@@ -243,7 +244,7 @@ touch "$D/stop-watch"
 wait "$WATCH_PID"
 WATCH_PID=""
 
-python3 - "$LOG" "$GONE" "$A" "$B" "$PERIOD" "$J" "$TK" "$SESSION" $KILLED <<'PY'
+FLEET_WIN_REQUESTS=$((P1 - P0)) python3 - "$LOG" "$GONE" "$A" "$B" "$PERIOD" "$J" "$TK" "$SESSION" $KILLED <<'PY'
 import sys
 log, gone_path, a, b, period, jobs, tk, session = sys.argv[1:9]
 a, b, period, jobs, tk, session = int(a), int(b), int(period) * 1000, int(jobs), int(tk), int(session)
@@ -291,6 +292,13 @@ def pct(q):
     return late[min(len(late) - 1, int(q * len(late)))] if late else -1
 print(f"fires: {ran} of {due} run ({100.0 * ran / due if due else 0:.2f}%); lateness p50 {pct(0.5)} ms, "
       f"p90 {pct(0.9)} ms, p99 {pct(0.99)} ms, max {late[-1] if late else -1} ms")
+# ZooKeeper requests of the whole fleet (every daemon, every watch re-armed)
+# per item run started in the steady window.
+import os
+starts = sum(1 for r in runs if a <= r["start"] < b)
+if starts:
+    print(f"requests per fire: {int(os.environ['FLEET_WIN_REQUESTS']) / starts:.1f} "
+          f"(all daemons; {starts} item runs started in the steady window)")
 # Failover of the killed daemons' running items.
 delays, missing = [], []
 for job, rs in by_job.items():
