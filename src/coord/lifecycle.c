@@ -176,39 +176,41 @@ int ej__coord_create(const struct ej__coord_opts *o, ej__coord **out)
 }
 
 /* Won an election in this session (the leader cache may not show it yet). */
-/* How many wait bounds a cache may take to load while the connection
+/* How many wait bounds the caches may take to load while the connection
  * stays up. */
 #define LOAD_PATIENCE 5
 
 /*
- * Waits for a cache's first load. On a live connection a slow load is not
- * a failure: its reads are queued behind the others this process and the
- * fleet sent (a fleet starting at once puts seconds of work before them),
- * and ZooKeeper answers them in order. Giving up and starting the job again
- * would send the same reads to the back of that queue and load the server
- * more. So past the wait bound the wait goes on while the registry is
- * connected, up to LOAD_PATIENCE bounds; without a connection it ends at
- * the bound (the job is tried again: daemon_retry.c). *waited: ms waited.
+ * Waits for a cache's first load; the four caches load together, from
+ * `since`. On a live connection a slow load is not a failure: its reads
+ * are queued behind the others this process and the fleet sent (a fleet
+ * starting at once puts seconds of work before them), and ZooKeeper
+ * answers them in order. Giving up and starting the job again would send
+ * the same reads to the back of that queue and load the server more. So
+ * past the wait bound the wait goes on while the registry is connected, up
+ * to LOAD_PATIENCE bounds from `since`; without a connection it ends at the
+ * bound (the job is tried again: daemon_retry.c). *waited: ms since `since`.
  */
-static int wait_cache_loaded(ej__coord *c, ej_tree_cache *cache, int64_t *waited)
+static int wait_cache_loaded(ej__coord *c, ej_tree_cache *cache, int64_t since, int64_t *waited)
 {
-    int64_t start = ej__mono_ms();
-    int64_t hard = start + (int64_t)LOAD_PATIENCE * c->bound_ms;
-    int rc = ej_tree_cache_wait_initialized(cache, c->bound_ms);
+    int64_t hard = since + (int64_t)LOAD_PATIENCE * c->bound_ms;
+    int64_t left = since + c->bound_ms - ej__mono_ms();
+    int rc = ej_tree_cache_wait_initialized(cache, left > 0 ? (int)left : 0);
     bool told = false;
     while (rc == EJ_ETIMEDOUT && ej_registry_is_connected(c->reg) && ej__mono_ms() < hard &&
            !atomic_load(&c->closed)) {
         if (!told) {
             told = true;
             EJ_LOG(EJ_LOG_INFO, MOD, 0,
-                   "job %s: the cache of %s is still loading after %d ms on a live connection; "
-                   "waiting up to %d ms",
-                   c->job, ej_tree_cache_root(cache), c->bound_ms, LOAD_PATIENCE * c->bound_ms);
+                   "job %s: the cache of %s is still loading after %" PRId64
+                   " ms on a live connection; waiting up to %d ms",
+                   c->job, ej_tree_cache_root(cache), ej__mono_ms() - since,
+                   LOAD_PATIENCE * c->bound_ms);
         }
-        int64_t left = hard - ej__mono_ms();
+        left = hard - ej__mono_ms();
         rc = ej_tree_cache_wait_initialized(cache, left < 500 ? (int)left : 500);
     }
-    *waited = ej__mono_ms() - start;
+    *waited = ej__mono_ms() - since;
     return rc;
 }
 
@@ -280,9 +282,10 @@ static int start_steps(ej__coord *c, const struct ej_job_config *local,
         if (rc != 0)
             goto reg_error;
     }
+    int64_t load_start = ej__mono_ms();
     for (size_t i = 0; i < 4; i++) {
         int64_t waited = 0;
-        rc = wait_cache_loaded(c, caches[i], &waited);
+        rc = wait_cache_loaded(c, caches[i], load_start, &waited);
         if (rc != 0) {
             snprintf(err, errlen, "job %s: the cache of %s did not load in %" PRId64 " ms%s",
                      c->job, ej_tree_cache_root(caches[i]), waited,
