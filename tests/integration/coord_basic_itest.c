@@ -28,6 +28,29 @@ static void rewrite_config(ej_registry *reg, const char *job, int count, const c
     ej_job_config_fini(&cfg);
 }
 
+/* Wait until the job is sharded and each of the n nodes idx[] owns lo..hi
+ * of the count items: an instance that registers while the leader shards
+ * is given items only at the resharding that follows. */
+static bool wait_spread(ej_registry *reg, int count, const int *idx, int n, int lo, int hi,
+                        int timeout_ms)
+{
+    int64_t deadline = ej__mono_ms() + timeout_ms;
+    char *owners[16] = {0};
+    bool ok = false;
+    while (!ok && ej__mono_ms() < deadline) {
+        ok = wait_sharded(reg, JOB, count, (int)(deadline - ej__mono_ms()));
+        zk_owners(reg, JOB, count, owners);
+        for (int i = 0; i < n && ok; i++) {
+            int k = count_owned(owners, count, nodes[idx[i]].id);
+            ok = k >= lo && k <= hi;
+        }
+        free_owners(owners, count);
+        if (!ok)
+            ej__sleep_ms(100);
+    }
+    return ok;
+}
+
 int main(void)
 {
     harness_init();
@@ -46,7 +69,7 @@ int main(void)
                           "--item-ms", "100", NULL);
         REQUIRE(n[i] >= 0, "node %d", i);
     }
-    REQUIRE(wait_sharded(reg, JOB, 9, 15000), "sharding of 9 items over 3 instances");
+    REQUIRE(wait_spread(reg, 9, n, 3, 3, 3, 15000), "sharding of 9 items over 3 instances");
     char *owners[9] = {0};
     zk_owners(reg, JOB, 9, owners);
     for (int i = 0; i < 3; i++)
@@ -81,8 +104,7 @@ int main(void)
     n[3] = node_start(servers, ns, JOB, log, ips[3], "--count", "9", "--cron", "* * * * * ?",
                       "--item-ms", "100", NULL);
     REQUIRE(n[3] >= 0, "node 3");
-    ej__sleep_ms(500);
-    REQUIRE(wait_sharded(reg, JOB, 9, 15000), "resharding after a join");
+    REQUIRE(wait_spread(reg, 9, n, 4, 2, 3, 15000), "resharding after a join");
     zk_owners(reg, JOB, 9, owners);
     int total = 0;
     for (int i = 0; i < 4; i++) {
