@@ -198,8 +198,10 @@ EJ_EXTERN int ej_job_update_config(ej_job *job, const struct ej_job_config *cfg)
 /*
  * Leave cleanly: stop firing, wait for running items (at most
  * opts.drain_timeout_ms, then ask them to stop and wait up to 5 s more),
- * give up leadership and delete this instance's node. The job cannot be
- * started again; destroy it. Must not be called from the job's callbacks.
+ * give up leadership and delete this instance's node. Fire times that come
+ * after the call are not counted as fires not run (the instance leaves);
+ * those missed before it still are. The job cannot be started again;
+ * destroy it. Must not be called from the job's callbacks.
  * Returns 0, or EJ_ETIMEDOUT when items were still running at the end
  * (they are abandoned to finish on their own).
  */

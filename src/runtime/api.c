@@ -488,6 +488,16 @@ int ej_job_update_config(ej_job *job, const struct ej_job_config *cfg)
     return EJ_ETIMEDOUT;
 }
 
+/* A stopping job's fire times from now on are not this instance's to run:
+ * none is reported as not run (those missed before still are). */
+static void retire_trigger(ej_job *job)
+{
+    ej__trigger *t = ej__rt_trigger_get(job);
+    if (t)
+        ej__sched_trigger_retire(t);
+    ej__rt_trigger_put(job, t);
+}
+
 int ej_job_shutdown(ej_job *job)
 {
     if (job == NULL)
@@ -503,10 +513,7 @@ int ej_job_shutdown(ej_job *job)
     pthread_mutex_unlock(&job->mu);
     int rc = 0;
     if (st == EJ__JOB_STARTED) {
-        ej__trigger *t = ej__rt_trigger_get(job);
-        if (t)
-            ej__sched_trigger_pause(t);
-        ej__rt_trigger_put(job, t);
+        retire_trigger(job);
         if (!ej__rt_wait_idle(job, job->drain_timeout_ms)) {
             EJ_LOG(EJ_LOG_WARN, MOD, 0,
                    "job %s: items still running after %" PRId64 " ms: asking them to stop",
@@ -758,9 +765,12 @@ int ej_jobs_shutdown(ej_job *const *jobs, size_t n)
 {
     if (n > 0 && jobs == NULL)
         return EJ_EINVAL;
-    for (size_t i = 0; i < n; i++)
-        if (jobs[i] != NULL)
+    for (size_t i = 0; i < n; i++) {
+        if (jobs[i] != NULL) {
+            retire_trigger(jobs[i]);
             ej_job_pause(jobs[i]);
+        }
+    }
     atomic_bool late;
     atomic_init(&late, false);
     jobs_parallel(jobs, n, shutdown_one, &late);

@@ -222,6 +222,12 @@ int ej__sched_trigger_reschedule(ej__trigger *t, ej_cron *cron, const ej_tz *tz)
  * while paused.
  */
 void ej__sched_trigger_pause(ej__trigger *t);
+/*
+ * Retire: pause for good, as the job stops. The fire times that passed
+ * while it was paused before are still told at its remove; those from now
+ * on are not missed (the instance is leaving, not failing to run them).
+ */
+void ej__sched_trigger_retire(ej__trigger *t);
 void ej__sched_trigger_resume(ej__trigger *t);
 bool ej__sched_trigger_is_paused(const ej__trigger *t);
 

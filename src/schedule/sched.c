@@ -1465,12 +1465,9 @@ int ej__sched_trigger_reschedule(ej__trigger *t, ej_cron *cron, const ej_tz *tz)
     return rc;
 }
 
-void ej__sched_trigger_pause(ej__trigger *t)
+static void pause_locked(ej__sched *s, ej__trigger *t)
 {
-    if (t == NULL)
-        return;
-    ej__sched *s = t->s;
-    ej__mutex_lock(&s->mu);
+    EJ_ASSERT_HELD(&s->mu);
     if (!t->paused && !t->removed) {
         t->paused = true;
         t->paused_next = t->heap_idx >= 0 ? t->deadline : 0;
@@ -1495,6 +1492,34 @@ void ej__sched_trigger_pause(ej__trigger *t)
             trigger_flush(s, t, sched_now(s)); /* delivers fire-now requests only */
         }
     }
+}
+
+void ej__sched_trigger_pause(ej__trigger *t)
+{
+    if (t == NULL)
+        return;
+    ej__sched *s = t->s;
+    ej__mutex_lock(&s->mu);
+    pause_locked(s, t);
+    ej__mutex_unlock(&s->mu);
+}
+
+void ej__sched_trigger_retire(ej__trigger *t)
+{
+    if (t == NULL)
+        return;
+    ej__sched *s = t->s;
+    ej__mutex_lock(&s->mu);
+    pause_locked(s, t);
+    /* The fire times missed while it was paused before stay counted (the
+     * remove tells them); from now on none is due. */
+    int64_t now = sched_now(s);
+    if (t->cron && t->paused && !t->removed && !t->in_batch && t->paused_next > 0 &&
+        t->paused_next <= now) {
+        add_missed(t, t->paused_next, EJ__MISS_PAUSED);
+        count_until(t, t->paused_next, now, EJ__MISS_PAUSED);
+    }
+    t->paused_next = 0;
     ej__mutex_unlock(&s->mu);
 }
 

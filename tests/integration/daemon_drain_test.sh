@@ -73,6 +73,43 @@ assert n > 3
 EOF
 grep -q '"module":"event"' "$D/slow.log" && pass "events are logged one per line" || fail "no event lines"
 
+# ------------------------------------- fire times during the drain: not lost
+# A job firing every second beside a 3 s item that drains: the fire times
+# that come while the daemon stops are not fires not run (the instance is
+# leaving), so nothing warns about them.
+cat >"$D/tick.yaml" <<EOF
+regCenter:
+  serverLists: $ZKF_CONNECT
+  namespace: drain
+  sessionTimeoutMilliseconds: 4000
+jobs:
+  tickSlow:
+    elasticJobType: SCRIPT
+    cron: "0/5 * * * * ?"
+    shardingTotalCount: 1
+    overwrite: true
+    props:
+      script.command.line: $D/item.sh $D/tickSlow.marks 3
+  tick:
+    elasticJobType: SCRIPT
+    cron: "* * * * * ?"
+    shardingTotalCount: 1
+    overwrite: true
+    props:
+      script.command.line: $D/item.sh $D/tick.marks 0
+EOF
+EJOB_IP=127.0.0.43 setpriv --pdeathsig KILL "$E" run -c "$D/tick.yaml" 2>"$D/tick.log" &
+P=$!; zkf_track $P
+wait_for 30 "the slow item started" logged "$D/tickSlow.marks" "start 0"
+kill -TERM $P
+wait $P; RC=$?
+[ $RC -eq 0 ] && pass "SIGTERM during a 3 s item beside a 1 s job: exit 0" || fail "exit $RC"
+DRAIN=$(sed -n '/SIGTERM: stopping/,$p' "$D/tick.log")
+grep -q "end 0" "$D/tickSlow.marks" && pass "the slow item drained" || fail "the slow item did not finish"
+NOTRUN=$(grep -c "fire not run" <<<"$DRAIN")
+[ "$NOTRUN" -eq 0 ] && pass "no fire reported not run for the fire times of the drain" \
+  || fail "$NOTRUN 'fire not run' line(s) while draining: $(grep -m2 'fire not run' <<<"$DRAIN")"
+
 # ------------------------------------------------------ drain timeout bound
 write_yaml "$D/stuck.yaml" stuckJob 60
 EJOB_IP=127.0.0.42 setpriv --pdeathsig KILL "$E" run -c "$D/stuck.yaml" --drain-timeout-ms 1000 2>"$D/stuck.log" &

@@ -577,6 +577,59 @@ static void test_remove_tells_undelivered(void **state)
     rec_fini(&q);
 }
 
+static void test_retire_stops_counting(void **state)
+{
+    (void)state;
+    /* A job that stops retires its trigger: the fire times it missed while
+     * paused before are still told at the remove, those after the retire
+     * are not (the instance leaves; it does not fail to run them). */
+    struct ej__sched_opts o = {.max_threads = 1, .misfire_threshold_ms = 500};
+    ej__sched *s;
+    assert_int_equal(ej__sched_create(&o, &s), 0);
+    g_sched = s;
+    ej__sched_job *j;
+    assert_int_equal(ej__sched_job_create(s, "retired", 1, &j), 0);
+    static struct rec p, r;
+    rec_init(&p);
+    rec_init(&r);
+
+    /* Paused across two or three fire times, retired, two more pass. */
+    miss_reset();
+    align_to_second(100);
+    ej__trigger *tp;
+    assert_int_equal(ej__sched_cron_add(j, cron("0/1 * * * * ?"), NULL, false, on_fire, &p, &tp),
+                     0);
+    ej__sched_trigger_set_miss_fn(tp, on_miss);
+    ej__sched_trigger_pause(tp);
+    ej__sleep_ms(2500);
+    ej__sched_trigger_retire(tp);
+    ej__sleep_ms(2000);
+    ej__sched_trigger_remove(tp);
+    assert_int_equal(fires_count(&p), 0);
+    uint32_t before = missed_told(EJ__MISS_PAUSED);
+    assert_true(before >= 2 && before <= 3);
+
+    /* Retired while running on time: nothing missed, nothing fires. */
+    miss_reset();
+    align_to_second(100);
+    ej__trigger *tr;
+    assert_int_equal(ej__sched_cron_add(j, cron("0/1 * * * * ?"), NULL, false, on_fire, &r, &tr),
+                     0);
+    ej__sched_trigger_set_miss_fn(tr, on_miss);
+    ej__sched_trigger_retire(tr);
+    assert_true(ej__sched_trigger_is_paused(tr));
+    ej__sleep_ms(2500);
+    ej__sched_trigger_remove(tr);
+    assert_int_equal(fires_count(&r), 0);
+    pthread_mutex_lock(&g_miss.mu);
+    assert_int_equal(g_miss.calls, 0);
+    pthread_mutex_unlock(&g_miss.mu);
+    ej__sched_job_destroy(j);
+    sched_done(s);
+    rec_fini(&p);
+    rec_fini(&r);
+}
+
 /* ------------------------------------------------------------------ pool */
 
 struct conc {
@@ -849,6 +902,7 @@ int main(void)
         cmocka_unit_test_teardown(test_clock_steps, teardown_sched),
         cmocka_unit_test_teardown(test_miss_reasons_pool_saturated, teardown_sched),
         cmocka_unit_test_teardown(test_remove_tells_undelivered, teardown_sched),
+        cmocka_unit_test_teardown(test_retire_stops_counting, teardown_sched),
         cmocka_unit_test_teardown(test_pool_job_limit, teardown_sched),
         cmocka_unit_test_teardown(test_pool_nested_waits_no_deadlock, teardown_sched),
         cmocka_unit_test_teardown(test_pool_post_and_idle_reap, teardown_sched),
