@@ -9,6 +9,7 @@
 #define EJ_COORD_FAILOVER_IMPL_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,5 +44,21 @@ struct ej__failover_state {
     struct taken *mine;
     size_t nmine, capmine;
 };
+
+/* May this instance take failover items now (failover on, registered,
+ * connected, its server enabled, the coordinator not stopped)? Whether it
+ * is idle is the caller's to check (ej__coord_busy). */
+bool ej__failover_may_take(ej__coord *c);
+
+/* Under the failover latch, by the instance that records a crash: take
+ * `item`, whose sharding/{n} the caller found still as the crash left it,
+ * without recording it: one ephemeral create of sharding/{n}/failover = own
+ * id. 1 taken, 0 not (the node exists, the item is gone), or the
+ * connection's error. Then, outside the latch, ej__failover_took. */
+int ej__failover_take_crashed(ej__coord *c, int item);
+
+/* An item taken: remember it (with its fencing token), log, and ask the
+ * runtime for the FAILOVER fire. Blocks (one read). */
+void ej__failover_took(ej__coord *c, int item);
 
 #endif

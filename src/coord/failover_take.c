@@ -3,7 +3,9 @@
  * takes one recorded item at a time under leader/failover/latch (the
  * greatest first, as Java 2.1.5 does), creating sharding/{n}/failover with
  * its id and deleting the record in one transaction; it runs the item at
- * its next fire and deletes the failover node when the run ends. Items
+ * once and deletes the failover node when the run ends. The instance that
+ * records a crash, when idle, takes one of the crashed items itself under
+ * the same latch, without a record (ej__failover_take_crashed). Items
  * taken are remembered with the session that took them: a node of an
  * earlier session went with it.
  */
@@ -125,11 +127,38 @@ static void remember_taken(ej__coord *c, struct ej__failover_state *s, int item)
     pthread_mutex_unlock(&s->mu);
 }
 
+bool ej__failover_may_take(ej__coord *c)
+{
+    return ej__coord_failover_state(c) != NULL && ej__coord_failover_on(c) &&
+           !ej__coord_stopped(c) && ej__coord_connected(c) && ej__coord_registered(c) &&
+           !ej__coord_server_disabled(c);
+}
+
+void ej__failover_took(ej__coord *c, int item)
+{
+    remember_taken(c, ej__coord_failover_state(c), item);
+    EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: %s took over failover item %d", ej__coord_job_name(c),
+           ej__coord_instance_id(c), item);
+    ej__coord_notify_failover_taken(c);
+}
+
+int ej__failover_take_crashed(ej__coord *c, int item)
+{
+    char *fo = ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_ITEM_FAILOVER, item, NULL);
+    if (fo == NULL)
+        return EJ_ENOMEM;
+    const char *me = ej__coord_instance_id(c);
+    int rc = ej_registry_create_node(ej__coord_registry(c), fo, me, strlen(me), EJ_REG_EPHEMERAL,
+                                     0, NULL);
+    free(fo);
+    if (rc == 0)
+        return 1;
+    return rc == EJ_ECONNLOSS || rc == EJ_ESESSIONEXPIRED ? rc : 0;
+}
+
 int ej__failover_take(ej__coord *c)
 {
-    struct ej__failover_state *s = ej__coord_failover_state(c);
-    if (s == NULL || !ej__coord_failover_on(c) || ej__coord_stopped(c) || !ej__coord_connected(c) ||
-        !ej__coord_registered(c) || ej__coord_server_disabled(c))
+    if (!ej__failover_may_take(c))
         return 0;
     /* Steady state: the cache says nothing waits; a crowd waiting for the
      * latch leaves it when the cache says so too. */
@@ -150,12 +179,8 @@ int ej__failover_take(ej__coord *c)
         rc = take_one_latched(c, items_path, &taken);
         ej__latch_release(latch);
     }
-    if (taken >= 0) {
-        remember_taken(c, s, taken);
-        EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: %s took over failover item %d", job,
-               ej__coord_instance_id(c), taken);
-        ej__coord_notify_failover_taken(c);
-    }
+    if (taken >= 0)
+        ej__failover_took(c, taken);
     free(items_path);
     free(latch_path);
     if (rc != 0)

@@ -2,9 +2,9 @@
  * A crash in a crowd: six instances of one job, one killed -9 while it
  * runs its item. Its item must run once as FAILOVER on a survivor before
  * the next fire, without overlap, and recorded by one survivor: the first
- * recorder (the leader) records at once and the others give it time (and
- * an idle instance waiting to take an item leaves the latch's queue when
- * the item is taken). When every survivor recorded, each held the failover
+ * recorder (the leader) records at once and the others give it time; being
+ * idle, it takes the item itself under the same latch, so it is the only
+ * contender there. When every survivor recorded, each held the failover
  * latch in turn, for nothing but the first, and a fleet's failover waited
  * for the whole queue. The instances' logs (their stderr, a file here)
  * tell who recorded. Then the leader is killed: the survivors elect in
@@ -140,6 +140,10 @@ int main(void)
     CHECK(recorded == 1, "the crash was recorded by %d of the %d survivors (want 1)", recorded,
           NODES - 1);
     CHECK(took == 1, "the item was taken %d time(s)", took);
+    /* The recorder, idle, takes the item itself under the latch it holds:
+     * no record wakes the others to queue for it. */
+    CHECK(acquisitions == 1, "%d contenders at the failover latch (want 1: the recorder took it)",
+          acquisitions);
 
     /* The leader killed: the survivors elect one after the other, in
      * their rank's turn, and those after the winner's never write. When
