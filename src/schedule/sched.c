@@ -1465,6 +1465,19 @@ int ej__sched_trigger_reschedule(ej__trigger *t, ej_cron *cron, const ej_tz *tz)
     return rc;
 }
 
+/* Counts the cron fire times that passed while t was paused, up to now
+ * (reason paused), and forgets them (paused_next 0). Returns the first
+ * one after now, or 0 when none had passed. */
+static int64_t settle_paused(ej__trigger *t, int64_t now)
+{
+    if (t->paused_next <= 0 || t->paused_next > now)
+        return 0;
+    add_missed(t, t->paused_next, EJ__MISS_PAUSED);
+    int64_t next = count_until(t, t->paused_next, now, EJ__MISS_PAUSED);
+    t->paused_next = 0;
+    return next;
+}
+
 static void pause_locked(ej__sched *s, ej__trigger *t)
 {
     EJ_ASSERT_HELD(&s->mu);
@@ -1513,12 +1526,8 @@ void ej__sched_trigger_retire(ej__trigger *t)
     pause_locked(s, t);
     /* The fire times missed while it was paused before stay counted (the
      * remove tells them); from now on none is due. */
-    int64_t now = sched_now(s);
-    if (t->cron && t->paused && !t->removed && !t->in_batch && t->paused_next > 0 &&
-        t->paused_next <= now) {
-        add_missed(t, t->paused_next, EJ__MISS_PAUSED);
-        count_until(t, t->paused_next, now, EJ__MISS_PAUSED);
-    }
+    if (t->cron && t->paused && !t->removed && !t->in_batch)
+        settle_paused(t, sched_now(s));
     t->paused_next = 0;
     ej__mutex_unlock(&s->mu);
 }
@@ -1535,8 +1544,7 @@ void ej__sched_trigger_resume(ej__trigger *t)
             int64_t now = sched_now(s);
             int64_t next;
             if (t->paused_next > 0 && t->paused_next <= now) {
-                add_missed(t, t->paused_next, EJ__MISS_PAUSED);
-                next = count_until(t, t->paused_next, now, EJ__MISS_PAUSED);
+                next = settle_paused(t, now);
             } else if (t->paused_next > 0) {
                 next = t->paused_next;
             } else if (ej_cron_next(t->cron, t->tz, now, &next) != 0) {
@@ -1639,12 +1647,8 @@ static size_t take_undelivered(ej__sched *s, ej__trigger *t, ej__miss *out)
     }
     /* Not while the timer computes the next time with t->cron (in_batch):
      * a paused trigger is never in a batch. */
-    int64_t now = sched_now(s);
-    if (t->cron && t->paused && !t->in_batch && t->paused_next > 0 && t->paused_next <= now) {
-        add_missed(t, t->paused_next, EJ__MISS_PAUSED);
-        count_until(t, t->paused_next, now, EJ__MISS_PAUSED);
-        t->paused_next = 0;
-    }
+    if (t->cron && t->paused && !t->in_batch)
+        settle_paused(t, sched_now(s));
     size_t n = 0;
     for (int r = 0; r < EJ__MISS_REASONS; r++) {
         if (t->missed_by[r] == 0)
