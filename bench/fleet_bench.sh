@@ -244,7 +244,7 @@ touch "$D/stop-watch"
 wait "$WATCH_PID"
 WATCH_PID=""
 
-FLEET_WIN_REQUESTS=$((P1 - P0)) python3 - "$LOG" "$GONE" "$A" "$B" "$PERIOD" "$J" "$TK" "$SESSION" $KILLED <<'PY'
+FLEET_DIR=$D FLEET_WIN_REQUESTS=$((P1 - P0)) python3 - "$LOG" "$GONE" "$A" "$B" "$PERIOD" "$J" "$TK" "$SESSION" $KILLED <<'PY'
 import sys
 log, gone_path, a, b, period, jobs, tk, session = sys.argv[1:9]
 a, b, period, jobs, tk, session = int(a), int(b), int(period) * 1000, int(jobs), int(tk), int(session)
@@ -311,11 +311,31 @@ for job, rs in by_job.items():
     else:
         missing.append(job)
 delays.sort()
+# Which of them ran as FAILOVER (the others waited for the job's next
+# fire): the survivors' logs, "source=FAILOVER ... in N ms" at each run's
+# end; its start is the end minus N.
+import glob, re, datetime
+fo_start = {}
+pat = re.compile(r"^(\S+)Z \S+ +\[event\] execution \S+ job=(\S+) item=\d+ source=FAILOVER .* in (\d+) ms$")
+for path in glob.glob(os.path.join(os.environ["FLEET_DIR"], "daemon*.log")):
+    for line in open(path, errors="replace"):
+        m = pat.match(line.rstrip("\n"))
+        if m:
+            end = datetime.datetime.fromisoformat(m.group(1)).replace(tzinfo=datetime.timezone.utc)
+            start = int(end.timestamp() * 1000) - int(m.group(3))
+            if start >= tk:
+                fo_start[m.group(2)] = min(fo_start.get(m.group(2), 1 << 62), start)
+fo = sorted(t - tk for t in fo_start.values())
 if delays:
     print(f"failover: {len(delays)} running item(s) of {len(killed)} killed daemon(s) ran elsewhere "
           f"{delays[0]}..{delays[-1]} ms after the kill (median {delays[len(delays) // 2]}; "
           f"session {session} ms, target session + 2000 = {session + 2000} ms); "
           f"{len(missing)} never did")
+    if fo:
+        print(f"failover: {len(fo)} of them ran as FAILOVER {fo[0]}..{fo[-1]} ms after the kill "
+              f"(median {fo[len(fo) // 2]}), the others at the job's next fire")
+    else:
+        print("failover: none of them ran as FAILOVER (all at the job's next fire)")
 elif missing:
     print(f"failover: {len(missing)} running item(s) of {len(killed)} killed daemon(s), none of them "
           f"ran elsewhere before the end of the window")
