@@ -103,6 +103,9 @@ struct ej__coord {
     bool stopped; /* operator shutdown or job removed */
     bool electing;
     bool elect_recheck; /* the election in progress re-checks the job's nodes (election.c) */
+    /* When the election's planned turn or next look at the latch is due
+     * (mono ms), 0 when none is planned: one plan at a time (election.c). */
+    int64_t elect_look_due;
     /* The election's latch wait, cancelled when a leader appears (the
      * acquisition's reference; NULL when none is under way). */
     ej__latch_wait *elect_wait;

@@ -434,11 +434,26 @@ static bool someone_electing(ej__coord *c)
     return busy;
 }
 
-/* arg: NULL at the event; then 1 + the number of looks at the latch. */
+/* A plan due this long ago is taken as lost (its task dropped). */
+#define ELECT_PLAN_LOST_MS 10000
+
+/* Plan elect_task(looks) in delay_ms. Returns 0 when planned. */
+static int elect_plan(ej__coord *c, int delay_ms, intptr_t looks);
+
+/* arg: NULL at an event (the leader left, a fire found none); then 1 +
+ * the number of looks at the latch. An event while a turn or a look is
+ * planned, or while this member is at the latch, changes nothing: a fire
+ * that found no leader once elected at once, and in a slow election
+ * every member's fire queued at the latch the turns kept them from. */
 static void elect_task(ej__coord *c, void *arg)
 {
     EJ_ASSERT_SERIAL(c);
     intptr_t looks = (intptr_t)arg;
+    if (looks == 0 &&
+        (c->electing ||
+         (c->elect_look_due != 0 && ej__mono_ms() < c->elect_look_due + ELECT_PLAN_LOST_MS)))
+        return;
+    c->elect_look_due = 0;
     bool go = ej__coord_eligible(c);
     /* A job being removed (its config or our instance node already gone)
      * must not have its nodes created again by an election. */
@@ -448,13 +463,21 @@ static void elect_task(ej__coord *c, void *arg)
     if (!go || ej__coord_leader_known(c))
         return;
     int wait = looks ? 0 : elect_turn_ms(c);
-    if (wait > 0 && ej__coord_post_after(c, wait, elect_task, (void *)1) == 0)
+    if (wait > 0 && elect_plan(c, wait, 1) == 0)
         return;
     int again = looks > 0 && looks < 3 ? ELECT_LOOK_MS << (looks - 1) : ELECT_LOOK_MAX_MS;
     if (looks > 0 && looks <= ELECT_LOOKS_MAX && someone_electing(c) &&
-        ej__coord_post_after(c, again, elect_task, (void *)(looks + 1)) == 0)
+        elect_plan(c, again, looks + 1) == 0)
         return;
     elect_async(c, true);
+}
+
+static int elect_plan(ej__coord *c, int delay_ms, intptr_t looks)
+{
+    int rc = ej__coord_post_after(c, delay_ms, elect_task, (void *)looks);
+    if (rc == 0)
+        c->elect_look_due = ej__mono_ms() + delay_ms;
+    return rc;
 }
 
 void ej__coord_post_election(ej__coord *c)
@@ -463,12 +486,12 @@ void ej__coord_post_election(ej__coord *c)
 }
 
 /* A fire waiting for a leader elects, on the serial queue, when this
- * instance may. */
+ * instance may: in its turn, as when the leader leaves. */
 static void elect_if_eligible_task(ej__coord *c, void *arg)
 {
     (void)arg;
-    if (ej__coord_eligible(c) && !c->electing && !ej__coord_server_disabled(c))
-        ej__coord_elect_async(c);
+    if (!ej__coord_server_disabled(c))
+        elect_task(c, NULL);
 }
 
 bool ej__coord_is_leader_until_block(ej__coord *c, int timeout_ms)
