@@ -332,8 +332,9 @@ if delays:
           f"session {session} ms, target session + 2000 = {session + 2000} ms); "
           f"{len(missing)} never did")
     if fo:
+        rest = ", the others at the job's next fire" if len(fo) < len(delays) else ""
         print(f"failover: {len(fo)} of them ran as FAILOVER {fo[0]}..{fo[-1]} ms after the kill "
-              f"(median {fo[len(fo) // 2]}), the others at the job's next fire")
+              f"(median {fo[len(fo) // 2]}){rest}")
     else:
         print("failover: none of them ran as FAILOVER (all at the job's next fire)")
 elif missing:
