@@ -399,6 +399,31 @@ struct ej_reg_op {
 EJ_EXTERN int ej_registry_multi(ej_registry *reg, struct ej_reg_op *ops, size_t n,
                                 size_t *failed_index);
 
+/* One read of ej_registry_read_many. */
+struct ej_reg_read {
+    const char *path; /* input: namespace-relative */
+    /* Output: 0 (read), EJ_ENONODE (no such node), or the error of this
+     * read (EJ_ENOAUTH, EJ_EBADPATH, ...). */
+    int result;
+    char *data;               /* output, with data: NUL-terminated (caller frees), else NULL */
+    size_t len;               /* output, with data: its length */
+    struct ej_node_stat stat; /* output: filled when result is 0 */
+};
+
+/* Reads n nodes (their stat, and with data their data too), every request
+ * sent before any answer is waited for: one round trip for all of them
+ * where n calls of ej_registry_get or _exists wait for n, one after the
+ * other (the server answers a session's requests in the order sent). Each
+ * read's result says what it found. Retried as a whole on connection loss.
+ * Returns 0 when every read was answered (whatever each found), else the
+ * error that kept them from being answered (EJ_ECONNLOSS after the
+ * retries, EJ_EINVAL, EJ_ENOMEM); results are then not set. */
+EJ_EXTERN int ej_registry_read_many(ej_registry *reg, struct ej_reg_read *reads, size_t n,
+                                    bool data);
+
+/* Frees the data of n reads of ej_registry_read_many (NULL ok). */
+EJ_EXTERN void ej_registry_reads_fini(struct ej_reg_read *reads, size_t n);
+
 /* ------------------------------------------------------------------------ */
 /* One-shot watches                                                          */
 

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,42 +298,66 @@ int ej__coord_shard_instances(ej__coord *c, char ***ids, size_t *n)
     return rc;
 }
 
-int ej__servers_drop_disabled(ej_registry *reg, const char *job, char **ids, size_t *n, char *why,
-                              size_t whylen)
+/* The servers/{ip} node of each distinct IP of ids (first[i]: the index of
+ * the first id on the same IP), read together: one round trip however
+ * many servers, where one read after the other made a leader's sharding
+ * in a 30-daemon fleet 25 round trips. */
+static int read_servers(ej_registry *reg, const char *job, char **ids, size_t k, size_t *first,
+                        struct ej_reg_read *reads, size_t *nreads)
 {
-    size_t k = *n;
-    if (k == 0)
-        return 0;
-    /* keep[i] for every id first: on a failed read nothing is dropped. */
-    bool *keep = calloc(k, sizeof *keep);
     char(*ips)[EJ__IP_MAX] = calloc(k, sizeof *ips);
-    int rc = keep && ips ? 0 : EJ_ENOMEM;
+    if (ips == NULL)
+        return EJ_ENOMEM;
+    int rc = 0;
+    *nreads = 0;
     for (size_t i = 0; rc == 0 && i < k; i++) {
+        first[i] = SIZE_MAX; /* an id without an IP: dropped */
         if (ej_layout_instance_ip(ids[i], ips[i], sizeof ips[i]) != 0)
             continue;
         size_t s = 0;
         while (s < i && strcmp(ips[s], ips[i]) != 0)
             s++;
         if (s < i) {
-            keep[i] = keep[s];
+            first[i] = first[s];
             continue;
         }
-        char *p = ej_layout_path_dup(job, EJ_LAYOUT_NODE_SERVER, 0, ips[i]);
-        char *data = NULL;
-        rc = p ? ej_registry_get(reg, p, &data, NULL, NULL) : EJ_ENOMEM;
-        /* A missing servers/{ip} counts as enabled, as in Java. */
-        keep[i] = rc == EJ_ENONODE || (rc == 0 && strcmp(data, EJ_LAYOUT_SERVER_DISABLED) != 0);
-        if (rc == EJ_ENONODE)
-            rc = 0;
-        if (rc != 0 && why != NULL)
-            snprintf(why, whylen, "reading %s: %s", p ? p : "servers/{ip}", ej_strerror(rc));
-        free(data);
-        free(p);
+        first[i] = *nreads;
+        reads[*nreads].path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_SERVER, 0, ips[i]);
+        rc = reads[(*nreads)++].path ? 0 : EJ_ENOMEM;
+    }
+    free(ips);
+    if (rc == 0)
+        rc = ej_registry_read_many(reg, reads, *nreads, true);
+    return rc;
+}
+
+int ej__servers_drop_disabled(ej_registry *reg, const char *job, char **ids, size_t *n, char *why,
+                              size_t whylen)
+{
+    size_t k = *n;
+    if (k == 0)
+        return 0;
+    size_t *first = calloc(k, sizeof *first);
+    struct ej_reg_read *reads = calloc(k, sizeof *reads);
+    size_t nreads = 0;
+    int rc = first && reads ? read_servers(reg, job, ids, k, first, reads, &nreads) : EJ_ENOMEM;
+    if (rc != 0 && why != NULL)
+        snprintf(why, whylen, "reading servers/{ip}: %s", ej_strerror(rc));
+    /* A missing servers/{ip} counts as enabled, as in Java. On a failed
+     * read nothing is dropped. */
+    for (size_t r = 0; rc == 0 && r < nreads; r++) {
+        if (reads[r].result != 0 && reads[r].result != EJ_ENONODE) {
+            rc = reads[r].result;
+            if (why != NULL)
+                snprintf(why, whylen, "reading %s: %s", reads[r].path, ej_strerror(rc));
+        }
     }
     if (rc == 0) {
         size_t j = 0;
         for (size_t i = 0; i < k; i++) {
-            if (keep[i])
+            const struct ej_reg_read *r = first[i] == SIZE_MAX ? NULL : &reads[first[i]];
+            if (r != NULL &&
+                (r->result == EJ_ENONODE || strcmp(r->data, EJ_LAYOUT_SERVER_DISABLED) != 0))
                 ids[j++] = ids[i];
             else
                 free(ids[i]);
@@ -340,8 +365,11 @@ int ej__servers_drop_disabled(ej_registry *reg, const char *job, char **ids, siz
         ids[j] = NULL;
         *n = j;
     }
-    free(keep);
-    free(ips);
+    for (size_t r = 0; reads != NULL && r < nreads; r++)
+        free((char *)reads[r].path);
+    ej_registry_reads_fini(reads, nreads);
+    free(reads);
+    free(first);
     return rc;
 }
 

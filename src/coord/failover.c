@@ -70,7 +70,9 @@ static void crash_task(ej__coord *c, void *arg)
 
 /*
  * The zxid of the session's close transaction, or 0 when the session has
- * not closed (its instance left cleanly: live is still there). An ejob instance holds ejob/sessions/{session}/live
+ * not closed (its instance left cleanly: live is still there), from the
+ * stats of its container (box) and of instances/ (inst; ex*: whether each
+ * exists). An ejob instance holds ejob/sessions/{session}/live
  * (membership.c), which nothing but the close deletes, in a container of
  * its own: the container's children zxid is that close, whatever other
  * sessions closed after it. Java instances, ejob instances older than the
@@ -79,32 +81,14 @@ static void crash_task(ej__coord *c, void *arg)
  * the last session that closed, which is this one's only when no other
  * closed since.
  */
-static int session_close_zxid(ej__coord *c, int64_t session, int64_t *close_zxid)
+static int64_t session_close_zxid(bool exbox, const struct ej_node_stat *box, bool exinst,
+                                  const struct ej_node_stat *inst)
 {
-    *close_zxid = 0;
-    ej_registry *reg = ej__coord_registry(c);
-    const char *job = ej__coord_job_name(c);
-    char hex[24];
-    snprintf(hex, sizeof hex, "%" PRIx64, (uint64_t)session);
-    char *box = ej_layout_path_dup(job, EJ_LAYOUT_NODE_EJOB_SESSION, 0, hex);
-    struct ej_node_stat st;
-    bool ex = false;
-    int rc = box ? ej_registry_exists(reg, box, &ex, &st) : EJ_ENOMEM;
-    free(box);
-    if (rc != 0)
-        return rc;
-    if (ex && st.num_children > 0)
+    if (exbox && box->num_children > 0)
         return 0; /* live is there: the session did not close */
-    if (ex && st.cversion >= 2) {
-        *close_zxid = st.pzxid; /* live was created, then closed with it */
-        return 0;
-    }
-    char *ip = ej_layout_path_dup(job, EJ_LAYOUT_NODE_INSTANCES, 0, NULL);
-    rc = ip ? ej_registry_exists(reg, ip, &ex, &st) : EJ_ENOMEM;
-    free(ip);
-    if (rc == 0 && ex)
-        *close_zxid = st.pzxid;
-    return rc;
+    if (exbox && box->cversion >= 2)
+        return box->pzxid; /* live was created, then closed with it */
+    return exinst ? inst->pzxid : 0;
 }
 
 /*
@@ -114,7 +98,10 @@ static int session_close_zxid(ej__coord *c, int64_t session, int64_t *close_zxid
  * Those nodes vanished in the session's close transaction, so the children
  * zxid (pzxid) of sharding/{item} is that close's zxid -- unless the
  * instance deleted them itself before leaving cleanly, which leaves earlier
- * zxids and nothing to fail over.
+ * zxids and nothing to fail over. The session's container, instances/ and
+ * the candidates' sharding/{item} are read together: one round trip, where
+ * one read after the other was 2 or more on the way from a crash to its
+ * failover.
  */
 static int crashed_items(ej__coord *c, int64_t session, int *cand, size_t n, int **out,
                          size_t *nout, int64_t *close_zxid)
@@ -122,30 +109,41 @@ static int crashed_items(ej__coord *c, int64_t session, int *cand, size_t n, int
     *out = NULL;
     *nout = 0;
     *close_zxid = 0;
-    ej_registry *reg = ej__coord_registry(c);
     const char *job = ej__coord_job_name(c);
     if (n == 0) {
         free(cand);
         return 0;
     }
-    int64_t closed_at = 0;
-    int rc = session_close_zxid(c, session, &closed_at);
-    if (rc != 0 || closed_at == 0) {
-        free(cand);
-        return rc;
+    char hex[24];
+    snprintf(hex, sizeof hex, "%" PRIx64, (uint64_t)session);
+    struct ej_reg_read *rd = calloc(n + 2, sizeof *rd);
+    int rc = rd ? 0 : EJ_ENOMEM;
+    if (rc == 0) {
+        rd[0].path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_EJOB_SESSION, 0, hex);
+        rd[1].path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_INSTANCES, 0, NULL);
+        for (size_t i = 0; i < n; i++)
+            rd[i + 2].path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_ITEM, cand[i], NULL);
+        for (size_t i = 0; i < n + 2 && rc == 0; i++)
+            rc = rd[i].path ? 0 : EJ_ENOMEM;
     }
+    if (rc == 0)
+        rc = ej_registry_read_many(ej__coord_registry(c), rd, n + 2, false);
+    for (size_t i = 0; rc == 0 && i < 2; i++)
+        if (rd[i].result != 0 && rd[i].result != EJ_ENONODE)
+            rc = rd[i].result;
+    int64_t closed_at = rc == 0 ? session_close_zxid(rd[0].result == 0, &rd[0].stat,
+                                                     rd[1].result == 0, &rd[1].stat)
+                                : 0;
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        char *p = ej_layout_path_dup(job, EJ_LAYOUT_NODE_ITEM, cand[i], NULL);
-        struct ej_node_stat st;
-        bool e = false;
-        if (p && ej_registry_exists(reg, p, &e, &st) == 0 && e && st.pzxid == closed_at)
+    for (size_t i = 0; closed_at != 0 && i < n; i++)
+        if (rd[i + 2].result == 0 && rd[i + 2].stat.pzxid == closed_at)
             cand[k++] = cand[i];
-        free(p);
-    }
+    for (size_t i = 0; rd != NULL && i < n + 2; i++)
+        free((char *)rd[i].path);
+    free(rd);
     if (k == 0) {
         free(cand);
-        return 0;
+        return rc;
     }
     *out = cand;
     *nout = k;

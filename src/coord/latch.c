@@ -20,6 +20,7 @@
 
 #include "common/util.h"
 #include "coord/internal.h"
+#include "reg/internal.h"
 #include "ejob/error.h"
 #include "ejob/log.h"
 
@@ -33,6 +34,10 @@ struct ej__latch {
     int64_t start;    /* ej__mono_ms when the acquisition began */
     int64_t deadline; /* ej__mono_ms when it gives up */
     bool warned;      /* the "waited longer than 2 s" warning is out */
+    /* The children listed right behind the create of the own node
+     * (create_node_listed), for the first look; NULL once used. */
+    char **listed;
+    size_t nlisted;
 };
 
 /* The outcomes of the shared steps (errors are negative). */
@@ -44,14 +49,21 @@ enum {
     PRED_REMOVED = 5, /* latch_watch_pred: watch set, node deleted; look again */
 };
 
+/* The path the own node is created at: the latch's, then the protection
+ * prefix with its UUID (the server appends the sequence). Caller frees. */
+static char *own_prefix_path(const struct ej__latch *l)
+{
+    char prefix[EJ__LATCH_PREFIX_LEN + 1];
+    ej__layout_latch_node_prefix(l->uuid, prefix, sizeof prefix);
+    return ej__asprintf("%s/%s", l->dir, prefix);
+}
+
 /* Create the own node (Curator: creatingParentContainersIfNeeded,
  * withProtection, EPHEMERAL_SEQUENTIAL). After a connection loss the node
  * may exist: protection finds it by its UUID. */
 static int create_node(struct ej__latch *l)
 {
-    char prefix[EJ__LATCH_PREFIX_LEN + 1];
-    ej__layout_latch_node_prefix(l->uuid, prefix, sizeof prefix);
-    char *path = ej__asprintf("%s/%s", l->dir, prefix);
+    char *path = own_prefix_path(l);
     if (path == NULL)
         return EJ_ENOMEM;
     int rc = EJ_ECONNLOSS;
@@ -84,6 +96,51 @@ static int create_node(struct ej__latch *l)
     }
     free(path);
     return rc;
+}
+
+/* The own node found by its UUID after a create's answer was lost: 0 with
+ * l->node set, EJ_ENONODE when the create did not happen, or an error. */
+static int find_own(struct ej__latch *l)
+{
+    char **names = NULL;
+    size_t n = 0;
+    int rc = ej_registry_children(l->reg, l->dir, EJ_REG_UNSORTED, &names, &n);
+    if (rc != 0)
+        return rc;
+    long i = ej__layout_latch_find(names, n, l->uuid);
+    rc = EJ_ENONODE;
+    if (i >= 0) {
+        free(l->node);
+        l->node = ej__asprintf("%s/%s", l->dir, names[i]);
+        rc = l->node ? 0 : EJ_ENOMEM;
+    }
+    ej_registry_free_names(names);
+    return rc;
+}
+
+/* The first create of the own node, with the latch's children listed right
+ * behind it (one round trip where the create and the first look took two:
+ * the way from a crash to its failover, and every election, pass this
+ * latch; a parent the server reaped is created, the nearest first, and the
+ * two are sent again). After a lost answer, protection finds the node, or
+ * create_node makes it. */
+static int create_node_listed(struct ej__latch *l)
+{
+    char *path = own_prefix_path(l);
+    if (path == NULL)
+        return EJ_ENOMEM;
+    char *actual = NULL;
+    int rc = ej__reg_create_then_list(l->reg, path, EJ_REG_EPHEMERAL_SEQUENTIAL, l->dir, true,
+                                      &actual, &l->listed, &l->nlisted);
+    free(path);
+    if (actual != NULL) { /* created; a failed listing is done again by the look */
+        free(l->node);
+        l->node = actual;
+        return 0;
+    }
+    if (rc == EJ_ECONNLOSS && (rc = find_own(l)) != EJ_ENONODE)
+        return rc;
+    return rc == EJ_ENONODE ? create_node(l) : rc;
 }
 
 static void delete_node(struct ej__latch *l)
@@ -121,6 +178,7 @@ static struct ej__latch *latch_new(ej_registry *reg, const char *latch_path, int
 static void latch_free(struct ej__latch *l)
 {
     delete_node(l);
+    ej_registry_free_names(l->listed);
     free(l->dir);
     free(l);
 }
@@ -133,9 +191,12 @@ static int latch_look(struct ej__latch *l, char **pred)
 {
     *pred = NULL;
     for (;;) {
-        char **names = NULL;
-        size_t n = 0;
-        int rc = ej_registry_children(l->reg, l->dir, EJ_REG_UNSORTED, &names, &n);
+        char **names = l->listed;
+        size_t n = l->nlisted;
+        int rc = 0;
+        l->listed = NULL;
+        if (names == NULL)
+            rc = ej_registry_children(l->reg, l->dir, EJ_REG_UNSORTED, &names, &n);
         if (rc == EJ_ENONODE) {
             /* The parent is gone, so our node is too: start over. */
             rc = create_node(l);
@@ -254,7 +315,7 @@ int ej__latch_acquire_unless(ej_registry *reg, const char *latch_path, int timeo
     struct ej__latch *l = latch_new(reg, latch_path, timeout_ms);
     if (l == NULL)
         return EJ_ENOMEM;
-    int rc = create_node(l);
+    int rc = create_node_listed(l);
     while (rc == 0) {
         char *pred = NULL;
         rc = latch_look(l, &pred);
@@ -549,7 +610,7 @@ int ej__latch_acquire_async_w(ej_registry *reg, const char *latch_path, int time
         free(a);
         return EJ_ENOMEM;
     }
-    int rc = create_node(a->l);
+    int rc = create_node_listed(a->l);
     bool ended = rc != 0 || async_step(a, &rc);
     if (ended) {
         a->result = rc;

@@ -195,6 +195,44 @@ const struct ACL_vector *ej__reg_acl(const ej_registry *reg);
 /* ZooKeeper create flags for a mode, or -1 when unknown. */
 int ej__reg_zk_mode(ej_reg_mode mode);
 
+/* ops.c: one attempt of an operation on a connected handle; returns a Z
+ * code. */
+typedef int (*ej__reg_attempt_fn)(ej_registry *reg, zhandle_t *zh, void *arg);
+
+/* ops.c: run fn until it succeeds, fails for a reason other than a lost
+ * connection, or the retries are used up (counts one request per attempt;
+ * an attempt that sends more counts the rest itself). Only when retry is an
+ * attempt whose answer was lost sent again; *sent_lost (may be NULL) tells
+ * it happened. Returns a Z code. */
+int ej__reg_run_zk(ej_registry *reg, bool retry, ej__reg_attempt_fn fn, void *arg,
+                   bool *sent_lost);
+
+/* ops.c: validate a namespace-relative path and make it absolute (*full,
+ * caller frees); an error is recorded as the thread's last message. */
+int ej__reg_resolve(ej_registry *reg, const char *op, const char *path, bool sequential,
+                    char **full);
+
+/* ops.c: create the missing ancestors of the absolute path full (CONTAINER
+ * or PERSISTENT), the nearest first; returns a Z code. */
+int ej__reg_make_parents(ej_registry *reg, const char *full, bool container);
+
+/* ops.c: record the message of a failed operation; returns its ejob code. */
+int ej__reg_op_fail(ej_registry *reg, const char *op, const char *path, int zrc);
+
+/* batch.c: creates path (data empty; with container_parents, missing
+ * parents as CONTAINER nodes, the nearest first, then the two again) and
+ * lists dir's children
+ * right behind it, both sent before either answer is waited for: one round
+ * trip where a create and then a listing take two (the server answers in
+ * order, so the listing shows the new node). On 0: *actual (caller frees;
+ * namespace-relative) and *names / *count as ej_registry_children,
+ * unsorted. The create's error otherwise, with *actual NULL (a sequential
+ * create's lost answer is not repeated: EJ_ECONNLOSS leaves it unknown
+ * whether the node was made); the listing's error with *actual set when
+ * only the listing failed. */
+int ej__reg_create_then_list(ej_registry *reg, const char *path, ej_reg_mode mode, const char *dir,
+                             bool container_parents, char **actual, char ***names, size_t *count);
+
 /* Count one request sent. */
 static inline void ej__reg_count(ej_registry *reg)
 {

@@ -13,9 +13,6 @@
 /* ------------------------------------------------------------------------ */
 /* The retry loop                                                            */
 
-/* One attempt of an operation on a connected handle; returns a Z code. */
-typedef int (*attempt_fn)(ej_registry *reg, zhandle_t *zh, void *arg);
-
 /* Wait up to ms for the connection (returns early once connected). */
 static void wait_connected_for(ej_registry *reg, int ms)
 {
@@ -36,7 +33,7 @@ static void wait_connected_for(ej_registry *reg, int ms)
  * lost its answer is repeated only when `retry`. *sent_lost (may be NULL)
  * becomes true when an attempt was sent and its answer lost. Returns a Z
  * code. */
-static int run_zk(ej_registry *reg, bool retry, attempt_fn fn, void *arg, bool *sent_lost)
+int ej__reg_run_zk(ej_registry *reg, bool retry, ej__reg_attempt_fn fn, void *arg, bool *sent_lost)
 {
     int zrc = ZCONNECTIONLOSS;
     for (int attempt = 0;; attempt++) {
@@ -72,7 +69,7 @@ static int run_zk(ej_registry *reg, bool retry, attempt_fn fn, void *arg, bool *
 }
 
 /* The message for a failed operation. */
-static int op_fail(ej_registry *reg, const char *op, const char *path, int zrc)
+int ej__reg_op_fail(ej_registry *reg, const char *op, const char *path, int zrc)
 {
     int err = ej__reg_from_zk(zrc);
     if (err == EJ_ECONNLOSS || err == EJ_ESESSIONEXPIRED)
@@ -82,7 +79,7 @@ static int op_fail(ej_registry *reg, const char *op, const char *path, int zrc)
 }
 
 /* Validate and resolve a path. */
-static int resolve(ej_registry *reg, const char *op, const char *path, bool sequential, char **full)
+int ej__reg_resolve(ej_registry *reg, const char *op, const char *path, bool sequential, char **full)
 {
     const char *why = NULL;
     *full = NULL;
@@ -349,7 +346,7 @@ static int do_get(ej_registry *reg, const char *path, ej_reg_watch_fn fn, void *
         *len = 0;
     struct get_ctx g = {0};
     char *full;
-    int rc = resolve(reg, op, path, false, &full);
+    int rc = ej__reg_resolve(reg, op, path, false, &full);
     if (rc)
         return rc;
     if (fn && !(g.w = watch_new(reg, fn, user, path))) {
@@ -359,7 +356,7 @@ static int do_get(ej_registry *reg, const char *path, ej_reg_watch_fn fn, void *
     g.full = full;
     pthread_mutex_init(&g.mu, NULL);
     pthread_cond_init(&g.cv, NULL);
-    int zrc = run_zk(reg, true, get_attempt, &g, NULL);
+    int zrc = ej__reg_run_zk(reg, true, get_attempt, &g, NULL);
     watch_done(g.w, zrc == ZOK);
     pthread_mutex_destroy(&g.mu);
     pthread_cond_destroy(&g.cv);
@@ -367,7 +364,7 @@ static int do_get(ej_registry *reg, const char *path, ej_reg_watch_fn fn, void *
     if (zrc == ZSYSTEMERROR && !g.data)
         return ej__reg_fail(-ENOMEM, "%s %s: out of memory", op, path);
     if (zrc != ZOK)
-        return op_fail(reg, op, path, zrc);
+        return ej__reg_op_fail(reg, op, path, zrc);
     if (stat)
         ej__reg_stat_from_zk(stat, &g.st);
     if (len)
@@ -420,7 +417,7 @@ static int do_exists(ej_registry *reg, const char *path, ej_reg_watch_fn fn, voi
         *exists = false;
     struct exists_ctx e = {0};
     char *full;
-    int rc = resolve(reg, op, path, false, &full);
+    int rc = ej__reg_resolve(reg, op, path, false, &full);
     if (rc)
         return rc;
     if (fn && !(e.w = watch_new(reg, fn, user, path))) {
@@ -428,13 +425,13 @@ static int do_exists(ej_registry *reg, const char *path, ej_reg_watch_fn fn, voi
         return ej__reg_fail(-ENOMEM, "%s %s: out of memory", op, path);
     }
     e.full = full;
-    int zrc = run_zk(reg, true, exists_attempt, &e, NULL);
+    int zrc = ej__reg_run_zk(reg, true, exists_attempt, &e, NULL);
     watch_done(e.w, zrc == ZOK || zrc == ZNONODE);
     free(full);
     if (zrc == ZNONODE)
         return 0;
     if (zrc != ZOK)
-        return op_fail(reg, op, path, zrc);
+        return ej__reg_op_fail(reg, op, path, zrc);
     if (exists)
         *exists = true;
     if (stat)
@@ -489,7 +486,7 @@ static int do_children(ej_registry *reg, const char *path, ej_reg_watch_fn fn, v
         *count = 0;
     struct children_ctx c = {0};
     char *full;
-    int rc = resolve(reg, op, path, false, &full);
+    int rc = ej__reg_resolve(reg, op, path, false, &full);
     if (rc)
         return rc;
     if (fn && !(c.w = watch_new(reg, fn, user, path))) {
@@ -497,11 +494,11 @@ static int do_children(ej_registry *reg, const char *path, ej_reg_watch_fn fn, v
         return ej__reg_fail(-ENOMEM, "%s %s: out of memory", op, path);
     }
     c.full = full;
-    int zrc = run_zk(reg, true, children_attempt, &c, NULL);
+    int zrc = ej__reg_run_zk(reg, true, children_attempt, &c, NULL);
     watch_done(c.w, zrc == ZOK);
     free(full);
     if (zrc != ZOK)
-        return op_fail(reg, op, path, zrc);
+        return ej__reg_op_fail(reg, op, path, zrc);
     size_t n = c.sv.count > 0 ? (size_t)c.sv.count : 0;
     if (names) {
         char **v = ej__reg_copy_names(c.sv.data, n);
@@ -558,7 +555,7 @@ static int create_parent(ej_registry *reg, const char *path, bool container)
 {
     struct create_ctx c = {
         path, "", 0, container ? ZOO_CONTAINER : ZOO_PERSISTENT, ej__reg_acl(reg), NULL, 0};
-    int zrc = run_zk(reg, true, create_attempt, &c, NULL);
+    int zrc = ej__reg_run_zk(reg, true, create_attempt, &c, NULL);
     return zrc == ZNODEEXISTS ? ZOK : zrc;
 }
 
@@ -568,7 +565,7 @@ static int create_parent(ej_registry *reg, const char *path, bool container)
  * the server refuses, a write all the same (5 for a latch node of a job in
  * a namespace, where 1 does). Goes up while a create finds no parent, then
  * down again. */
-static int make_parents(ej_registry *reg, const char *full, bool container)
+int ej__reg_make_parents(ej_registry *reg, const char *full, bool container)
 {
     char *p = strdup(full);
     if (!p)
@@ -614,7 +611,7 @@ static int exists_raw_attempt(ej_registry *reg, zhandle_t *zh, void *arg)
 static bool created_by_us(ej_registry *reg, const char *full)
 {
     struct exists_raw e = {full, {0}};
-    if (run_zk(reg, true, exists_raw_attempt, &e, NULL) != ZOK)
+    if (ej__reg_run_zk(reg, true, exists_raw_attempt, &e, NULL) != ZOK)
         return false;
     return e.st.ephemeralOwner != 0 && e.st.ephemeralOwner == ej_registry_session_id(reg);
 }
@@ -627,7 +624,7 @@ int ej_registry_create_node(ej_registry *reg, const char *path, const void *data
     int zmode = ej__reg_zk_mode(mode);
     bool seq = mode == EJ_REG_PERSISTENT_SEQUENTIAL || mode == EJ_REG_EPHEMERAL_SEQUENTIAL;
     char *full;
-    int rc = resolve(reg, "create", path, seq, &full);
+    int rc = ej__reg_resolve(reg, "create", path, seq, &full);
     if (rc)
         return rc;
     if (zmode == -1) {
@@ -651,11 +648,11 @@ int ej_registry_create_node(ej_registry *reg, const char *path, const void *data
     struct create_ctx c = {full, data ? data : "", (int)len, zmode, ej__reg_acl(reg),
                            buf,  (int)buflen};
     bool lost = false;
-    int zrc = run_zk(reg, !seq, create_attempt, &c, &lost);
+    int zrc = ej__reg_run_zk(reg, !seq, create_attempt, &c, &lost);
     if (zrc == ZNONODE && (flags & (EJ_REG_CREATE_PARENTS | EJ_REG_CONTAINER_PARENTS))) {
-        zrc = make_parents(reg, full, (flags & EJ_REG_CONTAINER_PARENTS) != 0);
+        zrc = ej__reg_make_parents(reg, full, (flags & EJ_REG_CONTAINER_PARENTS) != 0);
         if (zrc == ZOK)
-            zrc = run_zk(reg, !seq, create_attempt, &c, &lost);
+            zrc = ej__reg_run_zk(reg, !seq, create_attempt, &c, &lost);
     }
     if (zrc == ZNODEEXISTS && lost && (mode == EJ_REG_EPHEMERAL) && created_by_us(reg, full)) {
         snprintf(buf, buflen, "%s", full);
@@ -666,7 +663,7 @@ int ej_registry_create_node(ej_registry *reg, const char *path, const void *data
         free(full);
         if (zrc == ZSYSTEMERROR)
             return ej__reg_fail(-ENOMEM, "create %s: out of memory", path);
-        return op_fail(reg, "create", path, zrc);
+        return ej__reg_op_fail(reg, "create", path, zrc);
     }
     if (actual_path) {
         const char *rel = ej__reg_rel_path(reg, buf);
@@ -701,7 +698,7 @@ int ej_registry_set(ej_registry *reg, const char *path, const void *data, size_t
                     struct ej_node_stat *stat)
 {
     char *full;
-    int rc = resolve(reg, "set", path, false, &full);
+    int rc = ej__reg_resolve(reg, "set", path, false, &full);
     if (rc)
         return rc;
     if ((rc = check_size("set", path, len))) {
@@ -713,10 +710,10 @@ int ej_registry_set(ej_registry *reg, const char *path, const void *data, size_t
         return ej__reg_fail(EJ_EINVAL, "set %s: data is NULL with length %zu", path, len);
     }
     struct set_ctx s = {full, data ? data : "", (int)len, version, {0}};
-    int zrc = run_zk(reg, version == -1, set_attempt, &s, NULL);
+    int zrc = ej__reg_run_zk(reg, version == -1, set_attempt, &s, NULL);
     free(full);
     if (zrc != ZOK)
-        return op_fail(reg, "set", path, zrc);
+        return ej__reg_op_fail(reg, "set", path, zrc);
     if (stat)
         ej__reg_stat_from_zk(stat, &s.st);
     return 0;
@@ -738,7 +735,7 @@ static int delete_full(ej_registry *reg, const char *full, int version)
 {
     struct delete_ctx d = {full, version};
     bool lost = false;
-    int zrc = run_zk(reg, version == -1, delete_attempt, &d, &lost);
+    int zrc = ej__reg_run_zk(reg, version == -1, delete_attempt, &d, &lost);
     if (zrc == ZNONODE && lost && version == -1)
         zrc = ZOK; /* our lost attempt deleted it */
     return zrc;
@@ -747,13 +744,13 @@ static int delete_full(ej_registry *reg, const char *full, int version)
 int ej_registry_delete(ej_registry *reg, const char *path, int version)
 {
     char *full;
-    int rc = resolve(reg, "delete", path, false, &full);
+    int rc = ej__reg_resolve(reg, "delete", path, false, &full);
     if (rc)
         return rc;
     int zrc = delete_full(reg, full, version);
     free(full);
     if (zrc != ZOK)
-        return op_fail(reg, "delete", path, zrc);
+        return ej__reg_op_fail(reg, "delete", path, zrc);
     return 0;
 }
 
@@ -782,7 +779,7 @@ static int delete_tree(ej_registry *reg, const char *full, int depth)
     for (int round = 0; round < 5; round++) {
         struct children_raw c = {full, {0, NULL}};
         int stuck = ZOK; /* the first child that could not go */
-        int zrc = run_zk(reg, true, children_raw_attempt, &c, NULL);
+        int zrc = ej__reg_run_zk(reg, true, children_raw_attempt, &c, NULL);
         if (zrc != ZOK)
             return zrc;
         for (int i = 0; i < c.sv.count && zrc == ZOK; i++) {
@@ -820,7 +817,7 @@ static int delete_tree(ej_registry *reg, const char *full, int depth)
 int ej_registry_delete_recursive(ej_registry *reg, const char *path)
 {
     char *full;
-    int rc = resolve(reg, "delete_recursive", path, false, &full);
+    int rc = ej__reg_resolve(reg, "delete_recursive", path, false, &full);
     if (rc)
         return rc;
     int zrc = delete_tree(reg, full, 0);
@@ -829,7 +826,7 @@ int ej_registry_delete_recursive(ej_registry *reg, const char *path)
         return 0;
     if (zrc == ZSYSTEMERROR)
         return ej__reg_fail(-ENOMEM, "delete_recursive %s: out of memory", path);
-    return op_fail(reg, "delete_recursive", path, zrc);
+    return ej__reg_op_fail(reg, "delete_recursive", path, zrc);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1023,7 +1020,7 @@ static int multi_failed(ej_registry *reg, struct ej_reg_op *ops, size_t n,
         ops[i].result = EJ_EAGAIN;
     }
     if (bad == n)
-        return op_fail(reg, "multi", ops[0].path, zrc);
+        return ej__reg_op_fail(reg, "multi", ops[0].path, zrc);
     ops[bad].result = ej__reg_from_zk(res[bad].err);
     if (failed_index)
         *failed_index = bad;
@@ -1067,11 +1064,11 @@ int ej_registry_multi(ej_registry *reg, struct ej_reg_op *ops, size_t n, size_t 
     if (rc != 0)
         goto out_free;
     struct multi_ctx m = {mb.zops, mb.res, (int)n};
-    int zrc = run_zk(reg, false, multi_attempt, &m, NULL);
+    int zrc = ej__reg_run_zk(reg, false, multi_attempt, &m, NULL);
     if (zrc == ZOK) {
         rc = multi_collect(reg, ops, n, &mb);
     } else if (ej__reg_zk_is_connloss(zrc)) {
-        rc = op_fail(reg, "multi", ops[0].path, zrc);
+        rc = ej__reg_op_fail(reg, "multi", ops[0].path, zrc);
         for (size_t i = 0; i < n; i++)
             ops[i].result = rc;
     } else {
