@@ -505,9 +505,12 @@ int ej__coord_post_pool(ej__coord *c, void (*fn)(ej__coord *c, void *arg), void 
 }
 
 /* The latch's continuations (ej__latch_acquire_async) run on the serial
- * queue; once accepted they run even if the coordinator closes meanwhile
- * (the latch must end: release its node, call its done). Refused once
- * closed: the latch then deletes its node itself. */
+ * queue, before the tasks queued there: a latch held or queued for is
+ * waited for by other members, and its step (the record of a crash, the
+ * take of its item, an election's leader node) waited seconds behind a
+ * burst of events in a loaded fleet. Once accepted they run even if the
+ * coordinator closes meanwhile (the latch must end: release its node, call
+ * its done). Refused once closed: the latch then deletes its node itself. */
 int ej__coord_latch_post(void *post_arg, void (*fn)(void *task), void *task)
 {
     ej__coord *c = post_arg;
@@ -518,7 +521,7 @@ int ej__coord_latch_post(void *post_arg, void (*fn)(void *task), void *task)
     if (t != NULL) {
         *t = (struct ctask){.c = c, .arg = task, .step = fn, .drop = NULL};
         atomic_fetch_add(&c->refs, 1);
-        rc = ej__sched_post(c->sched, c->serial, ctask_run, t);
+        rc = ej__sched_post_first(c->serial, ctask_run, t);
         if (rc != 0) {
             ej__coord_unref(c);
             free(t);

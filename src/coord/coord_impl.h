@@ -117,6 +117,7 @@ struct ej__coord {
      * of the start (an election won in the start), and step 6 is then
      * done. */
     int64_t necessary_session;
+    bool necessary_posted; /* a task to set the flag is queued (election.c) */
     int64_t last_reconcile_ms;
     char err[1024];
     bool err_is_config;
@@ -183,6 +184,9 @@ void ej__coord_on_view_change(void *user, int item, int kind);
 
 /* election.c */
 void ej__coord_leader_set_necessary(ej__coord *c);
+/* The same once for a burst of events: in a task posted now, unless one is
+ * queued already. Serial queue. */
+void ej__coord_leader_set_necessary_soon(ej__coord *c);
 void ej__coord_precreate_latch_parents(ej__coord *c);
 bool ej__coord_eligible(ej__coord *c);
 void ej__coord_post_election(ej__coord *c);

@@ -90,6 +90,30 @@ void ej__coord_leader_set_necessary(ej__coord *c)
         ej__coord_set_necessary(c);
 }
 
+static void set_necessary_task(ej__coord *c, void *arg)
+{
+    (void)arg;
+    EJ_ASSERT_SERIAL(c);
+    c->necessary_posted = false;
+    ej__coord_leader_set_necessary(c);
+}
+
+/* The members' arrivals and departures come in bursts (a fleet's start,
+ * daemons killed together): the leader writes the flag once for a burst,
+ * in a task after its events, where it wrote it at each event (one write
+ * each, the later ones refused, and every task behind them waited,
+ * the failover of a crashed member's running items among them). */
+void ej__coord_leader_set_necessary_soon(ej__coord *c)
+{
+    EJ_ASSERT_SERIAL(c);
+    if (c->necessary_posted || !ej__coord_is_leader(c))
+        return;
+    if (ej__coord_post(c, set_necessary_task, NULL) == 0)
+        c->necessary_posted = true;
+    else
+        ej__coord_leader_set_necessary(c);
+}
+
 /* Can this instance take part in an election? */
 bool ej__coord_eligible(ej__coord *c)
 {

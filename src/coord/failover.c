@@ -197,7 +197,12 @@ void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t sess
     }
     s->crashes[s->ncrash++] = (struct crash){dup, session, at_ms, items, nitems, close_zxid};
     pthread_mutex_unlock(&s->mu);
-    ej__coord_post(c, crash_task, NULL);
+    /* At once, not in a task of its own: that task would wait behind
+     * everything queued meanwhile (a burst of departures brings each
+     * member of the job its events, the flag for the resharding, an
+     * election), seconds in a loaded fleet. A recording already under way
+     * takes this one up when it ends. */
+    ej__failover_process_pending(c);
 }
 
 void ej__failover_recorder_changed(ej__coord *c)
@@ -296,8 +301,9 @@ static void record_latched(ej__coord *c, const struct crash *cr, size_t ncr, int
         }
         if (nrec)
             EJ_LOG(EJ_LOG_INFO, MOD, 0,
-                   "job %s: instance %s is gone while running items [%s]: failing them over", job,
-                   cr[k].id, list.data ? list.data : "");
+                   "job %s: instance %s is gone while running items [%s]: failing them over "
+                   "(seen gone %" PRId64 " ms ago)",
+                   job, cr[k].id, list.data ? list.data : "", ej__now_ms() - cr[k].at_ms);
         else if (nalready)
             EJ_LOG(EJ_LOG_INFO, MOD, 0,
                    "job %s: instance %s is gone; its items were recorded already by another "

@@ -140,12 +140,12 @@ static void on_instances_event_body(ej__coord *c, const struct ej_tree_event *ev
                 operator_check(c, &cur);
             return;
         }
-        ej__coord_leader_set_necessary(c);
+        ej__coord_leader_set_necessary_soon(c);
         ej__running_note_departed(c, id);
         return;
     }
     if (ev->type == EJ_TREE_NODE_ADDED && !mine)
-        ej__coord_leader_set_necessary(c);
+        ej__coord_leader_set_necessary_soon(c);
     if (mine && ev->len == strlen(EJ_LAYOUT_INSTANCE_TRIGGER) &&
         strcmp(ev->data, EJ_LAYOUT_INSTANCE_TRIGGER) == 0) {
         /* The console's trigger: reset the node, run once now. */

@@ -302,6 +302,14 @@ int ej__sched_run_all(ej__sched_job *j, ej__task_fn fn, void *const *args, size_
  */
 int ej__sched_post(ej__sched *s, ej__sched_job *j, ej__task_fn fn, void *arg);
 
+/*
+ * The same for a job task that goes before the job's queued ones: the
+ * next step of work already under way that holds something others wait
+ * for (a latch's continuation), where waiting its turn behind a burst of
+ * events made it seconds late. Same returns.
+ */
+int ej__sched_post_first(ej__sched_job *j, ej__task_fn fn, void *arg);
+
 /* ---------------------------------------------------------- inspection */
 
 struct ej__sched_stats {

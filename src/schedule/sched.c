@@ -420,14 +420,21 @@ static void ctl_unlink(ej__sched *s, struct task *t)
     s->nqueued--;
 }
 
-static void job_push(ej__sched *s, ej__sched_job *j, struct task *t)
+/* Queues t last, or first (ej__sched_post_first). */
+static void job_push(ej__sched *s, ej__sched_job *j, struct task *t, bool first)
 {
     t->next = NULL;
-    if (j->qtail)
-        j->qtail->next = t;
-    else
+    if (first) {
+        t->next = j->qhead;
         j->qhead = t;
-    j->qtail = t;
+        if (j->qtail == NULL)
+            j->qtail = t;
+    } else if (j->qtail) {
+        j->qtail->next = t;
+        j->qtail = t;
+    } else {
+        j->qhead = j->qtail = t;
+    }
     j->queued++;
     s->nqueued++;
     ready_push(s, j);
@@ -1743,7 +1750,7 @@ int ej__sched_run_all(ej__sched_job *j, ej__task_fn fn, void *const *args, size_
         tasks[i].fn = fn;
         tasks[i].arg = args[i];
         tasks[i].group = &g;
-        job_push(s, j, &tasks[i]);
+        job_push(s, j, &tasks[i], false);
     }
     wake_worker(s);
     while (g.remaining > 0) {
@@ -1771,7 +1778,7 @@ int ej__sched_run_all(ej__sched_job *j, ej__task_fn fn, void *const *args, size_
     return 0;
 }
 
-int ej__sched_post(ej__sched *s, ej__sched_job *j, ej__task_fn fn, void *arg)
+static int post_task(ej__sched *s, ej__sched_job *j, ej__task_fn fn, void *arg, bool first)
 {
     if (fn == NULL || (s == NULL && j == NULL))
         return EJ_EINVAL;
@@ -1790,7 +1797,7 @@ int ej__sched_post(ej__sched *s, ej__sched_job *j, ej__task_fn fn, void *arg)
         rc = EJ_EBUSY;
         EJ_LOG(EJ_LOG_ERROR, MOD, rc, "pool queue full (%zu tasks): task refused", s->nqueued);
     } else if (j) {
-        job_push(s, j, t);
+        job_push(s, j, t, first);
         wake_worker(s);
         pthread_cond_broadcast(&j->cv);
     } else {
@@ -1801,6 +1808,16 @@ int ej__sched_post(ej__sched *s, ej__sched_job *j, ej__task_fn fn, void *arg)
     if (rc != 0)
         free(t);
     return rc;
+}
+
+int ej__sched_post(ej__sched *s, ej__sched_job *j, ej__task_fn fn, void *arg)
+{
+    return post_task(s, j, fn, arg, false);
+}
+
+int ej__sched_post_first(ej__sched_job *j, ej__task_fn fn, void *arg)
+{
+    return j == NULL ? EJ_EINVAL : post_task(NULL, j, fn, arg, true);
 }
 
 /* ----------------------------------------------------------- inspection */

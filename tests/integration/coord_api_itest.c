@@ -347,6 +347,26 @@ int main(void)
     CHECK(reqs <= (uint64_t)(2 * arrivals + 2), "%" PRIu64 " requests for %d arrivals", reqs,
           arrivals);
 
+    /* Departures in a burst (daemons killed together): the ten leave in
+     * one transaction, and the leader lists instances/ once and sets the
+     * resharding flag once for them all: 2. When it set the flag at each
+     * departure (the later writes refused, the flag being there), 11, and
+     * every task of the job waited behind those writes. */
+    struct ej_reg_op gone[10];
+    char gpaths[10][96];
+    for (int k = 0; k < arrivals; k++) {
+        snprintf(gpaths[k], sizeof gpaths[k], "/apiArrivals/instances/127.0.6.%d@-@1", k + 1);
+        gone[k] = (struct ej_reg_op){.type = EJ_REG_OP_DELETE, .path = gpaths[k], .version = -1};
+    }
+    REQUIRE(ej_registry_barrier(member, 2000) == 0, "barrier");
+    uint64_t dep0 = ej_registry_request_count(member);
+    REQUIRE(ej_registry_multi(peek, gone, (size_t)arrivals, NULL) == 0, "the burst of departures");
+    ej__sleep_ms(500);
+    REQUIRE(ej_registry_barrier(member, 2000) == 0, "barrier");
+    reqs = ej_registry_request_count(member) - dep0;
+    say("%d departures at once cost a member %" PRIu64 " requests", arrivals, reqs);
+    CHECK(reqs <= 3, "%" PRIu64 " requests for %d departures at once", reqs, arrivals);
+
     /* The sharding's processing flag and a failover record, each written
      * and deleted by another instance, cost a member a listing of their
      * parent each time (4): by name only. 6 when each new node was read. */

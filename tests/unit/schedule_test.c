@@ -784,6 +784,56 @@ static void test_pool_post_and_idle_reap(void **state)
     sched_done(s);
 }
 
+/* ej__sched_post_first: a job task that goes before the queued ones (a
+ * latch's continuation ahead of a burst of events). */
+struct order_rec {
+    atomic_int gate, started, n;
+    char seen[8];
+};
+struct order_arg {
+    struct order_rec *r;
+    char name;
+};
+
+static void order_task(void *arg)
+{
+    struct order_arg *a = arg;
+    atomic_store(&a->r->started, 1);
+    while (a->name == 'X' && !atomic_load(&a->r->gate))
+        ej__sleep_ms(1);
+    int i = atomic_fetch_add(&a->r->n, 1);
+    if (i < 8)
+        a->r->seen[i] = a->name;
+}
+
+static void test_post_first(void **state)
+{
+    (void)state;
+    ej__sched *s;
+    assert_int_equal(ej__sched_create(NULL, &s), 0);
+    g_sched = s;
+    ej__sched_job *j;
+    assert_int_equal(ej__sched_job_create(s, "first", 1, &j), 0);
+    static struct order_rec r;
+    struct order_arg x = {&r, 'X'}, a = {&r, 'A'}, b = {&r, 'B'}, f = {&r, 'F'};
+    assert_int_equal(ej__sched_post(NULL, j, order_task, &x), 0);
+    int64_t until = ej__mono_ms() + 2000;
+    while (!atomic_load(&r.started) && ej__mono_ms() < until)
+        ej__sleep_ms(1);
+    assert_int_equal(ej__sched_post(NULL, j, order_task, &a), 0);
+    assert_int_equal(ej__sched_post(NULL, j, order_task, &b), 0);
+    assert_int_equal(ej__sched_post_first(j, order_task, &f), 0);
+    assert_int_equal(ej__sched_post_first(NULL, order_task, &f), EJ_EINVAL);
+    atomic_store(&r.gate, 1);
+    until = ej__mono_ms() + 2000;
+    while (atomic_load(&r.n) < 4 && ej__mono_ms() < until)
+        ej__sleep_ms(2);
+    assert_int_equal(atomic_load(&r.n), 4);
+    assert_memory_equal(r.seen, "XFAB", 4);
+    ej__sched_job_destroy(j);
+    sched_done(s);
+}
+
 static void test_many_jobs_few_threads(void **state)
 {
     (void)state;
@@ -907,6 +957,7 @@ int main(void)
         cmocka_unit_test_teardown(test_pool_nested_waits_no_deadlock, teardown_sched),
         cmocka_unit_test_teardown(test_pool_post_and_idle_reap, teardown_sched),
         cmocka_unit_test_teardown(test_many_jobs_few_threads, teardown_sched),
+        cmocka_unit_test_teardown(test_post_first, teardown_sched),
         cmocka_unit_test_teardown(test_job_destroy_from_own_callback, teardown_sched),
         cmocka_unit_test_teardown(test_default_and_errors, teardown_sched),
     };
