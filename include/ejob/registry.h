@@ -475,6 +475,10 @@ struct ej_tree_event {
     const char *data;                /* NUL-terminated; "" when empty */
     size_t len;                      /* data length */
     const struct ej_node_stat *stat; /* stat of the node (last known for REMOVED) */
+    /* When the cache learnt of the change (CLOCK_MONOTONIC ms): the time
+     * the watch that told it fired, which for a child removed is a round
+     * trip (its parent's listing) before the event; 0 when not known. */
+    int64_t noticed_mono_ms;
 };
 
 /* A tree-cache listener. The event and everything it points to live during

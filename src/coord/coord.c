@@ -562,6 +562,7 @@ int ej__coord_post_event(ej__coord *c, const struct ej_tree_event *ev,
     e->fn = fn;
     e->ev.type = ev->type;
     e->ev.len = ev->len;
+    e->ev.noticed_mono_ms = ev->noticed_mono_ms;
     e->ev.path = strdup(ev->path ? ev->path : "");
     char *data = malloc(ev->len + 1);
     if (data != NULL) {

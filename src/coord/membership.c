@@ -210,9 +210,15 @@ static void post_departed(ej__coord *c, const char *id, int64_t session, int64_t
  * runs (ej__view_departed_sessions). Each is checked in ZooKeeper
  * (failover.c crashed_items): a session that has not closed, or items not
  * changed by its close, fail nothing over. */
-static void on_departed(ej__coord *c, const char *id)
+static void on_departed(ej__coord *c, const char *id, int64_t noticed)
 {
-    int64_t hold = ej__mono_ms() + ej_registry_takeover_margin_ms(c->reg);
+    /* The hold runs from when the removal was noticed (the watch on
+     * instances/ fired: after the server closed the session), not from the
+     * listing that named it, a round trip later (hundreds of ms when a
+     * fleet's survivors all list at once). */
+    int64_t now = ej__mono_ms();
+    int64_t seen = noticed > 0 && noticed <= now ? noticed : now;
+    int64_t hold = seen + ej_registry_takeover_margin_ms(c->reg);
     int64_t cur = atomic_load(&c->takeover_hold_until);
     while (hold > cur && !atomic_compare_exchange_weak(&c->takeover_hold_until, &cur, hold)) {
     }
@@ -247,7 +253,7 @@ void ej__coord_on_instances_event(ej_tree_cache *cache, const struct ej_tree_eve
         ej__coord_post_event(c, ev, on_instances_event_body);
         const char *id = ev->path + plen + 1;
         if (child && ev->type == EJ_TREE_NODE_REMOVED && strcmp(id, c->me) != 0)
-            on_departed(c, id);
+            on_departed(c, id, ev->noticed_mono_ms);
     }
     ej__coord_done(c);
 }

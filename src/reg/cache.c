@@ -60,6 +60,9 @@ struct ej_tree_cache {
     char *root_path;
     ej_tree_cache_fn fn;
     void *user;
+    /* While a watch's change is applied (dispatch thread): when that watch
+     * fired (mono ms), for the events it brings; 0 otherwise. */
+    int64_t noticed_ms;
     /* What to read of each node (ej__tree_cache_set_shape): fixed before
      * the start; NULL: everything. */
     ej__tree_cache_shape_fn shape;
@@ -239,8 +242,8 @@ static void emit(ej_tree_cache *c, ej_tree_event_type type, const char *path, co
 {
     if (c->destroyed || !c->fn)
         return;
-    struct ej_tree_event ev = {type, path, data ? data : (type == EJ_TREE_INITIALIZED ? NULL : ""),
-                               len, stat};
+    struct ej_tree_event ev = {type,  path, data ? data : (type == EJ_TREE_INITIALIZED ? NULL : ""),
+                               len,   stat, c->noticed_ms};
     c->fn(c, &ev, c->user);
 }
 
@@ -284,12 +287,14 @@ struct creq {
     struct Stat st;
     char **names;
     size_t nnames;
+    int64_t noticed; /* a re-read after a watch: when the watch fired (mono ms) */
 };
 
 struct cwatch {
     struct ej__reg_item it;
     uint64_t cache_id, gen;
     int type;
+    int64_t at; /* mono ms when it fired (the completion thread) */
     char path[];
 };
 
@@ -316,6 +321,7 @@ static void cache_watcher(zhandle_t *zh, int type, int state, const char *path, 
     w->cache_id = (uint64_t)(uintptr_t)ctx;
     w->gen = s->gen;
     w->type = type;
+    w->at = ej__mono_ms();
     memcpy(w->path, rel, n + 1);
     ej__reg_enqueue(s->reg, &w->it, true);
 }
@@ -380,7 +386,8 @@ static void creq_free(struct creq *r)
 
 /* Send one asynchronous read, with the cache's watch unless a probe
  * (dispatch thread). */
-static void issue_read(ej_tree_cache *c, const char *path, int kind, int flags, int64_t since)
+static void issue_read(ej_tree_cache *c, const char *path, int kind, int flags, int64_t since,
+                       int64_t noticed)
 {
     ej_registry *reg = c->reg;
     zhandle_t *zh = reg->zh;
@@ -406,6 +413,7 @@ static void issue_read(ej_tree_cache *c, const char *path, int kind, int flags, 
     r->kind = kind;
     r->flags = flags;
     r->since = since;
+    r->noticed = noticed;
     void *wctx = (void *)(uintptr_t)c->id;
     int rc;
     /* Counted before sending: the answer may come before the call returns. */
@@ -434,7 +442,7 @@ static void issue_read(ej_tree_cache *c, const char *path, int kind, int flags, 
 
 static void issue(ej_tree_cache *c, const char *path, int kind, int flags)
 {
-    issue_read(c, path, kind, flags, 0);
+    issue_read(c, path, kind, flags, 0, 0);
 }
 
 static ej_tree_cache *find_cache(ej_registry *reg, uint64_t id)
@@ -736,7 +744,7 @@ static void probe_names(ej_tree_cache *c, struct tnode *n, const struct Stat *st
     for (size_t i = 0; i < kept && i < n->nkids && !c->destroyed; i++) {
         struct tnode *k = n->kids[i];
         if (shape_of(c, k->path) == EJ__TREE_NAME)
-            issue_read(c, k->path, R_PROBE, flags & F_INIT, since);
+            issue_read(c, k->path, R_PROBE, flags & F_INIT, since, 0);
     }
 }
 
@@ -834,9 +842,13 @@ static void on_creq(ej_registry *reg, struct ej__reg_item *item)
     }
     if (r->kind == R_DATA)
         handle_data(c, r);
-    else if (r->kind == R_CHILDREN)
+    else if (r->kind == R_CHILDREN) {
+        /* The listing a watch asked for: its removals were noticed when the
+         * watch fired, a round trip before this answer. */
+        c->noticed_ms = r->noticed;
         handle_children(c, r);
-    else if (r->kind == R_EXISTS)
+        c->noticed_ms = 0;
+    } else if (r->kind == R_EXISTS)
         handle_exists(c, r);
     else
         handle_probe(c, r);
@@ -858,14 +870,16 @@ static void on_cwatch(ej_registry *reg, struct ej__reg_item *item)
         if (n == c->root)
             load(c, n->path, F_DEEP);
     } else if (w->type == ZOO_DELETED_EVENT) {
+        c->noticed_ms = w->at;
         if (n->state != N_ABSENT)
             node_gone(c, n);
+        c->noticed_ms = 0;
     } else if (w->type == ZOO_CHANGED_EVENT) {
         if (n->state == N_LIVE)
             issue(c, n->path, R_DATA, 0);
     } else if (w->type == ZOO_CHILD_EVENT) {
         if (n->state == N_LIVE)
-            issue(c, n->path, R_CHILDREN, 0);
+            issue_read(c, n->path, R_CHILDREN, 0, 0, w->at);
     }
 out_free:
     free(w);

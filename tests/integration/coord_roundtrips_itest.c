@@ -5,10 +5,14 @@
  *   - a contender alone at a latch holds it after one round trip (the
  *     create and the first look sent together; they were two);
  *   - the leader reads the state of every server it shards over in one
- *     round trip (one read per server, one after the other, before). */
+ *     round trip (one read per server, one after the other, before);
+ *   - a member's removal is noticed when the watch on instances/ fires,
+ *     a round trip before the listing that names it (the takeover margin
+ *     runs from then, membership.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +20,9 @@
 #include <time.h>
 #include <cmocka.h>
 
+#include "common/util.h"
 #include "coord/internal.h"
+#include "reg/internal.h"
 #include "ejob/layout.h"
 #include "ejob/log.h"
 #include "ejob/registry.h"
@@ -124,6 +130,69 @@ static void test_servers_read_together(void **state)
         free(ids[i]);
 }
 
+struct removal {
+    atomic_llong noticed, at; /* mono ms; 0 until the REMOVED event */
+};
+
+static void on_instance_event(ej_tree_cache *cache, const struct ej_tree_event *ev, void *user)
+{
+    (void)cache;
+    struct removal *r = user;
+    if (ev->type == EJ_TREE_NODE_REMOVED && strstr(ev->path, "@-@") != NULL) {
+        atomic_store(&r->noticed, ev->noticed_mono_ms);
+        atomic_store(&r->at, now_ms());
+    }
+}
+
+/* As the coordinator's instances cache: instances/ by its children, the
+ * other instances by name only (no watch of their own: their removal is
+ * learnt from a listing of instances/). */
+static int instances_shape(const char *path, size_t depth, void *user)
+{
+    (void)path;
+    (void)user;
+    return depth == 0 ? EJ__TREE_CHILDREN : EJ__TREE_NAME;
+}
+
+static void test_removal_noticed(void **state)
+{
+    struct fixture *f = *state;
+    struct ej_registry_opts o = {0};
+    o.servers = zkf_connect_string(zkf_shared());
+    o.namespace_ = f->ns;
+    o.session_timeout_ms = 4000;
+    o.connection_timeout_ms = 5000;
+    ej_registry *direct = NULL;
+    assert_int_equal(ej_registry_create(&direct, &o), 0);
+    const char *node = "/job/instances/127.0.0.9@-@1";
+    assert_int_equal(ej_registry_create_node(direct, node, NULL, 0, EJ_REG_PERSISTENT,
+                                             EJ_REG_CREATE_PARENTS, NULL),
+                     0);
+    static struct removal r;
+    ej_tree_cache *cache = NULL;
+    assert_int_equal(ej_tree_cache_create(f->reg, "/job/instances", on_instance_event, &r, &cache),
+                     0);
+    assert_int_equal(ej__tree_cache_set_shape(cache, instances_shape, NULL), 0);
+    assert_int_equal(ej_tree_cache_start(cache), 0);
+    assert_int_equal(ej_tree_cache_wait_initialized(cache, 10000), 0);
+    assert_true(ej_tree_cache_exists(cache, node, NULL));
+    int64_t deleted = now_ms();
+    assert_int_equal(ej_registry_delete(direct, node, -1), 0);
+    int64_t until = now_ms() + 10000;
+    while (atomic_load(&r.at) == 0 && now_ms() < until)
+        ej__sleep_ms(10);
+    int64_t noticed = atomic_load(&r.noticed), at = atomic_load(&r.at);
+    print_message("removed at +0 ms: noticed +%lld ms, reported +%lld ms (answers held %d ms)\n",
+                  (long long)(noticed - deleted), (long long)(at - deleted), DELAY_MS);
+    assert_true(at > 0);
+    /* The watch's notice came through the link (one delay), the listing's
+     * answer one delay after it. */
+    assert_true(noticed >= deleted + DELAY_MS * 3 / 4);
+    assert_true(at - noticed >= DELAY_MS * 3 / 4);
+    ej_tree_cache_destroy(cache);
+    ej_registry_destroy(direct);
+}
+
 int main(void)
 {
     if (!getenv("EJOB_LOG_LEVEL"))
@@ -131,6 +200,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_latch_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_servers_read_together, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_removal_noticed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
