@@ -68,12 +68,14 @@ typedef enum {
     EJ_LAYOUT_NODE_KILLS,          /* kills (kill requests) */
     EJ_LAYOUT_NODE_EJOB_INSTANCES, /* ejob/instances */
     EJ_LAYOUT_NODE_EJOB_INSTANCE,  /* ejob/instances/{id} (name): the marker */
-    EJ_LAYOUT_NODE_EJOB_SESSIONS,  /* ejob/sessions */
-    /* ejob/sessions/{session} (name: the session id in hex), a container
-     * holding the session's ephemeral "live" node (next): its children
-     * zxid is the zxid of the session's close once live is gone. */
-    EJ_LAYOUT_NODE_EJOB_SESSION,
-    EJ_LAYOUT_NODE_EJOB_SESSION_LIVE, /* ejob/sessions/{session}/live (name) */
+    EJ_LAYOUT_NODE_EJOB_MEMBERS,   /* ejob/members */
+    /* ejob/members/{id} (name: the instance id), a container holding an
+     * ephemeral node per live session of the instance, named by the
+     * session (ej_layout_member_live_path_dup): once the last is gone, its
+     * children zxid is the zxid of that session's close. Named by the
+     * instance, which is what a departure tells (the instances cache knows
+     * other instances by name only). */
+    EJ_LAYOUT_NODE_EJOB_MEMBER,
     EJ_LAYOUT_NODE_COUNT_                    /* not a node */
 } ej_layout_node;
 
@@ -97,6 +99,12 @@ EJ_EXTERN char *ej_layout_path_dup(const char *job, ej_layout_node node, int ite
  * instance; Java ignores this subtree). A new string (caller frees), or
  * NULL when job or id is not a valid name / no memory. Pure. */
 EJ_EXTERN char *ej_layout_marker_path_dup(const char *job, const char *id);
+
+/* The ephemeral node an ejob instance holds in its container (see
+ * EJ_LAYOUT_NODE_EJOB_MEMBER) for one session: /{job}/ejob/members/{id}/
+ * {session in hex}. A new string (caller frees), or NULL (invalid job or
+ * id, session <= 0, no memory). Pure. */
+EJ_EXTERN char *ej_layout_member_live_path_dup(const char *job, const char *id, int64_t session);
 
 /* True when job is a usable job name: one path segment, no control
  * characters, not "." / "..", at most 255 bytes. */

@@ -1,8 +1,9 @@
 /*
  * Failover (SPEC 4 "Failover"). When an instance's node disappears, the
- * items it was RUNNING -- its running and failover nodes, recognised by the
- * ephemeral owner the view had seen, since those nodes vanish with the
- * session -- are recorded under leader/failover/items, under
+ * items it was RUNNING -- those whose running or failover node its
+ * session's close deleted, told by the children zxid of sharding/{n},
+ * since those nodes vanish with the session -- are recorded under
+ * leader/failover/items, under
  * leader/failover/latch. Idle items are left to the resharding at the next
  * fire. Live idle instances take recorded items one at a time; an idle
  * recorder takes one crashed item itself, under the latch it holds, in
@@ -69,17 +70,17 @@ static void crash_task(ej__coord *c, void *arg)
 }
 
 /*
- * The zxid of the session's close transaction, or 0 when the session has
- * not closed (its instance left cleanly: live is still there), from the
- * stats of its container (box) and of instances/ (inst; ex*: whether each
- * exists). An ejob instance holds ejob/sessions/{session}/live
- * (membership.c), which nothing but the close deletes, in a container of
- * its own: the container's children zxid is that close, whatever other
- * sessions closed after it. Java instances, ejob instances older than the
- * container, and a container the server already removed (a minute after
- * it emptied) fall back on instances/: its children zxid is the close of
- * the last session that closed, which is this one's only when no other
- * closed since.
+ * The zxid of the close of the departed instance's session, or 0 when no
+ * session of it has closed (it left cleanly: its session's node is still
+ * there), from the stats of its container (box) and of instances/ (inst;
+ * ex*: whether each exists). An ejob instance holds
+ * ejob/members/{id}/{session} (membership.c), which nothing but the close
+ * deletes, in a container of its own: the container's children zxid is
+ * that close, whatever other instances' sessions closed after it. Java
+ * instances, ejob instances older than the container, and a container the
+ * server already removed (a minute after it emptied) fall back on
+ * instances/: its children zxid is the close of the last session that
+ * closed, which is this one's only when no other closed since.
  */
 static int64_t session_close_zxid(bool exbox, const struct ej_node_stat *box, bool exinst,
                                   const struct ej_node_stat *inst)
@@ -92,18 +93,19 @@ static int64_t session_close_zxid(bool exbox, const struct ej_node_stat *box, bo
 }
 
 /*
- * The items the session was running when it closed. Candidates (cand,
- * taken) are the items whose running or failover node the view saw owned
- * by the session when its instance node went (ej__failover_candidates).
- * Those nodes vanished in the session's close transaction, so the children
- * zxid (pzxid) of sharding/{item} is that close's zxid -- unless the
- * instance deleted them itself before leaving cleanly, which leaves earlier
- * zxids and nothing to fail over. The session's container, instances/ and
+ * The items the departed instance (id) was running when its session
+ * closed. Candidates (cand, taken) are the items the view shows it may
+ * have run (ej__view_departed_items: assigned to it, or run as failover).
+ * Their running and failover nodes, if it ran them, vanished in the
+ * session's close transaction, so the children zxid (pzxid) of
+ * sharding/{item} is that close's zxid -- unless the instance deleted them
+ * itself before leaving cleanly, which leaves earlier zxids and nothing to
+ * fail over; an idle item's is older too. The container, instances/ and
  * the candidates' sharding/{item} are read together: one round trip, where
  * one read after the other was 2 or more on the way from a crash to its
  * failover.
  */
-static int crashed_items(ej__coord *c, int64_t session, int *cand, size_t n, int **out,
+static int crashed_items(ej__coord *c, const char *id, int *cand, size_t n, int **out,
                          size_t *nout, int64_t *close_zxid)
 {
     *out = NULL;
@@ -114,12 +116,10 @@ static int crashed_items(ej__coord *c, int64_t session, int *cand, size_t n, int
         free(cand);
         return 0;
     }
-    char hex[24];
-    snprintf(hex, sizeof hex, "%" PRIx64, (uint64_t)session);
     struct ej_reg_read *rd = calloc(n + 2, sizeof *rd);
     int rc = rd ? 0 : EJ_ENOMEM;
     if (rc == 0) {
-        rd[0].path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_EJOB_SESSION, 0, hex);
+        rd[0].path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_EJOB_MEMBER, 0, id);
         rd[1].path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_INSTANCES, 0, NULL);
         for (size_t i = 0; i < n; i++)
             rd[i + 2].path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_ITEM, cand[i], NULL);
@@ -151,17 +151,8 @@ static int crashed_items(ej__coord *c, int64_t session, int *cand, size_t n, int
     return 0;
 }
 
-int ej__failover_candidates(ej__coord *c, int64_t session, int **cand, size_t *n)
-{
-    *cand = NULL;
-    *n = 0;
-    if (!ej__coord_failover_on(c))
-        return 0;
-    return ej__view_items_of_session(ej__coord_view(c), session, INT64_MAX / 2, cand, n);
-}
-
-void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t session,
-                                      int64_t at_ms, int *cand, size_t ncand)
+void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t at_ms, int *cand,
+                                      size_t ncand)
 {
     EJ_ASSERT_SERIAL(c);
     struct ej__failover_state *s = ej__coord_failover_state(c);
@@ -172,7 +163,7 @@ void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t sess
     int *items = NULL;
     size_t nitems = 0;
     int64_t close_zxid = 0;
-    crashed_items(c, session, cand, ncand, &items, &nitems, &close_zxid);
+    crashed_items(c, id, cand, ncand, &items, &nitems, &close_zxid);
     if (nitems == 0) { /* idle, or left cleanly: the resharding moves its items */
         ej__failover_recorder_changed(c);
         return;
@@ -195,7 +186,7 @@ void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t sess
         free(items);
         return;
     }
-    s->crashes[s->ncrash++] = (struct crash){dup, session, at_ms, items, nitems, close_zxid};
+    s->crashes[s->ncrash++] = (struct crash){dup, at_ms, items, nitems, close_zxid};
     pthread_mutex_unlock(&s->mu);
     /* At once, not in a task of its own: that task would wait behind
      * everything queued meanwhile (a burst of departures brings each
@@ -229,7 +220,7 @@ static bool item_untouched_since(ej__coord *c, int item, int64_t close_zxid)
     return same;
 }
 
-static bool item_handled(ej__coord *c, int item, int64_t crashed_session);
+static bool item_handled(ej__coord *c, int item, int64_t close_zxid);
 
 /* Of the crashed items still as their crash left them, the one an idle
  * recorder takes itself: the greatest as a string (Java's order of
@@ -245,7 +236,7 @@ static int item_to_take(ej__coord *c, const struct crash *cr, size_t ncr)
         for (size_t i = 0; i < cr[k].n; i++) {
             int item = cr[k].items[i];
             snprintf(s, sizeof s, "%d", item);
-            if (item < count && strcmp(s, bs) > 0 && !item_handled(c, item, cr[k].session)) {
+            if (item < count && strcmp(s, bs) > 0 && !item_handled(c, item, cr[k].close_zxid)) {
                 best = item;
                 memcpy(bs, s, sizeof bs);
             }
@@ -275,7 +266,7 @@ static void record_latched(ej__coord *c, const struct crash *cr, size_t ncr, int
             int item = cr[k].items[i];
             if (item >= count)
                 continue;
-            if (item_handled(c, item, cr[k].session) ||
+            if (item_handled(c, item, cr[k].close_zxid) ||
                 !item_untouched_since(c, item, cr[k].close_zxid))
                 continue;
             int crc = EJ_ENOMEM;
@@ -410,17 +401,16 @@ static void record_done(void *arg, ej__latch *latch, int rc)
     ej__coord_release(c);
 }
 
-/* Does this instance record the crash of `session` as soon as it sees it?
- * The leader does; when the leader is the crashed instance (its node may
- * still be in the leader cache: the two caches learn of the close one
+/* Does this instance record the crash of crashed_id as soon as it sees
+ * it? The leader does; when the leader is the crashed instance (its node
+ * may still be in the leader cache: the two caches learn of the close one
  * after the other), or no live leader is known, the first available
  * instance other than the crashed one, in ElasticJob order. The others
  * wait (defer_or_prune). */
-static bool records_first(ej__coord *c, const char *crashed_id, int64_t session)
+static bool records_first(ej__coord *c, const char *crashed_id)
 {
-    int64_t owner = 0;
-    char *leader = ej__coord_leader_id(c, &owner);
-    bool leader_live = leader != NULL && owner != session && strcmp(leader, crashed_id) != 0 &&
+    char *leader = ej__coord_leader_id(c, NULL);
+    bool leader_live = leader != NULL && strcmp(leader, crashed_id) != 0 &&
                        ej__coord_instance_listed(c, leader);
     bool me = leader != NULL && strcmp(leader, ej__coord_instance_id(c)) == 0;
     free(leader);
@@ -440,12 +430,13 @@ static bool records_first(ej__coord *c, const char *crashed_id, int64_t session)
 }
 
 /* Recorded or taken already, as the caches show it? */
-static bool item_handled(ej__coord *c, int item, int64_t crashed_session)
+static bool item_handled(ej__coord *c, int item, int64_t close_zxid)
 {
     struct ej__view_item it;
     bool taken = false;
     if (ej__view_get(ej__coord_view(c), item, &it) == 0) {
-        taken = it.failover_owner > 0 && it.failover_owner != crashed_session;
+        /* A failover node made after the crash: taken over since. */
+        taken = it.failover_owner > 0 && it.failover_czxid > close_zxid;
         ej__view_item_fini(&it);
     }
     char *p = ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_FAILOVER_ITEM, item, NULL);
@@ -480,7 +471,7 @@ static void defer_or_prune(ej__coord *c, struct ej__failover_state *s, struct cr
     int64_t next = 0, defer = defer_ms(c);
     for (size_t i = 0; i < *n; i++) {
         struct crash *x = &all[i];
-        if (records_first(c, x->id, x->session)) {
+        if (records_first(c, x->id)) {
             all[k++] = *x;
             continue;
         }
@@ -494,7 +485,7 @@ static void defer_or_prune(ej__coord *c, struct ej__failover_state *s, struct cr
         }
         size_t m = 0;
         for (size_t j = 0; j < x->n; j++)
-            if (!item_handled(c, x->items[j], x->session))
+            if (!item_handled(c, x->items[j], x->close_zxid))
                 x->items[m++] = x->items[j];
         x->n = m;
         if (m == 0) {
@@ -601,7 +592,7 @@ void ej__failover_items_changed(ej__coord *c)
     bool handled = r != NULL && s->inflight_wait != NULL;
     for (size_t k = 0; handled && k < r->n; k++)
         for (size_t i = 0; handled && i < r->cr[k].n; i++)
-            handled = item_handled(c, r->cr[k].items[i], r->cr[k].session);
+            handled = item_handled(c, r->cr[k].items[i], r->cr[k].close_zxid);
     ej__latch_wait *w = NULL;
     if (handled) {
         w = s->inflight_wait;

@@ -17,7 +17,6 @@
 
 struct crash {
     char *id;
-    int64_t session;
     int64_t at_ms; /* epoch ms when the instance node was seen removed */
     int *items;    /* what it was running */
     size_t n;

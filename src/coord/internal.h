@@ -169,11 +169,10 @@ typedef struct ej__view ej__view;
 /* What the view tracks per item (bits). */
 enum {
     EJ__VK_INSTANCE = 0, /* sharding/N/instance: always, with data */
-    EJ__VK_RUNNING = 1,  /* sharding/N/running: items not owned by us, when failover is on */
-    EJ__VK_FAILOVER = 2, /* sharding/N/failover: all items, when failover is on */
-    EJ__VK_MISFIRE = 3,  /* sharding/N/misfire: own items */
-    EJ__VK_DISABLED = 4, /* sharding/N/disabled: own items */
-    EJ__VK_COUNT = 5,
+    EJ__VK_FAILOVER = 1, /* sharding/N/failover: all items, when failover is on */
+    EJ__VK_MISFIRE = 2,  /* sharding/N/misfire: own items */
+    EJ__VK_DISABLED = 3, /* sharding/N/disabled: own items */
+    EJ__VK_COUNT = 4,
 };
 
 /* Called after the view changed (under no lock): on the dispatch thread, or
@@ -184,9 +183,7 @@ typedef void (*ej__view_change_fn)(void *user, int item, int kind);
 struct ej__view_item {
     int item;
     char *owner;            /* sharding/N/instance data; NULL when absent */
-    int64_t running_owner;  /* session owning running; 0 none; -1 not tracked */
     int64_t failover_owner; /* session owning failover; 0 none; -1 not tracked */
-    int64_t running_czxid;  /* czxid of running when tracked */
     int64_t failover_czxid; /* czxid of failover when tracked */
     int misfire;            /* 1 / 0; -1 not tracked */
     bool misfire_mine;      /* the mark is this instance's (ej__view_claim_misfire) */
@@ -221,25 +218,17 @@ int ej__view_items_of(ej__view *v, const char *owner, int **items, size_t *n);
  * EJ_ENOTFOUND when the item is not present. */
 int ej__view_get(ej__view *v, int item, struct ej__view_item *out);
 void ej__view_item_fini(struct ej__view_item *it);
-/* The sessions an instance that left (id) may have run items with: the
- * owners of the running and failover nodes (present, or the last removed)
- * of the items assigned to id, and of every item with a failover node
- * (present, or removed within recent_ms before now: a failover run's
- * instance is not the item's owner). Without own_session; none twice.
- * The instances cache knows other instances by name only, so this is how
- * a departure finds the session whose items to fail over; which of them
- * really closed, and with which items, the caller checks in ZooKeeper.
- * Caller frees *sessions. */
-int ej__view_departed_sessions(ej__view *v, const char *id, int64_t own_session, int64_t recent_ms,
-                               int64_t **sessions, size_t *n);
-/* Items whose running or failover node is (or, within recent_ms before now,
- * was) owned by session. Caller frees. */
-int ej__view_items_of_session(ej__view *v, int64_t session, int64_t recent_ms, int **items,
-                              size_t *n);
-/* How many items have a tracked running node owned by another session than
- * own_session; fills *any_untracked when some item's running is not
- * tracked. */
-size_t ej__view_running_count(ej__view *v, int64_t own_session);
+/* The items an instance that left (id) may have been running: those
+ * assigned to it or, by the assignment before, to it (the leader reshards
+ * after waiting at most a bound for running items: an item may still run
+ * on its previous owner), and every item with a failover node (present, or
+ * removed within recent_ms before now: a failover run's instance is not
+ * the item's owner). A superset: which of them its session's close really
+ * ended, the caller checks in ZooKeeper (failover.c). None of them needs a
+ * watch on other instances' running nodes, which cost every member two
+ * reads per fire of every other member. Ascending; caller frees. */
+int ej__view_departed_items(ej__view *v, const char *id, int64_t recent_ms, int **items,
+                            size_t *n);
 /* Number of items present. */
 size_t ej__view_size(ej__view *v);
 /* Paths that still need their watch (non-zero means the view may be stale). */
@@ -387,7 +376,7 @@ int ej__servers_drop_disabled(ej_registry *reg, const char *job, char **ids, siz
                               size_t whylen);
 /* Is the instance's node in the instances cache? (Other instances' nodes
  * are known there by name only, so their sessions are not: see
- * ej__view_departed_sessions.) */
+ * ej__view_departed_items.) */
 bool ej__coord_instance_listed(ej__coord *c, const char *id);
 
 /* True when the cache shows a leader node. */
@@ -543,14 +532,13 @@ int ej__balance_ns_assign(ej_registry *reg, const char *job, char *const *ids, s
 /* ------------------------------------------------------------------------ */
 /* failover.c                                                                 */
 
-/* An instance node disappeared. On the dispatch thread, at the event:
- * the items the view saw its session running (*cand, caller frees; none
- * when failover is off). Then on the serial queue: which of them the
- * session's close took (ZooKeeper), remembered and, as leader, recorded
- * under leader/failover/latch. Takes cand. at_ms: the event's wall time. */
-int ej__failover_candidates(ej__coord *c, int64_t session, int **cand, size_t *n);
-void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t session, int64_t at_ms,
-                                      int *cand, size_t ncand);
+/* An instance node (id) disappeared. On the serial queue, with the items
+ * the view showed it may have run at the event (cand: ej__view_departed_
+ * items, taken; none when failover is off): which of them its session's
+ * close took (ZooKeeper), remembered and, as the first recorder, recorded
+ * under leader/failover/latch. at_ms: the event's wall time. */
+void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t at_ms, int *cand,
+                                      size_t ncand);
 /* Failover turned off: delete every failover node and pending item. */
 void ej__failover_clear_all(ej__coord *c);
 /*

@@ -156,11 +156,11 @@ static void on_instances_event_body(ej__coord *c, const struct ej_tree_event *ev
     }
 }
 
-/* Another instance's session closed: what the view saw it running, taken
- * at the event (the view forgets it as the running nodes go). */
+/* Another instance's node went: the items the view showed it may have
+ * run, taken at the event (a failover node's tombstone ages). */
 struct departed {
     char *id;
-    int64_t session, at_ms;
+    int64_t at_ms;
     int *cand;
     size_t n;
 };
@@ -177,39 +177,38 @@ static void departed_task(ej__coord *c, void *arg)
 {
     struct departed *d = arg;
     if (c->started && !c->stopped) {
-        ej__failover_on_instance_removed(c, d->id, d->session, d->at_ms, d->cand, d->n);
+        ej__failover_on_instance_removed(c, d->id, d->at_ms, d->cand, d->n);
         d->cand = NULL; /* taken */
     }
     departed_free(d);
 }
 
-/* Queues the failover of what session ran (the items the view shows it
- * running now or last). session 0: nothing to fail over, but the waiting
- * records are looked at again (the recorder may have changed). */
-static void post_departed(ej__coord *c, const char *id, int64_t session, int64_t at_ms)
+/* Queues the failover of what the departed instance ran (no candidates:
+ * nothing to fail over, but the waiting records are looked at again: the
+ * recorder may have changed). */
+static void post_departed(ej__coord *c, const char *id, int64_t at_ms)
 {
     struct departed *d = calloc(1, sizeof *d);
     if (d == NULL)
         return;
     d->id = strdup(id);
-    d->session = session;
     d->at_ms = at_ms;
-    if (session > 0)
-        ej__failover_candidates(c, session, &d->cand, &d->n);
+    if (ej__coord_failover_on(c)) {
+        int64_t recent = 2 * (int64_t)ej_registry_negotiated_timeout_ms(c->reg);
+        ej__view_departed_items(c->view, id, recent < 10000 ? 10000 : recent, &d->cand, &d->n);
+    }
     if (d->id == NULL || ej__coord_post_owned(c, departed_task, d, departed_free) != 0)
         departed_free(d);
 }
 
 /* At the removal of another instance's node (dispatch thread): the
  * takeover hold starts now, not when the queue gets to the event, and the
- * items its session ran are read from the view before they go. The
+ * items it may have run are read from the view before they go. The
  * instances cache knows other instances by name only (one read per
  * instance and member would make a job's start cost the square of its
- * members), so the session is found from the items: the owners of the
- * running and failover nodes of the items assigned to it, and of failover
- * runs (ej__view_departed_sessions). Each is checked in ZooKeeper
- * (failover.c crashed_items): a session that has not closed, or items not
- * changed by its close, fail nothing over. */
+ * members); the instance's own container (ejob/members/{id}) tells its
+ * session's close, and the items' children zxids which of them that close
+ * ended (failover.c crashed_items). */
 static void on_departed(ej__coord *c, const char *id, int64_t noticed)
 {
     /* The hold runs from when the removal was noticed (the watch on
@@ -222,19 +221,7 @@ static void on_departed(ej__coord *c, const char *id, int64_t noticed)
     int64_t cur = atomic_load(&c->takeover_hold_until);
     while (hold > cur && !atomic_compare_exchange_weak(&c->takeover_hold_until, &cur, hold)) {
     }
-    int64_t at = ej__now_ms();
-    int64_t *sessions = NULL;
-    size_t n = 0;
-    if (ej__coord_failover_on(c)) {
-        int64_t recent = 2 * (int64_t)ej_registry_negotiated_timeout_ms(c->reg);
-        ej__view_departed_sessions(c->view, id, ej_registry_session_id(c->reg),
-                                   recent < 10000 ? 10000 : recent, &sessions, &n);
-    }
-    for (size_t i = 0; i < n; i++)
-        post_departed(c, id, sessions[i], at);
-    if (n == 0)
-        post_departed(c, id, 0, at);
-    free(sessions);
+    post_departed(c, id, ej__now_ms());
 }
 
 /* The instances cache's listener (dispatch thread). */
@@ -376,30 +363,33 @@ int ej__coord_register_instance(ej__coord *c)
 {
     EJ_ASSERT_SERIAL(c);
     int64_t sess = ej_registry_session_id(c->reg);
-    char sess_hex[24];
-    snprintf(sess_hex, sizeof sess_hex, "%" PRIx64, (uint64_t)sess);
-    /* The session's container, then the instance node, the marker and the
+    /* The instance's container, then the instance node, the marker and the
      * session's live node in one request (their parents exist unless the
      * job is new to ejob); anything else goes the long way. The container
      * is created on its own: the C client cannot read the answer to a
      * transaction that creates one (it aborts). */
     char *marker = ej_layout_marker_path_dup(c->job, c->me);
-    char *box = ej_layout_path_dup(c->job, EJ_LAYOUT_NODE_EJOB_SESSION, 0, sess_hex);
-    char *live = ej_layout_path_dup(c->job, EJ_LAYOUT_NODE_EJOB_SESSION_LIVE, 0, sess_hex);
+    char *box = ej_layout_path_dup(c->job, EJ_LAYOUT_NODE_EJOB_MEMBER, 0, c->me);
+    char *live = ej_layout_member_live_path_dup(c->job, c->me, sess);
     int rc = EJ_ENOMEM;
     bool boxed = false;
     if (marker != NULL && box != NULL && live != NULL) {
-        /* There already: this session started the job before and holds
-         * its live node from then (it is deleted only by the close). */
+        /* There already: this instance registered before (each session
+         * has a node of its own in it, which only its close deletes). */
         rc = ej_registry_create_node(c->reg, box, NULL, 0, EJ_REG_CONTAINER, EJ_REG_CREATE_PARENTS,
                                      NULL);
-        boxed = rc == 0;
+        boxed = rc == 0 || rc == EJ_ENODEEXISTS;
         struct ej_reg_op ops[3] = {
             {.type = EJ_REG_OP_CREATE, .path = c->p_my_instance, .mode = EJ_REG_EPHEMERAL},
             {.type = EJ_REG_OP_CREATE, .path = marker, .mode = EJ_REG_EPHEMERAL},
             {.type = EJ_REG_OP_CREATE, .path = live, .mode = EJ_REG_EPHEMERAL},
         };
-        rc = ej_registry_multi(c->reg, ops, boxed ? 3 : 2, NULL);
+        size_t failed = 0;
+        rc = ej_registry_multi(c->reg, ops, boxed ? 3 : 2, &failed);
+        /* This session's node is there already: the job started before in
+         * this session (a restart of the job in the same process). */
+        if (rc == EJ_ENODEEXISTS && boxed && failed == 2)
+            rc = ej_registry_multi(c->reg, ops, 2, NULL);
     }
     free(marker);
     free(box);

@@ -408,31 +408,66 @@ static int wait_for_leader_sharding(ej__coord *c, int64_t deadline)
     }
 }
 
+/* How many items a session other than sess runs now, read from ZooKeeper
+ * (no instance watches running nodes: view.c): one round trip for all the
+ * items. 0 when the read failed (the resharding goes on: conditional
+ * running nodes still keep an item from running twice). */
+static size_t running_elsewhere(ej__coord *c, const char *job, int64_t sess)
+{
+    int *items = NULL;
+    size_t n = 0;
+    if (ej__view_items(ej__coord_view(c), &items, &n) != 0 || n == 0) {
+        free(items);
+        return 0;
+    }
+    struct ej_reg_read *rd = calloc(n, sizeof *rd);
+    bool ok = rd != NULL;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (rd[i].path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_ITEM_RUNNING, items[i], NULL));
+    ok = ok && ej_registry_read_many(ej__coord_registry(c), rd, n, false) == 0;
+    size_t k = 0;
+    for (size_t i = 0; ok && i < n; i++)
+        if (rd[i].result == 0 && rd[i].stat.ephemeral_owner != sess)
+            k++;
+    for (size_t i = 0; rd != NULL && i < n; i++)
+        free((char *)rd[i].path);
+    free(rd);
+    free(items);
+    return k;
+}
+
+#define RUNNING_POLL_MS 250
+
 /* Waits for items other instances are running: resharding under them
  * makes their new owners skip them (their running nodes stay until they
  * end: never twice at once) and run them as misfires later. At most half
  * the wait bound: the followers wait for this resharding, from the same
  * fire time, for the bound, and must not give their fires up (leader-wait)
- * while this leader works. The leader stops waiting when it leaves. */
+ * while this leader works. The leader stops waiting when it leaves. The
+ * running nodes are read again every RUNNING_POLL_MS (as Java's leader
+ * polls them), not watched: a watch would cost every member reads at every
+ * fire of every other member. */
 static void wait_for_running_items(ej__coord *c, const char *job, int64_t sess, int64_t deadline)
 {
-    ej__view *v = ej__coord_view(c);
     int64_t wstart = ej__mono_ms();
     int64_t run_deadline = wstart + ej__coord_wait_bound(c) / 2;
     if (run_deadline > deadline)
         run_deadline = deadline;
     bool logged = false;
-    uint64_t seq = ej__coord_change_seq(c);
-    while (ej__view_running_count(v, sess) > 0 && ej__mono_ms() < run_deadline &&
-           ej__coord_is_leader(c)) {
+    size_t running = running_elsewhere(c, job, sess);
+    while (running > 0 && ej__mono_ms() < run_deadline && ej__coord_is_leader(c)) {
         if (!logged && ej__mono_ms() - wstart > 1000) {
             logged = true;
             EJ_LOG(EJ_LOG_INFO, MOD, 0, "job %s: waiting for %zu running items before resharding",
-                   job, ej__view_running_count(v, sess));
+                   job, running);
         }
-        ej__coord_wait_change(c, &seq, run_deadline);
+        int64_t next = ej__mono_ms() + RUNNING_POLL_MS;
+        uint64_t seq = ej__coord_change_seq(c);
+        while (ej__mono_ms() < next && ej__mono_ms() < run_deadline && ej__coord_is_leader(c))
+            ej__coord_wait_change(c, &seq, next < run_deadline ? next : run_deadline);
+        running = running_elsewhere(c, job, sess);
     }
-    if (ej__view_running_count(v, sess) > 0)
+    if (running > 0)
         EJ_LOG(EJ_LOG_WARN, MOD, 0,
                "job %s: resharding while items still run elsewhere (waited %" PRId64 " ms)", job,
                ej__mono_ms() - wstart);

@@ -8,13 +8,11 @@
  * node's data once). Here:
  *   - sharding/             children watch: the set of items;
  *   - sharding/{n}/instance data watch (exists watch while absent), all items;
- *   - sharding/{n}/running  exists watch, only items owned by OTHER instances
- *                           and only when failover is on (crash detection);
  *   - sharding/{n}/failover exists watch, all items, when failover is on;
  *   - sharding/{n}/misfire, sharding/{n}/disabled: exists watches, own items.
- * An instance never watches the running nodes of its own items (it knows
- * them), so a steady fire costs it only its own writes, plus two cheap
- * exists calls per item of another instance when failover is on.
+ * No instance watches running nodes: a crash's running items are told by
+ * the children zxid of sharding/{n} (failover.c), so a steady fire costs
+ * the fleet only its owner's writes, whatever the number of members.
  *
  * This file: the item table (struct ej__view, view_impl.h) and what a read
  * value means for it, the view's lifetime, and the queries. Reading with a
@@ -30,7 +28,7 @@
  *     gone (present, count, the tombstones of an item gone); it alone
  *     writes sharding_armed, sharding_broken, needs_reload and failover
  *     (ej__view_set_failover posts the change to it). It writes each item's
- *     tracked values (owner, running, failover, misfire, disabled) and its
+ *     tracked values (owner and previous owner, failover, misfire, disabled) and its
  *     armed, want and broken bits.
  *   - The loaders ("ej-view-load", view_load.c, arming in bulk): up to
  *     seven short-lived threads that a load of many items (256 or more)
@@ -43,7 +41,7 @@
  *     run. The change function (fn) is called from the dispatch thread or
  *     from a loader, never under mu.
  *   - Fire threads, the job's serial queue and API threads read through the
- *     queries below (ej__view_items*, _get, _running_count, _size,
+ *     queries below (ej__view_items*, _get, _departed_items, _size,
  *     _unarmed, _matches); the fire path writes the misfire marks of its
  *     own items (running.c's ej__running_set/clear_misfire:
  *     ej__view_note_misfire, _claim_misfire write misfire, misfire_mine).
@@ -80,8 +78,10 @@ void ej__view_unref(struct ej__view *v)
 {
     if (atomic_fetch_sub(&v->refs, 1) != 1)
         return;
-    for (size_t i = 0; i < v->cap; i++)
+    for (size_t i = 0; i < v->cap; i++) {
         free(v->items[i].owner);
+        free(v->items[i].prev_owner);
+    }
     free(v->items);
     free(v->job);
     free(v->me);
@@ -94,7 +94,7 @@ void ej__view_unref(struct ej__view *v)
 static void item_init(struct vitem *it)
 {
     memset(it, 0, sizeof *it);
-    it->run_owner = it->fo_owner = -1;
+    it->fo_owner = -1;
     it->misfire = it->disabled = -1;
 }
 
@@ -125,11 +125,8 @@ uint8_t ej__view_want_locked(const struct ej__view *v, const struct vitem *it)
     bool mine = it->owner != NULL && strcmp(it->owner, v->me) == 0;
     if (mine)
         w |= (1u << EJ__VK_MISFIRE) | (1u << EJ__VK_DISABLED);
-    if (v->failover) {
+    if (v->failover)
         w |= 1u << EJ__VK_FAILOVER;
-        if (!mine)
-            w |= 1u << EJ__VK_RUNNING;
-    }
     return w;
 }
 
@@ -138,9 +135,6 @@ void ej__view_forget_locked(const struct ej__view *v, struct vitem *it, int kind
 {
     EJ_ASSERT_HELD(&v->mu);
     switch (kind) {
-    case EJ__VK_RUNNING:
-        it->run_owner = -1;
-        break;
     case EJ__VK_FAILOVER:
         it->fo_owner = -1;
         break;
@@ -210,27 +204,22 @@ bool ej__view_apply_value_locked(struct ej__view *v, int item, int kind, bool ex
             changed = true;
             if (nv != NULL && strcmp(nv, v->me) != 0)
                 it->misfire_mine = false;
-            free(it->owner);
+            /* Java's leader deletes every instance node before writing
+             * the new ones: the owner before that gap is the one kept. */
+            if (it->owner != NULL) {
+                free(it->prev_owner);
+                it->prev_owner = it->owner;
+            } else if (nv != NULL && it->prev_owner != NULL && strcmp(nv, it->prev_owner) == 0) {
+                free(it->prev_owner); /* back to the same owner */
+                it->prev_owner = NULL;
+            } else {
+                free(it->owner);
+            }
             it->owner = nv ? strdup(nv) : NULL;
             uint8_t w = ej__view_want_locked(v, it);
             *newly = (uint8_t)(w & ~it->want);
             it->want = w;
             ej__view_drop_unwanted_locked(v, it, w);
-        }
-        break;
-    }
-    case EJ__VK_RUNNING: {
-        int64_t o = exists ? st->ephemeral_owner : 0;
-        if (o != it->run_owner) {
-            changed = true;
-            if (it->run_owner > 0 && o == 0) {
-                it->run_gone_owner = it->run_owner;
-                it->run_gone_at = now;
-            }
-            EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "view %s: item %d running 0x%" PRIx64 " -> 0x%" PRIx64,
-                   v->job, item, (uint64_t)it->run_owner, (uint64_t)o);
-            it->run_owner = o;
-            it->run_czxid = exists ? st->czxid : 0;
         }
         break;
     }
@@ -270,10 +259,6 @@ bool ej__view_apply_value_locked(struct ej__view *v, int item, int kind, bool ex
 static void item_gone(struct ej__view *v, struct vitem *it)
 {
     EJ_ASSERT_HELD(&v->mu);
-    if (it->run_owner > 0) {
-        it->run_gone_owner = it->run_owner;
-        it->run_gone_at = ej__now_ms();
-    }
     if (it->fo_owner > 0) {
         it->fo_gone_owner = it->fo_owner;
         it->fo_gone_at = ej__now_ms();
@@ -282,7 +267,9 @@ static void item_gone(struct ej__view *v, struct vitem *it)
     v->count--;
     free(it->owner);
     it->owner = NULL;
-    it->run_owner = it->fo_owner = -1;
+    free(it->prev_owner);
+    it->prev_owner = NULL;
+    it->fo_owner = -1;
     it->misfire = it->disabled = -1;
     it->misfire_mine = false;
     it->want = 0;
@@ -432,9 +419,7 @@ int ej__view_get(ej__view *v, int item, struct ej__view_item *out)
     const struct vitem *it = &v->items[item];
     out->item = item;
     out->owner = it->owner ? strdup(it->owner) : NULL;
-    out->running_owner = it->run_owner;
     out->failover_owner = it->fo_owner;
-    out->running_czxid = it->run_czxid;
     out->failover_czxid = it->fo_czxid;
     out->misfire = it->misfire;
     out->misfire_mine = it->misfire_mine;
@@ -451,94 +436,25 @@ void ej__view_item_fini(struct ej__view_item *it)
     it->owner = NULL;
 }
 
-struct sess_arg {
-    int64_t session;
+struct departed_arg {
+    const char *id;
     int64_t since;
 };
 
-static bool of_session(const struct vitem *it, const void *arg)
+static bool departed_may_run(const struct vitem *it, const void *arg)
 {
-    const struct sess_arg *a = arg;
-    return it->run_owner == a->session || it->fo_owner == a->session ||
-           (it->run_gone_owner == a->session && it->run_gone_at >= a->since) ||
-           (it->fo_gone_owner == a->session && it->fo_gone_at >= a->since);
+    const struct departed_arg *a = arg;
+    return (it->owner != NULL && strcmp(it->owner, a->id) == 0) ||
+           (it->prev_owner != NULL && strcmp(it->prev_owner, a->id) == 0) || it->fo_owner > 0 ||
+           (it->fo_gone_owner > 0 && it->fo_gone_at >= a->since);
 }
 
-/* Adds s to the set (n of cap; no duplicates, none <= 0, not skip). */
-static int session_add(int64_t **set, size_t *n, size_t *cap, int64_t s, int64_t skip)
+int ej__view_departed_items(ej__view *v, const char *id, int64_t recent_ms, int **items, size_t *n)
 {
-    if (s <= 0 || s == skip)
-        return 0;
-    for (size_t i = 0; i < *n; i++)
-        if ((*set)[i] == s)
-            return 0;
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 4;
-        int64_t *p = realloc(*set, nc * sizeof *p);
-        if (p == NULL)
-            return EJ_ENOMEM;
-        *set = p;
-        *cap = nc;
-    }
-    (*set)[(*n)++] = s;
-    return 0;
-}
-
-int ej__view_departed_sessions(ej__view *v, const char *id, int64_t own_session, int64_t recent_ms,
-                               int64_t **sessions, size_t *n)
-{
-    if (v == NULL || id == NULL || sessions == NULL || n == NULL)
+    if (v == NULL || id == NULL || items == NULL || n == NULL)
         return EJ_EINVAL;
-    *sessions = NULL;
-    *n = 0;
-    size_t cap = 0;
-    int rc = 0;
-    int64_t since = ej__now_ms() - recent_ms;
-    ej__mutex_lock(&v->mu);
-    for (size_t i = 0; i < v->cap && rc == 0; i++) {
-        const struct vitem *it = &v->items[i];
-        if (!it->present)
-            continue;
-        bool owned = it->owner != NULL && strcmp(it->owner, id) == 0;
-        /* A failover run's instance is not the item's owner: any of them
-         * may be the departed one's. */
-        bool fo_run = it->fo_owner > 0 || (it->fo_gone_owner > 0 && it->fo_gone_at >= since);
-        if (!owned && !fo_run)
-            continue;
-        int64_t cand[4] = {it->run_owner, it->fo_owner, it->run_gone_owner, it->fo_gone_owner};
-        for (int k = 0; k < 4 && rc == 0; k++)
-            rc = session_add(sessions, n, &cap, cand[k], own_session);
-    }
-    ej__mutex_unlock(&v->mu);
-    if (rc != 0) {
-        free(*sessions);
-        *sessions = NULL;
-        *n = 0;
-    }
-    return rc;
-}
-
-int ej__view_items_of_session(ej__view *v, int64_t session, int64_t recent_ms, int **items,
-                              size_t *n)
-{
-    if (v == NULL || items == NULL || n == NULL || session <= 0)
-        return EJ_EINVAL;
-    struct sess_arg a = {session, ej__now_ms() - recent_ms};
-    return collect(v, of_session, &a, items, n);
-}
-
-size_t ej__view_running_count(ej__view *v, int64_t own_session)
-{
-    if (v == NULL)
-        return 0;
-    size_t k = 0;
-    ej__mutex_lock(&v->mu);
-    for (size_t i = 0; i < v->cap; i++)
-        if (v->items[i].present && v->items[i].run_owner > 0 &&
-            v->items[i].run_owner != own_session)
-            k++;
-    ej__mutex_unlock(&v->mu);
-    return k;
+    struct departed_arg a = {id, ej__now_ms() - recent_ms};
+    return collect(v, departed_may_run, &a, items, n);
 }
 
 size_t ej__view_size(ej__view *v)

@@ -28,10 +28,12 @@
 struct vitem {
     bool present;
     char *owner;
-    int64_t run_owner, fo_owner; /* -1 untracked */
-    int64_t run_czxid, fo_czxid;
-    int64_t run_gone_owner, run_gone_at; /* last removed running (tombstone) */
-    int64_t fo_gone_owner, fo_gone_at;
+    /* The owner before the last change of owner (NULL: none): it may
+     * still run the item (ej__view_departed_items). */
+    char *prev_owner;
+    int64_t fo_owner; /* -1 untracked */
+    int64_t fo_czxid;
+    int64_t fo_gone_owner, fo_gone_at; /* last removed failover (tombstone) */
     int8_t misfire, disabled; /* -1 untracked */
     /* The misfire mark is this instance's own (ej__view_claim_misfire):
      * it stands for a fire time of ours. Dropped when the node goes or

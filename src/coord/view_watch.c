@@ -31,8 +31,6 @@ static ej_layout_node kind_node(int kind)
     switch (kind) {
     case EJ__VK_INSTANCE:
         return EJ_LAYOUT_NODE_ITEM_INSTANCE;
-    case EJ__VK_RUNNING:
-        return EJ_LAYOUT_NODE_ITEM_RUNNING;
     case EJ__VK_FAILOVER:
         return EJ_LAYOUT_NODE_ITEM_FAILOVER;
     case EJ__VK_MISFIRE:

@@ -1,4 +1,5 @@
 /* SPEC §2 in one table: every node of a job, and instance ids. Pure. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,9 +49,8 @@ static const struct node_shape shapes[EJ_LAYOUT_NODE_COUNT_] = {
     [EJ_LAYOUT_NODE_KILLS] = {"/kills", ARG_NONE, ""},
     [EJ_LAYOUT_NODE_EJOB_INSTANCES] = {"/ejob/instances", ARG_NONE, ""},
     [EJ_LAYOUT_NODE_EJOB_INSTANCE] = {"/ejob/instances/", ARG_NAME, ""},
-    [EJ_LAYOUT_NODE_EJOB_SESSIONS] = {"/ejob/sessions", ARG_NONE, ""},
-    [EJ_LAYOUT_NODE_EJOB_SESSION] = {"/ejob/sessions/", ARG_NAME, ""},
-    [EJ_LAYOUT_NODE_EJOB_SESSION_LIVE] = {"/ejob/sessions/", ARG_NAME, "/live"},
+    [EJ_LAYOUT_NODE_EJOB_MEMBERS] = {"/ejob/members", ARG_NONE, ""},
+    [EJ_LAYOUT_NODE_EJOB_MEMBER] = {"/ejob/members/", ARG_NAME, ""},
 };
 
 bool ej_layout_is_segment(const char *s)
@@ -107,6 +107,16 @@ char *ej_layout_path_dup(const char *job, ej_layout_node node, int item, const c
 char *ej_layout_marker_path_dup(const char *job, const char *id)
 {
     return ej_layout_path_dup(job, EJ_LAYOUT_NODE_EJOB_INSTANCE, 0, id);
+}
+
+char *ej_layout_member_live_path_dup(const char *job, const char *id, int64_t session)
+{
+    char box[EJ_REG_MAX_PATH_LEN + 1];
+    if (session <= 0 || ej_layout_path(box, sizeof box, job, EJ_LAYOUT_NODE_EJOB_MEMBER, 0, id) < 0)
+        return NULL;
+    char buf[EJ_REG_MAX_PATH_LEN + 1];
+    int n = snprintf(buf, sizeof buf, "%s/%" PRIx64, box, (uint64_t)session);
+    return n > 0 && (size_t)n < sizeof buf ? strdup(buf) : NULL;
 }
 
 int ej_layout_instance_ip(const char *id, char *buf, size_t len)

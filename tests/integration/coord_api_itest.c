@@ -128,9 +128,9 @@ int main(void)
      * exists watch and children). A cron fire may have begun meanwhile: up
      * to 7 more (the first fire of a new owner also asks ZooKeeper for each
      * item's misfire mark its view has not loaded yet: one exists a item).
-     * And the session's container under ejob/sessions with its parents and
-     * its live node (failover tells a crash from a clean leave by it): 7 on
-     * a job new to ejob, 1 after (30-31 without it, 37-38 with it, no fire
+     * And the instance's container under ejob/members with its parents and
+     * its session's node (failover tells a crash from a clean leave by it):
+     * 7 on a job new to ejob, 1 after (30-31 without it, 37-38 with it, no fire
      * in the start). 7 more for each fire that began in the start (a fire
      * counts itself as it begins). */
     uint64_t reqs = ej_registry_request_count(reg) - req0;
@@ -292,7 +292,9 @@ int main(void)
      * cron never fired: the resharding flag is still there), on a registry
      * of its own so that nothing else is counted: 23 requests, and 2 for
      * the watch on the job's kills/ node (ejob kill), and 1 for the
-     * session's container (there already: the first start made it). The
+     * instance's container (there already: the first start made it), and
+     * 1 for the transaction sent again without the session's node in it
+     * (there too: the same session made it). The
      * flag the new leader found counts as step 6 (one more when step 6
      * asked to create it once more, only for the server to refuse). */
     ej_registry *again = zk_connect(servers, ns);
@@ -312,7 +314,7 @@ int main(void)
     ej__sleep_ms(300); /* the caches' reads after the start's own nodes */
     REQUIRE(ej_registry_barrier(again, 2000) == 0, "barrier");
     reqs = ej_registry_request_count(again) - again0;
-    CHECK(reqs <= 26, "%" PRIu64 " requests to start an existing job", reqs);
+    CHECK(reqs <= 27, "%" PRIu64 " requests to start an existing job", reqs);
     ej_job_destroy(aj);
     ej_job_config_fini(&acfg);
     ej_registry_destroy(again);
@@ -412,6 +414,43 @@ int main(void)
     REQUIRE(ej_registry_exists(peek, "/apiOverwrite/config", &cex, &cst) == 0 && cex, "config");
     CHECK(cst.version == 0, "config written %d time(s) more by starts of the same config",
           cst.version);
+    ej_job_config_fini(&acfg);
+
+    /* Another instance's runs cost a member nothing, failover on: no
+     * member watches the running nodes of other instances' items (a crash
+     * tells its running items by the children zxid of sharding/{n}). When
+     * every member watched them, 2 requests a run (the exists read again
+     * after the create and after the delete): in a fleet of 50 daemons a
+     * fire cost about 110. */
+    base_config(&acfg, "apiRuns", 1, "0 0 0 1 1 ? 2099");
+    acfg.failover = true;
+    REQUIRE(ej_job_create(member, &acfg, &aopts, &aj) == 0, "create apiRuns");
+    REQUIRE(ej_job_start(aj) == 0, "start apiRuns: %s", ej_job_last_error(aj, (char[512]){0}, 512));
+    const char *other = "127.0.6.50@-@1";
+    REQUIRE(ej_registry_create_node(peek, "/apiRuns/instances/127.0.6.50@-@1", NULL, 0,
+                                    EJ_REG_EPHEMERAL, 0, NULL) == 0,
+            "the other instance");
+    REQUIRE(ej_registry_create_node(peek, "/apiRuns/sharding/0/instance", other, strlen(other),
+                                    EJ_REG_PERSISTENT, EJ_REG_CREATE_PARENTS, NULL) == 0,
+            "item 0 the other's");
+    ej__sleep_ms(300);
+    REQUIRE(ej_registry_barrier(member, 2000) == 0, "barrier");
+    uint64_t runs0 = ej_registry_request_count(member);
+    const int others_runs = 5;
+    for (int k = 0; k < others_runs; k++) {
+        REQUIRE(ej_registry_create_node(peek, "/apiRuns/sharding/0/running", NULL, 0,
+                                        EJ_REG_EPHEMERAL, 0, NULL) == 0,
+                "run %d begins", k);
+        ej__sleep_ms(100);
+        REQUIRE(ej_registry_delete(peek, "/apiRuns/sharding/0/running", -1) == 0, "run %d ends", k);
+        ej__sleep_ms(100);
+    }
+    ej__sleep_ms(300);
+    REQUIRE(ej_registry_barrier(member, 2000) == 0, "barrier");
+    reqs = ej_registry_request_count(member) - runs0;
+    say("%d runs of another instance's item cost a member %" PRIu64 " requests", others_runs, reqs);
+    CHECK(reqs == 0, "%" PRIu64 " requests for %d runs of another instance", reqs, others_runs);
+    ej_job_destroy(aj);
     ej_job_config_fini(&acfg);
     ej_registry_destroy(member);
 

@@ -57,10 +57,13 @@ static void test_every_node(void **state)
     expect_path(EJ_LAYOUT_NODE_EJOB_INSTANCES, 0, NULL, "/demoJob/ejob/instances");
     expect_path(EJ_LAYOUT_NODE_EJOB_INSTANCE, 0, "10.0.0.1@-@7",
                 "/demoJob/ejob/instances/10.0.0.1@-@7");
-    expect_path(EJ_LAYOUT_NODE_EJOB_SESSIONS, 0, NULL, "/demoJob/ejob/sessions");
-    expect_path(EJ_LAYOUT_NODE_EJOB_SESSION, 0, "1000a2b3c4d0005", "/demoJob/ejob/sessions/1000a2b3c4d0005");
-    expect_path(EJ_LAYOUT_NODE_EJOB_SESSION_LIVE, 0, "1000a2b3c4d0005",
-                "/demoJob/ejob/sessions/1000a2b3c4d0005/live");
+    expect_path(EJ_LAYOUT_NODE_EJOB_MEMBERS, 0, NULL, "/demoJob/ejob/members");
+    expect_path(EJ_LAYOUT_NODE_EJOB_MEMBER, 0, "10.0.0.1@-@7", "/demoJob/ejob/members/10.0.0.1@-@7");
+    char *live = ej_layout_member_live_path_dup("demoJob", "10.0.0.1@-@7", 0x1000a2b3c4d0005);
+    assert_string_equal(live, "/demoJob/ejob/members/10.0.0.1@-@7/1000a2b3c4d0005");
+    free(live);
+    assert_null(ej_layout_member_live_path_dup("demoJob", "10.0.0.1@-@7", 0));
+    assert_null(ej_layout_member_live_path_dup("demoJob", "a/b", 5));
     char *marker = ej_layout_marker_path_dup("demoJob", "10.0.0.1@-@7");
     assert_string_equal(marker, "/demoJob/ejob/instances/10.0.0.1@-@7");
     free(marker);
