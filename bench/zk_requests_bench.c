@@ -8,8 +8,9 @@
  * $EJ_TESTNODE, else ../src/runtime/ej_testnode next to this program).
  * Each also reports its own count (requests sent, pings excluded): 2 per
  * fire for one instance (the transaction creating the running nodes, which
- * also gives the fencing token, and the one deleting them), 6 per instance
- * for two; 3 and 7 while the token took an `exists` of its own.
+ * also gives the fencing token, and the one deleting them), and 2 per
+ * instance for two: no instance watches the other's running nodes (6 while
+ * they did; 3 and 7 while the token took an `exists` of its own).
  *
  * Usage: zk_requests_bench [fires]   (default 20)
  */
@@ -203,8 +204,9 @@ int main(int argc, char **argv)
     printf("ZooKeeper requests per fire: monitorExecution, failover and misfire on, a fire "
            "every second, session timeout 10 s\n");
     printf("ElasticJob-Lite 2.1.5 (reference section 9): 78 for one instance with 4 items, "
-           "58 per instance for two with 2 items each; ejob: 2 and 6 (3 and 7 before the "
-           "fencing token came from the creating transaction)\n");
+           "58 per instance for two with 2 items each; ejob: 2 and 2 (2 and 6 while the members "
+           "watched each other's running nodes; 3 and 7 before the fencing token came from "
+           "the creating transaction)\n");
     if (start_node(zkf_connect_string(zk), "zkbench1", "127.0.9.1", log) < 0)
         return 1;
     measure(zk, 1, fires);
