@@ -39,6 +39,8 @@
  * kept for another try. */
 #define CRASH_MEMORY_MS 30000
 
+_Atomic int ej__failover_check_faults;
+
 struct ej__failover_state *ej__failover_state_new(void)
 {
     struct ej__failover_state *s = calloc(1, sizeof *s);
@@ -56,6 +58,11 @@ void ej__failover_state_free(struct ej__failover_state *s)
         free(s->crashes[i].items);
     }
     free(s->crashes);
+    for (size_t i = 0; i < s->nchecks; i++) {
+        free(s->checks[i].id);
+        free(s->checks[i].cand);
+    }
+    free(s->checks);
     free(s->mine);
     ej__latch_wait_put(s->inflight_wait);
     pthread_mutex_destroy(&s->mu);
@@ -105,19 +112,24 @@ static int64_t session_close_zxid(bool exbox, const struct ej_node_stat *box, bo
  * one read after the other was 2 or more on the way from a crash to its
  * failover.
  */
-static int crashed_items(ej__coord *c, const char *id, int *cand, size_t n, int **out,
+static int crashed_items(ej__coord *c, const char *id, const int *cand, size_t n, int **out,
                          size_t *nout, int64_t *close_zxid)
 {
     *out = NULL;
     *nout = 0;
     *close_zxid = 0;
     const char *job = ej__coord_job_name(c);
-    if (n == 0) {
-        free(cand);
+    if (n == 0)
         return 0;
+    int faults = atomic_load(&ej__failover_check_faults);
+    while (faults > 0 &&
+           !atomic_compare_exchange_weak(&ej__failover_check_faults, &faults, faults - 1)) {
     }
+    if (faults > 0)
+        return EJ_ECONNLOSS;
     struct ej_reg_read *rd = calloc(n + 2, sizeof *rd);
-    int rc = rd ? 0 : EJ_ENOMEM;
+    int *kept = malloc(n * sizeof *kept);
+    int rc = rd && kept ? 0 : EJ_ENOMEM;
     if (rc == 0) {
         rd[0].path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_EJOB_MEMBER, 0, id);
         rd[1].path = ej_layout_path_dup(job, EJ_LAYOUT_NODE_INSTANCES, 0, NULL);
@@ -137,37 +149,24 @@ static int crashed_items(ej__coord *c, const char *id, int *cand, size_t n, int 
     size_t k = 0;
     for (size_t i = 0; closed_at != 0 && i < n; i++)
         if (rd[i + 2].result == 0 && rd[i + 2].stat.pzxid == closed_at)
-            cand[k++] = cand[i];
+            kept[k++] = cand[i];
     for (size_t i = 0; rd != NULL && i < n + 2; i++)
         free((char *)rd[i].path);
     free(rd);
     if (k == 0) {
-        free(cand);
+        free(kept);
         return rc;
     }
-    *out = cand;
+    *out = kept;
     *nout = k;
     *close_zxid = closed_at;
     return 0;
 }
 
-void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t at_ms, int *cand,
-                                      size_t ncand)
+/* Adds a crash to the records (takes items). */
+static void add_crash(struct ej__failover_state *s, const char *id, int64_t at_ms, int *items,
+                      size_t nitems, int64_t close_zxid)
 {
-    EJ_ASSERT_SERIAL(c);
-    struct ej__failover_state *s = ej__coord_failover_state(c);
-    if (s == NULL || !ej__coord_failover_on(c)) {
-        free(cand);
-        return;
-    }
-    int *items = NULL;
-    size_t nitems = 0;
-    int64_t close_zxid = 0;
-    crashed_items(c, id, cand, ncand, &items, &nitems, &close_zxid);
-    if (nitems == 0) { /* idle, or left cleanly: the resharding moves its items */
-        ej__failover_recorder_changed(c);
-        return;
-    }
     pthread_mutex_lock(&s->mu);
     if (s->ncrash == s->capcrash) {
         size_t nc = s->capcrash ? s->capcrash * 2 : 4;
@@ -188,6 +187,129 @@ void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t at_m
     }
     s->crashes[s->ncrash++] = (struct crash){dup, at_ms, items, nitems, close_zxid};
     pthread_mutex_unlock(&s->mu);
+}
+
+/* Checks a departure in ZooKeeper, and adds its crash to the records when
+ * it crashed while running items. 1 added, 0 nothing to fail over, or the
+ * error that kept the check from being read. */
+static int check_departure(ej__coord *c, struct ej__failover_state *s, const char *id,
+                           int64_t at_ms, const int *cand, size_t ncand)
+{
+    int *items = NULL;
+    size_t nitems = 0;
+    int64_t close_zxid = 0;
+    int rc = crashed_items(c, id, cand, ncand, &items, &nitems, &close_zxid);
+    if (rc != 0 || nitems == 0) {
+        free(items);
+        return rc < 0 ? rc : 0;
+    }
+    add_crash(s, id, at_ms, items, nitems, close_zxid);
+    return 1;
+}
+
+/* Keeps a departure whose check could not be read for another try (takes
+ * cand); true when kept, false when too old (then told, and freed). */
+static bool keep_check(ej__coord *c, struct ej__failover_state *s, char *id, int64_t at_ms,
+                       int *cand, size_t n, int rc)
+{
+    int64_t age = ej__now_ms() - at_ms;
+    if (age > CRASH_MEMORY_MS) {
+        ej_buf list;
+        ej__buf_init(&list);
+        for (size_t i = 0; i < n; i++)
+            ej__buf_printf(&list, "%s%d", i ? "," : "", cand[i]);
+        EJ_LOG(EJ_LOG_WARN, MOD, rc,
+               "job %s: instance %s left %" PRId64 " ms ago and what it was running could not be "
+               "read from ZooKeeper since: items [%s] are not failed over (they run at their "
+               "next fire)",
+               ej__coord_job_name(c), id, age, list.data ? list.data : "");
+        ej__buf_fini(&list);
+        free(id);
+        free(cand);
+        return false;
+    }
+    pthread_mutex_lock(&s->mu);
+    if (s->nchecks == s->capchecks) {
+        size_t nc = s->capchecks ? s->capchecks * 2 : 4;
+        struct departure_check *p = realloc(s->checks, nc * sizeof *p);
+        if (p != NULL) {
+            s->checks = p;
+            s->capchecks = nc;
+        }
+    }
+    bool kept = s->nchecks < s->capchecks;
+    if (kept)
+        s->checks[s->nchecks++] = (struct departure_check){id, at_ms, cand, n};
+    pthread_mutex_unlock(&s->mu);
+    if (!kept) {
+        free(id);
+        free(cand);
+    }
+    return kept;
+}
+
+#define CHECK_RETRY_MS 500
+
+/* The departures whose check could not be read: read again (serial
+ * queue). */
+static void recheck_departures(ej__coord *c, struct ej__failover_state *s)
+{
+    pthread_mutex_lock(&s->mu);
+    struct departure_check *all = s->checks;
+    size_t n = s->nchecks;
+    s->checks = NULL;
+    s->nchecks = s->capchecks = 0;
+    pthread_mutex_unlock(&s->mu);
+    bool again = false;
+    for (size_t i = 0; i < n; i++) {
+        struct departure_check *d = &all[i];
+        int rc = check_departure(c, s, d->id, d->at_ms, d->cand, d->n);
+        if (rc >= 0) {
+            if (rc > 0)
+                EJ_LOG(EJ_LOG_INFO, MOD, 0,
+                       "job %s: what instance %s was running when it left read at last",
+                       ej__coord_job_name(c), d->id);
+            free(d->id);
+            free(d->cand);
+        } else {
+            again |= keep_check(c, s, d->id, d->at_ms, d->cand, d->n, rc);
+        }
+    }
+    free(all);
+    if (again && !ej__coord_stopped(c))
+        ej__coord_post_after(c, CHECK_RETRY_MS, crash_task, NULL);
+}
+
+void ej__failover_on_instance_removed(ej__coord *c, const char *id, int64_t at_ms, int *cand,
+                                      size_t ncand)
+{
+    EJ_ASSERT_SERIAL(c);
+    struct ej__failover_state *s = ej__coord_failover_state(c);
+    if (s == NULL || !ej__coord_failover_on(c)) {
+        free(cand);
+        return;
+    }
+    int rc = check_departure(c, s, id, at_ms, cand, ncand);
+    if (rc < 0) {
+        /* Not forgotten: a member that cannot read now (ZooKeeper out of
+         * reach past the registry's retries) is often the only one left
+         * to record the crash. */
+        EJ_LOG(EJ_LOG_WARN, MOD, rc,
+               "job %s: cannot read what instance %s was running when it left: %s; will retry",
+               ej__coord_job_name(c), id, ej_registry_errmsg(ej__coord_registry(c)));
+        char *dup = strdup(id);
+        if (dup != NULL && keep_check(c, s, dup, at_ms, cand, ncand, rc) &&
+            !ej__coord_stopped(c))
+            ej__coord_post_after(c, CHECK_RETRY_MS, crash_task, NULL);
+        else if (dup == NULL)
+            free(cand);
+        return;
+    }
+    free(cand);
+    if (rc == 0) { /* idle, or left cleanly: the resharding moves its items */
+        ej__failover_recorder_changed(c);
+        return;
+    }
     /* At once, not in a task of its own: that task would wait behind
      * everything queued meanwhile (a burst of departures brings each
      * member of the job its events, the flag for the resharding, an
@@ -512,6 +634,8 @@ void ej__failover_process_pending(ej__coord *c)
         return;
     bool failover = ej__coord_failover_on(c);
     bool go = failover && !ej__coord_stopped(c) && ej__coord_registered(c);
+    if (go)
+        recheck_departures(c, s);
     int64_t now = ej__now_ms();
     pthread_mutex_lock(&s->mu);
     if (go && s->inflight != NULL) {
@@ -538,8 +662,22 @@ void ej__failover_process_pending(ej__coord *c)
             }
         }
         s->ncrash = j;
+        j = 0;
+        for (size_t i = 0; i < s->nchecks; i++) {
+            if (!failover || now - s->checks[i].at_ms > CRASH_MEMORY_MS) {
+                free(s->checks[i].id);
+                free(s->checks[i].cand);
+            } else {
+                s->checks[j++] = s->checks[i];
+            }
+        }
+        s->nchecks = j;
     }
+    /* Departures to check again once registered (no request meanwhile). */
+    bool recheck = !go && s->nchecks > 0;
     pthread_mutex_unlock(&s->mu);
+    if (recheck && !ej__coord_stopped(c))
+        ej__coord_post_after(c, CHECK_RETRY_MS, crash_task, NULL);
     if (nmine > 0)
         defer_or_prune(c, s, &mine, &nmine, now);
     if (nmine == 0) {

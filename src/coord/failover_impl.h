@@ -23,6 +23,16 @@ struct crash {
     int64_t close_zxid; /* the session's close (session_close_zxid): pzxid of those sharding/{n} */
 };
 
+/* A departure whose crash check could not be read (ZooKeeper unreachable
+ * for longer than the registry's retries): checked again later, for a
+ * while, instead of forgotten. */
+struct departure_check {
+    char *id;
+    int64_t at_ms; /* epoch ms when the instance node was seen removed */
+    int *cand;     /* the candidates (ej__view_departed_items) */
+    size_t n;
+};
+
 struct taken {
     int item;
     int64_t czxid;
@@ -35,6 +45,8 @@ struct ej__failover_state {
     pthread_mutex_t mu;
     struct crash *crashes;
     size_t ncrash, capcrash;
+    struct departure_check *checks;
+    size_t nchecks, capchecks;
     /* The recording waiting for the latch (one at a time; the records
      * seen meanwhile wait in crashes), cancelled when the caches show its
      * items recorded or taken by another instance. */

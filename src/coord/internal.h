@@ -396,6 +396,9 @@ int ej__coord_elect(ej__coord *c);
  * before it reads or writes the leader node. */
 typedef void (*ej__election_hook_fn)(ej__coord *c);
 extern _Atomic(ej__election_hook_fn) ej__election_after_latch_hook;
+/* Tests only (0 in production): this many of the next crash checks
+ * (failover.c) fail as a read that found no server would. */
+extern _Atomic int ej__failover_check_faults;
 /* True when the cache shows a leader node whose data names no live instance
  * (no node under instances/). */
 bool ej__coord_leader_stale(ej__coord *c);

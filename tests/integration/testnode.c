@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "coord/internal.h"
 #include "ejob/ejob.h"
 
 static int log_fd = -1;
@@ -200,7 +201,8 @@ static void usage(void)
             "[--no-misfire]\n"
             "  [--no-monitor] [--overwrite] [--session-ms MS] [--once] [--reconcile-ms MS]\n"
             "  [--strategy NAME] [--wait-bound-ms MS] [--drain-ms MS] [--long-first]\n"
-            "  [--jobs N]   (N jobs JOB0..JOB<N-1> in this process; STATUS shows the first)\n");
+            "  [--jobs N]   (N jobs JOB0..JOB<N-1> in this process; STATUS shows the first)\n"
+            "  [--fail-crash-checks N]   (the next N crash checks fail as a lost connection)\n");
 }
 
 int main(int argc, char **argv)
@@ -232,6 +234,7 @@ int main(int argc, char **argv)
         {"drain-ms", required_argument, 0, 'd'},
         {"long-first", no_argument, 0, 'F'},
         {"jobs", required_argument, 0, 'J'},
+        {"fail-crash-checks", required_argument, 0, 'X'},
         {0, 0, 0, 0},
     };
     int ch;
@@ -280,6 +283,9 @@ int main(int argc, char **argv)
         }
         case 'f':
             failover = true;
+            break;
+        case 'X':
+            atomic_store(&ej__failover_check_faults, atoi(optarg));
             break;
         case 'M':
             misfire = false;
