@@ -123,12 +123,7 @@ int main(void)
     xlog_read(log, &xl);
     int fo = runs_of(&xl, vitem, killed, end, "FAILOVER");
     CHECK(fo == 1, "item %d: %d failover run(s) before the next fire (want 1)", vitem, fo);
-    for (size_t i = 0; i < xl.n; i++) {
-        struct run *r = &xl.runs[i];
-        if (r->item == vitem && strcmp(r->src, "FAILOVER") == 0 && r->start >= killed)
-            say("item %d failed over to %s %" PRId64 " ms after the kill", r->item, r->inst,
-                r->start - killed);
-    }
+    say_failovers(&xl, vitem, killed);
     CHECK(check_no_overlap(&xl) == 0, "overlapping runs");
     xlog_free(&xl);
     struct ej_node_stat st1 = {0};

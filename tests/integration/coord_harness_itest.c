@@ -383,6 +383,18 @@ static int runs_of(const struct xlog *l, int item, int64_t from, int64_t to, con
     return k;
 }
 
+/* Says each FAILOVER run of item that started at or after killed, and how
+ * long after the kill. */
+static void say_failovers(const struct xlog *l, int item, int64_t killed)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        const struct run *r = &l->runs[i];
+        if (r->item == item && strcmp(r->src, "FAILOVER") == 0 && r->start >= killed)
+            say("item %d failed over to %s %" PRId64 " ms after the kill", r->item, r->inst,
+                r->start - killed);
+    }
+}
+
 /* Every item 0..count-1 started at least once in [from, to). */
 static int check_all_ran(const struct xlog *l, int count, int64_t from, int64_t to)
 {

@@ -90,12 +90,7 @@ int main(void)
         int fo = runs_of(&xl, vitem[v], killed, end, "FAILOVER");
         CHECK(fo == 1, "item %d of %s: %d failover run(s) before the next fire (want 1)", vitem[v],
               nodes[victims[v]].id, fo);
-        for (size_t i = 0; i < xl.n; i++) {
-            struct run *r = &xl.runs[i];
-            if (r->item == vitem[v] && strcmp(r->src, "FAILOVER") == 0 && r->start >= killed)
-                say("item %d failed over to %s %" PRId64 " ms after the kill", r->item, r->inst,
-                    r->start - killed);
-        }
+        say_failovers(&xl, vitem[v], killed);
     }
     CHECK(check_no_overlap(&xl) == 0, "overlapping runs");
     xlog_free(&xl);
