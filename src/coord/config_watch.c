@@ -44,24 +44,7 @@ int ej__coord_config_sync(ej__coord *c, const struct ej_job_config *local, char 
         return EJ_ENOMEM;
     size_t jl = strlen(json);
     const char *srv = local->disabled ? EJ_LAYOUT_SERVER_DISABLED : EJ_LAYOUT_SERVER_ENABLED;
-    /* With the parents of the instance's ejob nodes (membership.c
-     * register_instance: its marker and its container), so that they cost
-     * no request of their own. */
-    char *marker = ej_layout_marker_path_dup(c->job, c->me);
-    char *markers = marker ? ej__asprintf("%.*s", (int)(strrchr(marker, '/') - marker), marker)
-                           : NULL;
-    char *ejob =
-        markers ? ej__asprintf("%.*s", (int)(strrchr(markers, '/') - markers), markers) : NULL;
-    char *members = ej_layout_path_dup(c->job, EJ_LAYOUT_NODE_EJOB_MEMBERS, 0, NULL);
-    free(marker);
-    if (ejob == NULL || members == NULL) {
-        free(markers);
-        free(ejob);
-        free(members);
-        free(json);
-        return EJ_ENOMEM;
-    }
-    struct ej_reg_op ops[8] = {
+    struct ej_reg_op ops[5] = {
         {.type = EJ_REG_OP_CREATE, .path = c->p_root, .mode = EJ_REG_PERSISTENT},
         {.type = EJ_REG_OP_CREATE,
          .path = c->p_config,
@@ -75,58 +58,41 @@ int ej__coord_config_sync(ej__coord *c, const struct ej_job_config *local, char 
          .len = strlen(srv),
          .mode = EJ_REG_PERSISTENT},
         {.type = EJ_REG_OP_CREATE, .path = c->p_instances, .mode = EJ_REG_PERSISTENT},
-        {.type = EJ_REG_OP_CREATE, .path = ejob, .mode = EJ_REG_PERSISTENT},
-        {.type = EJ_REG_OP_CREATE, .path = markers, .mode = EJ_REG_PERSISTENT},
-        {.type = EJ_REG_OP_CREATE, .path = members, .mode = EJ_REG_PERSISTENT},
     };
-    /* Read first: a job that a fleet starts at once is new to ZooKeeper for
-     * one member only, and the others' create would fail on the server,
-     * which proposes and logs a failed write like any other (a fleet's
-     * start paid that once per daemon and job). */
-    int rc = ej_registry_get(c->reg, c->p_config, data, len, NULL);
-    if (rc == EJ_ENONODE) {
-        rc = ej_registry_multi(c->reg, ops, 8, NULL);
-        if (rc == 0) {
-            *fresh = true;
-            ej__coord_precreate_latch_parents(c);
-            *data = json; /* written just now: what ZooKeeper holds */
-            *len = jl;
-            json = NULL;
-        } else if (rc == EJ_ENODEEXISTS && ops[0].result == EJ_ENODEEXISTS) {
-            /* Made meanwhile by another member, or the job's node without
-             * its config. */
-            rc = ej_registry_get(c->reg, c->p_config, data, len, NULL);
+    int rc = ej_registry_multi(c->reg, ops, 5, NULL);
+    if (rc == EJ_ENODEEXISTS && ops[0].result == EJ_ENODEEXISTS) {
+        /* The job's node exists: the config most likely too. An overwrite
+         * that would write the bytes already there is not written: every
+         * member's cache would read the node again (a fleet starting with
+         * overwrite on rewrites it once per instance). */
+        rc = ej_registry_get(c->reg, c->p_config, data, len, NULL);
+        bool same = rc == 0 && *len == jl && memcmp(*data, json, jl) == 0;
+        if (rc == 0 && (same || !local->overwrite)) {
+            free(json);
+            return 0;
         }
-    }
-    if (rc == 0 && !*fresh) {
-        /* An overwrite that would write the bytes already there is not
-         * written: every member's cache would read the node again (a fleet
-         * starting with overwrite on rewrites it once per instance). */
-        bool same = *len == jl && memcmp(*data, json, jl) == 0;
-        if (!same && local->overwrite) {
+        if (rc == 0) {
             free(*data);
             *data = NULL;
             rc = ej_registry_set(c->reg, c->p_config, json, jl, -1, NULL);
-            if (rc == 0) {
-                *data = json; /* written just now: what ZooKeeper holds */
-                *len = jl;
-                json = NULL;
-            }
         }
+    } else if (rc == 0) {
+        *fresh = true;
+        ej__coord_precreate_latch_parents(c);
     }
-    if (rc != 0 && !*fresh) {
+    if (rc != 0) {
         bool exists = false;
         rc = ej_registry_exists(c->reg, c->p_config, &exists, NULL);
         if (rc == 0 && (!exists || local->overwrite))
             rc = ej_registry_persist(c->reg, c->p_config, json, jl);
         if (rc == 0)
             rc = ej_registry_get(c->reg, c->p_config, data, len, NULL);
+        free(json);
+        return rc;
     }
-    free(markers);
-    free(ejob);
-    free(members);
-    free(json);
-    return rc;
+    *data = json; /* written just now: what ZooKeeper holds */
+    *len = jl;
+    return 0;
 }
 
 /* Parse and validate a config node's bytes (the one validator: cron and
