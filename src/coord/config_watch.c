@@ -25,13 +25,23 @@
 /* ------------------------------------------------------------------------ */
 /* Configuration                                                             */
 
+/* The parent of a path (caller frees), NULL without memory. */
+static char *parent_dup(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? ej__asprintf("%.*s", (int)(slash - path), path) : NULL;
+}
+
 /* Start-up step 1: write the config when absent or overwrite, and give
  * what ZooKeeper holds (caller frees *data). A job new to ZooKeeper costs
  * one transaction: its node and config, and with them what steps 3 and 4
  * would otherwise create while the caches watch (each creation then costs
  * every cache above it a read): servers/, servers/{ip} with the value of a
- * new job (DISABLED when the config says so) and instances/. What was
- * written is what ZooKeeper holds. A job already there costs one read, and
+ * new job (DISABLED when the config says so) and instances/; and the
+ * parents of the election and failover latches, persistent (latch.c says
+ * why not containers), so that neither the first election nor the first
+ * failover is refused for want of them. What was written is what
+ * ZooKeeper holds. A job already there costs one read, and
  * with overwrite one write more when the bytes differ. Anything unexpected goes the general way:
  * exists, persist, read back (retried). *fresh tells that the
  * transaction created the job. */
@@ -44,7 +54,14 @@ int ej__coord_config_sync(ej__coord *c, const struct ej_job_config *local, char 
         return EJ_ENOMEM;
     size_t jl = strlen(json);
     const char *srv = local->disabled ? EJ_LAYOUT_SERVER_DISABLED : EJ_LAYOUT_SERVER_ENABLED;
-    struct ej_reg_op ops[5] = {
+    char *election = parent_dup(c->p_el_latch), *failover = parent_dup(c->p_fo_latch);
+    if (election == NULL || failover == NULL) {
+        free(json);
+        free(election);
+        free(failover);
+        return EJ_ENOMEM;
+    }
+    struct ej_reg_op ops[] = {
         {.type = EJ_REG_OP_CREATE, .path = c->p_root, .mode = EJ_REG_PERSISTENT},
         {.type = EJ_REG_OP_CREATE,
          .path = c->p_config,
@@ -58,8 +75,15 @@ int ej__coord_config_sync(ej__coord *c, const struct ej_job_config *local, char 
          .len = strlen(srv),
          .mode = EJ_REG_PERSISTENT},
         {.type = EJ_REG_OP_CREATE, .path = c->p_instances, .mode = EJ_REG_PERSISTENT},
+        {.type = EJ_REG_OP_CREATE, .path = c->p_leader, .mode = EJ_REG_PERSISTENT},
+        {.type = EJ_REG_OP_CREATE, .path = election, .mode = EJ_REG_PERSISTENT},
+        {.type = EJ_REG_OP_CREATE, .path = c->p_el_latch, .mode = EJ_REG_PERSISTENT},
+        {.type = EJ_REG_OP_CREATE, .path = failover, .mode = EJ_REG_PERSISTENT},
+        {.type = EJ_REG_OP_CREATE, .path = c->p_fo_latch, .mode = EJ_REG_PERSISTENT},
     };
-    int rc = ej_registry_multi(c->reg, ops, 5, NULL);
+    int rc = ej_registry_multi(c->reg, ops, sizeof ops / sizeof ops[0], NULL);
+    free(election);
+    free(failover);
     if (rc == EJ_ENODEEXISTS && ops[0].result == EJ_ENODEEXISTS) {
         /* The job's node exists: the config most likely too. An overwrite
          * that would write the bytes already there is not written: every
@@ -78,7 +102,6 @@ int ej__coord_config_sync(ej__coord *c, const struct ej_job_config *local, char 
         }
     } else if (rc == 0) {
         *fresh = true;
-        ej__coord_precreate_latch_parents(c);
     }
     if (rc != 0) {
         bool exists = false;

@@ -187,7 +187,6 @@ void ej__coord_leader_set_necessary(ej__coord *c);
 /* The same once for a burst of events: in a task posted now, unless one is
  * queued already. Serial queue. */
 void ej__coord_leader_set_necessary_soon(ej__coord *c);
-void ej__coord_precreate_latch_parents(ej__coord *c);
 bool ej__coord_eligible(ej__coord *c);
 void ej__coord_post_election(ej__coord *c);
 /* On the serial queue: begin an election whose latch wait is a watch (the

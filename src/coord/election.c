@@ -61,25 +61,6 @@ int ej__coord_set_necessary(ej__coord *c)
     return rc;
 }
 
-/* For a job new to ZooKeeper, before its caches load: the election
- * latch's parents, as the containers Curator's creatingParentContainers
- * makes them (one at a time: a CONTAINER create inside a transaction gets
- * an answer the C client 3.8 misreads). Present when the caches load,
- * they cost the leader cache no watch on a missing root and the first
- * latch no failed create. Best effort: the latch creates what is missing. */
-void ej__coord_precreate_latch_parents(ej__coord *c)
-{
-    const char *slash = strrchr(c->p_el_latch, '/');
-    char *election = ej__asprintf("%.*s", (int)(slash - c->p_el_latch), c->p_el_latch);
-    const char *dirs[] = {c->p_leader, election, c->p_el_latch};
-    for (size_t i = 0; election != NULL && i < 3; i++) {
-        int rc = ej_registry_create_node(c->reg, dirs[i], NULL, 0, EJ_REG_CONTAINER, 0, NULL);
-        if (rc != 0 && rc != EJ_ENODEEXISTS)
-            break;
-    }
-    free(election);
-}
-
 /* Set necessary when this instance leads (3.x: only the leader sets it). */
 void ej__coord_leader_set_necessary(ej__coord *c)
 {

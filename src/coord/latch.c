@@ -58,9 +58,14 @@ static char *own_prefix_path(const struct ej__latch *l)
     return ej__asprintf("%s/%s", l->dir, prefix);
 }
 
-/* Create the own node (Curator: creatingParentContainersIfNeeded,
- * withProtection, EPHEMERAL_SEQUENTIAL). After a connection loss the node
- * may exist: protection finds it by its UUID. */
+/* Create the own node (Curator: withProtection, EPHEMERAL_SEQUENTIAL).
+ * Missing parents are made persistent, where Curator's
+ * creatingParentContainersIfNeeded makes containers: the server reaps an
+ * empty container within a minute, so every election and every failover
+ * after a quiet minute paid a refused create and the parents again (2 to
+ * 4 writes more on the way from a crash to its failover, each 300 ms in a
+ * fleet's expiry burst). Either kind serves Java contenders alike. After a
+ * connection loss the node may exist: protection finds it by its UUID. */
 static int create_node(struct ej__latch *l)
 {
     char *path = own_prefix_path(l);
@@ -70,14 +75,14 @@ static int create_node(struct ej__latch *l)
     for (int attempt = 0; attempt < 5; attempt++) {
         char *actual = NULL;
         rc = ej_registry_create_node(l->reg, path, NULL, 0, EJ_REG_EPHEMERAL_SEQUENTIAL,
-                                     EJ_REG_CONTAINER_PARENTS, &actual);
+                                     EJ_REG_CREATE_PARENTS, &actual);
         if (rc == 0) {
             free(l->node);
             l->node = actual;
             break;
         }
         if (rc == EJ_ENONODE)
-            continue; /* the server reaped an empty container parent meanwhile */
+            continue; /* a parent deleted meanwhile (a job being removed, say) */
         if (rc != EJ_ECONNLOSS)
             break;
         char **names = NULL;
@@ -121,8 +126,8 @@ static int find_own(struct ej__latch *l)
 /* The first create of the own node, with the latch's children listed right
  * behind it (one round trip where the create and the first look took two:
  * the way from a crash to its failover, and every election, pass this
- * latch; a parent the server reaped is created, the nearest first, and the
- * two are sent again). After a lost answer, protection finds the node, or
+ * latch; a missing parent is created, the nearest first, and the two are
+ * sent again). After a lost answer, protection finds the node, or
  * create_node makes it. */
 static int create_node_listed(struct ej__latch *l)
 {
@@ -185,7 +190,7 @@ static void latch_free(struct ej__latch *l)
 
 /* One look at the children: LATCH_HELD when the own node is the lowest;
  * LATCH_BEHIND with *pred the path of its immediate predecessor (caller
- * frees); or an error. A parent the server reaped, or an own node gone (a
+ * frees); or an error. A parent gone (a job removed), or an own node gone (a
  * replaced session), creates the node again (Curator's reset()). */
 static int latch_look(struct ej__latch *l, char **pred)
 {

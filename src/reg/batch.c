@@ -253,7 +253,7 @@ static int create_list_attempt(ej_registry *reg, zhandle_t *zh, void *arg)
 }
 
 int ej__reg_create_then_list(ej_registry *reg, const char *path, ej_reg_mode mode, const char *dir,
-                             bool container_parents, char **actual, char ***names, size_t *count)
+                             bool make_parents, char **actual, char ***names, size_t *count)
 {
     *actual = NULL;
     *names = NULL;
@@ -274,10 +274,11 @@ int ej__reg_create_then_list(ej_registry *reg, const char *path, ej_reg_mode mod
         /* Not retried once sent: a sequential create's lost answer leaves it
          * unknown whether the node was made (the caller looks). */
         int zrc = ej__reg_run_zk(reg, false, create_list_attempt, &cl, NULL);
-        if (zrc == ZNONODE && container_parents) {
-            /* A parent the server reaped (a latch's container, a minute
-             * after it emptied): the parents, then the two again. */
-            zrc = ej__reg_make_parents(reg, full, true);
+        if (zrc == ZNONODE && make_parents) {
+            /* A parent missing (a job's first latch, or a container that
+             * Curator or an older ejob made and the server reaped): the
+             * parents, then the two again. */
+            zrc = ej__reg_make_parents(reg, full, false);
             if (zrc == ZOK)
                 zrc = ej__reg_run_zk(reg, false, create_list_attempt, &cl, NULL);
         }

@@ -229,9 +229,10 @@ int ej__reg_op_fail(ej_registry *reg, const char *op, const char *path, int zrc)
  * unsorted. The create's error otherwise, with *actual NULL (a sequential
  * create's lost answer is not repeated: EJ_ECONNLOSS leaves it unknown
  * whether the node was made); the listing's error with *actual set when
- * only the listing failed. */
+ * only the listing failed. With make_parents, a create refused for want
+ * of a parent makes the missing ones (persistent) and sends the two again. */
 int ej__reg_create_then_list(ej_registry *reg, const char *path, ej_reg_mode mode, const char *dir,
-                             bool container_parents, char **actual, char ***names, size_t *count);
+                             bool make_parents, char **actual, char ***names, size_t *count);
 
 /* Count one request sent. */
 static inline void ej__reg_count(ej_registry *reg)

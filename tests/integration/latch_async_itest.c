@@ -31,9 +31,8 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static ej_registry *open_ns(const char *ns)
+static ej_registry *open_on(zkf_server *zk, const char *ns)
 {
-    zkf_server *zk = zkf_shared();
     assert_non_null(zk);
     struct ej_registry_opts o = {0};
     o.servers = zkf_connect_string(zk);
@@ -47,6 +46,11 @@ static ej_registry *open_ns(const char *ns)
     if (ej_registry_create(&reg, &o) != 0)
         fail_msg("create: %s", ej_registry_errmsg(NULL));
     return reg;
+}
+
+static ej_registry *open_ns(const char *ns)
+{
+    return open_on(zkf_shared(), ns);
 }
 
 /* The names under the latch path (0 when it is missing). */
@@ -554,6 +558,66 @@ static void test_order(void **state)
     free(ns);
 }
 
+/* Acquire LATCH and release it on reg; the requests it cost. */
+static uint64_t acquire_release(ej_registry *reg, struct owner *o)
+{
+    struct result r;
+    result_init(&r, reg);
+    uint64_t before = ej_registry_request_count(reg);
+    assert_int_equal(ej__latch_acquire_async(reg, LATCH, 5000, owner_post, o, on_done, &r), 0);
+    assert_int_equal(wait_done(&r, 5000), 1);
+    assert_int_equal(r.rc, 0);
+    ej__latch_release(r.latch);
+    uint64_t cost = ej_registry_request_count(reg) - before;
+    result_fini(&r);
+    return cost;
+}
+
+static bool exists_now(ej_registry *reg, const char *path)
+{
+    bool e = false;
+    assert_int_equal(ej_registry_exists(reg, path, &e, NULL), 0);
+    return e;
+}
+
+/* The latch's parents outlive the server's reaping of empty containers: a
+ * latch used again after a quiet spell costs its create and look (sent
+ * together) and the release, not a refused create and its parents made
+ * again first (every election and every failover after a quiet minute
+ * paid that, in a fleet's expiry burst 300 ms a round trip). This server
+ * reaps every 100 ms; a container beside the latch shows that it does. */
+static void test_parents_stay(void **state)
+{
+    (void)state;
+    zkf_server *zk = NULL;
+    zkf_opts zo = {.container_check_ms = 100};
+    assert_int_equal(zkf_start(&zk, &zo), 0);
+    ej_registry *reg = open_on(zk, "reap");
+    struct owner o;
+    owner_start(&o);
+
+    uint64_t first = acquire_release(reg, &o);
+    assert_int_equal(ej_registry_create_node(reg, "/box/x", NULL, 0, EJ_REG_PERSISTENT,
+                                             EJ_REG_CONTAINER_PARENTS, NULL),
+                     0);
+    assert_int_equal(ej_registry_delete(reg, "/box/x", -1), 0);
+    int64_t deadline = now_ms() + 10000;
+    while (exists_now(reg, "/box") && now_ms() < deadline)
+        usleep(50000);
+    assert_false(exists_now(reg, "/box")); /* the server reaps */
+    usleep(500000);                        /* a few more passes */
+    assert_true(exists_now(reg, LATCH));
+    uint64_t again = acquire_release(reg, &o);
+    print_message("parents: a latch cost %llu requests the first time, %llu after the "
+                  "server's container reaping\n",
+                  (unsigned long long)first, (unsigned long long)again);
+    assert_int_equal(again, 3); /* create and look, release */
+
+    owner_stop(&o);
+    ej_registry_destroy(reg);
+    zkf_destroy(zk);
+}
+
 /* The owner closes while B waits: A's release wakes B, post refuses, B's
  * node is deleted and done(NULL, EJ_ECLOSED) runs once on the dispatch
  * thread. The same when B's registry is destroyed under the wait. */
@@ -618,6 +682,7 @@ int main(void)
         cmocka_unit_test(test_uncontended),  cmocka_unit_test(test_contended),
         cmocka_unit_test(test_timeout),      cmocka_unit_test(test_order),
         cmocka_unit_test(test_owner_closed), cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_parents_stay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -185,8 +185,12 @@ static int spawn(zkf_server *zk)
         int devnull = open("/dev/null", O_RDONLY);
         if (devnull >= 0)
             dup2(devnull, 0);
+        char reaper[64] = "-Dznode.container.checkIntervalMs=60000";
+        if (zk->opts.container_check_ms > 0)
+            snprintf(reaper, sizeof reaper, "-Dznode.container.checkIntervalMs=%d",
+                     zk->opts.container_check_ms);
         execlp("java", "java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-               "-Dzookeeper.admin.enableServer=false", "-cp",
+               "-Dzookeeper.admin.enableServer=false", reaper, "-cp",
                "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar",
                "org.apache.zookeeper.server.ZooKeeperServerMain", cfg, (char *)NULL);
         _exit(127);

@@ -20,6 +20,9 @@ typedef struct zkf_opts {
     int tick_ms;             /* default 200: sessions may be 400 ms .. 4 s */
     int max_session_ms;      /* default 20 * tick_ms */
     const char *extra_config; /* optional extra zoo.cfg lines */
+    /* How often the server deletes empty containers (a system property,
+     * znode.container.checkIntervalMs); 0: the server's default, a minute. */
+    int container_check_ms;
 } zkf_opts;
 
 /* Start a server and wait until it answers "ruok". opts may be NULL.
