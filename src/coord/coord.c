@@ -225,6 +225,12 @@ void ej__coord_notify_failover_taken(ej__coord *c)
         c->hooks.on_failover_taken(c->hooks.user);
 }
 
+void ej__coord_tell_failover_lost(ej__coord *c, const int *items, size_t n, int64_t gone_ms)
+{
+    if (c->hooks.on_failover_lost)
+        c->hooks.on_failover_lost(c->hooks.user, items, n, gone_ms);
+}
+
 void ej__coord_note_busy(ej__coord *c, bool busy)
 {
     atomic_store(&c->busy, busy);

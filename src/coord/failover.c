@@ -40,6 +40,33 @@
 #define CRASH_MEMORY_MS 30000
 
 _Atomic int ej__failover_check_faults;
+_Atomic int ej__failover_retry_ms = CRASH_MEMORY_MS;
+
+/* How long a departure's check or a crash's record is tried again. */
+static int64_t retry_window_ms(void)
+{
+    return atomic_load(&ej__failover_retry_ms);
+}
+
+/* A crash whose items will not be failed over after all (its check or its
+ * record could not be written in the retry window): a warning naming them,
+ * and the job's "fire not run (failover-lost)" for them (ledger, metric,
+ * alert), so that the run the crash cut short is not lost silently. Not
+ * under s->mu: the hook reaches the job runtime. */
+static void tell_lost(ej__coord *c, const char *id, int64_t at_ms, const int *items, size_t n,
+                      const char *what, int rc)
+{
+    ej_buf list;
+    ej__buf_init(&list);
+    for (size_t i = 0; i < n; i++)
+        ej__buf_printf(&list, "%s%d", i ? "," : "", items[i]);
+    EJ_LOG(EJ_LOG_WARN, MOD, rc,
+           "job %s: instance %s left %" PRId64 " ms ago and %s since: items [%s] are not failed "
+           "over (they run at their next fire)",
+           ej__coord_job_name(c), id, ej__now_ms() - at_ms, what, list.data ? list.data : "");
+    ej__buf_fini(&list);
+    ej__coord_tell_failover_lost(c, items, n, at_ms);
+}
 
 struct ej__failover_state *ej__failover_state_new(void)
 {
@@ -212,18 +239,10 @@ static int check_departure(ej__coord *c, struct ej__failover_state *s, const cha
 static bool keep_check(ej__coord *c, struct ej__failover_state *s, char *id, int64_t at_ms,
                        int *cand, size_t n, int rc)
 {
-    int64_t age = ej__now_ms() - at_ms;
-    if (age > CRASH_MEMORY_MS) {
-        ej_buf list;
-        ej__buf_init(&list);
-        for (size_t i = 0; i < n; i++)
-            ej__buf_printf(&list, "%s%d", i ? "," : "", cand[i]);
-        EJ_LOG(EJ_LOG_WARN, MOD, rc,
-               "job %s: instance %s left %" PRId64 " ms ago and what it was running could not be "
-               "read from ZooKeeper since: items [%s] are not failed over (they run at their "
-               "next fire)",
-               ej__coord_job_name(c), id, age, list.data ? list.data : "");
-        ej__buf_fini(&list);
+    if (ej__now_ms() - at_ms > retry_window_ms()) {
+        /* Its candidates: what it may have been running. */
+        tell_lost(c, id, at_ms, cand, n, "what it was running could not be read from ZooKeeper",
+                  rc);
         free(id);
         free(cand);
         return false;
@@ -439,11 +458,69 @@ static void free_crashes(struct crash *cr, size_t n)
     free(cr);
 }
 
-/* Keep a record for another try, for a while (else free what it holds).
- * s->mu held. */
-static void keep_one(struct ej__failover_state *s, struct crash *cr, int64_t now)
+/* Records and checks taken out of the state for good. */
+struct expired {
+    struct crash *crashes;
+    size_t ncrash;
+    struct departure_check *checks;
+    size_t nchecks;
+};
+
+/* Takes out the records and checks of departures seen before `before`
+ * (all with INT64_MAX). s->mu held. */
+static struct expired take_expired(struct ej__failover_state *s, int64_t before)
 {
-    bool young = now - cr->at_ms <= CRASH_MEMORY_MS;
+    struct expired x = {0};
+    x.crashes = s->ncrash ? malloc(s->ncrash * sizeof *x.crashes) : NULL;
+    x.checks = s->nchecks ? malloc(s->nchecks * sizeof *x.checks) : NULL;
+    size_t j = 0;
+    for (size_t i = 0; i < s->ncrash; i++) {
+        struct crash *cr = &s->crashes[i];
+        if (cr->at_ms >= before)
+            s->crashes[j++] = *cr;
+        else if (x.crashes != NULL)
+            x.crashes[x.ncrash++] = *cr;
+        else
+            free(cr->id), free(cr->items);
+    }
+    s->ncrash = j;
+    j = 0;
+    for (size_t i = 0; i < s->nchecks; i++) {
+        struct departure_check *d = &s->checks[i];
+        if (d->at_ms >= before)
+            s->checks[j++] = *d;
+        else if (x.checks != NULL)
+            x.checks[x.nchecks++] = *d;
+        else
+            free(d->id), free(d->cand);
+    }
+    s->nchecks = j;
+    return x;
+}
+
+/* Tells (when tell) and frees what take_expired took. */
+static void tell_expired(ej__coord *c, struct expired *x, bool tell)
+{
+    for (size_t i = 0; tell && i < x->ncrash; i++)
+        tell_lost(c, x->crashes[i].id, x->crashes[i].at_ms, x->crashes[i].items, x->crashes[i].n,
+                  "its running items could not be recorded for failover", 0);
+    free_crashes(x->crashes, x->ncrash);
+    for (size_t i = 0; i < x->nchecks; i++) {
+        struct departure_check *d = &x->checks[i];
+        if (tell)
+            tell_lost(c, d->id, d->at_ms, d->cand, d->n,
+                      "what it was running could not be read from ZooKeeper", 0);
+        free(d->id);
+        free(d->cand);
+    }
+    free(x->checks);
+}
+
+/* Keep a record for another try, for a while: true when kept, false when
+ * too old or no memory (then the caller still holds it). s->mu held. */
+static bool keep_one(struct ej__failover_state *s, struct crash *cr, int64_t now)
+{
+    bool young = now - cr->at_ms <= retry_window_ms();
     if (young && s->ncrash == s->capcrash) {
         size_t nc = s->capcrash ? s->capcrash * 2 : 4;
         struct crash *p = realloc(s->crashes, nc * sizeof *p);
@@ -454,20 +531,26 @@ static void keep_one(struct ej__failover_state *s, struct crash *cr, int64_t now
     }
     if (young && s->ncrash < s->capcrash) {
         s->crashes[s->ncrash++] = *cr;
-        return;
+        return true;
     }
-    free(cr->id);
-    free(cr->items);
+    return false;
 }
 
-/* Keep records that could not be written for another try; frees cr. */
-static void keep_for_retry(struct ej__failover_state *s, struct crash *cr, size_t n, int64_t now)
+/* Keep records that could not be written for another try; those too old
+ * are told lost (rc: why the last try failed). Frees cr. */
+static void keep_for_retry(ej__coord *c, struct ej__failover_state *s, struct crash *cr, size_t n,
+                           int64_t now, int rc)
 {
+    size_t lost = 0;
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < n; i++)
-        keep_one(s, &cr[i], now);
+        if (!keep_one(s, &cr[i], now))
+            cr[lost++] = cr[i];
     pthread_mutex_unlock(&s->mu);
-    free(cr);
+    for (size_t i = 0; i < lost; i++)
+        tell_lost(c, cr[i].id, cr[i].at_ms, cr[i].items, cr[i].n,
+                  "its running items could not be recorded for failover", rc);
+    free_crashes(cr, lost);
 }
 
 struct pending_record {
@@ -513,7 +596,7 @@ static void record_done(void *arg, ej__latch *latch, int rc)
     } else {
         EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: failover items not recorded; will retry",
                ej__coord_job_name(c));
-        keep_for_retry(ej__coord_failover_state(c), r->cr, r->n, r->now);
+        keep_for_retry(c, ej__coord_failover_state(c), r->cr, r->n, r->now, rc);
         /* Another try a little later (no busy loop on errors, no sleep on
          * the queue). */
         if (!ej__coord_stopped(c))
@@ -601,8 +684,12 @@ static void defer_or_prune(ej__coord *c, struct ej__failover_state *s, struct cr
             int64_t due = x->at_ms + defer - now;
             next = next == 0 || due < next ? due : next;
             pthread_mutex_lock(&s->mu);
-            keep_one(s, x, now);
+            bool kept = keep_one(s, x, now);
             pthread_mutex_unlock(&s->mu);
+            if (!kept) { /* no memory: deferred no more */
+                free(x->id);
+                free(x->items);
+            }
             continue;
         }
         size_t m = 0;
@@ -645,6 +732,7 @@ void ej__failover_process_pending(ej__coord *c)
     }
     struct crash *mine = NULL;
     size_t nmine = 0;
+    struct expired old = {0};
     if (go) {
         mine = s->crashes;
         nmine = s->ncrash;
@@ -652,30 +740,12 @@ void ej__failover_process_pending(ej__coord *c)
         s->ncrash = s->capcrash = 0;
     } else {
         /* Not now (e.g. between sessions): keep records a while. */
-        size_t j = 0;
-        for (size_t i = 0; i < s->ncrash; i++) {
-            if (!failover || now - s->crashes[i].at_ms > CRASH_MEMORY_MS) {
-                free(s->crashes[i].id);
-                free(s->crashes[i].items);
-            } else {
-                s->crashes[j++] = s->crashes[i];
-            }
-        }
-        s->ncrash = j;
-        j = 0;
-        for (size_t i = 0; i < s->nchecks; i++) {
-            if (!failover || now - s->checks[i].at_ms > CRASH_MEMORY_MS) {
-                free(s->checks[i].id);
-                free(s->checks[i].cand);
-            } else {
-                s->checks[j++] = s->checks[i];
-            }
-        }
-        s->nchecks = j;
+        old = take_expired(s, failover ? now - retry_window_ms() : INT64_MAX);
     }
     /* Departures to check again once registered (no request meanwhile). */
     bool recheck = !go && s->nchecks > 0;
     pthread_mutex_unlock(&s->mu);
+    tell_expired(c, &old, failover && !ej__coord_stopped(c));
     if (recheck && !ej__coord_stopped(c))
         ej__coord_post_after(c, CHECK_RETRY_MS, crash_task, NULL);
     if (nmine > 0)
@@ -713,7 +783,7 @@ void ej__failover_process_pending(ej__coord *c)
         free(r);
         EJ_LOG(EJ_LOG_WARN, MOD, rc, "job %s: failover items not recorded; will retry",
                ej__coord_job_name(c));
-        keep_for_retry(s, mine, nmine, now);
+        keep_for_retry(c, s, mine, nmine, now, rc);
         if (!ej__coord_stopped(c))
             ej__coord_post_after(c, 200, crash_task, NULL);
     }

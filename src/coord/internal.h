@@ -268,6 +268,10 @@ struct ej__coord_hooks {
     void (*on_trigger)(void *user);          /* console TRIGGER for this instance */
     void (*on_failover_taken)(void *user);   /* run the failover items taken */
     void (*on_failover_pending)(void *user); /* failover items wait to be taken */
+    /* A crashed instance's items that will not be failed over after all
+     * (what it ran could not be read, or not recorded, within the retry
+     * window): gone_ms is when its departure was seen (epoch ms). */
+    void (*on_failover_lost)(void *user, const int *items, size_t n, int64_t gone_ms);
     /* A new valid config is in force (cfg borrowed for the call). */
     void (*on_config)(void *user, const struct ej_job_config *cfg, unsigned changed);
     void (*on_stop)(void *user, int why); /* EJ__STOP_* */
@@ -399,6 +403,9 @@ extern _Atomic(ej__election_hook_fn) ej__election_after_latch_hook;
 /* Tests only (0 in production): this many of the next crash checks
  * (failover.c) fail as a read that found no server would. */
 extern _Atomic int ej__failover_check_faults;
+/* How long a crash check or record that cannot be done is tried again
+ * before its items are told lost (30000; tests shorten it). */
+extern _Atomic int ej__failover_retry_ms;
 /* True when the cache shows a leader node whose data names no live instance
  * (no node under instances/). */
 bool ej__coord_leader_stale(ej__coord *c);
@@ -410,6 +417,9 @@ int ej__coord_heal_leader(ej__coord *c);
 int ej__coord_set_necessary(ej__coord *c);
 /* Tell the runtime that failover items were taken (its hook). */
 void ej__coord_notify_failover_taken(ej__coord *c);
+/* Tell the runtime that a crash's items will not be failed over (its hook;
+ * items borrowed for the call). Serial queue, no lock held. */
+void ej__coord_tell_failover_lost(ej__coord *c, const int *items, size_t n, int64_t gone_ms);
 /* Mark the job busy / idle locally (for failover takeover and TRIGGER;
  * shard.c: a busy leader reshards at once). The fire's thread. */
 void ej__coord_set_busy(ej__coord *c, bool busy);

@@ -276,6 +276,7 @@ int ej_job_create(ej_registry *reg, const struct ej_job_config *cfg, const struc
                 .on_trigger = ej__rt_on_trigger,
                 .on_failover_taken = ej__rt_on_failover_taken,
                 .on_failover_pending = ej__rt_on_failover_pending,
+                .on_failover_lost = ej__rt_on_failover_lost,
                 .on_config = on_config_hook,
                 .on_stop = ej__rt_on_stop,
                 .on_conn = ej__rt_on_conn,

@@ -114,6 +114,7 @@ static const struct {
     [EJ__NOT_RUN_START_FAILED] = {"start-failed", EJ_LOG_WARN},
     [EJ__NOT_RUN_DEADLINE] = {"deadline", EJ_LOG_WARN},
     [EJ__NOT_RUN_MISSED] = {"missed", EJ_LOG_WARN},
+    [EJ__NOT_RUN_FAILOVER_LOST] = {"failover-lost", EJ_LOG_WARN},
     /* overlapPolicy SKIP: the job's own choice. */
     [EJ__NOT_RUN_OVERLAP] = {"overlap", EJ_LOG_INFO},
     /* An operator's decisions, expected: each fire at debug level. */

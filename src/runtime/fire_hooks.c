@@ -134,6 +134,15 @@ void ej__rt_on_failover_pending(void *user)
         ej__coord_post_pool(job->coord, take_task, NULL);
 }
 
+/* The run a crash cut short will not be failed over (the coordinator
+ * logged why): one fire not run, at the time the departure was seen (the
+ * fire it belonged to is the crashed instance's to know). */
+void ej__rt_on_failover_lost(void *user, const int *items, size_t n, int64_t gone_ms)
+{
+    struct ej_job *job = user;
+    ej__rt_count_not_run(job, EJ__NOT_RUN_FAILOVER_LOST, items, n, 1, gone_ms, gone_ms);
+}
+
 void ej__rt_on_stop(void *user, int why)
 {
     struct ej_job *job = user;

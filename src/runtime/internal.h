@@ -53,12 +53,13 @@ enum ej__not_run_reason {
     EJ__NOT_RUN_DEADLINE,            /* not started within startingDeadlineSeconds */
     EJ__NOT_RUN_OVERLAP,             /* overlapPolicy SKIP: the item still ran */
     EJ__NOT_RUN_MISSED,              /* its owner died; taken over without a catch-up run */
+    EJ__NOT_RUN_FAILOVER_LOST,       /* its owner died running it; not failed over after all */
     EJ__NOT_RUN_REASONS
 };
 
 /* "fenced", "before-registration", "leader-wait", "sharding-failed",
- * "time-diff", "disabled", "stopped", "running", "start-failed", "missed":
- * lowercase and dashes only
+ * "time-diff", "disabled", "stopped", "running", "start-failed", "missed",
+ * "failover-lost": lowercase and dashes only
  * (the daemon's /metrics reads them back from the event text). */
 const char *ej__not_run_reason_name(enum ej__not_run_reason r);
 
@@ -262,6 +263,7 @@ void ej__takeover_check(struct ej_job *job, const struct ej__rt_settings *s, con
 void ej__rt_on_trigger(void *user);
 void ej__rt_on_failover_taken(void *user);
 void ej__rt_on_failover_pending(void *user);
+void ej__rt_on_failover_lost(void *user, const int *items, size_t n, int64_t gone_ms);
 void ej__rt_on_stop(void *user, int why);
 void ej__rt_on_conn(void *user, ej_reg_state state, bool new_session);
 /* The fence of the registered session changed (an ej_reg_fence value;

@@ -245,6 +245,8 @@ static const struct {
     {"late-start", "the fire started too late"},
     {"deadline", "the fire could not start within the job's startingDeadlineSeconds"},
     {"overlap", "the job's items still ran here (overlapPolicy SKIP)"},
+    {"failover-lost", "its instance died running it, and what it ran could not be read or "
+                      "recorded for failover in time"},
 };
 
 const char *ej__trace_fire_reason_text(const char *reason)

@@ -202,7 +202,8 @@ static void usage(void)
             "  [--no-monitor] [--overwrite] [--session-ms MS] [--once] [--reconcile-ms MS]\n"
             "  [--strategy NAME] [--wait-bound-ms MS] [--drain-ms MS] [--long-first]\n"
             "  [--jobs N]   (N jobs JOB0..JOB<N-1> in this process; STATUS shows the first)\n"
-            "  [--fail-crash-checks N]   (the next N crash checks fail as a lost connection)\n");
+            "  [--fail-crash-checks N]   (the next N crash checks fail as a lost connection)\n"
+            "  [--failover-retry-ms MS]  (how long a crash check is tried again; 30000)\n");
 }
 
 int main(int argc, char **argv)
@@ -235,6 +236,7 @@ int main(int argc, char **argv)
         {"long-first", no_argument, 0, 'F'},
         {"jobs", required_argument, 0, 'J'},
         {"fail-crash-checks", required_argument, 0, 'X'},
+        {"failover-retry-ms", required_argument, 0, 'Y'},
         {0, 0, 0, 0},
     };
     int ch;
@@ -286,6 +288,9 @@ int main(int argc, char **argv)
             break;
         case 'X':
             atomic_store(&ej__failover_check_faults, atoi(optarg));
+            break;
+        case 'Y':
+            atomic_store(&ej__failover_retry_ms, atoi(optarg));
             break;
         case 'M':
             misfire = false;
