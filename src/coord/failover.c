@@ -640,8 +640,13 @@ static bool item_handled(ej__coord *c, int item, int64_t close_zxid)
     struct ej__view_item it;
     bool taken = false;
     if (ej__view_get(ej__coord_view(c), item, &it) == 0) {
-        /* A failover node made after the crash: taken over since. */
-        taken = it.failover_owner > 0 && it.failover_czxid > close_zxid;
+        /* A failover node made after the crash, there still or gone since
+         * (its run ended): taken over since. Its creation moved the pzxid
+         * of sharding/{n}, so the check under the latch would refuse the
+         * item anyway; known from the view, it costs the instances that
+         * deferred to the first recorder no turn at the latch (a
+         * departure's every member but one: 5 requests each a job). */
+        taken = it.failover_last_czxid > close_zxid;
         ej__view_item_fini(&it);
     }
     char *p = ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_FAILOVER_ITEM, item, NULL);

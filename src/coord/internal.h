@@ -185,6 +185,10 @@ struct ej__view_item {
     char *owner;            /* sharding/N/instance data; NULL when absent */
     int64_t failover_owner; /* session owning failover; 0 none; -1 not tracked */
     int64_t failover_czxid; /* czxid of failover when tracked */
+    /* czxid of the latest failover node the view saw, kept after it is
+     * gone (0: none seen): an item taken over since a crash stays known
+     * as such after its failover run ended. */
+    int64_t failover_last_czxid;
     int misfire;            /* 1 / 0; -1 not tracked */
     bool misfire_mine;      /* the mark is this instance's (ej__view_claim_misfire) */
     int disabled;           /* 1 / 0; -1 not tracked */

@@ -233,6 +233,8 @@ bool ej__view_apply_value_locked(struct ej__view *v, int item, int kind, bool ex
             }
             it->fo_owner = o;
             it->fo_czxid = exists ? st->czxid : 0;
+            if (exists && st->czxid > it->fo_last_czxid)
+                it->fo_last_czxid = st->czxid;
         }
         break;
     }
@@ -421,6 +423,7 @@ int ej__view_get(ej__view *v, int item, struct ej__view_item *out)
     out->owner = it->owner ? strdup(it->owner) : NULL;
     out->failover_owner = it->fo_owner;
     out->failover_czxid = it->fo_czxid;
+    out->failover_last_czxid = it->fo_last_czxid;
     out->misfire = it->misfire;
     out->misfire_mine = it->misfire_mine;
     out->disabled = it->disabled;

@@ -34,6 +34,7 @@ struct vitem {
     int64_t fo_owner; /* -1 untracked */
     int64_t fo_czxid;
     int64_t fo_gone_owner, fo_gone_at; /* last removed failover (tombstone) */
+    int64_t fo_last_czxid;             /* czxid of the latest failover seen, kept */
     int8_t misfire, disabled; /* -1 untracked */
     /* The misfire mark is this instance's own (ej__view_claim_misfire):
      * it stands for a fire time of ours. Dropped when the node goes or
