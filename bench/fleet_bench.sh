@@ -11,7 +11,8 @@
 #     item runs started), fires run vs due, lateness percentiles (item start
 #     minus fire time), RSS and threads per daemon;
 #   - failover: KILL daemons killed with -9 at once while their items run;
-#     how long until each of their running items ran elsewhere;
+#     how long until each of their running items ran elsewhere, and the
+#     ZooKeeper requests of the whole fleet from the kill to the end;
 #   - overlaps: two runs of one job's item alive at once (never allowed).
 #
 #   bench/fleet_bench.sh [--daemons N] [--jobs J] [--period S] [--window S]
@@ -228,6 +229,7 @@ t=$(now_ms)
 next=$(((t / 1000 / PERIOD + 1) * PERIOD * 1000))
 sleep "$(awk -v ms=$((next - t + 1000)) 'BEGIN { printf "%.3f", ms / 1000 }')"
 KILLED=""
+PK0=$(mntr_sum zk_packets_received)
 TK=$(now_ms)
 for i in "${VICTIMS[@]}"; do
   KILLED+="$(inst_of "$i") "
@@ -236,6 +238,8 @@ done 2>/dev/null
 for i in "${VICTIMS[@]}"; do wait "${DPID[$i]}" 2>/dev/null; done
 say "killed $KILL daemons at $TK"
 sleep $((SESSION / 1000 + 2 * PERIOD + 3))
+PK1=$(mntr_sum zk_packets_received) TK1=$(now_ms)
+echo "after the kill: $((PK1 - PK0)) ZooKeeper requests in $((TK1 - TK)) ms (the expiries, the failover, the resharding and 2 fires; $(( (PK1 - PK0) * 1000 / (TK1 - TK) )) requests/s)"
 for i in $(seq 1 "$N"); do kill -TERM "${DPID[$i]}" 2>/dev/null; done
 for i in $(seq 1 "$N"); do wait "${DPID[$i]}" 2>/dev/null; done
 DPID=()
