@@ -349,13 +349,47 @@ void ej__failover_recorder_changed(ej__coord *c)
         ej__coord_post(c, crash_task, NULL);
 }
 
-/* Still the state the crash left? (under the failover latch) */
-static bool item_untouched_since(ej__coord *c, int item, int64_t close_zxid)
+/* The sharding/{n} paths of the crashes' items, read behind the failover
+ * latch's first create and look (ej__latch_acquire_async_r): when the
+ * latch is free, the check below costs no round trip of its own (on the
+ * way from a crash to its failover, 300 ms each in a fleet's expiry
+ * burst). NULL with *n 0 when there is no memory: read under the latch. */
+static char **item_paths(ej__coord *c, const struct crash *cr, size_t ncr, size_t *n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < ncr; i++)
+        k += cr[i].n;
+    char **paths = k ? calloc(k, sizeof *paths) : NULL;
+    *n = 0;
+    for (size_t i = 0; paths != NULL && i < ncr; i++)
+        for (size_t j = 0; j < cr[i].n; j++) {
+            paths[*n] = ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_ITEM,
+                                           cr[i].items[j], NULL);
+            if (paths[*n] != NULL)
+                (*n)++;
+        }
+    return paths;
+}
+
+/* Still the state the crash left? (under the failover latch; from the
+ * reads made behind its acquisition when they were made holding it) */
+static bool item_untouched_since(ej__coord *c, const ej__latch *latch, int item,
+                                 int64_t close_zxid)
 {
     char *p = ej_layout_path_dup(ej__coord_job_name(c), EJ_LAYOUT_NODE_ITEM, item, NULL);
+    if (p == NULL)
+        return false;
+    const struct ej_reg_read *pre = NULL;
+    size_t npre = 0;
+    ej__latch_first_reads(latch, &pre, &npre);
+    for (size_t i = 0; i < npre; i++)
+        if (strcmp(pre[i].path, p) == 0 && (pre[i].result == 0 || pre[i].result == EJ_ENONODE)) {
+            free(p);
+            return pre[i].result == 0 && pre[i].stat.pzxid == close_zxid;
+        }
     struct ej_node_stat st;
     bool e = false;
-    bool same = p && ej_registry_exists(ej__coord_registry(c), p, &e, &st) == 0 && e &&
+    bool same = ej_registry_exists(ej__coord_registry(c), p, &e, &st) == 0 && e &&
                 st.pzxid == close_zxid;
     free(p);
     return same;
@@ -392,7 +426,8 @@ static int item_to_take(ej__coord *c, const struct crash *cr, size_t ncr)
  * record wakes every member of the job to queue at the latch for it, the
  * recorder among them (in a loaded fleet 1.5 s from record to take at the
  * median, and most of the latch's contenders). */
-static void record_latched(ej__coord *c, const struct crash *cr, size_t ncr, int *taken)
+static void record_latched(ej__coord *c, const ej__latch *latch, const struct crash *cr,
+                           size_t ncr, int *taken)
 {
     ej_registry *reg = ej__coord_registry(c);
     const char *job = ej__coord_job_name(c);
@@ -408,7 +443,7 @@ static void record_latched(ej__coord *c, const struct crash *cr, size_t ncr, int
             if (item >= count)
                 continue;
             if (item_handled(c, item, cr[k].close_zxid) ||
-                !item_untouched_since(c, item, cr[k].close_zxid))
+                !item_untouched_since(c, latch, item, cr[k].close_zxid))
                 continue;
             int crc = EJ_ENOMEM;
             if (item == take && *taken < 0 && ej__failover_take_crashed(c, item) == 1) {
@@ -586,7 +621,7 @@ static void record_done(void *arg, ej__latch *latch, int rc)
             ej__coord_post(c, crash_task, NULL);
     } else if (latch != NULL) {
         int taken = -1;
-        record_latched(c, r->cr, r->n, &taken);
+        record_latched(c, latch, r->cr, r->n, &taken);
         ej__latch_release(latch);
         if (taken >= 0)
             ej__failover_took(c, taken);
@@ -771,8 +806,10 @@ void ej__failover_process_pending(ej__coord *c)
         s->inflight = r;
         pthread_mutex_unlock(&s->mu);
         ej__latch_wait *w = NULL;
-        rc = ej__latch_acquire_async_w(ej__coord_registry(c), latch_path, ej__coord_wait_bound(c),
-                                       ej__coord_latch_post, c, record_done, r, &w);
+        size_t nread = 0;
+        char **reads = item_paths(c, mine, nmine, &nread);
+        rc = ej__latch_acquire_async_r(ej__coord_registry(c), latch_path, ej__coord_wait_bound(c),
+                                       ej__coord_latch_post, c, record_done, r, &w, reads, nread);
         pthread_mutex_lock(&s->mu);
         if (rc != 0)
             s->inflight = NULL;

@@ -149,6 +149,19 @@ int ej__latch_acquire_async_w(ej_registry *reg, const char *latch_path, int time
                               ej__latch_post_fn post, void *post_arg, ej__latch_done_fn done,
                               void *arg, ej__latch_wait **wait);
 
+/* ej__latch_acquire_async_w with reads sent right behind the first create
+ * and look (read_paths: nreads namespace-relative paths, taken over and
+ * freed by the latch, also on an error): when the first look finds the
+ * latch free, they were read while this contender held it, and cost no
+ * round trip of their own (ej__latch_first_reads). */
+int ej__latch_acquire_async_r(ej_registry *reg, const char *latch_path, int timeout_ms,
+                              ej__latch_post_fn post, void *post_arg, ej__latch_done_fn done,
+                              void *arg, ej__latch_wait **wait, char **read_paths, size_t nreads);
+/* The reads of ej__latch_acquire_async_r (stat only: exists), when they
+ * were made while l was held (borrowed until l is released); else false
+ * with *n 0 (read them again under the latch). */
+bool ej__latch_first_reads(const ej__latch *l, const struct ej_reg_read **reads, size_t *n);
+
 /* The owner no longer needs the latch (what it wanted done is done, by
  * another): a wait ends at once, its own node deleted, and done gets
  * EJ_EAGAIN (latch NULL), through post as ever. A cancel that comes after

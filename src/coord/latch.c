@@ -38,6 +38,12 @@ struct ej__latch {
      * (create_node_listed), for the first look; NULL once used. */
     char **listed;
     size_t nlisted;
+    /* Reads sent behind that listing (paths owned), and whether they were
+     * made while this contender held the latch (its node the lowest in
+     * that listing): ej__latch_first_reads. */
+    struct ej_reg_read *pre;
+    size_t npre;
+    bool pre_held;
 };
 
 /* The outcomes of the shared steps (errors are negative). */
@@ -136,7 +142,7 @@ static int create_node_listed(struct ej__latch *l)
         return EJ_ENOMEM;
     char *actual = NULL;
     int rc = ej__reg_create_then_list(l->reg, path, EJ_REG_EPHEMERAL_SEQUENTIAL, l->dir, true,
-                                      &actual, &l->listed, &l->nlisted);
+                                      &actual, &l->listed, &l->nlisted, l->pre, l->npre);
     free(path);
     if (actual != NULL) { /* created; a failed listing is done again by the look */
         free(l->node);
@@ -184,8 +190,19 @@ static void latch_free(struct ej__latch *l)
 {
     delete_node(l);
     ej_registry_free_names(l->listed);
+    for (size_t i = 0; i < l->npre; i++)
+        free((char *)l->pre[i].path);
+    ej_registry_reads_fini(l->pre, l->npre);
+    free(l->pre);
     free(l->dir);
     free(l);
+}
+
+bool ej__latch_first_reads(const ej__latch *l, const struct ej_reg_read **reads, size_t *n)
+{
+    *reads = l && l->pre_held ? l->pre : NULL;
+    *n = l && l->pre_held ? l->npre : 0;
+    return l && l->pre_held;
 }
 
 /* One look at the children: LATCH_HELD when the own node is the lowest;
@@ -198,6 +215,7 @@ static int latch_look(struct ej__latch *l, char **pred)
     for (;;) {
         char **names = l->listed;
         size_t n = l->nlisted;
+        bool first = names != NULL && l->node != NULL && !l->pre_held;
         int rc = 0;
         l->listed = NULL;
         if (names == NULL)
@@ -225,6 +243,7 @@ static int latch_look(struct ej__latch *l, char **pred)
             continue;
         }
         if (idx == 0) {
+            l->pre_held = first; /* the reads behind the listing are the holder's */
             ej_registry_free_names(names);
             EJ_LOG(EJ_LOG_DEBUG, MOD, 0, "latch %s acquired as %s after %" PRId64 " ms", l->dir,
                    own, ej__mono_ms() - l->start);
@@ -595,15 +614,37 @@ int ej__latch_acquire_async_w(ej_registry *reg, const char *latch_path, int time
                               ej__latch_post_fn post, void *post_arg, ej__latch_done_fn done,
                               void *arg, ej__latch_wait **wait)
 {
+    return ej__latch_acquire_async_r(reg, latch_path, timeout_ms, post, post_arg, done, arg, wait,
+                                     NULL, 0);
+}
+
+/* Frees n paths and their array. */
+static void free_paths(char **paths, size_t n)
+{
+    for (size_t i = 0; paths != NULL && i < n; i++)
+        free(paths[i]);
+    free(paths);
+}
+
+int ej__latch_acquire_async_r(ej_registry *reg, const char *latch_path, int timeout_ms,
+                              ej__latch_post_fn post, void *post_arg, ej__latch_done_fn done,
+                              void *arg, ej__latch_wait **wait, char **read_paths, size_t nreads)
+{
     if (wait != NULL)
         *wait = NULL;
-    if (reg == NULL || latch_path == NULL || post == NULL || done == NULL)
+    if (reg == NULL || latch_path == NULL || post == NULL || done == NULL ||
+        ej_registry_on_dispatch_thread(reg)) {
+        free_paths(read_paths, nreads);
         return EJ_EINVAL;
-    if (ej_registry_on_dispatch_thread(reg))
-        return EJ_EINVAL;
+    }
     struct latch_async *a = calloc(1, sizeof *a);
-    if (a == NULL)
+    struct ej_reg_read *pre = nreads ? calloc(nreads, sizeof *pre) : NULL;
+    if (a == NULL || (nreads && pre == NULL)) {
+        free(a);
+        free(pre);
+        free_paths(read_paths, nreads);
         return EJ_ENOMEM;
+    }
     a->reg = reg;
     a->post = post;
     a->post_arg = post_arg;
@@ -613,8 +654,15 @@ int ej__latch_acquire_async_w(ej_registry *reg, const char *latch_path, int time
     a->l = latch_new(reg, latch_path, timeout_ms);
     if (a->l == NULL) {
         free(a);
+        free(pre);
+        free_paths(read_paths, nreads);
         return EJ_ENOMEM;
     }
+    for (size_t i = 0; i < nreads; i++)
+        pre[i].path = read_paths[i]; /* the latch frees them */
+    free(read_paths);
+    a->l->pre = pre;
+    a->l->npre = nreads;
     int rc = create_node_listed(a->l);
     bool ended = rc != 0 || async_step(a, &rc);
     if (ended) {

@@ -85,30 +85,49 @@ static void slots_clear(struct batch *b)
     }
 }
 
-/* One attempt: send every read, wait for every answer. A lost connection
- * answers each read sent with a connection loss, which repeats them all. */
-static int batch_attempt(ej_registry *reg, zhandle_t *zh, void *arg)
+/* Send every read of b (count_first: count the first too; run_zk counts
+ * the one of its own attempt). Returns the first error of a send; the
+ * reads sent before it are answered. */
+static int batch_send(ej_registry *reg, zhandle_t *zh, struct batch *b, bool count_first)
 {
-    struct batch *b = arg;
     slots_clear(b);
     int zrc = ZOK;
     pthread_mutex_lock(&b->mu);
     for (size_t i = 0; i < b->n && zrc == ZOK; i++) {
-        if (i > 0)
-            ej__reg_count(reg); /* run_zk counted the first */
+        if (i > 0 || count_first)
+            ej__reg_count(reg);
         b->pending++;
         zrc = b->data ? zoo_aget(zh, b->full[i], 0, get_done, &b->slots[i])
                       : zoo_aexists(zh, b->full[i], 0, exists_done, &b->slots[i]);
         if (zrc != ZOK)
             b->pending--; /* not sent: no answer will come */
     }
+    pthread_mutex_unlock(&b->mu);
+    return zrc;
+}
+
+/* Wait for every answer of what batch_send sent; a connection loss among
+ * them, else ZOK. */
+static int batch_wait(struct batch *b)
+{
+    pthread_mutex_lock(&b->mu);
     while (b->pending > 0)
         pthread_cond_wait(&b->cv, &b->mu);
     pthread_mutex_unlock(&b->mu);
-    for (size_t i = 0; i < b->n && zrc == ZOK; i++)
+    for (size_t i = 0; i < b->n; i++)
         if (ej__reg_zk_is_connloss(b->slots[i].zrc))
-            zrc = b->slots[i].zrc;
-    return zrc;
+            return b->slots[i].zrc;
+    return ZOK;
+}
+
+/* One attempt: send every read, wait for every answer. A lost connection
+ * answers each read sent with a connection loss, which repeats them all. */
+static int batch_attempt(ej_registry *reg, zhandle_t *zh, void *arg)
+{
+    struct batch *b = arg;
+    int zrc = batch_send(reg, zh, b, false);
+    int wrc = batch_wait(b);
+    return zrc != ZOK ? zrc : wrc;
 }
 
 /* Each read's outcome into reads (the batch's data moves there). */
@@ -194,6 +213,7 @@ struct create_list {
     char *created; /* absolute */
     char **names;
     size_t count;
+    struct batch *after; /* reads sent behind the two, or NULL */
 };
 
 static void created_done(int rc, const char *value, const void *arg)
@@ -246,18 +266,27 @@ static int create_list_attempt(ej_registry *reg, zhandle_t *zh, void *arg)
         cl->pending--;
         cl->list_zrc = ZCONNECTIONLOSS;
     }
+    /* Sent behind the listing, answered after it: a caller that finds its
+     * node the lowest in the listing holds the latch for these reads. */
+    if (cl->after != NULL)
+        batch_send(reg, zh, cl->after, true);
     while (cl->pending > 0)
         pthread_cond_wait(&cl->cv, &cl->mu);
     pthread_mutex_unlock(&cl->mu);
+    if (cl->after != NULL)
+        batch_wait(cl->after);
     return cl->create_zrc;
 }
 
 int ej__reg_create_then_list(ej_registry *reg, const char *path, ej_reg_mode mode, const char *dir,
-                             bool make_parents, char **actual, char ***names, size_t *count)
+                             bool make_parents, char **actual, char ***names, size_t *count,
+                             struct ej_reg_read *after, size_t nafter)
 {
     *actual = NULL;
     *names = NULL;
     *count = 0;
+    for (size_t i = 0; i < nafter; i++)
+        after[i] = (struct ej_reg_read){.path = after[i].path, .result = EJ_ECONNLOSS};
     int flags = ej__reg_zk_mode(mode);
     if (flags < 0)
         return ej__reg_fail(EJ_EINVAL, "create %s: unknown mode %d", path, (int)mode);
@@ -270,6 +299,17 @@ int ej__reg_create_then_list(ej_registry *reg, const char *path, ej_reg_mode mod
         .full = full, .dir_full = dir_full, .flags = flags, .list_zrc = ZCONNECTIONLOSS};
     pthread_mutex_init(&cl.mu, NULL);
     pthread_cond_init(&cl.cv, NULL);
+    struct batch b = {.n = nafter};
+    pthread_mutex_init(&b.mu, NULL);
+    pthread_cond_init(&b.cv, NULL);
+    if (rc == 0 && nafter > 0) { /* the reads are extra: without them, the two alone */
+        b.full = calloc(nafter, sizeof *b.full);
+        b.slots = calloc(nafter, sizeof *b.slots);
+        bool ready = b.full && b.slots;
+        for (size_t i = 0; i < nafter && ready; i++)
+            ready = ej__reg_resolve(reg, "exists", after[i].path, false, &b.full[i]) == 0;
+        cl.after = ready ? &b : NULL;
+    }
     if (rc == 0) {
         /* Not retried once sent: a sequential create's lost answer leaves it
          * unknown whether the node was made (the caller looks). */
@@ -297,6 +337,9 @@ int ej__reg_create_then_list(ej_registry *reg, const char *path, ej_reg_mode mod
     } else if (rc == 0) {
         rc = ej__reg_op_fail(reg, "children", dir, cl.list_zrc);
     }
+    if (rc == 0 && cl.after != NULL)
+        batch_results(reg, &b, after);
+    batch_fini(&b);
     ej_registry_free_names(cl.names);
     free(cl.created);
     free(full);

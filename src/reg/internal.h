@@ -230,9 +230,14 @@ int ej__reg_op_fail(ej_registry *reg, const char *op, const char *path, int zrc)
  * create's lost answer is not repeated: EJ_ECONNLOSS leaves it unknown
  * whether the node was made); the listing's error with *actual set when
  * only the listing failed. With make_parents, a create refused for want
- * of a parent makes the missing ones (persistent) and sends the two again. */
+ * of a parent makes the missing ones (persistent) and sends the two again.
+ * after (nafter of them, may be NULL): exists reads sent right behind the
+ * listing, answered after it (a latch contender whose node is the lowest
+ * in the listing held the latch for them); each result EJ_ECONNLOSS unless
+ * read on the attempt that created the node. */
 int ej__reg_create_then_list(ej_registry *reg, const char *path, ej_reg_mode mode, const char *dir,
-                             bool make_parents, char **actual, char ***names, size_t *count);
+                             bool make_parents, char **actual, char ***names, size_t *count,
+                             struct ej_reg_read *after, size_t nafter);
 
 /* Count one request sent. */
 static inline void ej__reg_count(ej_registry *reg)

@@ -618,6 +618,79 @@ static void test_parents_stay(void **state)
     zkf_destroy(zk);
 }
 
+/* Two paths to read behind an acquisition (malloc'd, for the latch). */
+static char **two_paths(const char *a, const char *b)
+{
+    char **p = calloc(2, sizeof *p);
+    assert_non_null(p);
+    p[0] = strdup(a);
+    p[1] = strdup(b);
+    return p;
+}
+
+/* Reads sent behind the first create and look: a contender that finds the
+ * latch free gets them (read while it held the latch, no round trip of
+ * their own: the acquisition costs 4 requests, create, look and 2 reads);
+ * one that had to wait gets none (they were read before its turn). */
+static void test_first_reads(void **state)
+{
+    (void)state;
+    char *ns = zkf_unique_namespace("latch6");
+    ej_registry *ra = open_ns(ns), *rb = open_ns(ns);
+    struct owner o;
+    owner_start(&o);
+    assert_int_equal(ej_registry_create_node(ra, "/job/sharding/0", NULL, 0, EJ_REG_PERSISTENT,
+                                             EJ_REG_CREATE_PARENTS, NULL),
+                     0);
+    assert_int_equal(ej_registry_create_node(ra, LATCH, NULL, 0, EJ_REG_PERSISTENT,
+                                             EJ_REG_CREATE_PARENTS, NULL),
+                     0);
+    struct ej_node_stat st;
+    bool e = false;
+    assert_int_equal(ej_registry_exists(ra, "/job/sharding/0", &e, &st), 0);
+
+    struct result a, b;
+    result_init(&a, ra);
+    result_init(&b, rb);
+    uint64_t before = ej_registry_request_count(ra);
+    assert_int_equal(ej__latch_acquire_async_r(ra, LATCH, 5000, owner_post, &o, on_done, &a, NULL,
+                                               two_paths("/job/sharding/0", "/job/sharding/9"), 2),
+                     0);
+    assert_int_equal(wait_done(&a, 5000), 1);
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(ej_registry_request_count(ra) - before, 4);
+    const struct ej_reg_read *rd = NULL;
+    size_t n = 0;
+    assert_true(ej__latch_first_reads(a.latch, &rd, &n));
+    assert_int_equal(n, 2);
+    assert_string_equal(rd[0].path, "/job/sharding/0");
+    assert_int_equal(rd[0].result, 0);
+    assert_true(rd[0].stat.pzxid == st.pzxid);
+    assert_int_equal(rd[1].result, EJ_ENONODE);
+
+    /* B queues behind A: after A's release it holds the latch, with no
+     * reads to trust. */
+    assert_int_equal(ej__latch_acquire_async_r(rb, LATCH, 5000, owner_post, &o, on_done, &b, NULL,
+                                               two_paths("/job/sharding/0", "/job/sharding/9"), 2),
+                     0);
+    usleep(200000);
+    assert_int_equal(calls_of(&b), 0);
+    ej__latch_release(a.latch);
+    assert_int_equal(wait_done(&b, 5000), 1);
+    assert_int_equal(b.rc, 0);
+    assert_false(ej__latch_first_reads(b.latch, &rd, &n));
+    assert_int_equal(n, 0);
+    ej__latch_release(b.latch);
+
+    owner_stop(&o);
+    result_fini(&a);
+    result_fini(&b);
+    ej_registry_destroy(rb);
+    assert_int_equal(ej_registry_delete_recursive(ra, "/"), 0);
+    ej_registry_destroy(ra);
+    free(ns);
+}
+
 /* The owner closes while B waits: A's release wakes B, post refuses, B's
  * node is deleted and done(NULL, EJ_ECLOSED) runs once on the dispatch
  * thread. The same when B's registry is destroyed under the wait. */
@@ -682,7 +755,7 @@ int main(void)
         cmocka_unit_test(test_uncontended),  cmocka_unit_test(test_contended),
         cmocka_unit_test(test_timeout),      cmocka_unit_test(test_order),
         cmocka_unit_test(test_owner_closed), cmocka_unit_test(test_cancel),
-        cmocka_unit_test(test_parents_stay),
+        cmocka_unit_test(test_parents_stay), cmocka_unit_test(test_first_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
