@@ -229,13 +229,13 @@ done
 # second after the steady window's median start when items start later
 # (a loaded machine starts them up to 1.5 s late, and a kill before its
 # items start tests no failover).
+PK0=$(mntr_sum zk_packets_received) TP0=$(now_ms) # before the timing below: it takes seconds
 LATE50=$(awk -v a="$A" -v b="$B" -v p=$((PERIOD * 1000)) '$1 == "START" && $7 >= a && $7 < b { print $7 % p }' "$LOG" | sort -n | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : 0 }')
 KILL_AFTER=$((LATE50 + 500 > 1000 ? LATE50 + 500 : 1000))
 t=$(now_ms)
 next=$(((t / 1000 / PERIOD + 1) * PERIOD * 1000))
 sleep "$(awk -v ms=$((next - t + KILL_AFTER)) 'BEGIN { printf "%.3f", ms / 1000 }')"
 KILLED=""
-PK0=$(mntr_sum zk_packets_received)
 TK=$(now_ms)
 for i in "${VICTIMS[@]}"; do
   KILLED+="$(inst_of "$i") "
@@ -245,7 +245,7 @@ for i in "${VICTIMS[@]}"; do wait "${DPID[$i]}" 2>/dev/null; done
 say "killed $KILL daemons at $TK ($KILL_AFTER ms after a fire; median item start $LATE50 ms after its fire)"
 sleep $((SESSION / 1000 + 2 * PERIOD + 3))
 PK1=$(mntr_sum zk_packets_received) TK1=$(now_ms)
-echo "after the kill: $((PK1 - PK0)) ZooKeeper requests in $((TK1 - TK)) ms (the expiries, the failover, the resharding and 2 fires; $(( (PK1 - PK0) * 1000 / (TK1 - TK) )) requests/s)"
+echo "around the kill: $((PK1 - PK0)) ZooKeeper requests in $((TK1 - TP0)) ms, from $((TK - TP0)) ms before it (the expiries, the failover, the resharding and 3 fires; $(( (PK1 - PK0) * 1000 / (TK1 - TP0) )) requests/s)"
 for i in $(seq 1 "$N"); do kill -TERM "${DPID[$i]}" 2>/dev/null; done
 for i in $(seq 1 "$N"); do wait "${DPID[$i]}" 2>/dev/null; done
 DPID=()
