@@ -307,9 +307,13 @@ function historyView(job) {
     return '/api/history?' + q.toString();
   };
   const refresh = async () => {
-    const r = await api('GET', query());
+    const asked = query();
+    const r = await api('GET', asked);
     const zone = f.job.input.value.trim() ? await jobZone(f.job.input.value.trim()) : null;
-    if (!viewIs(seq)) return;
+    // An answer to a page no longer asked for (a poll sent before Older,
+    // Newer or a search, answered after: a slow server) would put that
+    // page back, and the next Older would page from it.
+    if (!viewIs(seq) || asked !== query()) return;
     if (r.status !== 200) { put(out, historyMessage(r)); return; }
     last = r.data;
     older.disabled = !last.older;
